@@ -1,0 +1,36 @@
+# background_ddl: build with PGXS.
+#
+#   make && make install          build and install into the server found by pg_config
+#   make installcheck             pg_regress + TAP tests, each on a throwaway cluster
+#                                 with the library preloaded (run as a non-root user)
+#
+# The whole suite, from a fresh machine as root, is `bash scripts/test`.
+
+MODULE_big = background_ddl
+OBJS = \
+	src/background_ddl.o \
+	src/job_catalog.o \
+	src/job_control.o \
+	src/launcher.o \
+	src/scheduler.o \
+	src/shared_state.o \
+	src/submit.o \
+	src/worker.o \
+	src/backfill.o \
+	src/cutover.o
+
+EXTENSION = background_ddl
+DATA = background_ddl--1.0.sql
+PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
+
+REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition
+REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CPPFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * backfill.h
+ *	  Computing a job's content in batches.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_BACKFILL_H
+#define BGDDL_BACKFILL_H
+
+#include "nodes/parsenodes.h"
+#include "utils/relcache.h"
+
+#include "job_catalog.h"
+
+extern Index BackfillFindDrivingTable(Query *query, Oid required_relid);
+extern Query *BackfillJobQuery(Relation target);
+extern void BackfillPlan(BgddlJob *job);
+extern bool BackfillNextChunk(BgddlJob *job);
+extern int64 BackfillAll(Relation target, Query *query);
+
+#endif							/* BGDDL_BACKFILL_H */

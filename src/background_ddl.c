@@ -1,0 +1,113 @@
+/*-------------------------------------------------------------------------
+ *
+ * background_ddl.c
+ *	  Module entry point: settings, shared memory, hooks and the launcher.
+ *
+ * The library must be loaded through shared_preload_libraries: its launcher
+ * is a static background worker and it needs shared memory, both of which
+ * can only be set up at postmaster start.  Loading it any other way (which
+ * CREATE EXTENSION would do, to check its C functions) is an error that says
+ * how to fix it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "background_ddl.h"
+#include "launcher.h"
+#include "shared_state.h"
+#include "submit.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+bool		background_ddl_enabled = false;
+int			background_ddl_max_workers = 2;
+int			background_ddl_batch_time_ms = 250;
+int			background_ddl_max_attempts = 10;
+int			background_ddl_history_retention_s = 7 * 24 * 3600;
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+
+static void
+BgddlShmemRequest(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	BgddlSharedStateRequest();
+}
+#endif
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("background_ddl must be loaded via shared_preload_libraries"),
+				 errhint("Add background_ddl to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	DefineCustomBoolVariable("background_ddl",
+							 "Runs long DDL statements as background jobs.",
+							 "While on, CREATE MATERIALIZED VIEW ... WITH DATA is validated, "
+							 "persisted as a job and built by a background worker.",
+							 &background_ddl_enabled,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_workers",
+							"Maximum number of background DDL jobs running at once.",
+							NULL,
+							&background_ddl_max_workers,
+							2, 1, 64,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.batch_time",
+							"Target duration of one backfill batch.",
+							"Each batch is one short transaction; its size adapts toward this duration.",
+							&background_ddl_batch_time_ms,
+							250, 10, 60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_attempts",
+							"Number of times a job may be started before it is failed.",
+							"A job that keeps crashing its worker or the server stops after this many attempts.",
+							&background_ddl_max_attempts,
+							10, 1, 1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.history_retention",
+							"How long finished jobs stay in pg_stat_background_ddl.",
+							NULL,
+							&background_ddl_history_retention_s,
+							7 * 24 * 3600, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved(BGDDL_EXTENSION_NAME);
+
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = BgddlShmemRequest;
+#else
+	BgddlSharedStateRequest();
+#endif
+	BgddlSharedStateInit();
+	SubmitHookInstall();
+	LauncherRegister();
+}

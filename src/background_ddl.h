@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * background_ddl.h
+ *	  Settings and names shared by every module of background_ddl.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKGROUND_DDL_H
+#define BACKGROUND_DDL_H
+
+#define BGDDL_EXTENSION_NAME	"background_ddl"
+#define BGDDL_SCHEMA_NAME		"background_ddl"
+
+/* GUCs (background_ddl.c) */
+extern bool background_ddl_enabled;
+extern int	background_ddl_max_workers;
+extern int	background_ddl_batch_time_ms;
+extern int	background_ddl_max_attempts;
+extern int	background_ddl_history_retention_s;
+
+#endif							/* BACKGROUND_DDL_H */

@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * launcher.h
+ *	  The launcher and the per-database schedulers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_LAUNCHER_H
+#define BGDDL_LAUNCHER_H
+
+#include "fmgr.h"
+
+extern void LauncherRegister(void);
+
+extern PGDLLEXPORT void BgddlLauncherMain(Datum main_arg);
+extern PGDLLEXPORT void BgddlSchedulerMain(Datum main_arg);
+extern PGDLLEXPORT void BgddlWorkerMain(Datum main_arg);
+
+#endif							/* BGDDL_LAUNCHER_H */

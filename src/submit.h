@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * submit.h
+ *	  The ProcessUtility hook that turns DDL into background jobs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_SUBMIT_H
+#define BGDDL_SUBMIT_H
+
+#include "nodes/pg_list.h"
+
+extern void SubmitHookInstall(void);
+extern int64 SubmitLastJobId(void);
+extern List *SubmitCaptureSettings(void);
+
+#endif							/* BGDDL_SUBMIT_H */
