@@ -55,7 +55,8 @@ CutoverMatView(BgddlJob *job)
 						   "background_ddl: computing in one batch" :
 						   "background_ddl: cutting over");
 
-	JobSetPhase(job->id, single_batch ? "backfilling" : "cutting over");
+	if (!single_batch)
+		JobSetPhase(job->id, "cutting over");
 	target = table_open(job->target_oid, RowExclusiveLock);
 	if (single_batch)
 	{

@@ -75,19 +75,20 @@ CheckCancelPermission(const BgddlJob *job)
 			 errdetail("Only the role that submitted the job, members of pg_signal_backend and superusers may cancel it; only superusers may cancel a superuser's job.")));
 }
 
-Datum
-cancel_ddl(PG_FUNCTION_ARGS)
+/*
+ * Cancel an unfinished job in the current transaction: stop its worker,
+ * wait until it has let go of the job, then remove the checkpoints, the
+ * placeholder (unless the caller is dropping it anyway) and mark the job
+ * cancelled with the given reason.  Returns false if the job had already
+ * ended.  Caller has checked the permission.
+ */
+bool
+JobCancel(int64 job_id, bool drop_placeholder, const char *reason)
 {
-	int64		job_id = PG_GETARG_INT64(0);
 	BgddlJob	job;
 	BgddlWorkerSlot *slot;
 	pid_t		worker_pid = 0;
 	LOCKTAG		job_lock;
-
-	JobLoadOrError(job_id, &job);
-	CheckCancelPermission(&job);
-	if (JobStateIsFinal(job.state))
-		PG_RETURN_BOOL(false);
 
 	/* Interrupt the worker, if any; see BgddlWorkerMain for the ordering */
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
@@ -102,19 +103,32 @@ cancel_ddl(PG_FUNCTION_ARGS)
 		(void) kill(worker_pid, SIGINT);
 
 	/* Wait for the worker to let go; keep new ones off until we commit */
-	pgstat_report_activity(STATE_RUNNING, "cancel_ddl: waiting for the worker to stop");
 	JobLockTagSet(&job_lock, MyDatabaseId, job_id);
 	(void) LockAcquire(&job_lock, ExclusiveLock, false, false);
 
 	/* The worker may have finished the job before it saw the cancel */
 	JobLoadOrError(job_id, &job);
 	if (JobStateIsFinal(job.state))
-		PG_RETURN_BOOL(strcmp(job.state, "cancelled") == 0);
+		return false;
 
-	DropPlaceholder(job.target_oid);
+	if (drop_placeholder)
+		DropPlaceholder(job.target_oid);
 	JobDeleteChunks(job_id);
-	JobFinish(job_id, "cancelled", NULL, false, -1);
-	PG_RETURN_BOOL(true);
+	JobFinish(job_id, "cancelled", reason, false, -1);
+	return true;
+}
+
+Datum
+cancel_ddl(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	BgddlJob	job;
+
+	JobLoadOrError(job_id, &job);
+	CheckCancelPermission(&job);
+	if (JobStateIsFinal(job.state))
+		PG_RETURN_BOOL(false);
+	PG_RETURN_BOOL(JobCancel(job_id, true, NULL));
 }
 
 Datum
@@ -135,6 +149,14 @@ wait_ddl(PG_FUNCTION_ARGS)
 														   TimestampTzGetDatum(GetCurrentTimestamp()),
 														   IntervalPGetDatum(timeout)));
 	}
+
+	if (SubmitJobIsUncommitted(job_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("background DDL job " INT64_FORMAT " was submitted in the current transaction",
+						job_id),
+				 errdetail("The job starts when the transaction commits."),
+				 errhint("Call wait_ddl() after COMMIT.")));
 
 	for (;;)
 	{

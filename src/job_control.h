@@ -26,4 +26,6 @@ JobLockTagSet(LOCKTAG *tag, Oid database_oid, int64 job_id)
 						 (uint32) job_id, BGDDL_LOCK_CLASS);
 }
 
+extern bool JobCancel(int64 job_id, bool drop_placeholder, const char *reason);
+
 #endif							/* BGDDL_JOB_CONTROL_H */

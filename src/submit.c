@@ -22,9 +22,10 @@
  *	   leaves neither job nor placeholder.
  *	4. After commit, wake the scheduler of this database.
  *
- * The hook also refuses REFRESH MATERIALIZED VIEW on a placeholder whose
- * job has not finished: a refresh would make it visible before the job has
- * built it.
+ * The hook also guards placeholders of unfinished jobs: REFRESH
+ * MATERIALIZED VIEW is refused (it would make the view visible before the
+ * job has built it), and DROP MATERIALIZED VIEW by the owner cancels the job
+ * first, in the same transaction, so the worker never races the drop.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,19 +34,23 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "executor/executor.h"
+#include "nodes/makefuncs.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "background_ddl.h"
 #include "job_catalog.h"
+#include "job_control.h"
 #include "shared_state.h"
 #include "submit.h"
 
@@ -69,6 +74,9 @@ static int64 last_job_id = 0;
 static int64 last_job_id_at_xact_start = 0;
 static bool wake_at_commit = false;
 
+/* Jobs submitted by the current transaction: they start when it commits */
+static List *jobs_of_this_xact = NIL;
+
 static void BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								bool readOnlyTree, ProcessUtilityContext context,
 								ParamListInfo params, QueryEnvironment *queryEnv,
@@ -87,6 +95,20 @@ int64
 SubmitLastJobId(void)
 {
 	return last_job_id;
+}
+
+/* Was this job submitted by the current (uncommitted) transaction? */
+bool
+SubmitJobIsUncommitted(int64 job_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, jobs_of_this_xact)
+	{
+		if (*(int64 *) lfirst(lc) == job_id)
+			return true;
+	}
+	return false;
 }
 
 /* The submitting session's values of captured_settings, as name/value pairs */
@@ -207,6 +229,14 @@ SubmitCreateMatView(PlannedStmt *pstmt, const char *queryString,
 
 	last_job_id = job_id;
 	wake_at_commit = true;
+	{
+		MemoryContext old_context = MemoryContextSwitchTo(TopTransactionContext);
+		int64	   *submitted = palloc(sizeof(int64));
+
+		*submitted = job_id;
+		jobs_of_this_xact = lappend(jobs_of_this_xact, submitted);
+		MemoryContextSwitchTo(old_context);
+	}
 
 	ereport(NOTICE,
 			(errmsg("background DDL job " INT64_FORMAT " submitted for %s",
@@ -237,6 +267,32 @@ CheckRefreshAllowed(RefreshMatViewStmt *stmt)
 						 job_id, job_id)));
 }
 
+/*
+ * DROP MATERIALIZED VIEW of a placeholder cancels its job, in the dropping
+ * transaction.  Only for the owner: anyone else gets the normal permission
+ * error from the DROP itself, without disturbing the job.
+ */
+static void
+CancelJobsOfDroppedTargets(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_MATVIEW || !JobCatalogExists())
+		return;
+	foreach(lc, stmt->objects)
+	{
+		RangeVar   *name = makeRangeVarFromNameList((List *) lfirst(lc));
+		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
+		int64		job_id;
+
+		if (!OidIsValid(target_oid) || !pg_class_ownercheck(target_oid, GetUserId()))
+			continue;
+		job_id = JobFindUnfinishedByTarget(target_oid);
+		if (job_id != 0)
+			(void) JobCancel(job_id, false, "the materialized view was dropped");
+	}
+}
+
 static void
 BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
@@ -253,6 +309,8 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	else if (IsA(parsetree, RefreshMatViewStmt))
 		CheckRefreshAllowed((RefreshMatViewStmt *) parsetree);
+	else if (IsA(parsetree, DropStmt))
+		CancelJobsOfDroppedTargets((DropStmt *) parsetree);
 
 	CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 						   queryEnv, dest, qc);
@@ -272,10 +330,12 @@ SubmitXactCallback(XactEvent event, void *arg)
 				BgddlWakeDatabase(MyDatabaseId);
 			wake_at_commit = false;
 			last_job_id_at_xact_start = last_job_id;
+			jobs_of_this_xact = NIL;	/* freed with TopTransactionContext */
 			break;
 		case XACT_EVENT_ABORT:
 			wake_at_commit = false;
 			last_job_id = last_job_id_at_xact_start;
+			jobs_of_this_xact = NIL;
 			break;
 		default:
 			break;

@@ -12,6 +12,7 @@
 
 extern void SubmitHookInstall(void);
 extern int64 SubmitLastJobId(void);
+extern bool SubmitJobIsUncommitted(int64 job_id);
 extern List *SubmitCaptureSettings(void);
 
 #endif							/* BGDDL_SUBMIT_H */

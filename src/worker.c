@@ -233,13 +233,14 @@ RunJob(int64 job_id, MemoryContext job_context)
 		JobStepEnd();
 	}
 
+	JobStepBegin("background_ddl: backfilling");
+	JobSetPhase(job_id, "backfilling");
+	JobStepEnd();
+
+	/* A chunked backfill; a single batch runs inside the cut-over */
 	if (OidIsValid(job.driving_oid))
 	{
 		bool		more = true;
-
-		JobStepBegin("background_ddl: backfilling");
-		JobSetPhase(job_id, "backfilling");
-		JobStepEnd();
 
 		while (more)
 		{
