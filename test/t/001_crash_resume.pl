@@ -1,0 +1,127 @@
+# A job survives a kill -9 of its worker and an immediate shutdown in the
+# middle of its backfill: it resumes from its last checkpoint, the chunks
+# committed before the crash are not computed again, and the final content
+# equals the query.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('crash');
+$node->init;
+# pg_stat_statements after us: its hook calls ours (the regress suite has
+# the other order).
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'background_ddl,pg_stat_statements'
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION background_ddl;
+CREATE EXTENSION pg_stat_statements;
+CREATE TABLE events AS
+  SELECT g AS id, g % 1000 AS account, md5(g::text) AS payload
+  FROM generate_series(1, 1500000) g;
+});
+
+my $query = q{SELECT id, account, upper(payload) || md5(payload) AS p FROM events WHERE account < 700};
+
+# Submit a job and wait until it has checkpointed at least $min_chunks.
+sub submit_and_wait_for_chunks
+{
+	my ($name, $min_chunks) = @_;
+	my $job = $node->safe_psql('postgres',
+		"SET background_ddl = on; CREATE MATERIALIZED VIEW $name AS $query; SELECT last_ddl_job();");
+	ok( $node->poll_query_until('postgres',
+			"SELECT chunks_done >= $min_chunks FROM pg_stat_background_ddl WHERE id = $job"),
+		"$name: job $job checkpointed $min_chunks chunks");
+	return $job;
+}
+
+# What was checkpointed before the crash: chunk number, range and the
+# transaction that wrote it.
+sub checkpoints
+{
+	my ($job) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s:%s-%s@%s', chunk_no, start_block, end_block, xmin), ' ' ORDER BY chunk_no)
+		   FROM background_ddl.chunk WHERE job_id = $job AND attempt = 1");
+}
+
+sub check_resumed_job
+{
+	my ($name, $job, $before) = @_;
+
+	ok( $node->poll_query_until('postgres',
+			"SELECT state FROM pg_stat_background_ddl WHERE id = $job", 'succeeded'),
+		"$name: job $job succeeded after the restart");
+
+	# Chunks may have committed between our look and the crash; every one
+	# we saw must still be there, written by the same transaction.
+	like(checkpoints($job), qr/^\Q$before\E/,
+		"$name: the chunks checkpointed before the crash were kept, not recomputed");
+	is( $node->safe_psql('postgres',
+			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
+		'2', "$name: one resume");
+	is( $node->safe_psql('postgres',
+			"SELECT min(chunk_no) FILTER (WHERE attempt = 2) = max(chunk_no) FILTER (WHERE attempt = 1) + 1
+			   FROM background_ddl.chunk WHERE job_id = $job"),
+		't', "$name: the resumed attempt continued right after the last checkpoint");
+	is( $node->safe_psql('postgres',
+			"SELECT bool_and(start_block = coalesce(prev_end, 0))
+			   FROM (SELECT start_block, lag(end_block) OVER (ORDER BY chunk_no) AS prev_end
+			           FROM background_ddl.chunk WHERE job_id = $job) c"),
+		't', "$name: chunks tile the table with no gap and no overlap");
+	is( $node->safe_psql('postgres',
+			"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a)
+			      + (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)"),
+		'0', "$name: content equals the query, no row lost or duplicated");
+	is( $node->safe_psql('postgres',
+			"SELECT rows_done = (SELECT count(*) FROM $name) FROM pg_stat_background_ddl WHERE id = $job"),
+		't', "$name: rows_done counts each row once");
+}
+
+# 1. kill -9 of the worker: the postmaster restarts all processes.
+my $job = submit_and_wait_for_chunks('mv_killed', 5);
+
+# The hook chain kept pg_stat_statements working.
+is( $node->safe_psql('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_statements WHERE query LIKE 'CREATE MATERIALIZED VIEW mv_killed%'"),
+	't', 'pg_stat_statements saw the submit');
+
+my $before = checkpoints($job);
+my $worker_pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+ok($worker_pid =~ /^\d+$/, "worker pid $worker_pid is shown while running");
+kill 'KILL', $worker_pid;
+check_resumed_job('mv_killed', $job, $before);
+ok($before ne '', 'some chunks were checkpointed before the kill');
+
+# 2. Immediate shutdown, then start again.
+$job = submit_and_wait_for_chunks('mv_immediate', 5);
+$node->stop('immediate');
+$node->start;
+$before = checkpoints($job);
+check_resumed_job('mv_immediate', $job, $before);
+
+# 3. A one-batch job killed mid-batch restarts from scratch and succeeds.
+$job = $node->safe_psql('postgres', q{
+SET background_ddl = on;
+CREATE MATERIALIZED VIEW mv_one_batch AS SELECT account, count(*) AS n FROM events, pg_sleep(0) GROUP BY account;
+SELECT last_ddl_job();});
+ok( $node->poll_query_until('postgres',
+		"SELECT state = 'running' AND pid IS NOT NULL FROM pg_stat_background_ddl WHERE id = $job"),
+	'one-batch job running');
+$node->stop('immediate');
+$node->start;
+ok( $node->poll_query_until('postgres',
+		"SELECT state FROM pg_stat_background_ddl WHERE id = $job", 'succeeded'),
+	'one-batch job succeeded after the restart');
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM mv_one_batch'), '1500000',
+	'one-batch job content complete');
+
+$node->stop;
+done_testing();
