@@ -12,6 +12,7 @@ OBJS = \
 	src/job_catalog.o \
 	src/job_control.o \
 	src/launcher.o \
+	src/placeholder.o \
 	src/scheduler.o \
 	src/shared_state.o \
 	src/submit.o \

@@ -82,6 +82,11 @@ CREATE MATERIALIZED VIEW mv_in_xact AS SELECT id FROM events WHERE account = 3;
 SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 SELECT wait_ddl(last_ddl_job(), '1s');  -- could never finish: an error at once
 ROLLBACK;
+-- Unusable until the job succeeds: reading it says which job builds it.
+BEGIN;
+CREATE MATERIALIZED VIEW mv_unusable AS SELECT id FROM events;
+SELECT count(*) FROM mv_unusable;
+ROLLBACK;
 BEGIN;
 CREATE MATERIALIZED VIEW mv_in_xact AS SELECT id FROM events WHERE account = 3;
 COMMIT;

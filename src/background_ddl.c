@@ -19,6 +19,7 @@
 
 #include "background_ddl.h"
 #include "launcher.h"
+#include "placeholder.h"
 #include "shared_state.h"
 #include "submit.h"
 
@@ -109,5 +110,6 @@ _PG_init(void)
 #endif
 	BgddlSharedStateInit();
 	SubmitHookInstall();
+	PlaceholderHookInstall();
 	LauncherRegister();
 }

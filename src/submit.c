@@ -22,10 +22,7 @@
  *	   leaves neither job nor placeholder.
  *	4. After commit, wake the scheduler of this database.
  *
- * The hook also guards placeholders of unfinished jobs: REFRESH
- * MATERIALIZED VIEW is refused (it would make the view visible before the
- * job has built it), and DROP MATERIALIZED VIEW by the owner cancels the job
- * first, in the same transaction, so the worker never races the drop.
+ * REFRESH and DROP of a placeholder are handed to placeholder.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,14 +31,12 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "executor/executor.h"
-#include "nodes/makefuncs.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -50,7 +45,7 @@
 
 #include "background_ddl.h"
 #include "job_catalog.h"
-#include "job_control.h"
+#include "placeholder.h"
 #include "shared_state.h"
 #include "submit.h"
 
@@ -244,55 +239,6 @@ SubmitCreateMatView(PlannedStmt *pstmt, const char *queryString,
 	return true;
 }
 
-/* Refuse REFRESH of a materialized view that a job is still building */
-static void
-CheckRefreshAllowed(RefreshMatViewStmt *stmt)
-{
-	Oid			target_oid;
-	int64		job_id;
-
-	if (!JobCatalogExists())
-		return;
-	target_oid = RangeVarGetRelid(stmt->relation, NoLock, true);
-	if (!OidIsValid(target_oid))
-		return;					/* the normal path reports it */
-	job_id = JobFindUnfinishedByTarget(target_oid);
-	if (job_id != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("materialized view \"%s\" is being built by background DDL job " INT64_FORMAT,
-						stmt->relation->relname, job_id),
-				 errdetail("It becomes populated when the job succeeds."),
-				 errhint("Use wait_ddl(" INT64_FORMAT ") to wait for it, or cancel_ddl(" INT64_FORMAT ") to stop it.",
-						 job_id, job_id)));
-}
-
-/*
- * DROP MATERIALIZED VIEW of a placeholder cancels its job, in the dropping
- * transaction.  Only for the owner: anyone else gets the normal permission
- * error from the DROP itself, without disturbing the job.
- */
-static void
-CancelJobsOfDroppedTargets(DropStmt *stmt)
-{
-	ListCell   *lc;
-
-	if (stmt->removeType != OBJECT_MATVIEW || !JobCatalogExists())
-		return;
-	foreach(lc, stmt->objects)
-	{
-		RangeVar   *name = makeRangeVarFromNameList((List *) lfirst(lc));
-		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
-		int64		job_id;
-
-		if (!OidIsValid(target_oid) || !pg_class_ownercheck(target_oid, GetUserId()))
-			continue;
-		job_id = JobFindUnfinishedByTarget(target_oid);
-		if (job_id != 0)
-			(void) JobCancel(job_id, false, "the materialized view was dropped");
-	}
-}
-
 static void
 BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
@@ -308,9 +254,9 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			return;
 	}
 	else if (IsA(parsetree, RefreshMatViewStmt))
-		CheckRefreshAllowed((RefreshMatViewStmt *) parsetree);
+		PlaceholderCheckRefresh((RefreshMatViewStmt *) parsetree);
 	else if (IsA(parsetree, DropStmt))
-		CancelJobsOfDroppedTargets((DropStmt *) parsetree);
+		PlaceholderCancelDroppedJobs((DropStmt *) parsetree);
 
 	CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 						   queryEnv, dest, qc);
