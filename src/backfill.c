@@ -67,6 +67,7 @@
 
 #include "background_ddl.h"
 #include "backfill.h"
+#include "compat.h"
 #include "job_catalog.h"
 
 #define CHUNK_BLOCKS_INITIAL	64
@@ -117,8 +118,8 @@ TargetInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 	if (receiver->result_rel_info != NULL &&
 		receiver->result_rel_info->ri_NumIndices > 0)
 	{
-		(void) ExecInsertIndexTuples(receiver->result_rel_info, slot,
-									 receiver->estate, false, false, NULL, NIL);
+		(void) BgddlExecInsertIndexTuples(receiver->result_rel_info, slot,
+										  receiver->estate);
 		ResetPerTupleExprContext(receiver->estate);
 	}
 	receiver->rows++;

@@ -18,6 +18,7 @@
 #include "utils/guc.h"
 
 #include "background_ddl.h"
+#include "compat.h"
 #include "launcher.h"
 #include "placeholder.h"
 #include "shared_state.h"

@@ -46,20 +46,35 @@
 static BackgroundWorkerHandle *scheduler_handles[BGDDL_MAX_DATABASES];
 static TimestampTz scheduler_retry_at[BGDDL_MAX_DATABASES];
 
+/*
+ * Describe one of our background workers: function_name is its entry point,
+ * type its bgw_type ("background_ddl ..."); a dynamic worker is never
+ * restarted by the postmaster and notifies the process that starts it.
+ */
+void
+BgddlWorkerDescribe(BackgroundWorker *worker, const char *function_name,
+					const char *type, Datum main_arg, bool dynamic)
+{
+	memset(worker, 0, sizeof(BackgroundWorker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = dynamic ? BGW_NEVER_RESTART : 5;
+	snprintf(worker->bgw_library_name, BGW_MAXLEN, BGDDL_EXTENSION_NAME);
+	snprintf(worker->bgw_function_name, BGW_MAXLEN, "%s", function_name);
+	snprintf(worker->bgw_name, BGW_MAXLEN, "%s", type);
+	snprintf(worker->bgw_type, BGW_MAXLEN, "%s", type);
+	worker->bgw_main_arg = main_arg;
+	worker->bgw_notify_pid = dynamic ? MyProcPid : 0;
+}
+
 /* Register the launcher; called from _PG_init in the postmaster */
 void
 LauncherRegister(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 5;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, BGDDL_EXTENSION_NAME);
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "BgddlLauncherMain");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl launcher");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "background_ddl launcher");
+	BgddlWorkerDescribe(&worker, "BgddlLauncherMain", "background_ddl launcher",
+						(Datum) 0, false);
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -121,17 +136,10 @@ StartScheduler(Oid database_oid)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, BGDDL_EXTENSION_NAME);
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "BgddlSchedulerMain");
+	BgddlWorkerDescribe(&worker, "BgddlSchedulerMain", "background_ddl scheduler",
+						ObjectIdGetDatum(database_oid), true);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl scheduler for database %u",
 			 database_oid);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "background_ddl scheduler");
-	worker.bgw_main_arg = ObjectIdGetDatum(database_oid);
-	worker.bgw_notify_pid = MyProcPid;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 		return NULL;

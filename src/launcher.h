@@ -9,8 +9,11 @@
 #define BGDDL_LAUNCHER_H
 
 #include "fmgr.h"
+#include "postmaster/bgworker.h"
 
 extern void LauncherRegister(void);
+extern void BgddlWorkerDescribe(BackgroundWorker *worker, const char *function_name,
+								const char *type, Datum main_arg, bool dynamic);
 
 extern PGDLLEXPORT void BgddlLauncherMain(Datum main_arg);
 extern PGDLLEXPORT void BgddlSchedulerMain(Datum main_arg);

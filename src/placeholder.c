@@ -29,6 +29,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "job_catalog.h"
 #include "job_control.h"
 #include "placeholder.h"
@@ -85,7 +86,7 @@ PlaceholderExecutorStart(QueryDesc *queryDesc, int eflags)
 			 * entries, for one, are never scanned and need no privilege).
 			 */
 			if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
-				(rte->requiredPerms & ACL_SELECT) == 0 ||
+				(BgddlRequiredPerms(queryDesc->plannedstmt, rte) & ACL_SELECT) == 0 ||
 				!IsUnpopulatedMatView(rte->relid) || !JobCatalogExists())
 				continue;
 			job_id = JobFindUnfinishedByTarget(rte->relid);
@@ -147,7 +148,7 @@ PlaceholderCancelDroppedJobs(DropStmt *stmt)
 		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
 		int64		job_id;
 
-		if (!OidIsValid(target_oid) || !pg_class_ownercheck(target_oid, GetUserId()))
+		if (!OidIsValid(target_oid) || !BgddlRelationOwnerCheck(target_oid, GetUserId()))
 			continue;
 		job_id = JobFindUnfinishedByTarget(target_oid);
 		if (job_id != 0)

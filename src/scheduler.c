@@ -162,17 +162,10 @@ LaunchWorker(int64 job_id)
 	slot->job_id = job_id;
 	LWLockRelease(BgddlShared->lock);
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, BGDDL_EXTENSION_NAME);
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "BgddlWorkerMain");
+	BgddlWorkerDescribe(&worker, "BgddlWorkerMain", "background_ddl worker",
+						Int32GetDatum(slot_index), true);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl worker for job " INT64_FORMAT,
 			 job_id);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "background_ddl worker");
-	worker.bgw_main_arg = Int32GetDatum(slot_index);
-	worker.bgw_notify_pid = MyProcPid;
 
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	started = RegisterDynamicBackgroundWorker(&worker, &worker_handles[slot_index]);
