@@ -378,7 +378,7 @@ JobRecordChunk(const BgddlJob *job, const BgddlChunkResult *chunk)
 				   "rows_done = rows_done + $3, chunks_done = chunks_done + 1, "
 				   "chunk_blocks = $4, chunks_total = $5, "
 				   "progress = greatest(progress, $6), rate = $7, "
-				   "eta = make_interval(secs => $8) WHERE id = $1",
+				   "eta = make_interval(secs => round($8)) WHERE id = $1",
 				   8, job_types, job_values, job_nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
