@@ -9,6 +9,8 @@
 MODULE_big = background_ddl
 OBJS = \
 	src/background_ddl.o \
+	src/capture.o \
+	src/catchup.o \
 	src/job_catalog.o \
 	src/job_control.o \
 	src/launcher.o \

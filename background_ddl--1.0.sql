@@ -42,7 +42,12 @@ CREATE TABLE background_ddl.job (
 	error			text,
 	cutover_snapshot text,
 	cutover_at		timestamptz,
-	dirty_rows		bigint NOT NULL DEFAULT 0
+	dirty_rows		bigint NOT NULL DEFAULT 0,
+	/* change capture: base relations with capture triggers, and their relfilenodes */
+	capture_relids	oid[],
+	capture_filenodes oid[],
+	catchup_passes	integer NOT NULL DEFAULT 0,
+	cleanup_pending boolean NOT NULL DEFAULT false	/* triggers left to drop */
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 
@@ -56,8 +61,36 @@ CREATE TABLE background_ddl.chunk (
 	attempt			integer NOT NULL,
 	duration		interval NOT NULL,
 	done_at			timestamptz NOT NULL DEFAULT clock_timestamp(),
+	/* (source tid, output tid) pairs of the chunk, sorted by source tid */
+	tid_map			bytea,
 	PRIMARY KEY (job_id, chunk_no)
 );
+
+/*
+ * The dirty log: tuple ids of driving-table rows changed since the job
+ * started capturing (the OLD and NEW versions), appended by the capture
+ * trigger in the writer's transaction.  whole_table marks a change the log
+ * cannot pin to rows (a non-driving table, TRUNCATE, a rewrite).  WAL-logged
+ * on purpose: a crash must not lose marks.  No index: the worker reads it
+ * with one scan per pass and deletes what it processed by ctid.
+ */
+CREATE TABLE background_ddl.dirty (
+	job_id			bigint NOT NULL,
+	source_tid		tid,
+	whole_table		boolean NOT NULL DEFAULT false
+);
+
+/*
+ * Output rows of source rows recomputed after the backfill: they supersede
+ * the chunk's tid_map for those source tids.  A row with a NULL output_tid
+ * records a source row that now produces nothing.
+ */
+CREATE TABLE background_ddl.recomputed (
+	job_id			bigint NOT NULL REFERENCES background_ddl.job ON DELETE CASCADE,
+	source_tid		tid NOT NULL,
+	output_tid		tid
+);
+CREATE INDEX ON background_ddl.recomputed (job_id, source_tid);
 
 REVOKE ALL ON ALL TABLES IN SCHEMA background_ddl FROM PUBLIC;
 
@@ -65,6 +98,13 @@ REVOKE ALL ON ALL TABLES IN SCHEMA background_ddl FROM PUBLIC;
  * Jobs are deliberately not dumped (no pg_extension_config_dump): a job row
  * names objects by OID, which a restore does not preserve.
  */
+
+/* The capture trigger; installed by the job worker, never by hand. */
+CREATE FUNCTION background_ddl.capture_changes()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'capture_changes'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION background_ddl.capture_changes() FROM PUBLIC;
 
 CREATE FUNCTION cancel_ddl(job_id bigint)
 RETURNS boolean

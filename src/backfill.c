@@ -55,13 +55,16 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "pgstat.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/bufmgr.h"
 #include "tcop/tcopprot.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -83,6 +86,18 @@ typedef struct TargetInsertReceiver
 	EState	   *estate;			/* only if the target has indexes */
 	ResultRelInfo *result_rel_info;
 	uint64		rows;
+
+	/*
+	 * With track_sources, the query has one more column than the target:
+	 * the driving row's ctid.  Each output row's (source, output) tuple ids
+	 * are collected in pairs, for the catch-up to find a source's outputs.
+	 */
+	bool		track_sources;
+	MemoryContext pairs_context;	/* the caller's: outlives the executor */
+	TupleTableSlot *output_slot;
+	TidPair    *pairs;
+	int			npairs;
+	int			pairs_capacity;
 } TargetInsertReceiver;
 
 static void
@@ -93,6 +108,15 @@ TargetInsertStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	receiver->output_cid = GetCurrentCommandId(true);
 	receiver->bistate = GetBulkInsertState();
 	receiver->rows = 0;
+	if (receiver->track_sources)
+	{
+		receiver->output_slot = MakeSingleTupleTableSlot(RelationGetDescr(receiver->target),
+														 &TTSOpsVirtual);
+		receiver->pairs_capacity = 1024;
+		receiver->pairs = MemoryContextAllocHuge(receiver->pairs_context,
+												 sizeof(TidPair) * receiver->pairs_capacity);
+		receiver->npairs = 0;
+	}
 
 	/*
 	 * Users may create indexes on the placeholder while the job runs (a
@@ -112,9 +136,41 @@ static bool
 TargetInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 {
 	TargetInsertReceiver *receiver = (TargetInsertReceiver *) self;
+	ItemPointerData source;
+
+	if (receiver->track_sources)
+	{
+		TupleTableSlot *output = receiver->output_slot;
+		int			natts = output->tts_tupleDescriptor->natts;
+		bool		isnull;
+		Datum		source_datum;
+
+		/* The target's columns, without the trailing source ctid */
+		slot_getallattrs(slot);
+		ExecClearTuple(output);
+		memcpy(output->tts_values, slot->tts_values, sizeof(Datum) * natts);
+		memcpy(output->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
+		ExecStoreVirtualTuple(output);
+		source_datum = slot_getattr(slot, natts + 1, &isnull);
+		Assert(!isnull);
+		ItemPointerCopy((ItemPointer) DatumGetPointer(source_datum), &source);
+		slot = output;
+	}
 
 	table_tuple_insert(receiver->target, slot, receiver->output_cid,
 					   TABLE_INSERT_SKIP_FSM, receiver->bistate);
+	if (receiver->track_sources)
+	{
+		if (receiver->npairs == receiver->pairs_capacity)
+		{
+			receiver->pairs_capacity *= 2;
+			receiver->pairs = repalloc_huge(receiver->pairs,
+											sizeof(TidPair) * receiver->pairs_capacity);
+		}
+		receiver->pairs[receiver->npairs].source = source;
+		receiver->pairs[receiver->npairs].output = slot->tts_tid;
+		receiver->npairs++;
+	}
 	if (receiver->result_rel_info != NULL &&
 		receiver->result_rel_info->ri_NumIndices > 0)
 	{
@@ -133,6 +189,11 @@ TargetInsertShutdown(DestReceiver *self)
 
 	FreeBulkInsertState(receiver->bistate);
 	table_finish_bulk_insert(receiver->target, TABLE_INSERT_SKIP_FSM);
+	if (receiver->output_slot != NULL)
+	{
+		ExecDropSingleTupleTableSlot(receiver->output_slot);
+		receiver->output_slot = NULL;
+	}
 	if (receiver->estate != NULL)
 	{
 		ExecCloseIndices(receiver->result_rel_info);
@@ -159,7 +220,20 @@ TargetInsertReceiverCreate(Relation target)
 	receiver->pub.rDestroy = TargetInsertDestroy;
 	receiver->pub.mydest = DestNone;
 	receiver->target = target;
+	receiver->pairs_context = CurrentMemoryContext;
 	return receiver;
+}
+
+/* Can the capture trigger see every change of this relation? */
+static bool
+IsCapturableRelation(RangeTblEntry *rte)
+{
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+		return true;			/* row triggers are cloned to its partitions */
+	if (rte->relkind != RELKIND_RELATION)
+		return false;			/* views are expanded; matviews, foreign tables: no */
+	/* An inheritance parent read with its children: those would need triggers too */
+	return !(rte->inh && has_subclass(rte->relid));
 }
 
 /* Can this range table entry drive a chunked backfill? */
@@ -169,17 +243,68 @@ IsChunkableRelation(RangeTblEntry *rte)
 	Relation	rel;
 	bool		chunkable;
 
-	if (rte->rtekind != RTE_RELATION || rte->tablesample != NULL)
+	if (rte->rtekind != RTE_RELATION || rte->tablesample != NULL ||
+		rte->relkind != RELKIND_RELATION || !IsCapturableRelation(rte))
 		return false;
-	if (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_MATVIEW)
-		return false;
-	/* ctid ranges are per relation: an inheritance tree has several */
-	if (rte->inh && has_subclass(rte->relid))
-		return false;
+	/* ctid ranges and TID scans are heap features */
 	rel = table_open(rte->relid, NoLock);
 	chunkable = rel->rd_rel->relam == HEAP_TABLE_AM_OID;
 	table_close(rel, NoLock);
 	return chunkable;
+}
+
+/* Walker state: every relation a query reads, anywhere in it */
+typedef struct BaseRelationsContext
+{
+	List	   *relids;			/* distinct */
+	int			occurrences_of_driving;
+	Oid			driving_oid;
+	Oid			target_oid;		/* ignored: the view rule's OLD and NEW entries */
+	bool		all_capturable;
+} BaseRelationsContext;
+
+static bool
+BaseRelationsWalker(Node *node, BaseRelationsContext *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION && rte->relid != context->target_oid)
+		{
+			if (!IsCapturableRelation(rte))
+				context->all_capturable = false;
+			if (rte->relid == context->driving_oid)
+				context->occurrences_of_driving++;
+			context->relids = list_append_unique_oid(context->relids, rte->relid);
+		}
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, BaseRelationsWalker, context,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, BaseRelationsWalker, context);
+}
+
+/*
+ * The relations a query reads (driving table first; the target itself, which
+ * its view rule names, excluded), or NIL if a change to
+ * one of them could escape the capture triggers, or if the driving table is
+ * read twice (a change to it would then also be a change to "another"
+ * table, which only a full recompute handles).
+ */
+List *
+BackfillBaseRelations(Query *query, Oid driving_oid, Oid target_oid)
+{
+	BaseRelationsContext context = {NIL, 0, driving_oid, target_oid, true};
+
+	(void) query_tree_walker(query, BaseRelationsWalker, &context, QTW_EXAMINE_RTES_BEFORE);
+	if (!context.all_capturable || context.occurrences_of_driving != 1)
+		return NIL;
+	context.relids = list_delete_oid(context.relids, driving_oid);
+	return lcons_oid(driving_oid, context.relids);
 }
 
 /*
@@ -221,12 +346,12 @@ CollectDrivingCandidates(Query *query, Node *node, List **candidates)
 /*
  * Find the driving table of a rewritten query: the range table index of the
  * largest relation that can drive a chunked backfill, or 0 if the query is
- * not decomposable.  With required_relid, take the first candidate that is
- * that relation instead (a resumed job must keep the driving table it
- * started with, even if relative sizes changed).
+ * not decomposable.  With required_relid, take that relation instead (a
+ * resumed job must keep the driving table it started with, even if relative
+ * sizes changed).
  */
 Index
-BackfillFindDrivingTable(Query *query, Oid required_relid)
+BackfillFindDrivingTable(Query *query, Oid target_oid, Oid required_relid)
 {
 	List	   *candidates = NIL;
 	ListCell   *lc;
@@ -260,6 +385,8 @@ BackfillFindDrivingTable(Query *query, Oid required_relid)
 				return rtindex;
 			continue;
 		}
+		if (BackfillBaseRelations(query, relid, target_oid) == NIL)
+			continue;
 		rel = table_open(relid, NoLock);
 		pages = RelationGetNumberOfBlocks(rel);
 		table_close(rel, NoLock);
@@ -291,43 +418,97 @@ BackfillJobQuery(Relation target)
 	return linitial_node(Query, rewritten);
 }
 
+static Var *
+MakeCtidVar(Index rtindex)
+{
+	return makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1, InvalidOid, 0);
+}
+
 /* "ctid <op> '(block,0)'" on the driving table */
 static Expr *
 MakeCtidBound(Index rtindex, Oid opno, int64 block)
 {
 	ItemPointer tid = palloc(sizeof(ItemPointerData));
-	Var		   *ctid;
 	Const	   *bound;
 
 	ItemPointerSet(tid, (BlockNumber) block, 0);
-	ctid = makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1, InvalidOid, 0);
 	bound = makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
 					  PointerGetDatum(tid), false, false);
-	return make_opclause(opno, BOOLOID, false, (Expr *) ctid, (Expr *) bound,
+	return make_opclause(opno, BOOLOID, false, (Expr *) MakeCtidVar(rtindex), (Expr *) bound,
 						 InvalidOid, InvalidOid);
+}
+
+static void
+AddQual(Query *query, Expr *qual)
+{
+	List	   *quals = NIL;
+
+	if (query->jointree->quals != NULL)
+		quals = lappend(quals, query->jointree->quals);
+	quals = lappend(quals, qual);
+	query->jointree->quals = (Node *) make_andclause(quals);
 }
 
 /* Restrict the query to blocks [start_block, end_block) of its driving table */
 static void
 RestrictToBlocks(Query *query, Index rtindex, int64 start_block, int64 end_block)
 {
-	List	   *quals = NIL;
-
-	if (query->jointree->quals != NULL)
-		quals = lappend(quals, query->jointree->quals);
-	quals = lappend(quals, MakeCtidBound(rtindex, TIDGreaterEqOperator, start_block));
+	AddQual(query, MakeCtidBound(rtindex, TIDGreaterEqOperator, start_block));
 	if (end_block >= 0)
-		quals = lappend(quals, MakeCtidBound(rtindex, TIDLessOperator, end_block));
-	query->jointree->quals = (Node *) make_andclause(quals);
+		AddQual(query, MakeCtidBound(rtindex, TIDLessOperator, end_block));
+}
+
+/* Restrict the query to the given driving rows: "ctid = ANY('{...}')", a TID scan */
+static void
+RestrictToTids(Query *query, Index rtindex, ItemPointer tids, int ntids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(ntids, 1));
+	ScalarArrayOpExpr *saop = makeNode(ScalarArrayOpExpr);
+
+	for (int i = 0; i < ntids; i++)
+		elems[i] = PointerGetDatum(&tids[i]);
+	saop->opno = TIDEqualOperator;
+	saop->opfuncid = InvalidOid;
+	saop->useOr = true;
+	saop->inputcollid = InvalidOid;
+	saop->args = list_make2(MakeCtidVar(rtindex),
+							makeConst(TIDARRAYOID, -1, InvalidOid, -1,
+									  PointerGetDatum(construct_array(elems, ntids, TIDOID,
+																	  sizeof(ItemPointerData),
+																	  false, TYPALIGN_SHORT)),
+									  false, false));
+	AddQual(query, (Expr *) saop);
+}
+
+/* Make the query also return the driving row's ctid, as a last column */
+static void
+AppendSourceColumn(Query *query, Index rtindex)
+{
+	query->targetList = lappend(query->targetList,
+								makeTargetEntry((Expr *) MakeCtidVar(rtindex),
+												list_length(query->targetList) + 1,
+												pstrdup("background_ddl_source"), false));
+}
+
+static int
+TidPairCompare(const void *a, const void *b)
+{
+	int			by_source = ItemPointerCompare(&((TidPair *) a)->source, &((TidPair *) b)->source);
+
+	return by_source != 0 ? by_source :
+		ItemPointerCompare(&((TidPair *) a)->output, &((TidPair *) b)->output);
 }
 
 /*
  * Run a (restricted) query and insert its rows into the target.  Caller is
  * in a transaction with an active snapshot and holds RowExclusiveLock on the
- * target.  Returns the number of rows inserted.
+ * target.  With pairs non-NULL the query carries a source column (see
+ * AppendSourceColumn) and *pairs receives the (source, output) tuple ids,
+ * sorted by source.  Returns the number of rows inserted.
  */
 static uint64
-RunIntoTarget(Relation target, Query *query, int cursor_options)
+RunIntoTarget(Relation target, Query *query, int cursor_options,
+			  TidPair **pairs, int *npairs)
 {
 	PlannedStmt *plan;
 	QueryDesc  *query_desc;
@@ -339,6 +520,7 @@ RunIntoTarget(Relation target, Query *query, int cursor_options)
 
 	plan = pg_plan_query(query, "background_ddl backfill", cursor_options, NULL);
 	receiver = TargetInsertReceiverCreate(target);
+	receiver->track_sources = (pairs != NULL);
 	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
 								 InvalidSnapshot, (DestReceiver *) receiver, NULL, NULL, 0);
 	ExecutorStart(query_desc, 0);
@@ -347,6 +529,12 @@ RunIntoTarget(Relation target, Query *query, int cursor_options)
 	ExecutorEnd(query_desc);
 	rows = receiver->rows;
 	FreeQueryDesc(query_desc);
+	if (pairs != NULL)
+	{
+		qsort(receiver->pairs, receiver->npairs, sizeof(TidPair), TidPairCompare);
+		*pairs = receiver->pairs;
+		*npairs = receiver->npairs;
+	}
 	receiver->pub.rDestroy((DestReceiver *) receiver);
 	return rows;
 }
@@ -370,7 +558,7 @@ BackfillPlan(BgddlJob *job)
 {
 	Relation	target = table_open(job->target_oid, AccessShareLock);
 	Query	   *query = BackfillJobQuery(target);
-	Index		driving_rtindex = BackfillFindDrivingTable(query, InvalidOid);
+	Index		driving_rtindex = BackfillFindDrivingTable(query, job->target_oid, InvalidOid);
 
 	job->rows_total = EstimateRows(query);
 	job->next_block = 0;
@@ -406,13 +594,15 @@ BackfillNextChunk(BgddlJob *job)
 {
 	Relation	target = table_open(job->target_oid, RowExclusiveLock);
 	Query	   *query = BackfillJobQuery(target);
-	Index		driving_rtindex = BackfillFindDrivingTable(query, job->driving_oid);
+	Index		driving_rtindex = BackfillFindDrivingTable(query, job->target_oid, job->driving_oid);
 	BgddlChunkResult chunk;
 	instr_time	start_time;
 	instr_time	duration;
 	double		target_seconds = background_ddl_batch_time_ms / 1000.0;
 	double		scale;
 	int64		remaining_blocks;
+	TidPair    *pairs;
+	int			npairs;
 
 	if (driving_rtindex == 0)
 		ereport(ERROR,
@@ -428,7 +618,11 @@ BackfillNextChunk(BgddlJob *job)
 
 	INSTR_TIME_SET_CURRENT(start_time);
 	RestrictToBlocks(query, driving_rtindex, chunk.start_block, chunk.end_block);
-	chunk.rows = RunIntoTarget(target, query, 0);
+	AppendSourceColumn(query, driving_rtindex);
+	chunk.rows = RunIntoTarget(target, query, 0, &pairs, &npairs);
+	chunk.tid_map = palloc(VARHDRSZ + sizeof(TidPair) * npairs);
+	SET_VARSIZE(chunk.tid_map, VARHDRSZ + sizeof(TidPair) * npairs);
+	memcpy(VARDATA(chunk.tid_map), pairs, sizeof(TidPair) * npairs);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
 	chunk.seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
@@ -464,5 +658,27 @@ BackfillNextChunk(BgddlJob *job)
 int64
 BackfillAll(Relation target, Query *query)
 {
-	return (int64) RunIntoTarget(target, query, CURSOR_OPT_PARALLEL_OK);
+	return (int64) RunIntoTarget(target, query, CURSOR_OPT_PARALLEL_OK, NULL, NULL);
+}
+
+/*
+ * Compute the output rows of the given driving rows (sorted tuple ids) as of
+ * the current snapshot, insert them into the target and return their
+ * (source, output) pairs, sorted.  Caller is in a transaction, as the job's
+ * role, and holds RowExclusiveLock on the target.
+ */
+TidPair *
+BackfillRecompute(BgddlJob *job, Relation target, ItemPointer sources, int nsources,
+				  int *npairs)
+{
+	Query	   *query = BackfillJobQuery(target);
+	Index		driving_rtindex = BackfillFindDrivingTable(query, job->target_oid, job->driving_oid);
+	TidPair    *pairs;
+
+	if (driving_rtindex == 0)
+		elog(ERROR, "driving table of background DDL job " INT64_FORMAT " not found", job->id);
+	RestrictToTids(query, driving_rtindex, sources, nsources);
+	AppendSourceColumn(query, driving_rtindex);
+	(void) RunIntoTarget(target, query, 0, &pairs, npairs);
+	return pairs;
 }

@@ -13,10 +13,13 @@
 
 #include "job_catalog.h"
 
-extern Index BackfillFindDrivingTable(Query *query, Oid required_relid);
+extern Index BackfillFindDrivingTable(Query *query, Oid target_oid, Oid required_relid);
 extern Query *BackfillJobQuery(Relation target);
 extern void BackfillPlan(BgddlJob *job);
 extern bool BackfillNextChunk(BgddlJob *job);
 extern int64 BackfillAll(Relation target, Query *query);
+extern List *BackfillBaseRelations(Query *query, Oid driving_oid, Oid target_oid);
+extern TidPair *BackfillRecompute(BgddlJob *job, Relation target, ItemPointer sources,
+								  int nsources, int *npairs);
 
 #endif							/* BGDDL_BACKFILL_H */

@@ -19,6 +19,7 @@
 
 #include "background_ddl.h"
 #include "compat.h"
+#include "capture.h"
 #include "launcher.h"
 #include "placeholder.h"
 #include "shared_state.h"
@@ -32,6 +33,7 @@ bool		background_ddl_enabled = false;
 int			background_ddl_max_workers = 2;
 int			background_ddl_batch_time_ms = 250;
 int			background_ddl_max_attempts = 10;
+int			background_ddl_lock_timeout_ms = 100;
 int			background_ddl_history_retention_s = 7 * 24 * 3600;
 
 #if PG_VERSION_NUM >= 150000
@@ -92,6 +94,15 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("background_ddl.lock_timeout",
+							"Longest wait for a lock on a base table (installing or dropping capture triggers).",
+							"The attempt is then given up and retried later, so that writers queued behind it never wait longer than this.",
+							&background_ddl_lock_timeout_ms,
+							100, 1, 60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("background_ddl.history_retention",
 							"How long finished jobs stay in pg_stat_background_ddl.",
 							NULL,
@@ -111,6 +122,7 @@ _PG_init(void)
 #endif
 	BgddlSharedStateInit();
 	SubmitHookInstall();
+	CaptureCallbacksInstall();
 	PlaceholderHookInstall();
 	LauncherRegister();
 }

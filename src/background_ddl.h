@@ -16,6 +16,7 @@ extern bool background_ddl_enabled;
 extern int	background_ddl_max_workers;
 extern int	background_ddl_batch_time_ms;
 extern int	background_ddl_max_attempts;
+extern int	background_ddl_lock_timeout_ms;
 extern int	background_ddl_history_retention_s;
 
 #endif							/* BACKGROUND_DDL_H */

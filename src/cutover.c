@@ -11,65 +11,112 @@
  * the job succeeded.  Both commit together: the view is either unpopulated
  * with a job that has not succeeded, or complete with a job that has.
  *
- * A query that could not be split into batches is computed inside this same
- * transaction, so its result is exactly the query at this transaction's
+ * The cut-over also finishes the catch-up (catchup.c), and a query that
+ * could not be split into batches is computed entirely inside it, so in
+ * both cases the result is exactly the query at this transaction's
  * snapshot, which we record as cutover_snapshot.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
+#include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "commands/matview.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "backfill.h"
+#include "catchup.h"
 #include "cutover.h"
 #include "job_catalog.h"
 #include "worker.h"
 
 /*
- * Finish a job: compute the content first if the job runs in one batch,
- * then make the placeholder populated and the job succeeded.  Runs its own
- * transaction.
+ * Empty the placeholder, transactionally, as TRUNCATE does: a new
+ * relfilenode for it and its TOAST table, and rebuilt (empty) indexes.
+ * Caller holds ACCESS EXCLUSIVE on it.
+ */
+void
+TruncatePlaceholder(Relation target)
+{
+	Oid			toast_oid = target->rd_rel->reltoastrelid;
+	ReindexParams reindex_params = {0};
+
+	RelationSetNewRelfilenode(target, target->rd_rel->relpersistence);
+	if (OidIsValid(toast_oid))
+	{
+		Relation	toast = relation_open(toast_oid, AccessExclusiveLock);
+
+		RelationSetNewRelfilenode(toast, toast->rd_rel->relpersistence);
+		relation_close(toast, NoLock);
+	}
+	reindex_relation(RelationGetRelid(target), REINDEX_REL_PROCESS_TOAST, &reindex_params);
+	CommandCounterIncrement();
+}
+
+/*
+ * Finish a job in one transaction: compute what is left, make the
+ * placeholder populated and the job succeeded.
+ *
+ * A one-batch job computes its whole content here.  A chunked job runs the
+ * final catch-up pass here (or, if a change could not be pinned to rows,
+ * recomputes everything here).  The transaction is REPEATABLE READ so that
+ * everything it reads shares one snapshot, the one recorded as
+ * cutover_snapshot: the content equals the query at that snapshot.  It
+ * takes no lock on the base tables beyond ACCESS SHARE.
  */
 void
 CutoverMatView(BgddlJob *job)
 {
 	bool		single_batch = !OidIsValid(job->driving_oid);
+	bool		recompute_all = single_batch;
 	JobRoleContext role;
 	Relation	target;
-	int64		rows = -1;
+	int64		rows = job->rows_done;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	XactIsoLevel = XACT_REPEATABLE_READ;
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, single_batch ?
 						   "background_ddl: computing in one batch" :
 						   "background_ddl: cutting over");
 
+	/* Nobody can use the placeholder: taking it whole costs no one */
+	target = table_open(job->target_oid, AccessExclusiveLock);
 	if (!single_batch)
+	{
 		JobSetPhase(job->id, "cutting over");
-	target = table_open(job->target_oid, RowExclusiveLock);
-	if (single_batch)
+		if (CatchupCheckBaseRelations(job) != BASE_UNCHANGED)
+			recompute_all = true;
+		else
+			rows += CatchupFinal(job, target, &recompute_all);
+		if (recompute_all)
+			TruncatePlaceholder(target);
+	}
+	if (recompute_all)
 	{
 		JobRoleEnter(job, &role);
 		rows = BackfillAll(target, BackfillJobQuery(target));
 		JobRoleLeave(&role);
 	}
 
-	LockRelationOid(job->target_oid, AccessExclusiveLock);
 	SetMatViewPopulatedState(target, true);
 	table_close(target, NoLock);
 
-	JobFinish(job->id, "succeeded", NULL, single_batch, rows);
+	JobFinish(job->id, "succeeded", NULL, true, rows);
+	if (job->capture_relids != NIL)
+		JobSetCleanupPending(job->id, true);
 
 	PopActiveSnapshot();
 	CommitTransactionCommand();

@@ -10,7 +10,10 @@
 
 #include "job_catalog.h"
 
+#include "utils/relcache.h"
+
 extern void CutoverMatView(BgddlJob *job);
+extern void TruncatePlaceholder(Relation target);
 extern void DropPlaceholder(Oid target_oid);
 
 #endif							/* BGDDL_CUTOVER_H */

@@ -29,9 +29,15 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "storage/itemptr.h"
 
 #include "background_ddl.h"
 #include "job_catalog.h"
+
+#ifndef DatumGetItemPointer
+#define DatumGetItemPointer(X)	((ItemPointer) DatumGetPointer(X))
+#define ItemPointerGetDatum(X)	PointerGetDatum(X)
+#endif
 
 /* Saved state of the session around a catalog access */
 typedef struct CatalogAccess
@@ -97,6 +103,49 @@ CatalogTextColumn(uint64 row, int attno)
 											 CStringGetTextDatum("")));
 }
 
+/* An oid[] column as a List of Oids (NIL if NULL) */
+static List *
+CatalogOidListColumn(uint64 row, int attno)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+									  attno, &isnull);
+	List	   *oids = NIL;
+	Datum	   *elems;
+	int			nelems;
+
+	if (isnull)
+		return NIL;
+	deconstruct_array(DatumGetArrayTypeP(value), OIDOID, sizeof(Oid), true,
+					  TYPALIGN_INT, &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		oids = lappend_oid(oids, DatumGetObjectId(elems[i]));
+	return oids;
+}
+
+static Datum
+OidListDatum(List *oids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(oids), 1));
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, oids)
+		elems[i++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(elems, i, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+static Datum
+TidArrayDatum(ItemPointer tids, int ntids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(ntids, 1));
+
+	for (int i = 0; i < ntids; i++)
+		elems[i] = ItemPointerGetDatum(&tids[i]);
+	return PointerGetDatum(construct_array(elems, ntids, TIDOID, sizeof(ItemPointerData),
+										   false, TYPALIGN_SHORT));
+}
+
 /*
  * Does this database have the extension's catalog?  Callable without an
  * active snapshot; needs a transaction.
@@ -150,7 +199,8 @@ JobInsert(const BgddlJobSubmission *submission)
 #define JOB_COLUMNS \
 	"id, database_oid, owner_oid, kind, target_oid, target_name, state, settings, " \
 	"driving_oid, blocks_total, next_block, chunk_blocks, rows_done, rows_total, " \
-	"chunks_done, attempts, progress, started_at "
+	"chunks_done, attempts, progress, started_at, capture_relids, capture_filenodes, " \
+	"catchup_passes, cleanup_pending "
 
 /* Copy row 0 of the current SPI result (JOB_COLUMNS) into *job */
 static void
@@ -192,6 +242,10 @@ JobFromRow(BgddlJob *job)
 	job->attempts = DatumGetInt32(CatalogColumn(0, 16, Int32GetDatum(0)));
 	job->progress = DatumGetFloat8(CatalogColumn(0, 17, Float8GetDatum(0)));
 	job->started_at = DatumGetTimestampTz(CatalogColumn(0, 18, TimestampTzGetDatum(0)));
+	job->capture_relids = CatalogOidListColumn(0, 19);
+	job->capture_filenodes = CatalogOidListColumn(0, 20);
+	job->catchup_passes = DatumGetInt32(CatalogColumn(0, 21, Int32GetDatum(0)));
+	job->cleanup_pending = DatumGetBool(CatalogColumn(0, 22, BoolGetDatum(false)));
 }
 
 /*
@@ -248,7 +302,8 @@ JobListUnfinished(void)
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("SELECT id FROM background_ddl.job "
-				   "WHERE state IN ('queued', 'running') AND database_oid = $1 ORDER BY id",
+				   "WHERE (state IN ('queued', 'running') OR cleanup_pending) "
+				   "AND database_oid = $1 ORDER BY id",
 				   1, argtypes, values, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
@@ -296,11 +351,13 @@ JobClaim(int64 job_id, BgddlJob *job)
 	uint64		claimed;
 
 	CatalogAccessBegin(&access);
-	claimed = CatalogExecute("UPDATE background_ddl.job SET state = 'running', "
-							 "attempts = attempts + 1, pid = $2, "
-							 "started_at = coalesce(started_at, now()), "
-							 "phase = coalesce(phase, 'starting') "
-							 "WHERE id = $1 AND state IN ('queued', 'running')",
+	claimed = CatalogExecute("UPDATE background_ddl.job SET "
+							 "state = CASE WHEN state = 'queued' THEN 'running' ELSE state END, "
+							 "attempts = attempts + CASE WHEN state IN ('queued', 'running') THEN 1 ELSE 0 END, "
+							 "pid = $2, started_at = coalesce(started_at, now()), "
+							 "phase = CASE WHEN state IN ('queued', 'running') "
+							 "  THEN coalesce(phase, 'starting') ELSE 'cleaning up' END "
+							 "WHERE id = $1 AND (state IN ('queued', 'running') OR cleanup_pending)",
 							 2, argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 
@@ -354,12 +411,13 @@ void
 JobRecordChunk(const BgddlJob *job, const BgddlChunkResult *chunk)
 {
 	CatalogAccess access;
-	Oid			chunk_types[] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID};
+	Oid			chunk_types[] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID, BYTEAOID};
 	Datum		chunk_values[] = {Int64GetDatum(job->id), Int64GetDatum(job->chunks_done),
 		Int64GetDatum(chunk->start_block), Int64GetDatum(chunk->end_block),
 		Int64GetDatum(chunk->rows), Int32GetDatum(job->attempts),
-	Float8GetDatum(chunk->seconds)};
-	char		chunk_nulls[] = {' ', ' ', ' ', chunk->end_block >= 0 ? ' ' : 'n', ' ', ' ', ' '};
+	Float8GetDatum(chunk->seconds), PointerGetDatum(chunk->tid_map)};
+	char		chunk_nulls[] = {' ', ' ', ' ', chunk->end_block >= 0 ? ' ' : 'n', ' ', ' ', ' ',
+	chunk->tid_map ? ' ' : 'n'};
 	Oid			job_types[] = {INT8OID, INT8OID, INT8OID, INT4OID, INT8OID, FLOAT8OID,
 	FLOAT8OID, FLOAT8OID};
 	Datum		job_values[] = {Int64GetDatum(job->id),
@@ -371,9 +429,9 @@ JobRecordChunk(const BgddlJob *job, const BgddlChunkResult *chunk)
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.chunk "
-				   "(job_id, chunk_no, start_block, end_block, rows_done, attempt, duration) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, make_interval(secs => $7))",
-				   7, chunk_types, chunk_values, chunk_nulls, SPI_OK_INSERT);
+				   "(job_id, chunk_no, start_block, end_block, rows_done, attempt, duration, tid_map) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, make_interval(secs => $7), $8)",
+				   8, chunk_types, chunk_values, chunk_nulls, SPI_OK_INSERT);
 	CatalogExecute("UPDATE background_ddl.job SET next_block = $2, "
 				   "rows_done = rows_done + $3, chunks_done = chunks_done + 1, "
 				   "chunk_blocks = $4, chunks_total = $5, "
@@ -400,14 +458,14 @@ JobFinish(int64 job_id, const char *state, const char *error,
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("UPDATE background_ddl.job SET state = $2, error = $3, "
-				   "phase = NULL, pid = NULL, finished_at = clock_timestamp(), "
-				   "eta = NULL, rows_done = coalesce($5, rows_done), "
+				   "phase = NULL, pid = NULL, finished_at = now_.t, "
+				   "eta = NULL, rows_done = coalesce($5, rows_done), dirty_rows = 0, "
 				   "progress = CASE WHEN $2 = 'succeeded' THEN 100 ELSE progress END, "
 				   "chunks_done = CASE WHEN $2 = 'succeeded' AND driving_oid IS NULL "
 				   "  THEN 1 ELSE chunks_done END, "
 				   "cutover_snapshot = CASE WHEN $4 THEN pg_current_snapshot()::text END, "
-				   "cutover_at = CASE WHEN $2 = 'succeeded' THEN clock_timestamp() END "
-				   "WHERE id = $1",
+				   "cutover_at = CASE WHEN $2 = 'succeeded' THEN now_.t END "
+				   "FROM (SELECT clock_timestamp() AS t) now_ WHERE id = $1",
 				   5, argtypes, values, nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
@@ -439,5 +497,319 @@ JobPurgeHistory(int retention_seconds)
 				   "AND state IN ('succeeded', 'failed', 'cancelled') "
 				   "AND finished_at < now() - make_interval(secs => $2)",
 				   2, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogAccessEnd(&access);
+}
+
+/* Record the base relations that now carry capture triggers */
+void
+JobRecordCapture(int64 job_id, List *relids, List *filenodes)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, OIDARRAYOID, OIDARRAYOID};
+	Datum		values[] = {Int64GetDatum(job_id), OidListDatum(relids), OidListDatum(filenodes)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET capture_relids = $2, capture_filenodes = $3 "
+				   "WHERE id = $1", 3, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* Progress of the catch-up: rows in the result, changed rows waiting, passes */
+void
+JobSetCounters(int64 job_id, int64 rows_done, int64 dirty_rows, int32 catchup_passes)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT4OID};
+	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(rows_done),
+		Int64GetDatum(dirty_rows), Int32GetDatum(catchup_passes)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET rows_done = $2, dirty_rows = $3, "
+				   "catchup_passes = $4 WHERE id = $1",
+				   4, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* Mark (or clear) that capture triggers of an ended job remain to be dropped */
+void
+JobSetCleanupPending(int64 job_id, bool pending)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, BOOLOID};
+	Datum		values[] = {Int64GetDatum(job_id), BoolGetDatum(pending)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET cleanup_pending = $2, "
+				   "phase = CASE WHEN state IN ('queued', 'running') THEN phase END, "
+				   "pid = CASE WHEN state IN ('queued', 'running') THEN pid END "
+				   "WHERE id = $1", 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/*
+ * Start the backfill over (the driving table was rewritten: every tuple id
+ * changed): forget chunks, marks and recomputed rows, keep the capture.
+ */
+void
+JobResetBackfill(int64 job_id, int64 blocks_total, List *filenodes)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, INT8OID, OIDARRAYOID};
+	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(blocks_total),
+		OidListDatum(filenodes)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("DELETE FROM background_ddl.chunk WHERE job_id = $1",
+				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogExecute("DELETE FROM background_ddl.dirty WHERE job_id = $1",
+				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1",
+				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogExecute("UPDATE background_ddl.job SET blocks_total = $2, capture_filenodes = $3, "
+				   "next_block = 0, rows_done = 0, chunks_done = 0, dirty_rows = 0, "
+				   "catchup_passes = 0 WHERE id = $1",
+				   3, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* After the end of a job: drop its marks, recomputed rows and tid maps */
+void
+JobForgetCapturedChanges(int64 job_id)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("DELETE FROM background_ddl.dirty WHERE job_id = $1",
+				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1",
+				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogExecute("UPDATE background_ddl.chunk SET tid_map = NULL "
+				   "WHERE job_id = $1 AND tid_map IS NOT NULL",
+				   1, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+static int
+DirtyMarkCompare(const void *a, const void *b)
+{
+	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
+}
+
+/*
+ * The dirty marks of a job visible to the current snapshot, sorted by
+ * source tuple id; *whole_table tells whether a whole_table mark is among
+ * them (those are not returned).  Allocated in the caller's context.
+ */
+DirtyMark *
+DirtyMarksRead(int64 job_id, int *nmarks, bool *whole_table)
+{
+	CatalogAccess access;
+	MemoryContext caller_context = CurrentMemoryContext;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	DirtyMark  *marks;
+	int			count = 0;
+
+	*whole_table = false;
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT ctid, source_tid, whole_table FROM background_ddl.dirty "
+				   "WHERE job_id = $1", 1, argtypes, values, NULL, SPI_OK_SELECT);
+	marks = MemoryContextAlloc(caller_context, sizeof(DirtyMark) * Max(SPI_processed, 1));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		if (DatumGetBool(CatalogColumn(row, 3, BoolGetDatum(false))))
+		{
+			*whole_table = true;
+			continue;
+		}
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &marks[count].source);
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &marks[count].mark);
+		count++;
+	}
+	CatalogAccessEnd(&access);
+	qsort(marks, count, sizeof(DirtyMark), DirtyMarkCompare);
+	*nmarks = count;
+	return marks;
+}
+
+/* Delete processed dirty marks, by their own tuple ids */
+void
+DirtyMarksDelete(ItemPointer marks, int nmarks)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {TIDARRAYOID};
+	Datum		values[1];
+
+	if (nmarks == 0)
+		return;
+	values[0] = TidArrayDatum(marks, nmarks);
+	CatalogAccessBegin(&access);
+	CatalogExecute("DELETE FROM background_ddl.dirty WHERE ctid = ANY($1)",
+				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogAccessEnd(&access);
+}
+
+/* Record a change that cannot be pinned to driving rows (a table rewrite) */
+void
+DirtyMarkWholeTable(int64 job_id)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("INSERT INTO background_ddl.dirty (job_id, whole_table) VALUES ($1, true)",
+				   1, argtypes, values, NULL, SPI_OK_INSERT);
+	CatalogAccessEnd(&access);
+}
+
+/* The block ranges of a job's chunks, as a List of ChunkRange */
+List *
+ChunkRangesRead(int64 job_id)
+{
+	CatalogAccess access;
+	MemoryContext caller_context = CurrentMemoryContext;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	List	   *ranges = NIL;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT chunk_no, start_block, end_block FROM background_ddl.chunk "
+				   "WHERE job_id = $1 ORDER BY chunk_no", 1, argtypes, values, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
+		ChunkRange *range = palloc(sizeof(ChunkRange));
+
+		range->chunk_no = DatumGetInt64(CatalogColumn(row, 1, 0));
+		range->start_block = DatumGetInt64(CatalogColumn(row, 2, 0));
+		range->end_block = DatumGetInt64(CatalogColumn(row, 3, Int64GetDatum(-1)));
+		ranges = lappend(ranges, range);
+		MemoryContextSwitchTo(spi_context);
+	}
+	CatalogAccessEnd(&access);
+	return ranges;
+}
+
+/* A chunk's tid map (detoasted, in the caller's context), or NULL */
+bytea *
+ChunkTidMapRead(int64 job_id, int64 chunk_no)
+{
+	CatalogAccess access;
+	MemoryContext caller_context = CurrentMemoryContext;
+	Oid			argtypes[] = {INT8OID, INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(chunk_no)};
+	bytea	   *map = NULL;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT tid_map FROM background_ddl.chunk WHERE job_id = $1 AND chunk_no = $2",
+				   2, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		Datum		value = CatalogColumn(0, 1, (Datum) 0);
+
+		if (value != (Datum) 0)
+		{
+			MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
+
+			map = DatumGetByteaPCopy(value);
+			MemoryContextSwitchTo(spi_context);
+		}
+	}
+	CatalogAccessEnd(&access);
+	return map;
+}
+
+/*
+ * The recomputed outputs of those of the given sources that have been
+ * recomputed; a pair with an invalid output means "recomputed, produced
+ * nothing".  Allocated in the caller's context.
+ */
+TidPair *
+RecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npairs)
+{
+	CatalogAccess access;
+	MemoryContext caller_context = CurrentMemoryContext;
+	Oid			argtypes[] = {INT8OID, TIDARRAYOID};
+	Datum		values[] = {Int64GetDatum(job_id), TidArrayDatum(sources, nsources)};
+	TidPair    *pairs;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT source_tid, output_tid FROM background_ddl.recomputed "
+				   "WHERE job_id = $1 AND source_tid = ANY($2)",
+				   2, argtypes, values, NULL, SPI_OK_SELECT);
+	pairs = MemoryContextAlloc(caller_context, sizeof(TidPair) * Max(SPI_processed, 1));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		Datum		output = CatalogColumn(row, 2, (Datum) 0);
+
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &pairs[row].source);
+		if (output != (Datum) 0)
+			ItemPointerCopy(DatumGetItemPointer(output), &pairs[row].output);
+		else
+			ItemPointerSetInvalid(&pairs[row].output);
+	}
+	*npairs = (int) SPI_processed;
+	CatalogAccessEnd(&access);
+	return pairs;
+}
+
+/*
+ * Replace the recomputed outputs of the given sources (sorted) with pairs
+ * (sorted by source); a source without a pair gets a "produced nothing" row.
+ */
+void
+RecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
+				  TidPair *pairs, int npairs)
+{
+	CatalogAccess access;
+	Oid			delete_types[] = {INT8OID, TIDARRAYOID};
+	Datum		delete_values[] = {Int64GetDatum(job_id), TidArrayDatum(sources, nsources)};
+	int			capacity = nsources + npairs;
+	ItemPointerData *row_sources = palloc(sizeof(ItemPointerData) * Max(capacity, 1));
+	Datum	   *row_outputs = palloc(sizeof(Datum) * Max(capacity, 1));
+	bool	   *output_nulls = palloc(sizeof(bool) * Max(capacity, 1));
+	int			nrows = 0;
+	int			p = 0;
+	Oid			insert_types[] = {INT8OID, TIDARRAYOID, TIDARRAYOID};
+	Datum		insert_values[3];
+	int			dims[1];
+	int			lbs[1] = {1};
+
+	for (int s = 0; s < nsources; s++)
+	{
+		bool		any = false;
+
+		while (p < npairs && ItemPointerCompare(&pairs[p].source, &sources[s]) < 0)
+			p++;
+		for (; p < npairs && ItemPointerEquals(&pairs[p].source, &sources[s]); p++)
+		{
+			row_sources[nrows] = sources[s];
+			row_outputs[nrows] = ItemPointerGetDatum(&pairs[p].output);
+			output_nulls[nrows++] = false;
+			any = true;
+		}
+		if (!any)
+		{
+			row_sources[nrows] = sources[s];
+			row_outputs[nrows] = (Datum) 0;
+			output_nulls[nrows++] = true;
+		}
+	}
+	dims[0] = nrows;
+	insert_values[0] = Int64GetDatum(job_id);
+	insert_values[1] = TidArrayDatum(row_sources, nrows);
+	insert_values[2] = PointerGetDatum(construct_md_array(row_outputs, output_nulls, 1, dims, lbs,
+														  TIDOID, sizeof(ItemPointerData),
+														  false, TYPALIGN_SHORT));
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1 AND source_tid = ANY($2)",
+				   2, delete_types, delete_values, NULL, SPI_OK_DELETE);
+	CatalogExecute("INSERT INTO background_ddl.recomputed (job_id, source_tid, output_tid) "
+				   "SELECT $1, s, o FROM unnest($2::tid[], $3::tid[]) AS u(s, o)",
+				   3, insert_types, insert_values, NULL, SPI_OK_INSERT);
 	CatalogAccessEnd(&access);
 }

@@ -10,6 +10,7 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "storage/itemptr.h"
 
 #define JOB_KIND_CREATE_MATVIEW "CREATE MATERIALIZED VIEW"
 
@@ -35,6 +36,10 @@ typedef struct BgddlJob
 	int32		attempts;
 	double		progress;
 	TimestampTz started_at;
+	List	   *capture_relids;	/* base relations with capture triggers */
+	List	   *capture_filenodes;	/* their relfilenodes when captured */
+	int32		catchup_passes;
+	bool		cleanup_pending;
 } BgddlJob;
 
 /* What the submit hook knows about a new job */
@@ -48,6 +53,20 @@ typedef struct BgddlJobSubmission
 	List	   *settings;
 } BgddlJobSubmission;
 
+/* A source tuple id and the output tuple id it produced */
+typedef struct TidPair
+{
+	ItemPointerData source;
+	ItemPointerData output;
+} TidPair;
+
+/* A dirty mark: the changed source tuple id, and where the mark itself is */
+typedef struct DirtyMark
+{
+	ItemPointerData source;
+	ItemPointerData mark;
+} DirtyMark;
+
 /* The progress a committed chunk adds */
 typedef struct BgddlChunkResult
 {
@@ -60,6 +79,7 @@ typedef struct BgddlChunkResult
 	double		progress;
 	double		rate;			/* rows per second */
 	double		eta_seconds;	/* < 0: unknown */
+	bytea	   *tid_map;		/* sorted TidPairs, or NULL */
 } BgddlChunkResult;
 
 extern bool JobCatalogExists(void);
@@ -76,5 +96,28 @@ extern void JobFinish(int64 job_id, const char *state, const char *error,
 					  bool record_cutover_snapshot, int64 rows_done);
 extern void JobDeleteChunks(int64 job_id);
 extern void JobPurgeHistory(int retention_seconds);
+extern void JobRecordCapture(int64 job_id, List *relids, List *filenodes);
+extern void JobSetCounters(int64 job_id, int64 rows_done, int64 dirty_rows, int32 catchup_passes);
+extern void JobSetCleanupPending(int64 job_id, bool pending);
+extern void JobResetBackfill(int64 job_id, int64 blocks_total, List *filenodes);
+extern void JobForgetCapturedChanges(int64 job_id);
+
+extern DirtyMark *DirtyMarksRead(int64 job_id, int *nmarks, bool *whole_table);
+extern void DirtyMarksDelete(ItemPointer marks, int nmarks);
+extern void DirtyMarkWholeTable(int64 job_id);
+extern List *ChunkRangesRead(int64 job_id);
+extern bytea *ChunkTidMapRead(int64 job_id, int64 chunk_no);
+extern TidPair *RecomputedRead(int64 job_id, ItemPointer sources, int nsources,
+							   int *npairs);
+extern void RecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
+							  TidPair *pairs, int npairs);
+
+/* A chunk's block range, as ChunkRangesRead returns them */
+typedef struct ChunkRange
+{
+	int64		chunk_no;
+	int64		start_block;
+	int64		end_block;		/* -1: to the end */
+} ChunkRange;
 
 #endif							/* BGDDL_JOB_CATALOG_H */

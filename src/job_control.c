@@ -115,6 +115,12 @@ JobCancel(int64 job_id, bool drop_placeholder, const char *reason)
 		DropPlaceholder(job.target_oid);
 	JobDeleteChunks(job_id);
 	JobFinish(job_id, "cancelled", reason, false, -1);
+	/* Capture triggers take strong locks to drop: the scheduler does it */
+	if (job.capture_relids != NIL)
+	{
+		JobSetCleanupPending(job_id, true);
+		SubmitWakeAtCommit();
+	}
 	return true;
 }
 

@@ -92,6 +92,13 @@ SubmitLastJobId(void)
 	return last_job_id;
 }
 
+/* Wake the scheduler when the current transaction commits */
+void
+SubmitWakeAtCommit(void)
+{
+	wake_at_commit = true;
+}
+
 /* Was this job submitted by the current (uncommitted) transaction? */
 bool
 SubmitJobIsUncommitted(int64 job_id)

@@ -7,9 +7,15 @@
  * held until exit; cancel_ddl waits on the same lock) and marking it running,
  * then goes through the phases, each restartable from the job row alone:
  *
- *	planning     decide between chunks and one batch (recorded once)
- *	backfilling  one transaction per chunk, each one a checkpoint
- *	cutting over one transaction: populated + succeeded
+ *	planning           decide between chunks and one batch (recorded once)
+ *	installing capture the change-capture triggers (capture.c), before any chunk
+ *	backfilling        one transaction per chunk, each one a checkpoint
+ *	catching up        recompute rows changed meanwhile (catchup.c)
+ *	cutting over       one transaction: the last changes, populated, succeeded
+ *	cleaning up        drop the triggers, forget the captured changes
+ *
+ * A rewrite of the driving table (VACUUM FULL, CLUSTER, ALTER TABLE ...
+ * TYPE) changes every tuple id: the backfill starts over.
  *
  * The worker is connected as the bootstrap superuser (on PostgreSQL 15 a
  * worker cannot connect as a NOLOGIN role), but the job's SQL runs as the
@@ -28,6 +34,8 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -37,18 +45,27 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/rel.h"
+#include "storage/bufmgr.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "background_ddl.h"
 #include "backfill.h"
+#include "capture.h"
+#include "catchup.h"
 #include "cutover.h"
 #include "job_catalog.h"
 #include "job_control.h"
 #include "launcher.h"
 #include "shared_state.h"
 #include "worker.h"
+
+/* Catch-up passes stop once a pass starts with at most this many changed rows */
+#define CATCHUP_FINAL_BACKLOG	5000
+/* ... or after this many passes: writes may outpace the worker */
+#define CATCHUP_MAX_PASSES		5
 
 static int	my_worker_slot = -1;
 static int64 my_job_id = 0;
@@ -161,10 +178,10 @@ TargetDropped(const BgddlJob *job)
 /*
  * End the job as failed with the given message and remove its placeholder.
  * If the placeholder cannot be dropped (something was built on it), say so
- * in the error and keep it.
+ * in the error and keep it.  Capture triggers are left for the clean-up.
  */
 static void
-FailJob(int64 job_id, Oid target_oid, const char *message)
+FailJob(BgddlJob *job, const char *message)
 {
 	MemoryContext context = CurrentMemoryContext;
 	char	   *error = pstrdup(message);
@@ -173,7 +190,7 @@ FailJob(int64 job_id, Oid target_oid, const char *message)
 	BeginInternalSubTransaction(NULL);
 	PG_TRY();
 	{
-		DropPlaceholder(target_oid);
+		DropPlaceholder(job->target_oid);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
@@ -187,8 +204,256 @@ FailJob(int64 job_id, Oid target_oid, const char *message)
 		error = psprintf("%s (the placeholder was kept: %s)", message, drop_error->message);
 	}
 	PG_END_TRY();
-	JobFinish(job_id, "failed", error, false, -1);
+	JobFinish(job->id, "failed", error, false, -1);
+	if (job->capture_relids != NIL)
+		JobSetCleanupPending(job->id, true);
 	JobStepEnd();
+}
+
+/* End the job as cancelled because its placeholder was dropped; caller is in a step */
+static void
+CancelDroppedJob(BgddlJob *job)
+{
+	JobDeleteChunks(job->id);
+	JobFinish(job->id, "cancelled", "the materialized view was dropped", false, -1);
+	if (job->capture_relids != NIL)
+		JobSetCleanupPending(job->id, true);
+}
+
+typedef void (*LockingStep) (BgddlJob *job);
+
+/*
+ * Run a step that takes strong locks on base tables (installing or dropping
+ * triggers) in its own transaction with lock_timeout =
+ * background_ddl.lock_timeout, retrying with backoff until it gets its
+ * locks: a queued lock request then never stalls the tables' writers for
+ * longer than that timeout.  The phase says "waiting for lock" meanwhile.
+ */
+static void
+RunWithLockTimeout(BgddlJob *job, LockingStep step, const char *phase,
+				   MemoryContext job_context)
+{
+	volatile long delay_ms = 10;
+
+	for (;;)
+	{
+		volatile bool done = true;
+
+		JobStepBegin(psprintf("background_ddl: %s", phase));
+		MemoryContextSwitchTo(job_context);
+		JobSetPhase(job->id, phase);
+		(void) set_config_option("lock_timeout",
+								 psprintf("%d", background_ddl_lock_timeout_ms),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+		BeginInternalSubTransaction(NULL);
+		/* What the step records in *job must outlive the subtransaction */
+		MemoryContextSwitchTo(job_context);
+		PG_TRY();
+		{
+			step(job);
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *error;
+
+			MemoryContextSwitchTo(job_context);
+			error = CopyErrorData();
+			if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+				PG_RE_THROW();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			JobSetPhase(job->id, "waiting for lock");
+			done = false;
+		}
+		PG_END_TRY();
+		JobStepEnd();
+		if (done)
+			return;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 delay_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (WorkerCancelRequested())
+			proc_exit(0);
+		delay_ms = Min(delay_ms * 2, 1000);
+	}
+}
+
+/* Install the capture triggers and record them (a LockingStep) */
+static void
+InstallCaptureStep(BgddlJob *job)
+{
+	Relation	target = table_open(job->target_oid, AccessShareLock);
+	JobRoleContext role;
+	List	   *relids;
+	List	   *filenodes = NIL;
+	ListCell   *lc;
+
+	/* The relations as the job's role reads them (row security included) */
+	JobRoleEnter(job, &role);
+	relids = BackfillBaseRelations(BackfillJobQuery(target), job->driving_oid,
+								   job->target_oid);
+	JobRoleLeave(&role);
+	table_close(target, NoLock);
+	if (relids == NIL)
+		elog(ERROR, "base relations of background DDL job " INT64_FORMAT " cannot be captured",
+			 job->id);
+
+	CaptureInstall(job, relids);
+	foreach(lc, relids)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+
+		filenodes = lappend_oid(filenodes, rel->rd_node.relNode);
+		relation_close(rel, NoLock);
+	}
+	JobRecordCapture(job->id, relids, filenodes);
+	job->capture_relids = relids;
+	job->capture_filenodes = filenodes;
+}
+
+/* Drop the capture triggers (a LockingStep) */
+static void
+RemoveCaptureStep(BgddlJob *job)
+{
+	CaptureRemove(job);
+}
+
+/*
+ * The driving table was rewritten: every tuple id changed, so start the
+ * backfill over.  Caller is in a step; holds a lock on the driving table.
+ */
+static void
+RestartBackfill(BgddlJob *job)
+{
+	Relation	target = table_open(job->target_oid, AccessExclusiveLock);
+	Relation	driving = table_open(job->driving_oid, AccessShareLock);
+	List	   *filenodes = NIL;
+	ListCell   *lc;
+
+	ereport(LOG,
+			(errmsg("background DDL job " INT64_FORMAT ": table \"%s\" was rewritten, restarting the backfill",
+					job->id, RelationGetRelationName(driving))));
+	TruncatePlaceholder(target);
+	foreach(lc, job->capture_relids)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
+
+		filenodes = lappend_oid(filenodes, rel->rd_node.relNode);
+		relation_close(rel, NoLock);
+	}
+	job->blocks_total = RelationGetNumberOfBlocks(driving);
+	JobResetBackfill(job->id, job->blocks_total, filenodes);
+	JobSetPhase(job->id, "restarting: a base table was rewritten");
+	table_close(driving, NoLock);
+	table_close(target, NoLock);
+
+	job->capture_filenodes = filenodes;
+	job->next_block = 0;
+	job->chunks_done = 0;
+	job->rows_done = 0;
+	job->catchup_passes = 0;
+	CatchupForgetMaps();
+}
+
+/* Drop the triggers of an ended job and forget its captured changes */
+static void
+CleanUpJob(BgddlJob *job, MemoryContext job_context)
+{
+	RunWithLockTimeout(job, RemoveCaptureStep, "cleaning up", job_context);
+	JobStepBegin("background_ddl: cleaning up");
+	JobForgetCapturedChanges(job->id);
+	JobSetCleanupPending(job->id, false);
+	JobStepEnd();
+}
+
+/*
+ * Backfill chunk by chunk; returns false if the job ended meanwhile (its
+ * placeholder was dropped).
+ */
+static bool
+BackfillChunks(BgddlJob *job, MemoryContext job_context)
+{
+	bool		more = job->next_block < job->blocks_total || job->chunks_done == 0;
+
+	while (more)
+	{
+		JobRoleContext role;
+		BaseRelationChange change;
+
+		CHECK_FOR_INTERRUPTS();
+		if (WorkerCancelRequested())
+			proc_exit(0);
+
+		JobStepBegin("background_ddl: backfilling a chunk");
+		MemoryContextSwitchTo(job_context);
+		change = CatchupCheckBaseRelations(job);
+		if (TargetDropped(job) || change == BASE_DROPPED)
+		{
+			CancelDroppedJob(job);
+			JobStepEnd();
+			return false;
+		}
+		if (change == BASE_DRIVING_REWRITTEN)
+		{
+			RestartBackfill(job);
+			JobSetPhase(job->id, "backfilling");
+			JobStepEnd();
+			more = true;
+			continue;
+		}
+		JobRoleEnter(job, &role);
+		more = BackfillNextChunk(job);
+		JobRoleLeave(&role);
+		JobStepEnd();
+	}
+	return true;
+}
+
+/*
+ * Catch-up passes until the backlog of changed rows is small, or after a
+ * bounded number of passes (writes may outpace us: the final pass in the
+ * cut-over then takes the rest).  Returns false if the job ended meanwhile
+ * or must restart its backfill (*restart).
+ */
+static bool
+CatchUp(BgddlJob *job, MemoryContext job_context, bool *restart)
+{
+	*restart = false;
+	while (job->catchup_passes < CATCHUP_MAX_PASSES)
+	{
+		bool		whole_table;
+		int			changed;
+
+		job->catchup_passes++;
+		JobStepBegin("background_ddl: catching up");
+		JobSetPhase(job->id, "catching up");
+		JobStepEnd();
+
+		changed = CatchupPass(job, job_context, &whole_table);
+		if (changed < 0)
+		{
+			BaseRelationChange change;
+
+			JobStepBegin("background_ddl: checking base tables");
+			MemoryContextSwitchTo(job_context);
+			change = CatchupCheckBaseRelations(job);
+			if (change == BASE_DRIVING_REWRITTEN)
+			{
+				RestartBackfill(job);
+				*restart = true;
+			}
+			else
+				CancelDroppedJob(job);
+			JobStepEnd();
+			return false;
+		}
+		if (whole_table || changed <= CATCHUP_FINAL_BACKLOG)
+			break;
+	}
+	return true;
 }
 
 /* Take the job through its remaining phases */
@@ -201,75 +466,75 @@ RunJob(int64 job_id, MemoryContext job_context)
 	JobStepBegin("background_ddl: starting job");
 	MemoryContextSwitchTo(job_context);
 	claimed = JobClaim(job_id, &job);
-	if (claimed && job.attempts > background_ddl_max_attempts)
-	{
-		char	   *error = psprintf("the job was started %d times without finishing",
-									 job.attempts - 1);
+	JobStepEnd();
+	if (!claimed)
+		return;
 
-		JobStepEnd();
-		FailJob(job_id, job.target_oid, error);
+	/* An ended job whose capture triggers are left: only clean up */
+	if (strcmp(job.state, "running") != 0)
+	{
+		CleanUpJob(&job, job_context);
 		return;
 	}
-	if (claimed && TargetDropped(&job))
+	if (job.attempts > background_ddl_max_attempts)
 	{
-		JobDeleteChunks(job_id);
-		JobFinish(job_id, "cancelled", "the materialized view was dropped", false, -1);
+		FailJob(&job, psprintf("the job was started %d times without finishing",
+							   job.attempts - 1));
+		return;
+	}
+
+	JobStepBegin("background_ddl: checking the job");
+	MemoryContextSwitchTo(job_context);
+	if (TargetDropped(&job))
+	{
+		CancelDroppedJob(&job);
 		claimed = false;
+	}
+	else if (!job.planned)
+	{
+		JobRoleContext role;
+
+		JobSetPhase(job_id, "planning");
+		JobRoleEnter(&job, &role);
+		BackfillPlan(&job);
+		JobRoleLeave(&role);
 	}
 	JobStepEnd();
 	if (!claimed)
 		return;
 
-	if (!job.planned)
-	{
-		JobRoleContext role;
-
-		JobStepBegin("background_ddl: planning");
-		MemoryContextSwitchTo(job_context);
-		JobSetPhase(job_id, "planning");
-		JobRoleEnter(&job, &role);
-		BackfillPlan(&job);
-		JobRoleLeave(&role);
-		JobStepEnd();
-	}
-
-	JobStepBegin("background_ddl: backfilling");
-	JobSetPhase(job_id, "backfilling");
-	JobStepEnd();
-
-	/* A chunked backfill; a single batch runs inside the cut-over */
 	if (OidIsValid(job.driving_oid))
 	{
-		bool		more = true;
+		bool		restart = true;
 
-		while (more)
+		/* Capture first: every change after this is logged */
+		if (job.capture_relids == NIL)
+			RunWithLockTimeout(&job, InstallCaptureStep, "installing capture", job_context);
+
+		while (restart)
 		{
-			JobRoleContext role;
-
-			CHECK_FOR_INTERRUPTS();
-			if (WorkerCancelRequested())
-				proc_exit(0);
-
-			JobStepBegin("background_ddl: backfilling a chunk");
-			MemoryContextSwitchTo(job_context);
-			if (TargetDropped(&job))
-			{
-				JobDeleteChunks(job_id);
-				JobFinish(job_id, "cancelled", "the materialized view was dropped", false, -1);
-				JobStepEnd();
-				return;
-			}
-			JobRoleEnter(&job, &role);
-			more = BackfillNextChunk(&job);
-			JobRoleLeave(&role);
+			JobStepBegin("background_ddl: backfilling");
+			JobSetPhase(job_id, "backfilling");
 			JobStepEnd();
+			if (!BackfillChunks(&job, job_context))
+				return;
+			if (!CatchUp(&job, job_context, &restart) && !restart)
+				return;
 		}
+	}
+	else
+	{
+		JobStepBegin("background_ddl: backfilling");
+		JobSetPhase(job_id, "backfilling");
+		JobStepEnd();
 	}
 
 	CutoverMatView(&job);
 	ereport(LOG,
 			(errmsg("background DDL job " INT64_FORMAT " for %s succeeded",
 					job_id, job.target_name)));
+	if (job.capture_relids != NIL)
+		CleanUpJob(&job, job_context);
 }
 
 void
@@ -318,6 +583,7 @@ BgddlWorkerMain(Datum main_arg)
 	{
 		ErrorData  *error;
 		BgddlJob	job;
+		bool		found;
 
 		MemoryContextSwitchTo(job_context);
 		error = CopyErrorData();
@@ -340,10 +606,10 @@ BgddlWorkerMain(Datum main_arg)
 						my_job_id, error->message)));
 		JobStepBegin("background_ddl: loading failed job");
 		MemoryContextSwitchTo(job_context);
-		if (!JobLoad(my_job_id, &job, false))
-			job.target_oid = InvalidOid;
+		found = JobLoad(my_job_id, &job, false);
 		JobStepEnd();
-		FailJob(my_job_id, job.target_oid, error->message);
+		if (found && strcmp(job.state, "running") == 0)
+			FailJob(&job, error->message);
 	}
 	PG_END_TRY();
 

@@ -1,0 +1,198 @@
+# Differential test of exactness: while pgbench writes to the base tables
+# (INSERT, HOT and non-HOT UPDATE, DELETE, savepoint rollbacks, COPY
+# bursts), background jobs build materialized views with tiny chunks; each
+# result must equal the query evaluated at the job's recorded cut-over
+# snapshot.  A snapshot cannot be re-read afterwards, so every write also
+# appends the row's new state to a history table (from a trigger, after the
+# row lock, with the writing transaction's xid); the base tables as of the
+# snapshot are rebuilt from it with pg_visible_in_snapshot().
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $node = PostgreSQL::Test::Cluster->new('exact');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'background_ddl'
+background_ddl.batch_time = '10ms'
+max_connections = 40
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION background_ddl;
+CREATE TABLE accounts (account int PRIMARY KEY, name text NOT NULL);
+CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
+  WITH (fillfactor = 80);
+CREATE INDEX ON events (account);   -- updates of account are not HOT
+
+-- History of every row version, in commit order per row.
+CREATE TABLE history (seq bigserial, xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+                      at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                      tab text NOT NULL, id bigint NOT NULL, account int, payload text,
+                      deleted boolean NOT NULL);
+CREATE FUNCTION record_history() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_TABLE_NAME = 'events' THEN
+    IF TG_OP = 'DELETE' THEN
+      INSERT INTO history (tab, id, deleted) VALUES ('events', OLD.id, true);
+    ELSE
+      INSERT INTO history (tab, id, account, payload, deleted)
+        VALUES ('events', NEW.id, NEW.account, NEW.payload, false);
+    END IF;
+  ELSE
+    IF TG_OP = 'DELETE' THEN
+      INSERT INTO history (tab, id, deleted) VALUES ('accounts', OLD.account, true);
+    ELSE
+      INSERT INTO history (tab, id, payload, deleted) VALUES ('accounts', NEW.account, NEW.name, false);
+    END IF;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER history AFTER INSERT OR UPDATE OR DELETE ON events
+  FOR EACH ROW EXECUTE FUNCTION record_history();
+CREATE TRIGGER history AFTER INSERT OR UPDATE OR DELETE ON accounts
+  FOR EACH ROW EXECUTE FUNCTION record_history();
+
+INSERT INTO accounts SELECT g, 'account ' || g FROM generate_series(0, 999) g;
+INSERT INTO events (account, payload) SELECT g % 1000, md5(g::text) FROM generate_series(1, 150000) g;
+
+-- The base tables as of a snapshot.
+CREATE FUNCTION events_at(snap pg_snapshot) RETURNS TABLE (id bigint, account int, payload text)
+LANGUAGE sql STABLE AS $$
+  SELECT id, account, payload FROM (
+    SELECT DISTINCT ON (id) id, account, payload, deleted FROM history
+     WHERE tab = 'events' AND pg_visible_in_snapshot(xid, snap)
+     ORDER BY id, seq DESC) h
+   WHERE NOT deleted $$;
+CREATE FUNCTION accounts_at(snap pg_snapshot) RETURNS TABLE (account int, name text)
+LANGUAGE sql STABLE AS $$
+  SELECT id::int, payload FROM (
+    SELECT DISTINCT ON (id) id, payload, deleted FROM history
+     WHERE tab = 'accounts' AND pg_visible_in_snapshot(xid, snap)
+     ORDER BY id, seq DESC) h
+   WHERE NOT deleted $$;
+});
+
+my $pgbench = $ENV{PGBENCH} // 'pgbench';
+my $dir = PostgreSQL::Test::Utils::tempdir;
+my $max_id = 150000;
+
+# The write mix on events; a second script also changes accounts.
+open my $fh, '>', "$dir/events.sql" or die;
+print $fh <<"EOS";
+\\set id random(1, $max_id)
+\\set id2 random(1, $max_id)
+\\set id3 random(1, $max_id)
+\\set acc random(0, 999)
+\\set kind random(1, 10)
+UPDATE events SET payload = md5(random()::text) WHERE id = :id;
+UPDATE events SET account = :acc WHERE id = :id2;
+BEGIN;
+SAVEPOINT s;
+UPDATE events SET account = -1, payload = 'rolled back' WHERE id = :id3;
+ROLLBACK TO SAVEPOINT s;
+UPDATE events SET payload = 'after rollback ' || :acc WHERE id = :id3;
+COMMIT;
+DELETE FROM events WHERE id = (SELECT id FROM events WHERE id >= :id2 ORDER BY id LIMIT 1) AND :kind <= 3;
+INSERT INTO events (account, payload) VALUES (:acc, 'inserted');
+COPY events (account, payload) FROM PROGRAM 'seq 0 7 50 | sed -e s/\$/,copied/' WITH (FORMAT csv);
+EOS
+close $fh;
+open $fh, '>', "$dir/accounts.sql" or die;
+print $fh <<'EOS';
+\set acc random(0, 999)
+UPDATE accounts SET name = 'renamed ' || md5(random()::text) WHERE account = :acc;
+EOS
+close $fh;
+
+# Run pgbench scripts in the background for up to $seconds.
+sub start_writers
+{
+	my ($seconds, @scripts) = @_;
+	my @args = ($pgbench, '-n', '-c', '4', '-j', '2', '-T', $seconds,
+		(map { ('-f', $_) } @scripts),
+		'-h', $node->host, '-p', $node->port, 'postgres');
+	return IPC::Run::start(\@args, '>', \my $out, '2>', \my $err);
+}
+
+sub submit
+{
+	my ($name, $query) = @_;
+	return $node->safe_psql('postgres',
+		"SET background_ddl = on; CREATE MATERIALIZED VIEW $name AS $query; SELECT last_ddl_job();");
+}
+
+# The result equals the query at the cut-over snapshot, both ways.
+sub check_exact
+{
+	my ($name, $job, $query_at) = @_;
+	ok( $node->poll_query_until('postgres',
+			"SELECT state FROM pg_stat_background_ddl WHERE id = $job", 'succeeded'),
+		"$name: job $job succeeded");
+	my $snapshot = $node->safe_psql('postgres',
+		"SELECT cutover_snapshot FROM pg_stat_background_ddl WHERE id = $job");
+	ok($snapshot =~ /^\d+:\d+:/, "$name: cut-over snapshot recorded ($snapshot)");
+	my $writes = $node->safe_psql('postgres',
+		"SELECT count(*) FROM history h, pg_stat_background_ddl j
+		  WHERE j.id = $job AND h.at BETWEEN j.started_at AND j.cutover_at");
+	cmp_ok($writes, '>', 100, "$name: $writes row versions were written while the job ran");
+	(my $query = $query_at) =~ s/SNAP/'$snapshot'::pg_snapshot/g;
+	my $diff = $node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a) || ' ' ||
+		        (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)");
+	is($diff, '0 0', "$name: content equals the query at the cut-over snapshot (extra, missing)");
+	my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $name");
+	cmp_ok($rows, '>', 1000, "$name: $rows rows");
+}
+
+sub check_no_leftovers
+{
+	my ($job) = @_;
+	ok( $node->poll_query_until('postgres',
+			"SELECT NOT cleanup_pending FROM background_ddl.job WHERE id = $job"),
+		"job $job cleaned up");
+	is( $node->safe_psql('postgres',
+			"SELECT (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture_${job}%')
+			      + (SELECT count(*) FROM background_ddl.dirty WHERE job_id = $job)
+			      + (SELECT count(*) FROM background_ddl.recomputed WHERE job_id = $job)
+			      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job AND tid_map IS NOT NULL)"),
+		'0', "job $job: no triggers, marks, recomputed rows or tid maps left");
+}
+
+# Round 1: only events changes: row-level catch-up, also for the join.
+my $writers = start_writers(60, "$dir/events.sql");
+$node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE at > now() - interval '1 min' AND payload <> 'x'");
+my $filter = submit('mv_filter', 'SELECT id, account, upper(payload) AS p FROM events WHERE account < 500');
+my $join = submit('mv_join', 'SELECT e.id, a.name, e.payload FROM events e JOIN accounts a USING (account)');
+ok( $node->poll_query_until('postgres',
+		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join)"),
+	'round 1 jobs finished');
+$writers->kill_kill;
+check_exact('mv_filter', $filter,
+	"SELECT id, account, upper(payload) AS p FROM events_at(SNAP) WHERE account < 500");
+check_exact('mv_join', $join,
+	"SELECT e.id, a.name, e.payload FROM events_at(SNAP) e JOIN accounts_at(SNAP) a USING (account)");
+cmp_ok($node->safe_psql('postgres', "SELECT min(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join)"),
+	'>=', 1, 'round 1 jobs ran catch-up passes');
+check_no_leftovers($filter);
+check_no_leftovers($join);
+
+# Round 2: the non-driving table changes too (the cut-over recomputes).
+$writers = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");
+$node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE tab = 'accounts' AND at > now() - interval '1 min'");
+my $left = submit('mv_left',
+	'SELECT e.id, a.name FROM events e LEFT JOIN accounts a ON a.account = e.account AND a.account % 2 = 0');
+ok( $node->poll_query_until('postgres',
+		"SELECT state = 'succeeded' FROM pg_stat_background_ddl WHERE id = $left"),
+	'round 2 job finished');
+$writers->kill_kill;
+check_exact('mv_left', $left,
+	"SELECT e.id, a.name FROM events_at(SNAP) e LEFT JOIN accounts_at(SNAP) a ON a.account = e.account AND a.account % 2 = 0");
+check_no_leftovers($left);
+
+$node->stop;
+done_testing();
