@@ -29,6 +29,9 @@ PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
+ISOLATION = capture_races
+ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check_iso
+
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
