@@ -18,6 +18,7 @@ OBJS = \
 	src/scheduler.o \
 	src/shared_state.o \
 	src/submit.o \
+	src/tid_map.o \
 	src/worker.o \
 	src/backfill.o \
 	src/cutover.o

@@ -61,10 +61,12 @@ CREATE TABLE background_ddl.chunk (
 	attempt			integer NOT NULL,
 	duration		interval NOT NULL,
 	done_at			timestamptz NOT NULL DEFAULT clock_timestamp(),
-	/* (source tid, output tid) pairs of the chunk, sorted by source tid */
+	/* (source tid, output tid) pairs of the chunk, sorted by source (tid_map.c) */
 	tid_map			bytea,
 	PRIMARY KEY (job_id, chunk_no)
 );
+/* Already compact; compressing it again would cost more than it saves */
+ALTER TABLE background_ddl.chunk ALTER COLUMN tid_map SET STORAGE EXTERNAL;
 
 /*
  * The dirty log: tuple ids of driving-table rows changed since the job

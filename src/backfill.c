@@ -72,6 +72,7 @@
 #include "backfill.h"
 #include "compat.h"
 #include "job_catalog.h"
+#include "tid_map.h"
 
 #define CHUNK_BLOCKS_INITIAL	64
 #define CHUNK_BLOCKS_MAX		(1 << 20)
@@ -620,9 +621,7 @@ BackfillNextChunk(BgddlJob *job)
 	RestrictToBlocks(query, driving_rtindex, chunk.start_block, chunk.end_block);
 	AppendSourceColumn(query, driving_rtindex);
 	chunk.rows = RunIntoTarget(target, query, 0, &pairs, &npairs);
-	chunk.tid_map = palloc(VARHDRSZ + sizeof(TidPair) * npairs);
-	SET_VARSIZE(chunk.tid_map, VARHDRSZ + sizeof(TidPair) * npairs);
-	memcpy(VARDATA(chunk.tid_map), pairs, sizeof(TidPair) * npairs);
+	chunk.tid_map = TidMapEncode(pairs, npairs);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
 	chunk.seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);

@@ -49,6 +49,7 @@
 #include "backfill.h"
 #include "catchup.h"
 #include "job_catalog.h"
+#include "tid_map.h"
 #include "worker.h"
 
 #define CATCHUP_BATCH_INITIAL	1000
@@ -112,8 +113,10 @@ ChunkMapFor(BgddlJob *job, ItemPointer source)
 			MemoryContext old_context = MemoryContextSwitchTo(maps_context);
 			bytea	   *raw = ChunkTidMapRead(job->id, map->range.chunk_no);
 
-			map->npairs = raw ? (VARSIZE(raw) - VARHDRSZ) / sizeof(TidPair) : 0;
-			map->pairs = raw ? (TidPair *) VARDATA(raw) : palloc(sizeof(TidPair));
+			if (raw != NULL)
+				map->pairs = TidMapDecode(raw, &map->npairs);
+			else
+				map->pairs = palloc0(sizeof(TidPair));
 			MemoryContextSwitchTo(old_context);
 		}
 		return map;

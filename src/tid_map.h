@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * tid_map.h
+ *	  The compact stored form of a chunk's (source, output) tuple id pairs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_TID_MAP_H
+#define BGDDL_TID_MAP_H
+
+#include "job_catalog.h"
+
+extern bytea *TidMapEncode(const TidPair *pairs, int npairs);
+extern TidPair *TidMapDecode(const bytea *map, int *npairs);
+
+#endif							/* BGDDL_TID_MAP_H */
