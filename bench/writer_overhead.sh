@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # bench/writer_overhead.sh -- benchmark (not a test): what a build costs the writers of its base
 # table.  pgbench updates and inserts rows of `events` (4 clients, full speed) while the same
-# materialized view is built, once blocking and once as a background job (whose capture
-# trigger logs every changed row).  For each build it reports the writers' throughput during the
-# build, the ratio background/blocking, and the longest single write (the worst stall).
+# materialized view is built, blocking and as a background job (whose capture trigger logs every
+# changed row), ROUNDS times each in alternating order.  From pgbench's per-transaction log it
+# reports, as medians over the rounds: the writers' throughput in the 2.5 s before each build and
+# during it, the ratio background/blocking of the latter, and the longest single write during
+# the builds (the worst stall; the background job's trigger install and drop wait at most
+# background_ddl.lock_timeout for their locks).
 #
-# Usage: bench/writer_overhead.sh [ROWS]   (env ROWS, default 2000000; QUERY; CLIENTS, default 4)
+# Usage: bench/writer_overhead.sh [ROWS]   (env ROWS, default 5000000; ROUNDS, default 3; QUERY;
+#        CLIENTS, default 4)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
-ROWS=${1:-${ROWS:-2000000}}
+ROWS=${1:-${ROWS:-5000000}}
+ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-4}
 QUERY=${QUERY:-"SELECT id, account, upper(payload) AS p FROM events WHERE account < 500"}
 export PGPORT=${PGPORT:-54331}
@@ -34,21 +39,22 @@ UPDATE events SET payload = md5(random()::text) WHERE id = :id;
 INSERT INTO events (account, payload) VALUES (:acc, 'new');
 EOS
 
-# measure MODE: run pgbench around one build; print "tps max_latency_ms build_ms"
+# measure MODE ROUND: run pgbench around one build; print
+# "tps_before tps_during max_latency_ms build_ms"
 measure() {
-    local mode=$1 t0 t1 job state
+    local mode=$1 round=$2 t0 t1 job state
     rm -f "$B"/pgbench_log_"$mode".*
-    (cd "$B" && "$PGBIN/pgbench" -n -c "$CLIENTS" -j 2 -T 40 -f writes.sql -l --log-prefix="pgbench_log_$mode" \
+    (cd "$B" && "$PGBIN/pgbench" -n -c "$CLIENTS" -j 2 -T 30 -f writes.sql -l --log-prefix="pgbench_log_$mode" \
         >"$B/pgbench_$mode.out" 2>&1) &
     local writer=$!
     sleep 3
     t0=$(date +%s%N)
     if [ "$mode" = blocking ]; then
-        sql -q -c "CREATE MATERIALIZED VIEW mv_$mode AS $QUERY"
+        sql -q -c "CREATE MATERIALIZED VIEW mv_${mode}_$round AS $QUERY"
     else
-        job=$(sql -c "SET background_ddl = on" -c "CREATE MATERIALIZED VIEW mv_$mode AS $QUERY" \
+        job=$(sql -c "SET background_ddl = on" -c "CREATE MATERIALIZED VIEW mv_${mode}_$round AS $QUERY" \
                   -c "SELECT last_ddl_job()" | tail -n1)
-        for _ in $(seq 3000); do
+        for _ in $(seq 6000); do
             state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
             [ "$state" = succeeded ] && break
             [ "$state" = running ] || [ "$state" = queued ] || { echo "job $job $state" >&2; exit 1; }
@@ -57,21 +63,33 @@ measure() {
     fi
     t1=$(date +%s%N)
     wait "$writer"
-    # per-transaction log: client tx latency_us script epoch_s epoch_us
+    # per-transaction log: client tx latency_us script epoch_s epoch_us (end of the transaction)
     cat "$B"/pgbench_log_"$mode".* | awk -v t0="$t0" -v t1="$t1" '
-        { end_us = $5 * 1000000 + $6; if (end_us * 1000 >= t0 && end_us * 1000 <= t1) { n++; if ($3 > max) max = $3 } }
-        END { printf "%.0f %.1f %.0f\n", n / ((t1 - t0) / 1e9), max / 1000, (t1 - t0) / 1e6 }'
+        { end_ns = ($5 * 1000000 + $6) * 1000
+          if (end_ns >= t0 - 2.5e9 && end_ns < t0) before++
+          if (end_ns >= t0 && end_ns <= t1) { during++; if ($3 > max) max = $3 } }
+        END { printf "%.0f %.0f %.1f %.0f\n", before / 2.5, during / ((t1 - t0) / 1e9), max / 1000, (t1 - t0) / 1e6 }'
 }
 
-echo "== writers during a blocking build"
-read -r block_tps block_max block_ms <<<"$(measure blocking)"
-echo "== writers during a background build"
-read -r bg_tps bg_max bg_ms <<<"$(measure background)"
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+: >"$B/results"
+for round in $(seq "$ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then order="blocking background"; else order="background blocking"; fi
+    for mode in $order; do
+        read -r before during max ms <<<"$(measure "$mode" "$round")"
+        echo "$mode $before $during $max $ms" >>"$B/results"
+        echo "== round $round: $mode build $ms ms; writers $before tx/s before, $during tx/s during; longest write $max ms"
+    done
+done
+col() { awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$B/results" | median; }
+colmax() { awk -v m="$1" -v c="$2" '$1 == m && $c + 0 > x { x = $c + 0 } END { print x }' "$B/results"; }
 
 echo
-printf '%-34s %12s %12s\n' "" blocking background
-printf '%-34s %12s %12s\n' "build time (ms)" "$block_ms" "$bg_ms"
-printf '%-34s %12s %12s\n' "writer throughput during it (tx/s)" "$block_tps" "$bg_tps"
-printf '%-34s %12s %12s\n' "longest write (ms)" "$block_max" "$bg_max"
-printf '%-34s %12s\n' "throughput ratio background/blocking" \
-    "$(awk -v a="$bg_tps" -v b="$block_tps" 'BEGIN { printf "%.2f", a / b }')"
+echo "events rows: $ROWS   rounds: $ROUNDS   writer clients: $CLIENTS"
+printf '%-40s %12s %12s\n' "" blocking background
+printf '%-40s %12s %12s\n' "median build time (ms)" "$(col blocking 5)" "$(col background 5)"
+printf '%-40s %12s %12s\n' "median writer tx/s before the build" "$(col blocking 2)" "$(col background 2)"
+printf '%-40s %12s %12s\n' "median writer tx/s during the build" "$(col blocking 3)" "$(col background 3)"
+printf '%-40s %12s %12s\n' "longest write during a build (ms)" "$(colmax blocking 4)" "$(colmax background 4)"
+printf '%-40s %12s\n' "throughput ratio background/blocking" \
+    "$(awk -v a="$(col background 3)" -v b="$(col blocking 3)" 'BEGIN { printf "%.2f", a / b }')"

@@ -72,6 +72,9 @@ typedef struct LoggedMark
 /* Marks written by the current top-level transaction; lives in TopTransactionContext */
 static HTAB *logged_marks = NULL;
 
+/* background_ddl.dirty, looked up once per transaction that logs marks */
+static Oid	dirty_oid = InvalidOid;
+
 static void
 CaptureXactCallback(XactEvent event, void *arg)
 {
@@ -79,7 +82,10 @@ CaptureXactCallback(XactEvent event, void *arg)
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
+	{
 		logged_marks = NULL;
+		dirty_oid = InvalidOid;
+	}
 }
 
 /*
@@ -126,8 +132,6 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 	LoggedMarkKey key;
 	LoggedMark *mark;
 	bool		found;
-	Oid			namespace_oid;
-	Oid			dirty_oid;
 	Relation	dirty;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
@@ -135,6 +139,10 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 	if (logged_marks == NULL)
 	{
 		HASHCTL		ctl;
+		Oid			namespace_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
+
+		dirty_oid = OidIsValid(namespace_oid) ?
+			get_relname_relid("dirty", namespace_oid) : InvalidOid;
 
 		ctl.keysize = sizeof(LoggedMarkKey);
 		ctl.entrysize = sizeof(LoggedMark);
@@ -154,8 +162,6 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 		return;
 	mark->subid = GetCurrentSubTransactionId();
 
-	namespace_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
-	dirty_oid = OidIsValid(namespace_oid) ? get_relname_relid("dirty", namespace_oid) : InvalidOid;
 	if (!OidIsValid(dirty_oid))
 		return;					/* extension dropped: nothing to capture for */
 
