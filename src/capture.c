@@ -37,6 +37,7 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -264,6 +265,42 @@ CaptureInstall(BgddlJob *job, List *relids)
 		ExecuteOrError(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER %s", relname, truncate_trigger));
 	}
 	SPI_finish();
+}
+
+/*
+ * Are all capture triggers of a job still there and firing ALWAYS?  A table
+ * owner can drop or disable them (or ALTER TABLE ... DISABLE TRIGGER ALL):
+ * changes may then have gone unlogged.  Caller is in a transaction; takes
+ * ACCESS SHARE on the base relations.
+ */
+bool
+CaptureIntact(BgddlJob *job)
+{
+	ListCell   *lc;
+	char	   *row_trigger = CaptureTriggerName(job->id, false);
+	char	   *truncate_trigger = CaptureTriggerName(job->id, true);
+
+	foreach(lc, job->capture_relids)
+	{
+		Relation	rel = try_relation_open(lfirst_oid(lc), AccessShareLock);
+		int			intact = 0;
+
+		if (rel == NULL)
+			return false;
+		for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+			if ((strcmp(trigger->tgname, row_trigger) == 0 ||
+				 strcmp(trigger->tgname, truncate_trigger) == 0) &&
+				trigger->tgenabled == TRIGGER_FIRES_ALWAYS)
+				intact++;
+		}
+		relation_close(rel, NoLock);
+		if (intact != 2)
+			return false;
+	}
+	return true;
 }
 
 /*

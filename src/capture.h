@@ -16,5 +16,6 @@
 extern void CaptureCallbacksInstall(void);
 extern void CaptureInstall(BgddlJob *job, List *relids);
 extern void CaptureRemove(BgddlJob *job);
+extern bool CaptureIntact(BgddlJob *job);
 
 #endif							/* BGDDL_CAPTURE_H */

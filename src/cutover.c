@@ -36,6 +36,7 @@
 #include "utils/syscache.h"
 
 #include "backfill.h"
+#include "capture.h"
 #include "catchup.h"
 #include "cutover.h"
 #include "job_catalog.h"
@@ -99,6 +100,13 @@ CutoverMatView(BgddlJob *job)
 		JobSetPhase(job->id, "cutting over");
 		if (CatchupCheckBaseRelations(job) != BASE_UNCHANGED)
 			recompute_all = true;
+		else if (!CaptureIntact(job))
+		{
+			ereport(LOG,
+					(errmsg("background DDL job " INT64_FORMAT ": a capture trigger was dropped or disabled; recomputing the whole result",
+							job->id)));
+			recompute_all = true;
+		}
 		else
 			rows += CatchupFinal(job, target, &recompute_all);
 		if (recompute_all)

@@ -7,6 +7,7 @@
 #   the cut-over recomputes.  TRUNCATE: captured.  Each ends exact.
 #   DROP TABLE ... CASCADE: the job is cancelled, nothing is left.
 #   A change that breaks the query: the job fails with the query's error.
+#   Capture triggers disabled by the table owner: the cut-over recomputes.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -185,6 +186,23 @@ like($node->safe_psql('postgres', "SELECT error FROM pg_stat_background_ddl WHER
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'mv_broken'"), '0',
 	'mv_broken: no placeholder left');
 check_no_debris($job);
+
+# 9. A table owner disables the capture triggers: the changes made meanwhile
+#    were not logged, so the cut-over must recompute everything.
+$node->safe_psql('postgres', q{
+CREATE OR REPLACE FUNCTION gate(v int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF v = 1 THEN PERFORM pg_advisory_xact_lock_shared(1); END IF;
+  RETURN v;
+END $$;});
+($t, $u) = make_tables('disabled');
+$job = submit_held('mv_disabled', "SELECT id, gate(v) AS v, pad FROM $t");
+$node->safe_psql('postgres', "ALTER TABLE $t DISABLE TRIGGER ALL; UPDATE $t SET pad = 'unlogged' WHERE id % 4 = 0");
+release_gate();
+ok(wait_state($job, 'succeeded'), 'mv_disabled: succeeded');
+like(slurp_file($node->logfile), qr/background DDL job $job: a capture trigger was dropped or disabled/,
+	'mv_disabled: the cut-over noticed the disabled trigger');
+check_exact('mv_disabled', "SELECT id, v, pad FROM $t");
 
 $gate->quit;
 $node->stop;
