@@ -470,18 +470,30 @@ JobFinish(int64 job_id, const char *state, const char *error,
 	CatalogAccessEnd(&access);
 }
 
-/* Remove a job's checkpoints (on cancel: nothing may be left behind) */
-void
-JobDeleteChunks(int64 job_id)
+/* Run catalog statements whose only parameter ($1) is a job id */
+static void
+CatalogExecuteForJob(int64 job_id, int nstatements, const char *const *statements,
+					 const int *expected_results)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID};
 	Datum		values[] = {Int64GetDatum(job_id)};
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.chunk WHERE job_id = $1",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	for (int i = 0; i < nstatements; i++)
+		CatalogExecute(statements[i], 1, argtypes, values, NULL, expected_results[i]);
 	CatalogAccessEnd(&access);
+}
+
+/* Remove a job's checkpoints (on cancel: nothing may be left behind) */
+void
+JobDeleteChunks(int64 job_id)
+{
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.chunk WHERE job_id = $1"};
+	static const int results[] = {SPI_OK_DELETE};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
 }
 
 /* Forget jobs of this database that ended longer ago than the retention */
@@ -576,19 +588,13 @@ JobResetBackfill(int64 job_id, int64 blocks_total, List *filenodes)
 void
 JobForgetCapturedChanges(int64 job_id)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1",
+		"DELETE FROM background_ddl.recomputed WHERE job_id = $1",
+		"UPDATE background_ddl.chunk SET tid_map = NULL WHERE job_id = $1 AND tid_map IS NOT NULL"};
+	static const int results[] = {SPI_OK_DELETE, SPI_OK_DELETE, SPI_OK_UPDATE};
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.dirty WHERE job_id = $1",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
-	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
-	CatalogExecute("UPDATE background_ddl.chunk SET tid_map = NULL "
-				   "WHERE job_id = $1 AND tid_map IS NOT NULL",
-				   1, argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
 }
 
 static int
@@ -655,14 +661,11 @@ DirtyMarksDelete(ItemPointer marks, int nmarks)
 void
 DirtyMarkWholeTable(int64 job_id)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
+	static const char *const statements[] = {
+		"INSERT INTO background_ddl.dirty (job_id, whole_table) VALUES ($1, true)"};
+	static const int results[] = {SPI_OK_INSERT};
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("INSERT INTO background_ddl.dirty (job_id, whole_table) VALUES ($1, true)",
-				   1, argtypes, values, NULL, SPI_OK_INSERT);
-	CatalogAccessEnd(&access);
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
 }
 
 /* The block ranges of a job's chunks, as a List of ChunkRange */
