@@ -178,6 +178,10 @@ check_exact('mv_join', $join,
 	"SELECT e.id, a.name, e.payload FROM events_at(SNAP) e JOIN accounts_at(SNAP) a USING (account)");
 cmp_ok($node->safe_psql('postgres', "SELECT min(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join)"),
 	'>=', 1, 'round 1 jobs ran catch-up passes');
+# Writers at full speed may outpace the worker: the passes are bounded, and
+# the cut-over takes the rest.
+cmp_ok($node->safe_psql('postgres', "SELECT max(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join)"),
+	'<=', 5, 'round 1 jobs converged within the bounded number of passes');
 check_no_leftovers($filter);
 check_no_leftovers($join);
 

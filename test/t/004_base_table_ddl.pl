@@ -8,6 +8,7 @@
 #   DROP TABLE ... CASCADE: the job is cancelled, nothing is left.
 #   A change that breaks the query: the job fails with the query's error.
 #   Capture triggers disabled by the table owner: the cut-over recomputes.
+#   kill -9 while the job is inside a catch-up batch: it resumes, exact.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -20,26 +21,28 @@ $node->init;
 $node->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'background_ddl'
 background_ddl.batch_time = '10ms'
+restart_after_crash = on
 });
 $node->start;
 $node->safe_psql('postgres', q{
 CREATE EXTENSION background_ddl;
 CREATE FUNCTION gate(v int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-  IF v = 1 THEN PERFORM pg_advisory_xact_lock_shared(1); END IF;
+  IF v IN (1, 5000) THEN PERFORM pg_advisory_xact_lock_shared(v); END IF;
   RETURN v;
 END $$;
 });
 
 my $gate = $node->background_psql('postgres');
 
-# Fresh base tables for a scenario: t (driving, 30000 rows) and u (joined).
+# Fresh base tables for a scenario: t (driving, 30000 rows or $rows) and u (joined).
 sub make_tables
 {
-	my ($suffix) = @_;
+	my ($suffix, $rows) = @_;
+	$rows //= 30000;
 	$node->safe_psql('postgres', qq{
 CREATE TABLE t_$suffix (id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL);
-INSERT INTO t_$suffix SELECT g, g, repeat('x', 50) FROM generate_series(1, 30000) g;
+INSERT INTO t_$suffix SELECT g, g, repeat('x', 50) FROM generate_series(1, $rows) g;
 CREATE TABLE u_$suffix (v int PRIMARY KEY, label text NOT NULL);
 INSERT INTO u_$suffix SELECT g, 'label ' || g FROM generate_series(1, 30000) g;
 });
@@ -192,7 +195,7 @@ check_no_debris($job);
 $node->safe_psql('postgres', q{
 CREATE OR REPLACE FUNCTION gate(v int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-  IF v = 1 THEN PERFORM pg_advisory_xact_lock_shared(1); END IF;
+  IF v IN (1, 5000) THEN PERFORM pg_advisory_xact_lock_shared(v); END IF;
   RETURN v;
 END $$;});
 ($t, $u) = make_tables('disabled');
@@ -203,6 +206,30 @@ ok(wait_state($job, 'succeeded'), 'mv_disabled: succeeded');
 like(slurp_file($node->logfile), qr/background DDL job $job: a capture trigger was dropped or disabled/,
 	'mv_disabled: the cut-over noticed the disabled trigger');
 check_exact('mv_disabled', "SELECT id, v, pad FROM $t");
+
+# 10. A crash inside a catch-up batch.  Row 2 moves to v = 5000 after its
+#     chunk was read (the table fits in one chunk); recomputing it stops at
+#     gate(5000), where we kill the worker.  After the restart the job redoes
+#     the batch and ends exact.
+($t, $u) = make_tables('crash', 2000);
+$gate->query_safe('SELECT pg_advisory_lock(5000)');
+$job = submit_held('mv_crash', "SELECT id, gate(v) AS v FROM $t");
+$node->safe_psql('postgres', "UPDATE $t SET v = 5000 WHERE id = 2; DELETE FROM $t WHERE id = 3");
+release_gate();
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 5000 AND NOT granted"),
+	'mv_crash: worker held inside a catch-up batch');
+is($node->safe_psql('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job"),
+	'catching up', 'mv_crash: phase is catching up');
+my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+kill 'KILL', $pid;
+# The crash restart ends every session, ours holding the gate too.
+ok(wait_state($job, 'succeeded'), 'mv_crash: succeeded after the crash');
+is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
+	'2', 'mv_crash: resumed once');
+check_exact('mv_crash', "SELECT id, v FROM $t");
+check_no_debris($job);
+$gate = $node->background_psql('postgres');
 
 $gate->quit;
 $node->stop;
