@@ -46,6 +46,7 @@
 #include "utils/syscache.h"
 
 #include "background_ddl.h"
+#include "compat.h"
 #include "backfill.h"
 #include "catchup.h"
 #include "job_catalog.h"
@@ -276,7 +277,7 @@ CatchupCheckBaseRelations(BgddlJob *job)
 
 		if (rel == NULL)
 			return BASE_DROPPED;
-		filenode = rel->rd_node.relNode;
+		filenode = BgddlRelFileNumber(rel);
 		relation_close(rel, NoLock);
 		filenodes = lappend_oid(filenodes, filenode);
 		if (filenode == lfirst_oid(filenode_cell))

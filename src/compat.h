@@ -12,6 +12,8 @@
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "utils/acl.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 
 #if PG_VERSION_NUM >= 160000
 #define BgddlRelationOwnerCheck(relid, roleid) \
@@ -28,6 +30,17 @@
 #define BgddlExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
 #define BgddlRequiredPerms(plannedstmt, rte) ((rte)->requiredPerms)
+#endif
+
+/* PostgreSQL 16 renamed relfilenodes to relfilenumbers */
+#if PG_VERSION_NUM >= 160000
+#define BgddlRelFileNumber(rel) ((rel)->rd_locator.relNumber)
+#define BgddlSetNewRelFileNumber(rel, persistence) \
+	RelationSetNewRelfilenumber((rel), (persistence))
+#else
+#define BgddlRelFileNumber(rel) ((rel)->rd_node.relNode)
+#define BgddlSetNewRelFileNumber(rel, persistence) \
+	RelationSetNewRelfilenode((rel), (persistence))
 #endif
 
 #if PG_VERSION_NUM < 150000

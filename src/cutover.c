@@ -36,6 +36,7 @@
 #include "utils/syscache.h"
 
 #include "backfill.h"
+#include "compat.h"
 #include "capture.h"
 #include "catchup.h"
 #include "cutover.h"
@@ -53,12 +54,12 @@ TruncatePlaceholder(Relation target)
 	Oid			toast_oid = target->rd_rel->reltoastrelid;
 	ReindexParams reindex_params = {0};
 
-	RelationSetNewRelfilenode(target, target->rd_rel->relpersistence);
+	BgddlSetNewRelFileNumber(target, target->rd_rel->relpersistence);
 	if (OidIsValid(toast_oid))
 	{
 		Relation	toast = relation_open(toast_oid, AccessExclusiveLock);
 
-		RelationSetNewRelfilenode(toast, toast->rd_rel->relpersistence);
+		BgddlSetNewRelFileNumber(toast, toast->rd_rel->relpersistence);
 		relation_close(toast, NoLock);
 	}
 	reindex_relation(RelationGetRelid(target), REINDEX_REL_PROCESS_TOAST, &reindex_params);

@@ -52,6 +52,7 @@
 #include "utils/syscache.h"
 
 #include "background_ddl.h"
+#include "compat.h"
 #include "backfill.h"
 #include "capture.h"
 #include "catchup.h"
@@ -281,6 +282,26 @@ RunWithLockTimeout(BgddlJob *job, LockingStep step, const char *phase,
 	}
 }
 
+/*
+ * The relfilenodes of the given relations, locking each in ACCESS SHARE
+ * mode: a rewrite gives a relation a new one.
+ */
+static List *
+RelationFileNumbers(List *relids)
+{
+	List	   *filenodes = NIL;
+	ListCell   *lc;
+
+	foreach(lc, relids)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
+
+		filenodes = lappend_oid(filenodes, BgddlRelFileNumber(rel));
+		relation_close(rel, NoLock);
+	}
+	return filenodes;
+}
+
 /* Install the capture triggers and record them (a LockingStep) */
 static void
 InstallCaptureStep(BgddlJob *job)
@@ -288,8 +309,7 @@ InstallCaptureStep(BgddlJob *job)
 	Relation	target = table_open(job->target_oid, AccessShareLock);
 	JobRoleContext role;
 	List	   *relids;
-	List	   *filenodes = NIL;
-	ListCell   *lc;
+	List	   *filenodes;
 
 	/* The relations as the job's role reads them (row security included) */
 	JobRoleEnter(job, &role);
@@ -302,13 +322,7 @@ InstallCaptureStep(BgddlJob *job)
 			 job->id);
 
 	CaptureInstall(job, relids);
-	foreach(lc, relids)
-	{
-		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
-
-		filenodes = lappend_oid(filenodes, rel->rd_node.relNode);
-		relation_close(rel, NoLock);
-	}
+	filenodes = RelationFileNumbers(relids);
 	JobRecordCapture(job->id, relids, filenodes);
 	job->capture_relids = relids;
 	job->capture_filenodes = filenodes;
@@ -330,20 +344,13 @@ RestartBackfill(BgddlJob *job)
 {
 	Relation	target = table_open(job->target_oid, AccessExclusiveLock);
 	Relation	driving = table_open(job->driving_oid, AccessShareLock);
-	List	   *filenodes = NIL;
-	ListCell   *lc;
+	List	   *filenodes;
 
 	ereport(LOG,
 			(errmsg("background DDL job " INT64_FORMAT ": table \"%s\" was rewritten, restarting the backfill",
 					job->id, RelationGetRelationName(driving))));
 	TruncatePlaceholder(target);
-	foreach(lc, job->capture_relids)
-	{
-		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
-
-		filenodes = lappend_oid(filenodes, rel->rd_node.relNode);
-		relation_close(rel, NoLock);
-	}
+	filenodes = RelationFileNumbers(job->capture_relids);
 	job->blocks_total = RelationGetNumberOfBlocks(driving);
 	JobResetBackfill(job->id, job->blocks_total, filenodes);
 	JobSetPhase(job->id, "restarting: a base table was rewritten");
