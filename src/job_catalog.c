@@ -496,7 +496,10 @@ JobDeleteChunks(int64 job_id)
 	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
 }
 
-/* Forget jobs of this database that ended longer ago than the retention */
+/*
+ * Forget jobs of this database that ended longer ago than the retention
+ * (and whose capture triggers are gone).
+ */
 void
 JobPurgeHistory(int retention_seconds)
 {
@@ -506,7 +509,7 @@ JobPurgeHistory(int retention_seconds)
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("DELETE FROM background_ddl.job WHERE database_oid = $1 "
-				   "AND state IN ('succeeded', 'failed', 'cancelled') "
+				   "AND state IN ('succeeded', 'failed', 'cancelled') AND NOT cleanup_pending "
 				   "AND finished_at < now() - make_interval(secs => $2)",
 				   2, argtypes, values, NULL, SPI_OK_DELETE);
 	CatalogAccessEnd(&access);
