@@ -305,13 +305,15 @@ CatchupCheckBaseRelations(BgddlJob *job)
 /*
  * One catch-up pass over the marks visible when it starts, in batches of
  * short transactions.  Returns the number of changed sources found, or -1
- * if the driving table was rewritten or a base table dropped (the caller
- * checks which); *whole_table tells whether a whole_table mark was seen, in
- * which case nothing is processed (the final pass recomputes everything).
- * Caller is outside any transaction.
+ * if the pass had to stop: *stopped_by then says why (the driving table was
+ * rewritten, or the target or a base table dropped).  *whole_table tells
+ * whether a whole_table mark was seen, in which case nothing is processed
+ * (the final pass recomputes everything).  Caller is outside any
+ * transaction.
  */
 int
-CatchupPass(BgddlJob *job, MemoryContext job_context, bool *whole_table)
+CatchupPass(BgddlJob *job, MemoryContext job_context, bool *whole_table,
+			BaseRelationChange *stopped_by)
 {
 	MemoryContext pass_context = AllocSetContextCreate(job_context, "background_ddl catch-up pass",
 													   ALLOCSET_DEFAULT_SIZES);
@@ -354,9 +356,11 @@ CatchupPass(BgddlJob *job, MemoryContext job_context, bool *whole_table)
 		old_context = MemoryContextSwitchTo(pass_context);
 
 		change = CatchupCheckBaseRelations(job);
-		if (change == BASE_DRIVING_REWRITTEN || change == BASE_DROPPED ||
-			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(job->target_oid)))
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(job->target_oid)))
+			change = BASE_DROPPED;
+		if (change == BASE_DRIVING_REWRITTEN || change == BASE_DROPPED)
 		{
+			*stopped_by = change;
 			MemoryContextSwitchTo(old_context);
 			PopActiveSnapshot();
 			CommitTransactionCommand();

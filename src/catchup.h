@@ -23,7 +23,8 @@ typedef enum BaseRelationChange
 
 extern BaseRelationChange CatchupCheckBaseRelations(BgddlJob *job);
 extern void CatchupForgetMaps(void);
-extern int	CatchupPass(BgddlJob *job, MemoryContext job_context, bool *whole_table);
+extern int	CatchupPass(BgddlJob *job, MemoryContext job_context, bool *whole_table,
+						BaseRelationChange *stopped_by);
 extern int64 CatchupFinal(BgddlJob *job, Relation target, bool *whole_table);
 
 #endif							/* BGDDL_CATCHUP_H */

@@ -40,22 +40,22 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/rel.h"
-#include "storage/bufmgr.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "background_ddl.h"
-#include "compat.h"
 #include "backfill.h"
 #include "capture.h"
 #include "catchup.h"
+#include "compat.h"
 #include "cutover.h"
 #include "job_catalog.h"
 #include "job_control.h"
@@ -328,13 +328,6 @@ InstallCaptureStep(BgddlJob *job)
 	job->capture_filenodes = filenodes;
 }
 
-/* Drop the capture triggers (a LockingStep) */
-static void
-RemoveCaptureStep(BgddlJob *job)
-{
-	CaptureRemove(job);
-}
-
 /*
  * The driving table was rewritten: every tuple id changed, so start the
  * backfill over.  Caller is in a step; holds a lock on the driving table.
@@ -369,7 +362,7 @@ RestartBackfill(BgddlJob *job)
 static void
 CleanUpJob(BgddlJob *job, MemoryContext job_context)
 {
-	RunWithLockTimeout(job, RemoveCaptureStep, "cleaning up", job_context);
+	RunWithLockTimeout(job, CaptureRemove, "cleaning up", job_context);
 	JobStepBegin("background_ddl: cleaning up");
 	JobForgetCapturedChanges(job->id);
 	JobSetCleanupPending(job->id, false);
@@ -432,6 +425,7 @@ CatchUp(BgddlJob *job, MemoryContext job_context, bool *restart)
 	while (job->catchup_passes < CATCHUP_MAX_PASSES)
 	{
 		bool		whole_table;
+		BaseRelationChange stopped_by;
 		int			changed;
 
 		job->catchup_passes++;
@@ -439,15 +433,12 @@ CatchUp(BgddlJob *job, MemoryContext job_context, bool *restart)
 		JobSetPhase(job->id, "catching up");
 		JobStepEnd();
 
-		changed = CatchupPass(job, job_context, &whole_table);
+		changed = CatchupPass(job, job_context, &whole_table, &stopped_by);
 		if (changed < 0)
 		{
-			BaseRelationChange change;
-
-			JobStepBegin("background_ddl: checking base tables");
+			JobStepBegin("background_ddl: stopping the catch-up");
 			MemoryContextSwitchTo(job_context);
-			change = CatchupCheckBaseRelations(job);
-			if (change == BASE_DRIVING_REWRITTEN)
+			if (stopped_by == BASE_DRIVING_REWRITTEN && !TargetDropped(job))
 			{
 				RestartBackfill(job);
 				*restart = true;
