@@ -62,8 +62,14 @@ BEGIN
        + (SELECT count(*) FROM background_ddl.dirty WHERE job_id = cancelled_job)
        + (SELECT count(*) FROM background_ddl.recomputed WHERE job_id = cancelled_job);
 END $$;
-CREATE MATERIALIZED VIEW mv_chunked AS SELECT id, md5(payload) FROM events;
+-- gate() holds the worker inside its first chunk while we hold advisory lock
+-- 77, so the job cannot finish before the cancel.
+CREATE FUNCTION gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(77); END IF; RETURN x; END $$;
+SELECT pg_advisory_lock(77);
+CREATE MATERIALIZED VIEW mv_chunked AS SELECT gate(id) AS id, md5(payload) FROM events;
 SELECT cancel_ddl(last_ddl_job());
+SELECT pg_advisory_unlock(77);
 SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 SELECT count(*) AS leftover_relations FROM pg_class WHERE relname = 'mv_chunked';
 SELECT count(*) AS leftover_chunks FROM background_ddl.chunk WHERE job_id = last_ddl_job();

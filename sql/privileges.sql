@@ -55,9 +55,12 @@ CREATE MATERIALIZED VIEW bob_rls AS SELECT id, grp FROM alice_data;
 SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT grp, count(*) FROM bob_rls GROUP BY grp;
 
--- A job of alice's.
+-- A job of alice's, slow enough (10 ms a row, in one batch) to be cancelled
+-- before it finishes.
 SET ROLE bgddl_alice;
-CREATE MATERIALIZED VIEW alice_mv AS SELECT id FROM alice_data WHERE alice_secret(id) > 0;
+CREATE FUNCTION alice_slow(x int) RETURNS int LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM pg_sleep(0.01); RETURN x; END $$;
+CREATE MATERIALIZED VIEW alice_mv AS SELECT alice_slow(id) FROM alice_data WHERE alice_secret(id) > 0;
 SELECT last_ddl_job() AS alice_job \gset
 
 -- Bob sees alice's job, but not its command; he may not cancel it.
@@ -91,6 +94,6 @@ RESET ROLE;
 
 DROP MATERIALIZED VIEW bob_mv, bob_rls, su_mv;
 DROP TABLE alice_data;
-DROP FUNCTION alice_secret(int), make_temp_table(int);
+DROP FUNCTION alice_secret(int), alice_slow(int), make_temp_table(int);
 REVOKE CREATE ON SCHEMA public FROM bgddl_alice, bgddl_bob;
 DROP ROLE bgddl_alice, bgddl_bob, bgddl_operator;
