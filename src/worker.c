@@ -346,7 +346,6 @@ RestartBackfill(BgddlJob *job)
 	filenodes = RelationFileNumbers(job->capture_relids);
 	job->blocks_total = RelationGetNumberOfBlocks(driving);
 	JobResetBackfill(job->id, job->blocks_total, filenodes);
-	JobSetPhase(job->id, "restarting: a base table was rewritten");
 	table_close(driving, NoLock);
 	table_close(target, NoLock);
 
@@ -399,7 +398,6 @@ BackfillChunks(BgddlJob *job, MemoryContext job_context)
 		if (change == BASE_DRIVING_REWRITTEN)
 		{
 			RestartBackfill(job);
-			JobSetPhase(job->id, "backfilling");
 			JobStepEnd();
 			more = true;
 			continue;
