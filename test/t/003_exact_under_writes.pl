@@ -11,6 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
 use IPC::Run;
 
 my $node = PostgreSQL::Test::Cluster->new('exact');
@@ -149,20 +152,6 @@ sub check_exact
 	cmp_ok($rows, '>', 1000, "$name: $rows rows");
 }
 
-sub check_no_leftovers
-{
-	my ($job) = @_;
-	ok( $node->poll_query_until('postgres',
-			"SELECT NOT cleanup_pending FROM background_ddl.job WHERE id = $job"),
-		"job $job cleaned up");
-	is( $node->safe_psql('postgres',
-			"SELECT (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture_${job}%')
-			      + (SELECT count(*) FROM background_ddl.dirty WHERE job_id = $job)
-			      + (SELECT count(*) FROM background_ddl.recomputed WHERE job_id = $job)
-			      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job AND tid_map IS NOT NULL)"),
-		'0', "job $job: no triggers, marks, recomputed rows or tid maps left");
-}
-
 # Round 1: only events changes: row-level catch-up, also for the join.
 my $writers = start_writers(60, "$dir/events.sql");
 $node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE at > now() - interval '1 min' AND payload <> 'x'");
@@ -182,8 +171,8 @@ cmp_ok($node->safe_psql('postgres', "SELECT min(catchup_passes) FROM background_
 # the cut-over takes the rest.
 cmp_ok($node->safe_psql('postgres', "SELECT max(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join)"),
 	'<=', 5, 'round 1 jobs converged within the bounded number of passes');
-check_no_leftovers($filter);
-check_no_leftovers($join);
+check_no_leftovers($node, $filter);
+check_no_leftovers($node, $join);
 
 # Round 2: the non-driving table changes too (the cut-over recomputes).
 $writers = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");
@@ -196,7 +185,7 @@ ok( $node->poll_query_until('postgres',
 $writers->kill_kill;
 check_exact('mv_left', $left,
 	"SELECT e.id, a.name FROM events_at(SNAP) e LEFT JOIN accounts_at(SNAP) a ON a.account = e.account AND a.account % 2 = 0");
-check_no_leftovers($left);
+check_no_leftovers($node, $left);
 
 $node->stop;
 done_testing();

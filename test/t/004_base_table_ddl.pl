@@ -14,6 +14,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
 use IPC::Run;
 
 my $node = PostgreSQL::Test::Cluster->new('ddl');
@@ -89,19 +92,6 @@ sub check_exact
 		'0', "$name: content equals the query");
 }
 
-sub check_no_debris
-{
-	my ($job) = @_;
-	ok( $node->poll_query_until('postgres',
-			"SELECT NOT cleanup_pending FROM background_ddl.job WHERE id = $job"),
-		"job $job: clean-up done");
-	is( $node->safe_psql('postgres',
-			"SELECT (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture_${job}%')
-			      + (SELECT count(*) FROM background_ddl.dirty WHERE job_id = $job)
-			      + (SELECT count(*) FROM background_ddl.recomputed WHERE job_id = $job)"),
-		'0', "job $job: no triggers, marks or recomputed rows left");
-}
-
 sub restarts_logged
 {
 	my ($job) = @_;
@@ -137,7 +127,7 @@ for my $rewrite ('VACUUM FULL', 'CLUSTER', 'ALTER TYPE')
 	ok(wait_state($job, 'succeeded'), "mv_$suffix: succeeded after $rewrite");
 	cmp_ok(restarts_logged($job), '>=', 1, "mv_$suffix: $rewrite restarted the backfill");
 	check_exact("mv_$suffix", "SELECT id, v FROM $t");
-	check_no_debris($job);
+	check_no_leftovers($node, $job);
 }
 
 # 5. A rewrite of another base table: the cut-over recomputes.
@@ -148,7 +138,7 @@ release_gate();
 $ddl->finish;
 ok(wait_state($job, 'succeeded'), 'mv_other: succeeded');
 check_exact('mv_other', "SELECT t.id, t.v, u.label FROM $t t JOIN $u u USING (v)");
-check_no_debris($job);
+check_no_leftovers($node, $job);
 
 # 6. TRUNCATE of the driving table is captured.
 ($t, $u) = make_tables('truncate');
@@ -159,7 +149,7 @@ $ddl->finish;
 ok(wait_state($job, 'succeeded'), 'mv_truncate: succeeded');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM mv_truncate'), '1', 'mv_truncate: only the row inserted after TRUNCATE');
 check_exact('mv_truncate', "SELECT id, v FROM $t");
-check_no_debris($job);
+check_no_leftovers($node, $job);
 
 # 7. DROP TABLE ... CASCADE of a base table cancels the job, leaving nothing.
 ($t, $u) = make_tables('drop');
@@ -172,7 +162,7 @@ like($node->safe_psql('postgres', "SELECT error FROM pg_stat_background_ddl WHER
 	qr/dropped/, 'mv_drop: the error says why');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'mv_drop'"), '0',
 	'mv_drop: no placeholder left');
-check_no_debris($job);
+check_no_leftovers($node, $job);
 
 # 8. A change that breaks the query fails the job with the query's error.
 ($t, $u) = make_tables('broken');
@@ -188,7 +178,7 @@ like($node->safe_psql('postgres', "SELECT error FROM pg_stat_background_ddl WHER
 	qr/gate is broken/, 'mv_broken: with the error the query gives');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'mv_broken'"), '0',
 	'mv_broken: no placeholder left');
-check_no_debris($job);
+check_no_leftovers($node, $job);
 
 # 9. A table owner disables the capture triggers: the changes made meanwhile
 #    were not logged, so the cut-over must recompute everything.
@@ -228,7 +218,7 @@ ok(wait_state($job, 'succeeded'), 'mv_crash: succeeded after the crash');
 is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
 	'2', 'mv_crash: resumed once');
 check_exact('mv_crash', "SELECT id, v FROM $t");
-check_no_debris($job);
+check_no_leftovers($node, $job);
 $gate = $node->background_psql('postgres');
 
 $gate->quit;
