@@ -351,7 +351,7 @@ CollectDrivingCandidates(Query *query, Node *node, List **candidates)
  * resumed job must keep the driving table it started with, even if relative
  * sizes changed).
  */
-Index
+static Index
 BackfillFindDrivingTable(Query *query, Oid target_oid, Oid required_relid)
 {
 	List	   *candidates = NIL;

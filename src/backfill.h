@@ -13,7 +13,6 @@
 
 #include "job_catalog.h"
 
-extern Index BackfillFindDrivingTable(Query *query, Oid target_oid, Oid required_relid);
 extern Query *BackfillJobQuery(Relation target);
 extern void BackfillPlan(BgddlJob *job);
 extern bool BackfillNextChunk(BgddlJob *job);

@@ -114,7 +114,7 @@ SubmitJobIsUncommitted(int64 job_id)
 }
 
 /* The submitting session's values of captured_settings, as name/value pairs */
-List *
+static List *
 SubmitCaptureSettings(void)
 {
 	List	   *settings = NIL;

@@ -14,6 +14,5 @@ extern void SubmitHookInstall(void);
 extern int64 SubmitLastJobId(void);
 extern bool SubmitJobIsUncommitted(int64 job_id);
 extern void SubmitWakeAtCommit(void);
-extern List *SubmitCaptureSettings(void);
 
 #endif							/* BGDDL_SUBMIT_H */
