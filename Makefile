@@ -9,19 +9,29 @@
 MODULE_big = background_ddl
 OBJS = \
 	src/background_ddl.o \
+	src/backfill.o \
 	src/capture.o \
+	src/catalog_access.o \
 	src/catchup.o \
+	src/change_log.o \
+	src/decompose.o \
 	src/job_catalog.o \
 	src/job_control.o \
+	src/job_identity.o \
+	src/job_kind.o \
+	src/job_run.o \
+	src/job_step.o \
+	src/job_types.o \
+	src/kind_matview.o \
 	src/launcher.o \
 	src/placeholder.o \
+	src/query_job.o \
 	src/scheduler.o \
+	src/session_jobs.o \
 	src/shared_state.o \
 	src/submit.o \
 	src/tid_map.o \
-	src/worker.o \
-	src/backfill.o \
-	src/cutover.o
+	src/worker.o
 
 EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql

@@ -3,9 +3,12 @@
 \echo Use "CREATE EXTENSION background_ddl" to load this file. \quit
 
 /*
- * The job catalog lives in its own schema.  Only the extension's C code
- * writes it (switching to the catalog owner for that); ordinary roles read
- * jobs through pg_stat_background_ddl, which filters what they may see.
+ * The job catalog lives in its own schema, which PUBLIC cannot even look
+ * into.  Only the extension's C code writes it (as the bootstrap superuser,
+ * under SECURITY_RESTRICTED_OPERATION and a fixed search_path, and only
+ * after finding these relations as members of this extension); ordinary
+ * roles read jobs through pg_stat_background_ddl, which filters what they
+ * may see.
  */
 CREATE SCHEMA background_ddl;
 REVOKE ALL ON SCHEMA background_ddl FROM PUBLIC;
@@ -13,57 +16,69 @@ REVOKE ALL ON SCHEMA background_ddl FROM PUBLIC;
 CREATE TABLE background_ddl.job (
 	id				bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	database_oid	oid NOT NULL,
-	owner_oid		oid NOT NULL,
-	kind			text NOT NULL,
-	target_oid		oid NOT NULL,
+	session_user_oid oid NOT NULL,	/* session_user at submit: the job's session */
+	owner_oid		oid NOT NULL,	/* current_user at submit: runs the query, owns the result */
+	kind			text NOT NULL
+		CHECK (kind IN ('CREATE MATERIALIZED VIEW', 'CREATE TABLE AS',
+						'CREATE INDEX', 'REFRESH MATERIALIZED VIEW')),
+	target_oid		oid NOT NULL,	/* the object being built (see job_kind.h) */
 	target_name		text NOT NULL,
-	command			text NOT NULL,
-	settings		text[] NOT NULL,	/* name, value pairs of the submitter's GUCs */
+	hidden_oid		oid,		/* a heap the job fills before the cut-over */
+	command			text NOT NULL,	/* the submitted statement alone */
+	settings		text[] NOT NULL,	/* name, value pairs of the submitter's settings */
 	state			text NOT NULL DEFAULT 'queued'
 		CHECK (state IN ('queued', 'running', 'paused', 'cancelling',
 						 'succeeded', 'failed', 'cancelled')),
 	phase			text,
+	strategy		text,		/* how the content is computed, and why */
+	planned			boolean NOT NULL DEFAULT false, /* the worker has decided the strategy */
 	driving_oid		oid,		/* table whose block ranges are the chunks */
-	blocks_total	bigint,		/* driving table size when the backfill began */
-	next_block		bigint NOT NULL DEFAULT 0,	/* first block not yet done */
+	blocks_total	bigint,		/* driving table size when the capture began */
 	chunk_blocks	integer,	/* current adaptive chunk size */
 	rows_done		bigint NOT NULL DEFAULT 0,
 	rows_total		bigint,
 	chunks_done		bigint NOT NULL DEFAULT 0,
 	chunks_total	bigint,
 	progress		float8 NOT NULL DEFAULT 0,
+	progress_base	float8 NOT NULL DEFAULT 0,	/* progress when the build last restarted */
 	rate			float8,
 	eta				interval,
 	submitted_at	timestamptz NOT NULL DEFAULT now(),
 	started_at		timestamptz,
+	attempt_started_at timestamptz,
 	finished_at		timestamptz,
 	attempts		integer NOT NULL DEFAULT 0,
-	pid				integer,
+	in_flight		boolean NOT NULL DEFAULT false,	/* a worker took it and has not let go cleanly */
 	error			text,
+	error_sqlstate	text,
+	error_detail	text,
+	error_hint		text,
 	cutover_snapshot text,
 	cutover_at		timestamptz,
 	dirty_rows		bigint NOT NULL DEFAULT 0,
-	/* change capture: base relations with capture triggers, and their relfilenodes */
+	/* change capture: base relations, their relfilenodes, our triggers and their row versions */
 	capture_relids	oid[],
 	capture_filenodes oid[],
+	capture_triggers oid[],
+	capture_trigger_xmins bigint[],
+	target_filenode oid,		/* the content relation's relfilenode when the backfill began */
 	catchup_passes	integer NOT NULL DEFAULT 0,
-	cleanup_pending boolean NOT NULL DEFAULT false	/* triggers left to drop */
+	cleanup_pending boolean NOT NULL DEFAULT false	/* capture triggers left to drop */
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 
 /* One row per committed chunk: the checkpoint of the backfill. */
 CREATE TABLE background_ddl.chunk (
 	job_id			bigint NOT NULL REFERENCES background_ddl.job ON DELETE CASCADE,
-	chunk_no		bigint NOT NULL,
 	start_block		bigint NOT NULL,
-	end_block		bigint,		/* NULL: to the end of the table */
+	end_block		bigint NOT NULL,
 	rows_done		bigint NOT NULL,
 	attempt			integer NOT NULL,
 	duration		interval NOT NULL,
 	done_at			timestamptz NOT NULL DEFAULT clock_timestamp(),
 	/* (source tid, output tid) pairs of the chunk, sorted by source (tid_map.c) */
 	tid_map			bytea,
-	PRIMARY KEY (job_id, chunk_no)
+	PRIMARY KEY (job_id, start_block)
 );
 /* Already compact; compressing it again would cost more than it saves */
 ALTER TABLE background_ddl.chunk ALTER COLUMN tid_map SET STORAGE EXTERNAL;
@@ -74,7 +89,7 @@ ALTER TABLE background_ddl.chunk ALTER COLUMN tid_map SET STORAGE EXTERNAL;
  * trigger in the writer's transaction.  whole_table marks a change the log
  * cannot pin to rows (a non-driving table, TRUNCATE, a rewrite).  WAL-logged
  * on purpose: a crash must not lose marks.  No index: the worker reads it
- * with one scan per pass and deletes what it processed by ctid.
+ * by block ranges and deletes what it processed by ctid.
  */
 CREATE TABLE background_ddl.dirty (
 	job_id			bigint NOT NULL,
@@ -108,11 +123,33 @@ AS 'MODULE_PATHNAME', 'capture_changes'
 LANGUAGE C;
 REVOKE ALL ON FUNCTION background_ddl.capture_changes() FROM PUBLIC;
 
+/* What the job workers hold in shared memory right now (for the view) */
+CREATE FUNCTION background_ddl.live_jobs(
+	OUT job_id bigint, OUT pid integer, OUT workers integer,
+	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'live_jobs'
+LANGUAGE C STRICT VOLATILE;
+
 CREATE FUNCTION cancel_ddl(job_id bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'cancel_ddl'
-LANGUAGE C STRICT VOLATILE;
+LANGUAGE C VOLATILE;
 
+CREATE FUNCTION pause_ddl(job_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'pause_ddl'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION resume_ddl(job_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'resume_ddl'
+LANGUAGE C VOLATILE;
+
+/*
+ * wait_ddl holds no snapshot while it sleeps when it is the whole statement
+ * (SELECT wait_ddl(...)) in a READ COMMITTED transaction; see job_control.c.
+ */
 CREATE FUNCTION wait_ddl(job_id bigint, timeout interval DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'wait_ddl'
@@ -125,22 +162,24 @@ LANGUAGE C STABLE;
 
 /*
  * Like pg_stat_activity, every role sees every job, but the command and the
- * error text only of jobs submitted by a role it is a member of (or with
- * pg_read_all_stats).
+ * error text only of jobs submitted by a role it has the privileges of (or
+ * with pg_read_all_stats).  A job whose worker is gone (a crash, waiting for
+ * its restart) shows as queued; target follows a rename of an unfinished
+ * job's object.
  */
 CREATE VIEW pg_stat_background_ddl AS
 	SELECT j.id,
 		   d.datname,
 		   r.rolname AS usename,
 		   j.kind,
-		   j.target_name AS target,
+		   coalesce(t.name, j.target_name) AS target,
 		   CASE WHEN v.visible THEN j.command ELSE '<insufficient privilege>' END AS command,
-		   j.state,
+		   CASE WHEN j.state = 'running' AND l.pid IS NULL THEN 'queued' ELSE j.state END AS state,
 		   j.phase,
-		   j.progress,
-		   j.rows_done,
+		   greatest(j.progress, l.progress) AS progress,
+		   greatest(j.rows_done, l.rows_done) AS rows_done,
 		   j.rows_total,
-		   j.chunks_done,
+		   greatest(j.chunks_done, l.chunks_done) AS chunks_done,
 		   j.chunks_total,
 		   j.rate,
 		   j.eta,
@@ -148,14 +187,25 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.started_at,
 		   j.finished_at,
 		   j.attempts,
-		   CASE WHEN j.state IN ('running', 'cancelling') THEN j.pid END AS pid,
+		   l.pid,
 		   CASE WHEN v.visible THEN j.error END AS error,
+		   CASE WHEN v.visible THEN j.error_sqlstate END AS error_sqlstate,
+		   CASE WHEN v.visible THEN j.error_detail END AS error_detail,
+		   CASE WHEN v.visible THEN j.error_hint END AS error_hint,
 		   j.cutover_snapshot,
 		   j.cutover_at,
-		   j.dirty_rows
+		   j.dirty_rows,
+		   j.strategy,
+		   coalesce(l.workers, 0) AS workers
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid
+	  LEFT JOIN background_ddl.live_jobs() l ON l.job_id = j.id
+	  LEFT JOIN LATERAL (SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) AS name
+						   FROM pg_catalog.pg_class c
+						   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+						  WHERE c.oid = j.target_oid
+							AND j.state IN ('queued', 'running', 'paused', 'cancelling')) t ON true
 	 CROSS JOIN LATERAL (SELECT CASE WHEN r.oid IS NULL THEN false
 									 ELSE pg_catalog.pg_has_role(j.owner_oid, 'USAGE') END
 							 OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')

@@ -47,12 +47,14 @@ SELECT count(*) AS extra FROM (TABLE mv_join EXCEPT ALL TABLE mv_join_blocking) 
 CREATE UNIQUE INDEX ON mv_join (id);
 REFRESH MATERIALIZED VIEW CONCURRENTLY mv_join;
 
--- Every chunk is checkpointed once, and the chunks tile the driving table.
+-- Every chunk is checkpointed once, and the chunks tile the driving table
+-- up to its size when the capture began (rows added after that are
+-- captured changes).
 SELECT count(*) = (SELECT chunks_done FROM pg_stat_background_ddl WHERE id = :job) AS one_row_per_chunk,
        sum(rows_done) = (SELECT count(*) FROM mv_join) AS rows_add_up,
        bool_and(start_block = coalesce(prev_end, 0)) AS contiguous,
-       count(*) FILTER (WHERE end_block IS NULL) AS open_ended_last
-  FROM (SELECT *, lag(end_block) OVER (ORDER BY chunk_no) AS prev_end
+       max(end_block) = (SELECT blocks_total FROM background_ddl.job WHERE id = :job) AS whole_table
+  FROM (SELECT *, lag(end_block) OVER (ORDER BY start_block) AS prev_end
           FROM background_ddl.chunk WHERE job_id = :job) c;
 
 -- An index created on the placeholder before the job runs is kept up to

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * backfill.h
- *	  Computing a job's content in batches.
+ *	  Running a job's query, or a part of it, into its content relation.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,14 +11,14 @@
 #include "nodes/parsenodes.h"
 #include "utils/relcache.h"
 
-#include "job_catalog.h"
+#include "tid_map.h"
 
-extern Query *BackfillJobQuery(Relation target);
-extern void BackfillPlan(BgddlJob *job);
-extern bool BackfillNextChunk(BgddlJob *job);
-extern int64 BackfillAll(Relation target, Query *query);
-extern List *BackfillBaseRelations(Query *query, Oid driving_oid, Oid target_oid);
-extern TidPair *BackfillRecompute(BgddlJob *job, Relation target, ItemPointer sources,
-								  int nsources, int *npairs);
+extern Query *BackfillRuleQuery(Relation rule_relation);
+extern uint64 BackfillBlocks(Relation content, Query *query, Index driving_rtindex,
+							 int64 start_block, int64 end_block, TidPair **pairs, int *npairs);
+extern uint64 BackfillAll(Relation content, Query *query);
+extern TidPair *BackfillRecompute(Relation content, Query *query, Index driving_rtindex,
+								  ItemPointer sources, int nsources, int *npairs);
+extern int64 BackfillEstimateRows(Query *query);
 
 #endif							/* BGDDL_BACKFILL_H */

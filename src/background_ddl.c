@@ -20,8 +20,10 @@
 #include "background_ddl.h"
 #include "compat.h"
 #include "capture.h"
+#include "catalog_access.h"
 #include "launcher.h"
 #include "placeholder.h"
+#include "session_jobs.h"
 #include "shared_state.h"
 #include "submit.h"
 
@@ -35,6 +37,7 @@ int			background_ddl_batch_time_ms = 250;
 int			background_ddl_max_attempts = 10;
 int			background_ddl_lock_timeout_ms = 100;
 int			background_ddl_history_retention_s = 7 * 24 * 3600;
+char	   *background_ddl_test_hold_point = NULL;
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -112,6 +115,15 @@ _PG_init(void)
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
+	DefineCustomStringVariable("background_ddl.test_hold_point",
+							   "For tests only: a point where job workers wait for an advisory lock.",
+							   "A worker that reaches the named point waits while another session holds pg_advisory_lock(4242).",
+							   &background_ddl_test_hold_point,
+							   NULL,
+							   PGC_SIGHUP,
+							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							   NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved(BGDDL_EXTENSION_NAME);
 
 #if PG_VERSION_NUM >= 150000
@@ -121,6 +133,8 @@ _PG_init(void)
 	BgddlSharedStateRequest();
 #endif
 	BgddlSharedStateInit();
+	CatalogCacheInstall();
+	SessionJobsInstall();
 	SubmitHookInstall();
 	CaptureCallbacksInstall();
 	PlaceholderHookInstall();

@@ -18,5 +18,9 @@ extern int	background_ddl_batch_time_ms;
 extern int	background_ddl_max_attempts;
 extern int	background_ddl_lock_timeout_ms;
 extern int	background_ddl_history_retention_s;
+extern char *background_ddl_test_hold_point;
+
+/* pg_advisory_lock(BGDDL_TEST_HOLD_KEY) holds a worker at its test hold point */
+#define BGDDL_TEST_HOLD_KEY		4242
 
 #endif							/* BACKGROUND_DDL_H */

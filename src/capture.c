@@ -14,15 +14,29 @@
  * snapshot exactly when its change is.  catchup.c consumes them.
  *
  * The trigger must see every write and never fail one:
- *	- it is ENABLE ALWAYS, so it also fires under session_replication_role =
- *	  replica (logical replication apply, restores);
+ *	- it fires ALWAYS, so also under session_replication_role = replica
+ *	  (logical replication apply, restores);
  *	- it writes the log with a plain heap insert, not through SQL, so no
  *	  privilege of the writer on our schema is involved, and no SPI runs per
  *	  row;
  *	- it logs each tuple id once per transaction, remembering which
  *	  subtransaction logged it: when that subtransaction rolls back, its
  *	  marks vanish with it, so it must forget them too, or a later change of
- *	  the same row in the same transaction would go unlogged.
+ *	  the same row in the same transaction would go unlogged;
+ *	- once its job has ended (or is being cancelled) it logs nothing: the
+ *	  first time it fires for a job in a transaction, it reads the job's
+ *	  state.
+ *
+ * The triggers are internal triggers (like those of foreign keys), with an
+ * internal dependency on the job's target: the table owner cannot drop or
+ * disable them (only a superuser can), pg_dump does not dump them, and
+ * dropping the target drops them.  We know them by OID, and remember the
+ * version (raw xmin) of each one's pg_trigger row, so that any change to
+ * one, even disabled and enabled again between two checks, is seen.
+ *
+ * They go only on tables where the job's role may create triggers (owner,
+ * or the TRIGGER privilege): a role with only SELECT cannot make us add
+ * work and lock requests to another role's table.
  *
  * Installing the triggers takes SHARE ROW EXCLUSIVE on each base table (and
  * removing them ACCESS EXCLUSIVE): both run with a short lock_timeout and
@@ -36,24 +50,33 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "background_ddl.h"
 #include "capture.h"
-#include "job_catalog.h"
+#include "catalog_access.h"
+#include "compat.h"
 
 PG_FUNCTION_INFO_V1(capture_changes);
 
@@ -70,22 +93,27 @@ typedef struct LoggedMark
 	SubTransactionId subid;		/* the subtransaction that wrote it */
 } LoggedMark;
 
-/* Marks written by the current top-level transaction; lives in TopTransactionContext */
-static HTAB *logged_marks = NULL;
+/* Whether a job still captures, as read once per transaction */
+typedef struct CapturingJob
+{
+	int64		job_id;
+	bool		capturing;
+} CapturingJob;
 
-/* background_ddl.dirty, looked up once per transaction that logs marks */
-static Oid	dirty_oid = InvalidOid;
+/* Marks and jobs of the current top-level transaction; in TopTransactionContext */
+static HTAB *logged_marks = NULL;
+static HTAB *capturing_jobs = NULL;
 
 static void
 CaptureXactCallback(XactEvent event, void *arg)
 {
-	/* The table itself goes away with TopTransactionContext */
+	/* The tables themselves go away with TopTransactionContext */
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		logged_marks = NULL;
-		dirty_oid = InvalidOid;
+		capturing_jobs = NULL;
 	}
 }
 
@@ -124,14 +152,54 @@ CaptureCallbacksInstall(void)
 }
 
 /*
+ * Is the job still capturing changes: not ended, not being cancelled?  Read
+ * from its row through the primary key, under the catalog snapshot.
+ */
+static bool
+JobIsCapturing(const BgddlCatalog *catalog, int64 job_id)
+{
+	Relation	job_rel = table_open(catalog->job_relid, AccessShareLock);
+	Relation	pkey = index_open(RelationGetPrimaryKeyIndex(job_rel), AccessShareLock);
+	AttrNumber	state_attno = get_attnum(catalog->job_relid, "state");
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		capturing = false;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(job_id));
+	scan = systable_beginscan_ordered(job_rel, pkey, NULL, 1, &key);
+	tuple = systable_getnext_ordered(scan, ForwardScanDirection);
+	if (HeapTupleIsValid(tuple) && state_attno != InvalidAttrNumber)
+	{
+		bool		isnull;
+		Datum		state = heap_getattr(tuple, state_attno, RelationGetDescr(job_rel), &isnull);
+
+		if (!isnull)
+		{
+			char	   *name = TextDatumGetCString(state);
+
+			capturing = strcmp(name, "queued") == 0 || strcmp(name, "running") == 0 ||
+				strcmp(name, "paused") == 0;
+		}
+	}
+	systable_endscan_ordered(scan);
+	index_close(pkey, AccessShareLock);
+	table_close(job_rel, AccessShareLock);
+	return capturing;
+}
+
+/*
  * Append one mark to background_ddl.dirty, unless this transaction already
- * did (and has not rolled it back).  tid NULL: a whole_table mark.
+ * did (and has not rolled it back), or the job no longer captures.  tid
+ * NULL: a whole_table mark.
  */
 static void
 LogDirtyMark(int64 job_id, ItemPointer tid)
 {
+	const BgddlCatalog *catalog;
 	LoggedMarkKey key;
 	LoggedMark *mark;
+	CapturingJob *job;
 	bool		found;
 	Relation	dirty;
 	Datum		values[3];
@@ -140,16 +208,16 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 	if (logged_marks == NULL)
 	{
 		HASHCTL		ctl;
-		Oid			namespace_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
-
-		dirty_oid = OidIsValid(namespace_oid) ?
-			get_relname_relid("dirty", namespace_oid) : InvalidOid;
 
 		ctl.keysize = sizeof(LoggedMarkKey);
 		ctl.entrysize = sizeof(LoggedMark);
 		ctl.hcxt = TopTransactionContext;
 		logged_marks = hash_create("background_ddl logged marks", 256, &ctl,
 								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(CapturingJob);
+		capturing_jobs = hash_create("background_ddl capturing jobs", 8, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 
 	memset(&key, 0, sizeof(key));
@@ -158,15 +226,23 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 		ItemPointerCopy(tid, &key.tid);
 	else
 		ItemPointerSetInvalid(&key.tid);
-	mark = hash_search(logged_marks, &key, HASH_ENTER, &found);
-	if (found)
+	mark = hash_search(logged_marks, &key, HASH_FIND, NULL);
+	if (mark != NULL)
 		return;
+
+	catalog = CatalogLookup();
+	if (catalog == NULL)
+		return;					/* extension dropped: nothing to capture for */
+	job = hash_search(capturing_jobs, &job_id, HASH_ENTER, &found);
+	if (!found)
+		job->capturing = JobIsCapturing(catalog, job_id);
+	if (!job->capturing)
+		return;
+
+	mark = hash_search(logged_marks, &key, HASH_ENTER, NULL);
 	mark->subid = GetCurrentSubTransactionId();
 
-	if (!OidIsValid(dirty_oid))
-		return;					/* extension dropped: nothing to capture for */
-
-	dirty = table_open(dirty_oid, RowExclusiveLock);
+	dirty = table_open(catalog->dirty_relid, RowExclusiveLock);
 	values[0] = Int64GetDatum(job_id);
 	values[1] = tid != NULL ? PointerGetDatum(&key.tid) : (Datum) 0;
 	nulls[1] = (tid == NULL);
@@ -212,121 +288,185 @@ capture_changes(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-static char *
-CaptureTriggerName(int64 job_id, bool truncate)
+/*
+ * Why the job's role may not have capture triggers on a relation, or NULL
+ * if it may (it owns the relation or has TRIGGER on it, and the relation is
+ * a plain table).  Caller is in a transaction.
+ */
+char *
+CaptureRefusal(Oid relid, Oid roleid)
 {
-	return psprintf("background_ddl_capture_" INT64_FORMAT "%s", job_id,
-					truncate ? "_truncate" : "");
+	char		relkind = get_rel_relkind(relid);
+
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		return psprintf("\"%s\" is partitioned (row capture is per partition)",
+						get_rel_name(relid));
+	if (relkind != RELKIND_RELATION)
+		return psprintf("\"%s\" is not a table", get_rel_name(relid));
+	if (!BgddlRelationOwnerCheck(relid, roleid) &&
+		pg_class_aclcheck(relid, roleid, ACL_TRIGGER) != ACLCHECK_OK)
+		return psprintf("no TRIGGER privilege on table \"%s\"", get_rel_name(relid));
+	return NULL;
 }
 
-static char *
-QualifiedRelationName(Oid relid)
+/* The raw xmin of a trigger's pg_trigger row, or InvalidTransactionId if gone */
+static TransactionId
+TriggerRowVersion(Relation pg_trigger, Oid trigger_oid, char *enabled)
 {
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-									  get_rel_name(relid));
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	TransactionId version = InvalidTransactionId;
+
+	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(trigger_oid));
+	scan = systable_beginscan(pg_trigger, TriggerOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		version = HeapTupleHeaderGetRawXmin(tuple->t_data);
+		*enabled = ((Form_pg_trigger) GETSTRUCT(tuple))->tgenabled;
+	}
+	systable_endscan(scan);
+	return version;
 }
 
-static void
-ExecuteOrError(const char *sql)
+/* Create one internal capture trigger, firing ALWAYS; returns its oid */
+static Oid
+CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
+					 const char *role)
 {
-	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "background_ddl could not run: %s", sql);
+	const BgddlCatalog *catalog = CatalogRequire();
+	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+	ObjectAddress trigger;
+	ObjectAddress target;
+
+	stmt->trigname = psprintf("background_ddl_capture_" INT64_FORMAT "%s", job_id,
+							  truncate ? "_truncate" : "");
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+								  get_rel_name(relid), -1);
+	stmt->args = list_make2(makeString(psprintf(INT64_FORMAT, job_id)),
+							makeString(pstrdup(truncate ? "truncate" : role)));
+	stmt->row = !truncate;
+	stmt->timing = TRIGGER_TYPE_AFTER;
+	stmt->events = truncate ? TRIGGER_TYPE_TRUNCATE :
+		(TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+
+	trigger = CreateTriggerFiringOn(stmt, "background_ddl capture", relid, InvalidOid,
+									InvalidOid, InvalidOid, catalog->capture_function_oid,
+									InvalidOid, NULL, true, false, TRIGGER_FIRES_ALWAYS);
+	ObjectAddressSet(target, RelationRelationId, target_oid);
+	recordDependencyOn(&trigger, &target, DEPENDENCY_INTERNAL);
+	return trigger.objectId;
 }
 
 /*
- * Create the capture triggers of a job on its base relations (the first is
- * the driving table), ENABLE ALWAYS.  Caller is in a transaction, as a
- * superuser, with lock_timeout set.
+ * Create the capture triggers of a job on its base relations (the driving
+ * table among them) and return them with their row versions.  Caller is in
+ * a transaction, as a superuser, with lock_timeout set, and has checked
+ * CaptureRefusal for each relation.
  */
 void
-CaptureInstall(BgddlJob *job, List *relids)
+CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
+			   CaptureTriggers *triggers)
 {
+	Relation	pg_trigger;
 	ListCell   *lc;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	triggers->trigger_oids = NIL;
+	triggers->trigger_xmins = NIL;
 	foreach(lc, relids)
 	{
 		Oid			relid = lfirst_oid(lc);
-		char	   *relname = QualifiedRelationName(relid);
-		const char *row_trigger = quote_identifier(CaptureTriggerName(job->id, false));
-		const char *truncate_trigger = quote_identifier(CaptureTriggerName(job->id, true));
+		const char *role = relid == driving_oid ? "driving" : "other";
 
-		ExecuteOrError(psprintf("CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s "
-								"FOR EACH ROW EXECUTE FUNCTION background_ddl.capture_changes('"
-								INT64_FORMAT "', '%s')",
-								row_trigger, relname, job->id,
-								relid == job->driving_oid ? "driving" : "other"));
-		ExecuteOrError(psprintf("CREATE TRIGGER %s AFTER TRUNCATE ON %s "
-								"FOR EACH STATEMENT EXECUTE FUNCTION background_ddl.capture_changes('"
-								INT64_FORMAT "', 'truncate')",
-								truncate_trigger, relname, job->id));
-		ExecuteOrError(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER %s", relname, row_trigger));
-		ExecuteOrError(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER %s", relname, truncate_trigger));
+		triggers->trigger_oids = lappend_oid(triggers->trigger_oids,
+											 CreateCaptureTrigger(job_id, target_oid, relid,
+																  false, role));
+		triggers->trigger_oids = lappend_oid(triggers->trigger_oids,
+											 CreateCaptureTrigger(job_id, target_oid, relid,
+																  true, role));
 	}
-	SPI_finish();
+	CommandCounterIncrement();
+
+	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	foreach(lc, triggers->trigger_oids)
+	{
+		char		enabled;
+
+		triggers->trigger_xmins = lappend_oid(triggers->trigger_xmins,
+											  TriggerRowVersion(pg_trigger, lfirst_oid(lc),
+																&enabled));
+	}
+	table_close(pg_trigger, AccessShareLock);
 }
 
 /*
- * Are all capture triggers of a job still there and firing ALWAYS?  A table
- * owner can drop or disable them (or ALTER TABLE ... DISABLE TRIGGER ALL):
- * changes may then have gone unlogged.  Caller is in a transaction; takes
- * ACCESS SHARE on the base relations.
+ * Are all capture triggers of a job still there, firing ALWAYS, and never
+ * changed since the install (not even disabled and enabled again)?
  */
 bool
-CaptureIntact(BgddlJob *job)
+CaptureIntact(const CaptureTriggers *triggers)
 {
-	ListCell   *lc;
-	char	   *row_trigger = CaptureTriggerName(job->id, false);
-	char	   *truncate_trigger = CaptureTriggerName(job->id, true);
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ListCell   *oid_cell;
+	ListCell   *xmin_cell;
+	bool		intact = list_length(triggers->trigger_oids) ==
+		list_length(triggers->trigger_xmins);
 
-	foreach(lc, job->capture_relids)
+	forboth(oid_cell, triggers->trigger_oids, xmin_cell, triggers->trigger_xmins)
 	{
-		Relation	rel = try_relation_open(lfirst_oid(lc), AccessShareLock);
-		int			intact = 0;
+		char		enabled = TRIGGER_DISABLED;
+		TransactionId version = TriggerRowVersion(pg_trigger, lfirst_oid(oid_cell), &enabled);
 
-		if (rel == NULL)
-			return false;
-		for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *trigger = &rel->trigdesc->triggers[i];
-
-			if ((strcmp(trigger->tgname, row_trigger) == 0 ||
-				 strcmp(trigger->tgname, truncate_trigger) == 0) &&
-				trigger->tgenabled == TRIGGER_FIRES_ALWAYS)
-				intact++;
-		}
-		relation_close(rel, NoLock);
-		if (intact != 2)
-			return false;
+		if (version != (TransactionId) lfirst_oid(xmin_cell) || enabled != TRIGGER_FIRES_ALWAYS)
+			intact = false;
 	}
-	return true;
+	table_close(pg_trigger, AccessShareLock);
+	return intact;
 }
 
 /*
- * Drop the capture triggers of a job from those of its base relations that
- * still exist.  Caller is in a transaction, as a superuser, with
- * lock_timeout set.
+ * Detach a job's capture triggers from its target, so that dropping the
+ * target does not drop them (which would lock the base tables in ACCESS
+ * EXCLUSIVE mode).  For a job that has ended: its triggers log nothing any
+ * more, and are dropped later (CaptureRemove).  Caller is in a transaction.
  */
 void
-CaptureRemove(BgddlJob *job)
+CaptureDetach(const CaptureTriggers *triggers, Oid target_oid)
 {
 	ListCell   *lc;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	foreach(lc, job->capture_relids)
-	{
-		Oid			relid = lfirst_oid(lc);
-		char	   *relname;
+	foreach(lc, triggers->trigger_oids)
+		(void) deleteDependencyRecordsForSpecific(TriggerRelationId, lfirst_oid(lc),
+												  DEPENDENCY_INTERNAL,
+												  RelationRelationId, target_oid);
+	CommandCounterIncrement();
+}
 
-		if (get_rel_name(relid) == NULL)
-			continue;			/* dropped, and its triggers with it */
-		relname = QualifiedRelationName(relid);
-		ExecuteOrError(psprintf("DROP TRIGGER IF EXISTS %s ON %s",
-								quote_identifier(CaptureTriggerName(job->id, false)), relname));
-		ExecuteOrError(psprintf("DROP TRIGGER IF EXISTS %s ON %s",
-								quote_identifier(CaptureTriggerName(job->id, true)), relname));
+/*
+ * Drop a job's capture triggers that still exist.  Caller is in a
+ * transaction, as a superuser, with lock_timeout set (each drop takes
+ * ACCESS EXCLUSIVE on its table).
+ */
+void
+CaptureRemove(const CaptureTriggers *triggers, Oid target_oid)
+{
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ListCell   *lc;
+
+	CaptureDetach(triggers, target_oid);
+	foreach(lc, triggers->trigger_oids)
+	{
+		Oid			trigger_oid = lfirst_oid(lc);
+		char		enabled;
+		ObjectAddress trigger;
+
+		if (!TransactionIdIsValid(TriggerRowVersion(pg_trigger, trigger_oid, &enabled)))
+			continue;			/* dropped with its table or the target */
+		ObjectAddressSet(trigger, TriggerRelationId, trigger_oid);
+		performDeletion(&trigger, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
 	}
-	SPI_finish();
+	table_close(pg_trigger, AccessShareLock);
+	CommandCounterIncrement();
 }

@@ -2,7 +2,7 @@
  *
  * capture.h
  *	  Change capture: the trigger that logs changed rows of a job's base
- *	  tables, and installing and removing it.
+ *	  tables, and installing, checking and removing it.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,11 +11,19 @@
 
 #include "nodes/pg_list.h"
 
-#include "job_catalog.h"
+/* Our triggers on the base relations of one job */
+typedef struct CaptureTriggers
+{
+	List	   *trigger_oids;
+	List	   *trigger_xmins;	/* raw xmin of each pg_trigger row at install */
+} CaptureTriggers;
 
 extern void CaptureCallbacksInstall(void);
-extern void CaptureInstall(BgddlJob *job, List *relids);
-extern void CaptureRemove(BgddlJob *job);
-extern bool CaptureIntact(BgddlJob *job);
+extern char *CaptureRefusal(Oid relid, Oid roleid);
+extern void CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
+						   CaptureTriggers *triggers);
+extern bool CaptureIntact(const CaptureTriggers *triggers);
+extern void CaptureDetach(const CaptureTriggers *triggers, Oid target_oid);
+extern void CaptureRemove(const CaptureTriggers *triggers, Oid target_oid);
 
 #endif							/* BGDDL_CAPTURE_H */

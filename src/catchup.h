@@ -1,30 +1,26 @@
 /*-------------------------------------------------------------------------
  *
  * catchup.h
- *	  Reprocessing the rows that changed while a job ran.
+ *	  Recomputing the output rows of source rows that changed.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BGDDL_CATCHUP_H
 #define BGDDL_CATCHUP_H
 
+#include "storage/block.h"
 #include "utils/relcache.h"
 
-#include "job_catalog.h"
-
-/* What happened to a job's base relations since the capture started */
-typedef enum BaseRelationChange
+/* The relations the catch-up of one job works on */
+typedef struct CatchupTarget
 {
-	BASE_UNCHANGED,
-	BASE_DRIVING_REWRITTEN,		/* every tuple id changed: start over */
-	BASE_OTHER_REWRITTEN,		/* recorded as a whole_table mark */
-	BASE_DROPPED
-} BaseRelationChange;
+	int64		job_id;
+	Relation	content;		/* receives the rows; RowExclusiveLock held */
+	Relation	rule_relation;	/* whose view rule is the query */
+	Oid			driving_oid;
+} CatchupTarget;
 
-extern BaseRelationChange CatchupCheckBaseRelations(BgddlJob *job);
-extern void CatchupForgetMaps(void);
-extern int	CatchupPass(BgddlJob *job, MemoryContext job_context, bool *whole_table,
-						BaseRelationChange *stopped_by);
-extern int64 CatchupFinal(BgddlJob *job, Relation target, bool *whole_table);
+extern int	CatchupProcessBlocks(const CatchupTarget *target, BlockNumber from_block,
+								 BlockNumber to_block, int64 *rows_gained);
 
 #endif							/* BGDDL_CATCHUP_H */

@@ -1,162 +1,92 @@
 /*-------------------------------------------------------------------------
  *
  * job_catalog.c
- *	  All reads and writes of the job catalog tables.
+ *	  All reads and writes of job rows (background_ddl.job).
  *
- * Ordinary roles have no privilege on background_ddl.job and .chunk: they
- * submit jobs through the ProcessUtility hook and read them through
- * pg_stat_background_ddl.  So every access here runs as the bootstrap
- * superuser, under a fixed search_path, whatever the session around it has
- * set: a submitting role must not be able to redirect these statements to
- * objects of its own.  Only the statements below ever run that way; none of
- * them takes user-supplied SQL text, only values bound as parameters.
- *
- * Callers are inside a transaction with an active snapshot, except where a
- * function says otherwise.
+ * Every statement here goes through catalog_access.c: as the bootstrap
+ * superuser, under a fixed search_path and SECURITY_RESTRICTED_OPERATION,
+ * with values bound as parameters.  Callers are inside a transaction with
+ * an active snapshot, and have checked that the extension is installed
+ * (CatalogRequire), except where a function says otherwise.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/snapmgr.h"
-#include "storage/itemptr.h"
+#include "utils/elog.h"
+#include "utils/timestamp.h"
 
 #include "background_ddl.h"
+#include "catalog_access.h"
 #include "job_catalog.h"
 
-#ifndef DatumGetItemPointer
-#define DatumGetItemPointer(X)	((ItemPointer) DatumGetPointer(X))
-#define ItemPointerGetDatum(X)	PointerGetDatum(X)
-#endif
-
-/* Saved state of the session around a catalog access */
-typedef struct CatalogAccess
-{
-	Oid			saved_userid;
-	int			saved_sec_context;
-	int			guc_nest_level;
-} CatalogAccess;
-
-static void
-CatalogAccessBegin(CatalogAccess *access)
-{
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	GetUserIdAndSecContext(&access->saved_userid, &access->saved_sec_context);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   access->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	access->guc_nest_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
-}
-
-static void
-CatalogAccessEnd(CatalogAccess *access)
-{
-	AtEOXact_GUC(true, access->guc_nest_level);
-	SetUserIdAndSecContext(access->saved_userid, access->saved_sec_context);
-	SPI_finish();
-}
-
-/*
- * Run one catalog statement.  Errors out unless SPI reports expected_result;
- * returns the number of rows processed.
- */
-static uint64
-CatalogExecute(const char *sql, int nargs, Oid *argtypes, Datum *values,
-			   const char *nulls, int expected_result)
-{
-	int			result;
-
-	result = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	if (result != expected_result)
-		elog(ERROR, "background_ddl catalog statement failed (%d): %s", result, sql);
-	return SPI_processed;
-}
-
-/* Fetch column attno of the current SPI result row, or null_value */
-static Datum
-CatalogColumn(uint64 row, int attno, Datum null_value)
-{
-	bool		isnull;
-	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-									  attno, &isnull);
-
-	return isnull ? null_value : value;
-}
+#define JOB_COLUMNS \
+	"id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
+	"hidden_oid, strategy, driving_oid, blocks_total, chunk_blocks, rows_done, rows_total, " \
+	"chunks_done, attempts, in_flight, progress, progress_base, started_at, " \
+	"attempt_started_at, capture_relids, capture_filenodes, capture_triggers, " \
+	"capture_trigger_xmins, target_filenode, catchup_passes, cleanup_pending, " \
+	"error, error_sqlstate, error_detail, error_hint, planned "
 
 static char *
-CatalogTextColumn(uint64 row, int attno)
+NullableTextColumn(uint64 row, int attno)
 {
-	return TextDatumGetCString(CatalogColumn(row, attno,
-											 CStringGetTextDatum("")));
+	return CatalogColumnIsNull(row, attno) ? NULL : CatalogTextColumn(row, attno);
 }
 
-/* An oid[] column as a List of Oids (NIL if NULL) */
-static List *
-CatalogOidListColumn(uint64 row, int attno)
+/* Copy row 0 of the current SPI result (JOB_COLUMNS) into *job */
+static void
+JobFromRow(BgddlJob *job)
 {
-	bool		isnull;
-	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-									  attno, &isnull);
-	List	   *oids = NIL;
-	Datum	   *elems;
-	int			nelems;
-
-	if (isnull)
-		return NIL;
-	deconstruct_array(DatumGetArrayTypeP(value), OIDOID, sizeof(Oid), true,
-					  TYPALIGN_INT, &elems, NULL, &nelems);
-	for (int i = 0; i < nelems; i++)
-		oids = lappend_oid(oids, DatumGetObjectId(elems[i]));
-	return oids;
+	job->id = DatumGetInt64(CatalogColumn(0, 1, 0));
+	job->kind = JobKindFromName(CatalogTextColumn(0, 2));
+	job->state = JobStateFromName(CatalogTextColumn(0, 3));
+	job->identity.session_user_oid = DatumGetObjectId(CatalogColumn(0, 4, 0));
+	job->identity.owner_oid = DatumGetObjectId(CatalogColumn(0, 5, 0));
+	job->identity.settings = CatalogTextListColumn(0, 6);
+	job->target_oid = DatumGetObjectId(CatalogColumn(0, 7, 0));
+	job->target_name = CatalogTextColumn(0, 8);
+	job->hidden_oid = DatumGetObjectId(CatalogColumn(0, 9, ObjectIdGetDatum(InvalidOid)));
+	job->strategy = NullableTextColumn(0, 10);
+	job->driving_oid = DatumGetObjectId(CatalogColumn(0, 11, ObjectIdGetDatum(InvalidOid)));
+	job->blocks_total = DatumGetInt64(CatalogColumn(0, 12, Int64GetDatum(0)));
+	job->chunk_blocks = DatumGetInt32(CatalogColumn(0, 13, Int32GetDatum(0)));
+	job->rows_done = DatumGetInt64(CatalogColumn(0, 14, Int64GetDatum(0)));
+	job->rows_total = DatumGetInt64(CatalogColumn(0, 15, Int64GetDatum(-1)));
+	job->chunks_done = DatumGetInt64(CatalogColumn(0, 16, Int64GetDatum(0)));
+	job->attempts = DatumGetInt32(CatalogColumn(0, 17, Int32GetDatum(0)));
+	job->in_flight = DatumGetBool(CatalogColumn(0, 18, BoolGetDatum(false)));
+	job->progress = DatumGetFloat8(CatalogColumn(0, 19, Float8GetDatum(0)));
+	job->progress_base = DatumGetFloat8(CatalogColumn(0, 20, Float8GetDatum(0)));
+	job->started_at = DatumGetTimestampTz(CatalogColumn(0, 21, TimestampTzGetDatum(0)));
+	job->attempt_started_at = DatumGetTimestampTz(CatalogColumn(0, 22, TimestampTzGetDatum(0)));
+	job->capture_relids = CatalogOidListColumn(0, 23);
+	job->capture_filenodes = CatalogOidListColumn(0, 24);
+	job->capture_triggers = CatalogOidListColumn(0, 25);
+	job->capture_trigger_xmins = CatalogOidListColumn(0, 26);
+	job->target_filenode = DatumGetObjectId(CatalogColumn(0, 27, ObjectIdGetDatum(InvalidOid)));
+	job->catchup_passes = DatumGetInt32(CatalogColumn(0, 28, Int32GetDatum(0)));
+	job->cleanup_pending = DatumGetBool(CatalogColumn(0, 29, BoolGetDatum(false)));
+	job->error = NullableTextColumn(0, 30);
+	job->error_sqlstate = NullableTextColumn(0, 31);
+	job->error_detail = NullableTextColumn(0, 32);
+	job->error_hint = NullableTextColumn(0, 33);
+	job->planned = DatumGetBool(CatalogColumn(0, 34, BoolGetDatum(false)));
 }
 
-static Datum
-OidListDatum(List *oids)
+/* Read row 0 of the current SPI result into *job, in the caller's context */
+static void
+JobFromRowInto(CatalogAccess *access, BgddlJob *job)
 {
-	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(oids), 1));
-	int			i = 0;
-	ListCell   *lc;
+	MemoryContext spi_context = MemoryContextSwitchTo(access->caller_context);
 
-	foreach(lc, oids)
-		elems[i++] = ObjectIdGetDatum(lfirst_oid(lc));
-	return PointerGetDatum(construct_array(elems, i, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-}
-
-static Datum
-TidArrayDatum(ItemPointer tids, int ntids)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(ntids, 1));
-
-	for (int i = 0; i < ntids; i++)
-		elems[i] = ItemPointerGetDatum(&tids[i]);
-	return PointerGetDatum(construct_array(elems, ntids, TIDOID, sizeof(ItemPointerData),
-										   false, TYPALIGN_SHORT));
-}
-
-/*
- * Does this database have the extension's catalog?  Callable without an
- * active snapshot; needs a transaction.
- */
-bool
-JobCatalogExists(void)
-{
-	Oid			namespace_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
-
-	return OidIsValid(namespace_oid) &&
-		OidIsValid(get_relname_relid("job", namespace_oid));
+	JobFromRow(job);
+	MemoryContextSwitchTo(spi_context);
 }
 
 /* Persist a new job as queued; returns its id */
@@ -164,368 +94,279 @@ int64
 JobInsert(const BgddlJobSubmission *submission)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, TEXTOID, TEXTARRAYOID};
-	Datum		values[7];
-	Datum	   *setting_datums;
-	int			nsettings = list_length(submission->settings);
-	int			i = 0;
-	ListCell   *lc;
+	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, OIDOID,
+	TEXTOID, TEXTARRAYOID, TEXTOID};
+	Datum		values[10];
+	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ',
+		OidIsValid(submission->hidden_oid) ? ' ' : 'n', ' ', ' ',
+	submission->strategy ? ' ' : 'n'};
 	int64		job_id;
 
-	setting_datums = palloc(sizeof(Datum) * Max(nsettings, 1));
-	foreach(lc, submission->settings)
-		setting_datums[i++] = CStringGetTextDatum((char *) lfirst(lc));
-
 	values[0] = ObjectIdGetDatum(MyDatabaseId);
-	values[1] = ObjectIdGetDatum(submission->owner_oid);
-	values[2] = CStringGetTextDatum(submission->kind);
-	values[3] = ObjectIdGetDatum(submission->target_oid);
-	values[4] = CStringGetTextDatum(submission->target_name);
-	values[5] = CStringGetTextDatum(submission->command);
-	values[6] = PointerGetDatum(construct_array(setting_datums, nsettings, TEXTOID,
-												-1, false, TYPALIGN_INT));
+	values[1] = ObjectIdGetDatum(submission->identity.session_user_oid);
+	values[2] = ObjectIdGetDatum(submission->identity.owner_oid);
+	values[3] = CStringGetTextDatum(JobKindName(submission->kind));
+	values[4] = ObjectIdGetDatum(submission->target_oid);
+	values[5] = CStringGetTextDatum(submission->target_name);
+	values[6] = ObjectIdGetDatum(submission->hidden_oid);
+	values[7] = CStringGetTextDatum(submission->command);
+	values[8] = CatalogTextArray(submission->identity.settings);
+	values[9] = submission->strategy ? CStringGetTextDatum(submission->strategy) : (Datum) 0;
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
-				   "(database_oid, owner_oid, kind, target_oid, target_name, command, settings) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-				   7, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
+				   " hidden_oid, command, settings, strategy) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
 
 	return job_id;
 }
 
-#define JOB_COLUMNS \
-	"id, database_oid, owner_oid, kind, target_oid, target_name, state, settings, " \
-	"driving_oid, blocks_total, next_block, chunk_blocks, rows_done, rows_total, " \
-	"chunks_done, attempts, progress, started_at, capture_relids, capture_filenodes, " \
-	"catchup_passes, cleanup_pending "
-
-/* Copy row 0 of the current SPI result (JOB_COLUMNS) into *job */
-static void
-JobFromRow(BgddlJob *job)
-{
-	bool		isnull;
-	Datum		settings;
-
-	job->id = DatumGetInt64(CatalogColumn(0, 1, 0));
-	job->database_oid = DatumGetObjectId(CatalogColumn(0, 2, 0));
-	job->owner_oid = DatumGetObjectId(CatalogColumn(0, 3, 0));
-	job->kind = CatalogTextColumn(0, 4);
-	job->target_oid = DatumGetObjectId(CatalogColumn(0, 5, 0));
-	job->target_name = CatalogTextColumn(0, 6);
-	job->state = CatalogTextColumn(0, 7);
-
-	job->settings = NIL;
-	settings = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 8, &isnull);
-	if (!isnull)
-	{
-		Datum	   *elems;
-		int			nelems;
-
-		deconstruct_array(DatumGetArrayTypeP(settings), TEXTOID, -1, false,
-						  TYPALIGN_INT, &elems, NULL, &nelems);
-		for (int i = 0; i < nelems; i++)
-			job->settings = lappend(job->settings, TextDatumGetCString(elems[i]));
-	}
-
-	(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 10, &isnull);
-	job->planned = !isnull;
-	job->driving_oid = DatumGetObjectId(CatalogColumn(0, 9, ObjectIdGetDatum(InvalidOid)));
-	job->blocks_total = DatumGetInt64(CatalogColumn(0, 10, Int64GetDatum(0)));
-	job->next_block = DatumGetInt64(CatalogColumn(0, 11, Int64GetDatum(0)));
-	job->chunk_blocks = DatumGetInt32(CatalogColumn(0, 12, Int32GetDatum(0)));
-	job->rows_done = DatumGetInt64(CatalogColumn(0, 13, Int64GetDatum(0)));
-	job->rows_total = DatumGetInt64(CatalogColumn(0, 14, Int64GetDatum(-1)));
-	job->chunks_done = DatumGetInt64(CatalogColumn(0, 15, Int64GetDatum(0)));
-	job->attempts = DatumGetInt32(CatalogColumn(0, 16, Int32GetDatum(0)));
-	job->progress = DatumGetFloat8(CatalogColumn(0, 17, Float8GetDatum(0)));
-	job->started_at = DatumGetTimestampTz(CatalogColumn(0, 18, TimestampTzGetDatum(0)));
-	job->capture_relids = CatalogOidListColumn(0, 19);
-	job->capture_filenodes = CatalogOidListColumn(0, 20);
-	job->catchup_passes = DatumGetInt32(CatalogColumn(0, 21, Int32GetDatum(0)));
-	job->cleanup_pending = DatumGetBool(CatalogColumn(0, 22, BoolGetDatum(false)));
-}
-
 /*
- * Read a job of this database into *job (allocated in the caller's memory
- * context).  With latest, read it under a fresh snapshot, so that a caller in
- * a REPEATABLE READ transaction still sees the job move.  Returns false if
- * there is no such job.
+ * Read a job into *job (allocated in the caller's memory context).  With
+ * latest, read it under a fresh snapshot, so that a caller in a REPEATABLE
+ * READ transaction, or a waiting one, still sees the job move.  Returns
+ * false if there is no such job.
  */
 bool
 JobLoad(int64 job_id, BgddlJob *job, bool latest)
 {
 	CatalogAccess access;
-	MemoryContext caller_context = CurrentMemoryContext;
-	Oid			argtypes[] = {INT8OID, OIDOID};
-	Datum		values[] = {Int64GetDatum(job_id), ObjectIdGetDatum(MyDatabaseId)};
-	const char *sql = "SELECT " JOB_COLUMNS "FROM background_ddl.job "
-		"WHERE id = $1 AND database_oid = $2";
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	const char *sql = "SELECT " JOB_COLUMNS "FROM background_ddl.job WHERE id = $1";
 	bool		found;
 
 	CatalogAccessBegin(&access);
 	if (latest)
-	{
-		SPIPlanPtr	plan = SPI_prepare(sql, 2, argtypes);
-
-		if (plan == NULL ||
-			SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(),
-								 InvalidSnapshot, true, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read background DDL job " INT64_FORMAT, job_id);
-	}
+		CatalogExecuteLatest(sql, 1, argtypes, values, SPI_OK_SELECT);
 	else
-		CatalogExecute(sql, 2, argtypes, values, NULL, SPI_OK_SELECT);
-
+		CatalogExecute(sql, 1, argtypes, values, NULL, SPI_OK_SELECT);
 	found = SPI_processed == 1;
 	if (found)
-	{
-		MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
-
-		JobFromRow(job);
-		MemoryContextSwitchTo(spi_context);
-	}
+		JobFromRowInto(&access, job);
 	CatalogAccessEnd(&access);
 	return found;
 }
 
-/* Ids of the queued and running jobs of this database, oldest first */
+/*
+ * The jobs that may need a worker (unfinished, or with capture triggers
+ * left to drop), oldest first, as JobScheduleEntry.
+ */
 List *
-JobListUnfinished(void)
+JobListSchedulable(void)
 {
 	CatalogAccess access;
-	MemoryContext caller_context = CurrentMemoryContext;
-	List	   *job_ids = NIL;
-	Oid			argtypes[] = {OIDOID};
-	Datum		values[] = {ObjectIdGetDatum(MyDatabaseId)};
+	List	   *entries = NIL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT id FROM background_ddl.job "
-				   "WHERE (state IN ('queued', 'running') OR cleanup_pending) "
-				   "AND database_oid = $1 ORDER BY id",
-				   1, argtypes, values, NULL, SPI_OK_SELECT);
+	CatalogExecute("SELECT id, state NOT IN ('paused') OR cleanup_pending, in_flight, attempts, "
+				   "attempt_started_at FROM background_ddl.job "
+				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') OR cleanup_pending "
+				   "ORDER BY id", 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
-		int64	   *job_id = palloc(sizeof(int64));
+		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
+		JobScheduleEntry *entry = palloc(sizeof(JobScheduleEntry));
 
-		*job_id = DatumGetInt64(CatalogColumn(row, 1, 0));
-		job_ids = lappend(job_ids, job_id);
+		entry->id = DatumGetInt64(CatalogColumn(row, 1, 0));
+		entry->needs_worker = DatumGetBool(CatalogColumn(row, 2, BoolGetDatum(false)));
+		entry->in_flight = DatumGetBool(CatalogColumn(row, 3, BoolGetDatum(false)));
+		entry->attempts = DatumGetInt32(CatalogColumn(row, 4, Int32GetDatum(0)));
+		entry->attempt_started_at =
+			DatumGetTimestampTz(CatalogColumn(row, 5, TimestampTzGetDatum(0)));
+		entries = lappend(entries, entry);
 		MemoryContextSwitchTo(spi_context);
 	}
 	CatalogAccessEnd(&access);
-	return job_ids;
+	return entries;
 }
 
-/* The unfinished job that builds a relation, or 0 */
+/* The unfinished job that builds (or refreshes) a relation, or 0 */
 int64
 JobFindUnfinishedByTarget(Oid target_oid)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {OIDOID, OIDOID};
-	Datum		values[] = {ObjectIdGetDatum(target_oid), ObjectIdGetDatum(MyDatabaseId)};
+	Oid			argtypes[] = {OIDOID};
+	Datum		values[] = {ObjectIdGetDatum(target_oid)};
 	int64		job_id = 0;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT id FROM background_ddl.job WHERE target_oid = $1 "
-				   "AND database_oid = $2 AND state IN ('queued', 'running')",
-				   2, argtypes, values, NULL, SPI_OK_SELECT);
+	CatalogExecuteLatest("SELECT id FROM background_ddl.job WHERE target_oid = $1 "
+						 "AND state IN ('queued', 'running', 'paused', 'cancelling') "
+						 "ORDER BY id DESC LIMIT 1",
+						 1, argtypes, values, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		job_id = DatumGetInt64(CatalogColumn(0, 1, 0));
 	CatalogAccessEnd(&access);
 	return job_id;
 }
 
+/* Ids of the jobs that are not over (unfinished, or triggers left), as int64 List */
+List *
+JobListUnfinished(void)
+{
+	CatalogAccess access;
+	List	   *ids = NIL;
+
+	CatalogAccessBegin(&access);
+	CatalogExecuteLatest("SELECT id FROM background_ddl.job "
+						 "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
+						 "OR cleanup_pending ORDER BY id", 0, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
+		int64	   *id = palloc(sizeof(int64));
+
+		*id = DatumGetInt64(CatalogColumn(row, 1, 0));
+		ids = lappend(ids, id);
+		MemoryContextSwitchTo(spi_context);
+	}
+	CatalogAccessEnd(&access);
+	return ids;
+}
+
 /*
- * A worker takes a job: if it is still queued or running, mark it running
- * under this process, count the attempt, and load it into *job.  Returns
- * false if the job has ended meanwhile.
+ * Take a job for this worker and read it into *job.  A queued or running
+ * job becomes running; it counts as a new attempt only if it is the first,
+ * or if the worker before us did not let go of it cleanly (a crash, a
+ * transient error).  Returns false if the job needs no worker.
  */
 bool
 JobClaim(int64 job_id, BgddlJob *job)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT4OID};
-	Datum		values[] = {Int64GetDatum(job_id), Int32GetDatum(MyProcPid)};
-	uint64		claimed;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	bool		found;
 
 	CatalogAccessBegin(&access);
-	claimed = CatalogExecute("UPDATE background_ddl.job SET "
-							 "state = CASE WHEN state = 'queued' THEN 'running' ELSE state END, "
-							 "attempts = attempts + CASE WHEN state IN ('queued', 'running') THEN 1 ELSE 0 END, "
-							 "pid = $2, started_at = coalesce(started_at, now()), "
-							 "phase = CASE WHEN state IN ('queued', 'running') "
-							 "  THEN coalesce(phase, 'starting') ELSE 'cleaning up' END "
-							 "WHERE id = $1 AND (state IN ('queued', 'running') OR cleanup_pending)",
-							 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogExecute("UPDATE background_ddl.job SET "
+				   "attempts = attempts + CASE WHEN state IN ('queued', 'running') "
+				   "  AND (in_flight OR attempts = 0) THEN 1 ELSE 0 END, "
+				   "in_flight = state IN ('queued', 'running'), "
+				   "started_at = CASE WHEN state IN ('queued', 'running') "
+				   "  THEN coalesce(started_at, now()) ELSE started_at END, "
+				   "attempt_started_at = now(), "
+				   "phase = CASE WHEN state IN ('queued', 'running') THEN 'starting' ELSE phase END, "
+				   "state = CASE WHEN state IN ('queued', 'running') THEN 'running' ELSE state END "
+				   "WHERE id = $1 AND (state IN ('queued', 'running', 'cancelling') OR cleanup_pending) "
+				   "RETURNING " JOB_COLUMNS,
+				   1, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+	found = SPI_processed == 1;
+	if (found)
+		JobFromRowInto(&access, job);
 	CatalogAccessEnd(&access);
-
-	return claimed == 1 && JobLoad(job_id, job, false);
+	return found;
 }
 
 void
-JobSetPhase(int64 job_id, const char *phase)
+JobSetPhase(int64 job_id, JobPhase phase)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID, TEXTOID};
-	Datum		values[] = {Int64GetDatum(job_id), CStringGetTextDatum(phase)};
+	const char *name = JobPhaseName(phase);
+	Datum		values[] = {Int64GetDatum(job_id), name ? CStringGetTextDatum(name) : (Datum) 0};
+	char		nulls[] = {' ', name ? ' ' : 'n'};
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("UPDATE background_ddl.job SET phase = $2 WHERE id = $1",
-				   2, argtypes, values, NULL, SPI_OK_UPDATE);
+				   2, argtypes, values, nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
 
 /*
- * Record how the backfill is split: the driving table (InvalidOid for one
- * batch) and its size in blocks, and the estimated number of rows.
+ * Move a job to queued, paused or cancelling (a control function's doing):
+ * its worker, if any, has let go cleanly.
  */
 void
-JobRecordPlan(int64 job_id, Oid driving_oid, int64 blocks_total,
-			  int64 rows_total, int32 chunk_blocks)
+JobSetState(int64 job_id, JobState state)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, OIDOID, INT8OID, INT8OID, INT4OID};
-	Datum		values[] = {Int64GetDatum(job_id), ObjectIdGetDatum(driving_oid),
-		Int64GetDatum(blocks_total), Int64GetDatum(rows_total), Int32GetDatum(chunk_blocks)};
-	char		nulls[] = {' ', OidIsValid(driving_oid) ? ' ' : 'n', ' ',
-		rows_total >= 0 ? ' ' : 'n', ' '};
+	Oid			argtypes[] = {INT8OID, TEXTOID};
+	Datum		values[] = {Int64GetDatum(job_id), CStringGetTextDatum(JobStateName(state))};
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET driving_oid = $2, blocks_total = $3, "
-				   "rows_total = $4, chunk_blocks = $5, next_block = 0, "
-				   "chunks_total = CASE WHEN $2 IS NULL THEN 1 "
-				   "  ELSE greatest(1, ceil($3::float8 / $5))::bigint END "
-				   "WHERE id = $1",
-				   5, argtypes, values, nulls, SPI_OK_UPDATE);
+	CatalogExecute("UPDATE background_ddl.job SET state = $2, in_flight = false, "
+				   "phase = CASE WHEN $2 = 'cancelling' THEN 'cleaning up' END, eta = NULL, "
+				   "error = NULL, error_sqlstate = NULL, error_detail = NULL, error_hint = NULL "
+				   "WHERE id = $1", 2, argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
 
-/*
- * Checkpoint one chunk: its row in background_ddl.chunk and the job's
- * counters.  Must be called in the transaction that wrote the chunk's rows,
- * so that the rows and the checkpoint commit (or vanish) together.
- */
+/* Record how the job's content is computed */
 void
-JobRecordChunk(const BgddlJob *job, const BgddlChunkResult *chunk)
+JobRecordPlan(const BgddlJob *job)
 {
 	CatalogAccess access;
-	Oid			chunk_types[] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID, BYTEAOID};
-	Datum		chunk_values[] = {Int64GetDatum(job->id), Int64GetDatum(job->chunks_done),
-		Int64GetDatum(chunk->start_block), Int64GetDatum(chunk->end_block),
-		Int64GetDatum(chunk->rows), Int32GetDatum(job->attempts),
-	Float8GetDatum(chunk->seconds), PointerGetDatum(chunk->tid_map)};
-	char		chunk_nulls[] = {' ', ' ', ' ', chunk->end_block >= 0 ? ' ' : 'n', ' ', ' ', ' ',
-	chunk->tid_map ? ' ' : 'n'};
-	Oid			job_types[] = {INT8OID, INT8OID, INT8OID, INT4OID, INT8OID, FLOAT8OID,
+	Oid			argtypes[] = {INT8OID, TEXTOID, OIDOID, INT8OID, INT8OID, INT4OID, OIDOID};
+	Datum		values[] = {Int64GetDatum(job->id), CStringGetTextDatum(job->strategy),
+		ObjectIdGetDatum(job->driving_oid), Int64GetDatum(job->blocks_total),
+		Int64GetDatum(job->rows_total), Int32GetDatum(job->chunk_blocks),
+	ObjectIdGetDatum(job->target_filenode)};
+	char		nulls[] = {' ', ' ', OidIsValid(job->driving_oid) ? ' ' : 'n', ' ',
+		job->rows_total >= 0 ? ' ' : 'n', ' ', OidIsValid(job->target_filenode) ? ' ' : 'n'};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET planned = true, strategy = $2, driving_oid = $3, "
+				   "blocks_total = $4, rows_total = $5, chunk_blocks = $6, target_filenode = $7 "
+				   "WHERE id = $1", lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* Record the progress of the backfill (the caller has updated *job) */
+void
+JobRecordProgress(const BgddlJob *job, int64 chunks_total, double rate, double eta_seconds)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT4OID, INT8OID, FLOAT8OID,
 	FLOAT8OID, FLOAT8OID};
-	Datum		job_values[] = {Int64GetDatum(job->id),
-		Int64GetDatum(chunk->end_block >= 0 ? chunk->end_block : job->blocks_total),
-		Int64GetDatum(chunk->rows), Int32GetDatum(chunk->next_chunk_blocks),
-		Int64GetDatum(chunk->chunks_total), Float8GetDatum(chunk->progress),
-	Float8GetDatum(chunk->rate), Float8GetDatum(chunk->eta_seconds)};
-	char		job_nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', chunk->eta_seconds >= 0 ? ' ' : 'n'};
+	Datum		values[] = {Int64GetDatum(job->id), Int64GetDatum(job->rows_done),
+		Int64GetDatum(job->chunks_done), Int32GetDatum(job->chunk_blocks),
+		Int64GetDatum(chunks_total), Float8GetDatum(job->progress),
+	Float8GetDatum(rate), Float8GetDatum(eta_seconds)};
+	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', eta_seconds >= 0 ? ' ' : 'n'};
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("INSERT INTO background_ddl.chunk "
-				   "(job_id, chunk_no, start_block, end_block, rows_done, attempt, duration, tid_map) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, make_interval(secs => $7), $8)",
-				   8, chunk_types, chunk_values, chunk_nulls, SPI_OK_INSERT);
-	CatalogExecute("UPDATE background_ddl.job SET next_block = $2, "
-				   "rows_done = rows_done + $3, chunks_done = chunks_done + 1, "
-				   "chunk_blocks = $4, chunks_total = $5, "
-				   "progress = greatest(progress, $6), rate = $7, "
-				   "eta = make_interval(secs => round($8)) WHERE id = $1",
-				   8, job_types, job_values, job_nulls, SPI_OK_UPDATE);
+	CatalogExecute("UPDATE background_ddl.job SET rows_done = $2, chunks_done = $3, "
+				   "chunk_blocks = $4, chunks_total = $5, progress = greatest(progress, $6), "
+				   "rate = $7, eta = make_interval(secs => round($8)) WHERE id = $1",
+				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
 
-/*
- * End a job: succeeded, failed or cancelled.  With record_cutover_snapshot,
- * the current transaction's snapshot is the one the result equals.
- */
-void
-JobFinish(int64 job_id, const char *state, const char *error,
-		  bool record_cutover_snapshot, int64 rows_done)
+static Datum
+XminArray(List *xmins)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, TEXTOID, TEXTOID, BOOLOID, INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id), CStringGetTextDatum(state),
-		error ? CStringGetTextDatum(error) : (Datum) 0,
-		BoolGetDatum(record_cutover_snapshot), Int64GetDatum(rows_done)};
-	char		nulls[] = {' ', ' ', error ? ' ' : 'n', ' ', rows_done >= 0 ? ' ' : 'n'};
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(xmins), 1));
+	int			i = 0;
+	ListCell   *lc;
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET state = $2, error = $3, "
-				   "phase = NULL, pid = NULL, finished_at = now_.t, "
-				   "eta = NULL, rows_done = coalesce($5, rows_done), dirty_rows = 0, "
-				   "progress = CASE WHEN $2 = 'succeeded' THEN 100 ELSE progress END, "
-				   "chunks_done = CASE WHEN $2 = 'succeeded' AND driving_oid IS NULL "
-				   "  THEN 1 ELSE chunks_done END, "
-				   "cutover_snapshot = CASE WHEN $4 THEN pg_current_snapshot()::text END, "
-				   "cutover_at = CASE WHEN $2 = 'succeeded' THEN now_.t END "
-				   "FROM (SELECT clock_timestamp() AS t) now_ WHERE id = $1",
-				   5, argtypes, values, nulls, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
+	foreach(lc, xmins)
+		elems[i++] = Int64GetDatum((int64) lfirst_oid(lc));
+	return PointerGetDatum(construct_array(elems, i, INT8OID, sizeof(int64),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
-/* Run catalog statements whose only parameter ($1) is a job id */
-static void
-CatalogExecuteForJob(int64 job_id, int nstatements, const char *const *statements,
-					 const int *expected_results)
+/* Record the capture: base relations, their relfilenodes, our triggers */
+void
+JobRecordCapture(const BgddlJob *job)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
+	Oid			argtypes[] = {INT8OID, OIDARRAYOID, OIDARRAYOID, OIDARRAYOID, INT8ARRAYOID,
+	INT8OID};
+	Datum		values[] = {Int64GetDatum(job->id), CatalogOidArray(job->capture_relids),
+		CatalogOidArray(job->capture_filenodes), CatalogOidArray(job->capture_triggers),
+	XminArray(job->capture_trigger_xmins), Int64GetDatum(job->blocks_total)};
 
 	CatalogAccessBegin(&access);
-	for (int i = 0; i < nstatements; i++)
-		CatalogExecute(statements[i], 1, argtypes, values, NULL, expected_results[i]);
-	CatalogAccessEnd(&access);
-}
-
-/* Remove a job's checkpoints (on cancel: nothing may be left behind) */
-void
-JobDeleteChunks(int64 job_id)
-{
-	static const char *const statements[] = {
-		"DELETE FROM background_ddl.chunk WHERE job_id = $1"};
-	static const int results[] = {SPI_OK_DELETE};
-
-	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
-}
-
-/*
- * Forget jobs of this database that ended longer ago than the retention
- * (and whose capture triggers are gone).
- */
-void
-JobPurgeHistory(int retention_seconds)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {OIDOID, FLOAT8OID};
-	Datum		values[] = {ObjectIdGetDatum(MyDatabaseId), Float8GetDatum(retention_seconds)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.job WHERE database_oid = $1 "
-				   "AND state IN ('succeeded', 'failed', 'cancelled') AND NOT cleanup_pending "
-				   "AND finished_at < now() - make_interval(secs => $2)",
-				   2, argtypes, values, NULL, SPI_OK_DELETE);
-	CatalogAccessEnd(&access);
-}
-
-/* Record the base relations that now carry capture triggers */
-void
-JobRecordCapture(int64 job_id, List *relids, List *filenodes)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, OIDARRAYOID, OIDARRAYOID};
-	Datum		values[] = {Int64GetDatum(job_id), OidListDatum(relids), OidListDatum(filenodes)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET capture_relids = $2, capture_filenodes = $3 "
-				   "WHERE id = $1", 3, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogExecute("UPDATE background_ddl.job SET capture_relids = $2, capture_filenodes = $3, "
+				   "capture_triggers = $4, capture_trigger_xmins = $5, blocks_total = $6, "
+				   "cleanup_pending = cardinality($4) > 0 WHERE id = $1",
+				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
 
@@ -541,11 +382,11 @@ JobSetCounters(int64 job_id, int64 rows_done, int64 dirty_rows, int32 catchup_pa
 	CatalogAccessBegin(&access);
 	CatalogExecute("UPDATE background_ddl.job SET rows_done = $2, dirty_rows = $3, "
 				   "catchup_passes = $4 WHERE id = $1",
-				   4, argtypes, values, NULL, SPI_OK_UPDATE);
+				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
 
-/* Mark (or clear) that capture triggers of an ended job remain to be dropped */
+/* Mark (or clear) that capture triggers of the job remain to be dropped */
 void
 JobSetCleanupPending(int64 job_id, bool pending)
 {
@@ -555,267 +396,151 @@ JobSetCleanupPending(int64 job_id, bool pending)
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("UPDATE background_ddl.job SET cleanup_pending = $2, "
-				   "phase = CASE WHEN state IN ('queued', 'running') THEN phase END, "
-				   "pid = CASE WHEN state IN ('queued', 'running') THEN pid END "
+				   "capture_triggers = CASE WHEN $2 THEN capture_triggers END, "
+				   "phase = CASE WHEN state IN ('queued', 'running') THEN phase "
+				   "  WHEN $2 THEN 'cleaning up' END "
 				   "WHERE id = $1", 2, argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
 
+static void
+ErrorValues(const JobError *error, Datum *values, char *nulls)
+{
+	const char *fields[4];
+
+	fields[0] = error ? error->message : NULL;
+	fields[1] = error ? error->sqlstate : NULL;
+	fields[2] = error ? error->detail : NULL;
+	fields[3] = error ? error->hint : NULL;
+	for (int i = 0; i < 4; i++)
+	{
+		values[i] = fields[i] ? CStringGetTextDatum(fields[i]) : (Datum) 0;
+		nulls[i] = fields[i] ? ' ' : 'n';
+	}
+}
+
 /*
- * Start the backfill over (the driving table was rewritten: every tuple id
- * changed): forget chunks, marks and recomputed rows, keep the capture.
+ * Record an error the job met without ending (one a later attempt may not
+ * meet); with in_flight false, the worker lets go cleanly (not an attempt).
  */
 void
-JobResetBackfill(int64 job_id, int64 blocks_total, List *filenodes)
+JobRecordError(int64 job_id, const JobError *error, bool in_flight)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT8OID, OIDARRAYOID};
-	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(blocks_total),
-		OidListDatum(filenodes)};
+	Oid			argtypes[] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, BOOLOID};
+	Datum		values[6];
+	char		nulls[6];
+
+	ErrorValues(error, values, nulls);
+	values[4] = Int64GetDatum(job_id);
+	nulls[4] = ' ';
+	values[5] = BoolGetDatum(in_flight);
+	nulls[5] = ' ';
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET error = $1, error_sqlstate = $2, "
+				   "error_detail = $3, error_hint = $4, in_flight = $6 WHERE id = $5",
+				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* The worker lets go of the job cleanly (shutdown): not an attempt */
+void
+JobLetGo(int64 job_id)
+{
+	static const char *const statements[] = {
+		"UPDATE background_ddl.job SET in_flight = false WHERE id = $1"};
+	static const int results[] = {SPI_OK_UPDATE};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
+/*
+ * End a job: succeeded, failed or cancelled.  With record_cutover_snapshot,
+ * the current transaction's snapshot is the one the result equals.  A
+ * successful job's rate becomes the whole build's; target_name (if not
+ * NULL) is the object's name now.
+ */
+void
+JobFinish(int64 job_id, JobState state, const JobError *error,
+		  bool record_cutover_snapshot, int64 rows_done, const char *target_name)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID, BOOLOID,
+	INT8OID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9];
+
+	Assert(JobStateIsFinal(state));
+	ErrorValues(error, values, nulls);
+	values[4] = Int64GetDatum(job_id);
+	values[5] = CStringGetTextDatum(JobStateName(state));
+	values[6] = BoolGetDatum(record_cutover_snapshot);
+	values[7] = Int64GetDatum(rows_done);
+	values[8] = target_name ? CStringGetTextDatum(target_name) : (Datum) 0;
+	memset(nulls + 4, ' ', 5);
+	nulls[7] = rows_done >= 0 ? ' ' : 'n';
+	nulls[8] = target_name ? ' ' : 'n';
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.chunk WHERE job_id = $1",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
-	CatalogExecute("DELETE FROM background_ddl.dirty WHERE job_id = $1",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
-	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogExecute("UPDATE background_ddl.job SET state = $6, error = $1, error_sqlstate = $2, "
+				   "error_detail = $3, error_hint = $4, in_flight = false, "
+				   "phase = CASE WHEN cleanup_pending THEN 'cleaning up' END, "
+				   "finished_at = now_.t, eta = NULL, rows_done = coalesce($8, rows_done), "
+				   "dirty_rows = 0, target_name = coalesce($9, target_name), "
+				   "progress = CASE WHEN $6 = 'succeeded' THEN 100 ELSE progress END, "
+				   "chunks_done = CASE WHEN $6 = 'succeeded' AND driving_oid IS NULL "
+				   "  THEN 1 ELSE chunks_done END, "
+				   "chunks_total = CASE WHEN $6 = 'succeeded' AND driving_oid IS NULL "
+				   "  THEN 1 ELSE chunks_total END, "
+				   "rate = CASE WHEN $6 = 'succeeded' THEN coalesce($8, rows_done) / "
+				   "  greatest(extract(epoch FROM now_.t - started_at), 0.001) ELSE rate END, "
+				   "cutover_snapshot = CASE WHEN $7 THEN pg_current_snapshot()::text END, "
+				   "cutover_at = CASE WHEN $6 = 'succeeded' THEN now_.t END "
+				   "FROM (SELECT clock_timestamp() AS t) now_ WHERE id = $5",
+				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/*
+ * Start the build over (the driving table or the content relation was
+ * rewritten: every tuple id changed).  Progress keeps moving forward: the
+ * new build covers what is left between the old progress and 100.
+ */
+void
+JobRestartBuild(BgddlJob *job)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, INT8OID, OIDARRAYOID, OIDOID};
+	Datum		values[] = {Int64GetDatum(job->id), Int64GetDatum(job->blocks_total),
+		CatalogOidArray(job->capture_filenodes), ObjectIdGetDatum(job->target_filenode)};
+
+	CatalogAccessBegin(&access);
 	CatalogExecute("UPDATE background_ddl.job SET blocks_total = $2, capture_filenodes = $3, "
-				   "next_block = 0, rows_done = 0, chunks_done = 0, dirty_rows = 0, "
-				   "catchup_passes = 0 WHERE id = $1",
-				   3, argtypes, values, NULL, SPI_OK_UPDATE);
+				   "target_filenode = $4, progress_base = progress, rows_done = 0, "
+				   "chunks_done = 0, dirty_rows = 0, catchup_passes = 0 WHERE id = $1",
+				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
-}
-
-/* After the end of a job: drop its marks, recomputed rows and tid maps */
-void
-JobForgetCapturedChanges(int64 job_id)
-{
-	static const char *const statements[] = {
-		"DELETE FROM background_ddl.dirty WHERE job_id = $1",
-		"DELETE FROM background_ddl.recomputed WHERE job_id = $1",
-		"UPDATE background_ddl.chunk SET tid_map = NULL WHERE job_id = $1 AND tid_map IS NOT NULL"};
-	static const int results[] = {SPI_OK_DELETE, SPI_OK_DELETE, SPI_OK_UPDATE};
-
-	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
-}
-
-static int
-DirtyMarkCompare(const void *a, const void *b)
-{
-	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
+	job->progress_base = job->progress;
+	job->rows_done = 0;
+	job->chunks_done = 0;
+	job->catchup_passes = 0;
 }
 
 /*
- * The dirty marks of a job visible to the current snapshot, sorted by
- * source tuple id; *whole_table tells whether a whole_table mark is among
- * them (those are not returned).  Allocated in the caller's context.
+ * Forget jobs that ended longer ago than the retention (and whose capture
+ * triggers are gone).
  */
-DirtyMark *
-DirtyMarksRead(int64 job_id, int *nmarks, bool *whole_table)
-{
-	CatalogAccess access;
-	MemoryContext caller_context = CurrentMemoryContext;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
-	DirtyMark  *marks;
-	int			count = 0;
-
-	*whole_table = false;
-	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT ctid, source_tid, whole_table FROM background_ddl.dirty "
-				   "WHERE job_id = $1", 1, argtypes, values, NULL, SPI_OK_SELECT);
-	marks = MemoryContextAlloc(caller_context, sizeof(DirtyMark) * Max(SPI_processed, 1));
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		if (DatumGetBool(CatalogColumn(row, 3, BoolGetDatum(false))))
-		{
-			*whole_table = true;
-			continue;
-		}
-		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &marks[count].source);
-		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &marks[count].mark);
-		count++;
-	}
-	CatalogAccessEnd(&access);
-	qsort(marks, count, sizeof(DirtyMark), DirtyMarkCompare);
-	*nmarks = count;
-	return marks;
-}
-
-/* Delete processed dirty marks, by their own tuple ids */
 void
-DirtyMarksDelete(ItemPointer marks, int nmarks)
+JobPurgeHistory(int retention_seconds)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {TIDARRAYOID};
-	Datum		values[1];
+	Oid			argtypes[] = {FLOAT8OID};
+	Datum		values[] = {Float8GetDatum(retention_seconds)};
 
-	if (nmarks == 0)
-		return;
-	values[0] = TidArrayDatum(marks, nmarks);
 	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.dirty WHERE ctid = ANY($1)",
+	CatalogExecute("DELETE FROM background_ddl.job "
+				   "WHERE state IN ('succeeded', 'failed', 'cancelled') AND NOT cleanup_pending "
+				   "AND finished_at < now() - make_interval(secs => $1)",
 				   1, argtypes, values, NULL, SPI_OK_DELETE);
-	CatalogAccessEnd(&access);
-}
-
-/* Record a change that cannot be pinned to driving rows (a table rewrite) */
-void
-DirtyMarkWholeTable(int64 job_id)
-{
-	static const char *const statements[] = {
-		"INSERT INTO background_ddl.dirty (job_id, whole_table) VALUES ($1, true)"};
-	static const int results[] = {SPI_OK_INSERT};
-
-	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
-}
-
-/* The block ranges of a job's chunks, as a List of ChunkRange */
-List *
-ChunkRangesRead(int64 job_id)
-{
-	CatalogAccess access;
-	MemoryContext caller_context = CurrentMemoryContext;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
-	List	   *ranges = NIL;
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT chunk_no, start_block, end_block FROM background_ddl.chunk "
-				   "WHERE job_id = $1 ORDER BY chunk_no", 1, argtypes, values, NULL, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
-		ChunkRange *range = palloc(sizeof(ChunkRange));
-
-		range->chunk_no = DatumGetInt64(CatalogColumn(row, 1, 0));
-		range->start_block = DatumGetInt64(CatalogColumn(row, 2, 0));
-		range->end_block = DatumGetInt64(CatalogColumn(row, 3, Int64GetDatum(-1)));
-		ranges = lappend(ranges, range);
-		MemoryContextSwitchTo(spi_context);
-	}
-	CatalogAccessEnd(&access);
-	return ranges;
-}
-
-/* A chunk's tid map (detoasted, in the caller's context), or NULL */
-bytea *
-ChunkTidMapRead(int64 job_id, int64 chunk_no)
-{
-	CatalogAccess access;
-	MemoryContext caller_context = CurrentMemoryContext;
-	Oid			argtypes[] = {INT8OID, INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(chunk_no)};
-	bytea	   *map = NULL;
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT tid_map FROM background_ddl.chunk WHERE job_id = $1 AND chunk_no = $2",
-				   2, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		Datum		value = CatalogColumn(0, 1, (Datum) 0);
-
-		if (value != (Datum) 0)
-		{
-			MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
-
-			map = DatumGetByteaPCopy(value);
-			MemoryContextSwitchTo(spi_context);
-		}
-	}
-	CatalogAccessEnd(&access);
-	return map;
-}
-
-/*
- * The recomputed outputs of those of the given sources that have been
- * recomputed; a pair with an invalid output means "recomputed, produced
- * nothing".  Allocated in the caller's context.
- */
-TidPair *
-RecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npairs)
-{
-	CatalogAccess access;
-	MemoryContext caller_context = CurrentMemoryContext;
-	Oid			argtypes[] = {INT8OID, TIDARRAYOID};
-	Datum		values[] = {Int64GetDatum(job_id), TidArrayDatum(sources, nsources)};
-	TidPair    *pairs;
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT source_tid, output_tid FROM background_ddl.recomputed "
-				   "WHERE job_id = $1 AND source_tid = ANY($2)",
-				   2, argtypes, values, NULL, SPI_OK_SELECT);
-	pairs = MemoryContextAlloc(caller_context, sizeof(TidPair) * Max(SPI_processed, 1));
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		Datum		output = CatalogColumn(row, 2, (Datum) 0);
-
-		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &pairs[row].source);
-		if (output != (Datum) 0)
-			ItemPointerCopy(DatumGetItemPointer(output), &pairs[row].output);
-		else
-			ItemPointerSetInvalid(&pairs[row].output);
-	}
-	*npairs = (int) SPI_processed;
-	CatalogAccessEnd(&access);
-	return pairs;
-}
-
-/*
- * Replace the recomputed outputs of the given sources (sorted) with pairs
- * (sorted by source); a source without a pair gets a "produced nothing" row.
- */
-void
-RecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
-				  TidPair *pairs, int npairs)
-{
-	CatalogAccess access;
-	Oid			delete_types[] = {INT8OID, TIDARRAYOID};
-	Datum		delete_values[] = {Int64GetDatum(job_id), TidArrayDatum(sources, nsources)};
-	int			capacity = nsources + npairs;
-	ItemPointerData *row_sources = palloc(sizeof(ItemPointerData) * Max(capacity, 1));
-	Datum	   *row_outputs = palloc(sizeof(Datum) * Max(capacity, 1));
-	bool	   *output_nulls = palloc(sizeof(bool) * Max(capacity, 1));
-	int			nrows = 0;
-	int			p = 0;
-	Oid			insert_types[] = {INT8OID, TIDARRAYOID, TIDARRAYOID};
-	Datum		insert_values[3];
-	int			dims[1];
-	int			lbs[1] = {1};
-
-	for (int s = 0; s < nsources; s++)
-	{
-		bool		any = false;
-
-		while (p < npairs && ItemPointerCompare(&pairs[p].source, &sources[s]) < 0)
-			p++;
-		for (; p < npairs && ItemPointerEquals(&pairs[p].source, &sources[s]); p++)
-		{
-			row_sources[nrows] = sources[s];
-			row_outputs[nrows] = ItemPointerGetDatum(&pairs[p].output);
-			output_nulls[nrows++] = false;
-			any = true;
-		}
-		if (!any)
-		{
-			row_sources[nrows] = sources[s];
-			row_outputs[nrows] = (Datum) 0;
-			output_nulls[nrows++] = true;
-		}
-	}
-	dims[0] = nrows;
-	insert_values[0] = Int64GetDatum(job_id);
-	insert_values[1] = TidArrayDatum(row_sources, nrows);
-	insert_values[2] = PointerGetDatum(construct_md_array(row_outputs, output_nulls, 1, dims, lbs,
-														  TIDOID, sizeof(ItemPointerData),
-														  false, TYPALIGN_SHORT));
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1 AND source_tid = ANY($2)",
-				   2, delete_types, delete_values, NULL, SPI_OK_DELETE);
-	CatalogExecute("INSERT INTO background_ddl.recomputed (job_id, source_tid, output_tid) "
-				   "SELECT $1, s, o FROM unnest($2::tid[], $3::tid[]) AS u(s, o)",
-				   3, insert_types, insert_values, NULL, SPI_OK_INSERT);
 	CatalogAccessEnd(&access);
 }

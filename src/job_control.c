@@ -1,49 +1,74 @@
 /*-------------------------------------------------------------------------
  *
  * job_control.c
- *	  SQL functions: cancel_ddl, wait_ddl, last_ddl_job.
+ *	  SQL functions: cancel_ddl, pause_ddl, resume_ddl, wait_ddl,
+ *	  last_ddl_job, and live_jobs (for pg_stat_background_ddl).
  *
- * cancel_ddl is transactional, like the submit: it stops the worker (SIGINT,
- * which aborts the running batch), waits on the job lock until the worker
- * has exited, and then, holding that lock so that no new worker can take
- * the job, drops the placeholder, deletes the checkpoints and marks the job
- * cancelled in the caller's transaction.  If the caller rolls back, the job
- * simply resumes from its last checkpoint.
+ * cancel_ddl and pause_ddl are transactional, like the submit.  They ask the
+ * job's workers to let go of it (session_jobs.c: the request lasts until the
+ * end of the caller's transaction), interrupting what they run, wait on the
+ * job lock until they have, and then move the job to cancelling or paused
+ * in the caller's transaction.  A worker that let go waits for the
+ * caller's transaction to end: if it rolled back, the worker goes on from
+ * where it was, and this costs the job no attempt; if it committed, the
+ * worker stops (paused), or removes everything the job created and marks
+ * it cancelled.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <signal.h>
-
+#include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/plannodes.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
+#include "storage/proc.h"
+#include "tcop/pquery.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/portal.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "background_ddl.h"
-#include "cutover.h"
+#include "capture.h"
+#include "catalog_access.h"
+#include "change_log.h"
 #include "job_catalog.h"
 #include "job_control.h"
+#include "job_kind.h"
+#include "session_jobs.h"
 #include "shared_state.h"
-#include "submit.h"
+#include "compat.h"
 
 PG_FUNCTION_INFO_V1(cancel_ddl);
+PG_FUNCTION_INFO_V1(pause_ddl);
+PG_FUNCTION_INFO_V1(resume_ddl);
 PG_FUNCTION_INFO_V1(wait_ddl);
 PG_FUNCTION_INFO_V1(last_ddl_job);
+PG_FUNCTION_INFO_V1(live_jobs);
 
-static bool
-JobStateIsFinal(const char *state)
+/* The job id argument, which must not be NULL */
+static int64
+JobIdArgument(FunctionCallInfo fcinfo)
 {
-	return strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
-		strcmp(state, "cancelled") == 0;
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("background DDL job id must not be null")));
+	return PG_GETARG_INT64(0);
 }
 
-/* Load a job of this database (latest committed state) or error out */
+/* Load a job (latest committed state) or error out */
 static void
 JobLoadOrError(int64 job_id, BgddlJob *job)
 {
@@ -55,98 +80,211 @@ JobLoadOrError(int64 job_id, BgddlJob *job)
 }
 
 /*
- * The job's submitter, a member of pg_signal_backend, or a superuser may
- * cancel a job; a superuser's job only a superuser.
+ * The job's role (the current user at submit, pg_stat_background_ddl's
+ * usename) or a role with its privileges, a member of pg_signal_backend, or
+ * a superuser may control a job; a superuser's job only a superuser.
  */
 static void
-CheckCancelPermission(const BgddlJob *job)
+CheckControlPermission(const BgddlJob *job, const char *verb)
 {
 	Oid			userid = GetUserId();
+	Oid			owner = job->identity.owner_oid;
 
 	if (superuser())
 		return;
-	if (!superuser_arg(job->owner_oid) &&
-		(has_privs_of_role(userid, job->owner_oid) ||
+	if (!superuser_arg(owner) &&
+		(has_privs_of_role(userid, owner) ||
 		 has_privs_of_role(userid, ROLE_PG_SIGNAL_BACKEND)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to cancel background DDL job " INT64_FORMAT, job->id),
-			 errdetail("Only the role that submitted the job, members of pg_signal_backend and superusers may cancel it; only superusers may cancel a superuser's job.")));
+			 errmsg("permission denied to %s background DDL job " INT64_FORMAT, verb, job->id),
+			 errdetail("Only the role that submitted the job, members of pg_signal_backend and superusers may %s it; only superusers may %s a superuser's job.",
+					   verb, verb)));
 }
 
 /*
- * Cancel an unfinished job in the current transaction: stop its worker,
- * wait until it has let go of the job, then remove the checkpoints, the
- * placeholder (unless the caller is dropping it anyway) and mark the job
- * cancelled with the given reason.  Returns false if the job had already
- * ended.  Caller has checked the permission.
+ * Make the job's workers let go of it until the current transaction ends,
+ * and wait until they have.  Returns the job as it is then; false if it had
+ * ended meanwhile.
  */
-bool
-JobCancel(int64 job_id, bool drop_placeholder, const char *reason)
+static bool
+HoldJob(int64 job_id, BgddlJob *job)
 {
-	BgddlJob	job;
-	BgddlWorkerSlot *slot;
-	pid_t		worker_pid = 0;
 	LOCKTAG		job_lock;
 
-	/* Interrupt the worker, if any; see BgddlWorkerMain for the ordering */
-	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
-	slot = BgddlFindWorkerSlot(MyDatabaseId, job_id);
-	if (slot != NULL)
-	{
-		slot->cancel_requested = true;
-		worker_pid = slot->pid;
-	}
-	LWLockRelease(BgddlShared->lock);
-	if (worker_pid != 0)
-		(void) kill(worker_pid, SIGINT);
-
-	/* Wait for the worker to let go; keep new ones off until we commit */
+	SessionHoldJob(job_id);
 	JobLockTagSet(&job_lock, MyDatabaseId, job_id);
-	(void) LockAcquire(&job_lock, ExclusiveLock, false, false);
+	(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
+	JobLoadOrError(job_id, job);
+	return !JobStateIsFinal(job->state) && job->state != JOB_STATE_CANCELLING;
+}
 
-	/* The worker may have finished the job before it saw the cancel */
-	JobLoadOrError(job_id, &job);
-	if (JobStateIsFinal(job.state))
+/*
+ * Cancel an unfinished job in the current transaction.  Where the kind
+ * allows it, everything the job created is removed right here (its capture
+ * triggers, detached from the target, log nothing from now on and are
+ * dropped by its worker right after the commit: they need strong locks on
+ * the base tables) and the job is cancelled; otherwise it is cancelling
+ * until its worker has removed the rest.  reason (may be NULL) is recorded
+ * as the job's error; with target_dropped, the caller drops the target.
+ * Returns false if the job had already ended or was being cancelled.
+ * Caller has checked the permission.
+ */
+bool
+JobCancelRequest(int64 job_id, const char *reason, bool target_dropped)
+{
+	BgddlJob	job;
+	const JobKindRoutine *routine;
+	JobError	error = {reason, NULL, NULL, NULL};
+
+	if (!HoldJob(job_id, &job))
 		return false;
-
-	if (drop_placeholder)
-		DropPlaceholder(job.target_oid);
-	JobDeleteChunks(job_id);
-	JobFinish(job_id, "cancelled", reason, false, -1);
-	/* Capture triggers take strong locks to drop: the scheduler does it */
-	if (job.capture_relids != NIL)
+	routine = JobKindRoutineFor(job.kind);
+	SessionWakeAtCommit();
+	if (!routine->discard_in_any_transaction)
 	{
-		JobSetCleanupPending(job_id, true);
-		SubmitWakeAtCommit();
+		JobSetState(job_id, JOB_STATE_CANCELLING);
+		if (reason != NULL)
+			JobRecordError(job_id, &error, false);
+		return true;
 	}
+	if (job.capture_triggers != NIL)
+	{
+		CaptureTriggers triggers = {job.capture_triggers, job.capture_trigger_xmins};
+
+		CaptureDetach(&triggers, job.target_oid);
+	}
+	if (!target_dropped)
+		routine->discard(&job);
+	ChangeLogForget(job_id, true);
+	JobFinish(job_id, JOB_STATE_CANCELLED, reason ? &error : NULL, false, -1, NULL);
 	return true;
+}
+
+/*
+ * DROP of a job's target cancels its job, in the dropping transaction.
+ * Only for the owner: anyone else gets the normal permission error from the
+ * DROP itself, without disturbing the job.
+ */
+void
+JobCancelDroppedTargets(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if ((stmt->removeType != OBJECT_MATVIEW && stmt->removeType != OBJECT_TABLE &&
+		 stmt->removeType != OBJECT_INDEX) || CatalogLookup() == NULL)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		RangeVar   *name = makeRangeVarFromNameList((List *) lfirst(lc));
+		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
+		int64		job_id;
+
+		if (!OidIsValid(target_oid) || !BgddlRelationOwnerCheck(target_oid, GetUserId()))
+			continue;
+		job_id = JobFindUnfinishedByTarget(target_oid);
+		if (job_id != 0)
+			(void) JobCancelRequest(job_id, "the target was dropped", true);
+	}
+}
+
+/* The job a control function is called for, if the caller may control it */
+static int64
+ControlledJob(FunctionCallInfo fcinfo, const char *verb, BgddlJob *job)
+{
+	int64		job_id = JobIdArgument(fcinfo);
+
+	CatalogRequire();
+	JobLoadOrError(job_id, job);
+	CheckControlPermission(job, verb);
+	return job_id;
 }
 
 Datum
 cancel_ddl(PG_FUNCTION_ARGS)
 {
-	int64		job_id = PG_GETARG_INT64(0);
 	BgddlJob	job;
+	int64		job_id = ControlledJob(fcinfo, "cancel", &job);
 
-	JobLoadOrError(job_id, &job);
-	CheckCancelPermission(&job);
-	if (JobStateIsFinal(job.state))
+	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
-	PG_RETURN_BOOL(JobCancel(job_id, true, NULL));
+	PG_RETURN_BOOL(JobCancelRequest(job_id, NULL, false));
+}
+
+Datum
+pause_ddl(PG_FUNCTION_ARGS)
+{
+	BgddlJob	job;
+	int64		job_id = ControlledJob(fcinfo, "pause", &job);
+
+	if (job.state != JOB_STATE_QUEUED && job.state != JOB_STATE_RUNNING)
+		PG_RETURN_BOOL(false);
+	if (!HoldJob(job_id, &job) || job.state == JOB_STATE_PAUSED)
+		PG_RETURN_BOOL(false);
+	JobSetState(job_id, JOB_STATE_PAUSED);
+	PG_RETURN_BOOL(true);
+}
+
+Datum
+resume_ddl(PG_FUNCTION_ARGS)
+{
+	BgddlJob	job;
+	int64		job_id = ControlledJob(fcinfo, "resume", &job);
+
+	if (job.state != JOB_STATE_PAUSED || !HoldJob(job_id, &job) ||
+		job.state != JOB_STATE_PAUSED)
+		PG_RETURN_BOOL(false);
+	JobSetState(job_id, JOB_STATE_QUEUED);
+	SessionWakeAtCommit();
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * May wait_ddl stop advertising an xmin while it sleeps?  Only when nothing
+ * will read with the snapshot its statement runs under: the statement is
+ * SELECT wait_ddl(...) alone (a Result plan whose one column is this very
+ * call, its arguments already evaluated), at the top level of a READ
+ * COMMITTED transaction, with no open cursor.
+ */
+static bool
+CanReleaseSnapshot(FunctionCallInfo fcinfo)
+{
+	PlannedStmt *statement;
+	Plan	   *plan;
+
+	if (IsolationUsesXactSnapshot() || ActivePortal == NULL ||
+		list_length(ActivePortal->stmts) != 1 || !ThereAreNoReadyPortals())
+		return false;
+	statement = linitial(ActivePortal->stmts);
+	if (!IsA(statement, PlannedStmt) || statement->commandType != CMD_SELECT)
+		return false;
+	plan = statement->planTree;
+	return plan != NULL && IsA(plan, Result) && plan->lefttree == NULL &&
+		((Result *) plan)->resconstantqual == NULL &&
+		list_length(plan->targetlist) == 1 &&
+		(Node *) ((TargetEntry *) linitial(plan->targetlist))->expr == fcinfo->flinfo->fn_expr;
+}
+
+/* Stop advertising an xmin: nothing reads with our snapshot any more */
+static void
+ReleaseXmin(void)
+{
+	InvalidateCatalogSnapshot();
+	MyProc->xmin = InvalidTransactionId;
 }
 
 Datum
 wait_ddl(PG_FUNCTION_ARGS)
 {
-	int64		job_id;
+	int64		job_id = JobIdArgument(fcinfo);
 	TimestampTz deadline = 0;
-	BgddlJob	job;
+	bool		release_snapshot = CanReleaseSnapshot(fcinfo);
+	MemoryContext poll_context;
+	MemoryContext caller_context = CurrentMemoryContext;
+	char	   *final_state = NULL;
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	job_id = PG_GETARG_INT64(0);
+	CatalogRequire();
 	if (!PG_ARGISNULL(1))
 	{
 		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
@@ -156,7 +294,7 @@ wait_ddl(PG_FUNCTION_ARGS)
 														   IntervalPGetDatum(timeout)));
 	}
 
-	if (SubmitJobIsUncommitted(job_id))
+	if (SessionJobIsUncommitted(job_id))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("background DDL job " INT64_FORMAT " was submitted in the current transaction",
@@ -164,31 +302,98 @@ wait_ddl(PG_FUNCTION_ARGS)
 				 errdetail("The job starts when the transaction commits."),
 				 errhint("Call wait_ddl() after COMMIT.")));
 
-	for (;;)
+	poll_context = AllocSetContextCreate(CurrentMemoryContext, "wait_ddl poll",
+										 ALLOCSET_SMALL_SIZES);
+	while (final_state == NULL)
 	{
+		BgddlJob	job;
+
+		MemoryContextSwitchTo(poll_context);
 		JobLoadOrError(job_id, &job);
+		if (release_snapshot)
+			ReleaseXmin();
 		if (JobStateIsFinal(job.state))
+		{
+			final_state = MemoryContextStrdup(caller_context, JobStateName(job.state));
 			break;
+		}
 		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_QUERY_CANCELED),
 					 errmsg("timed out waiting for background DDL job " INT64_FORMAT, job_id),
-					 errdetail("The job is still %s.", job.state)));
+					 errdetail("The job is still %s.", JobStateName(job.state))));
+		MemoryContextSwitchTo(caller_context);
+		MemoryContextReset(poll_context);
 		/* Workers broadcast when they exit; the timeout bounds any miss */
 		(void) ConditionVariableTimedSleep(&BgddlShared->job_finished, 100,
 										   PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();
-	PG_RETURN_TEXT_P(cstring_to_text(job.state));
+	MemoryContextSwitchTo(caller_context);
+	MemoryContextDelete(poll_context);
+	PG_RETURN_TEXT_P(cstring_to_text(final_state));
 }
 
 Datum
 last_ddl_job(PG_FUNCTION_ARGS)
 {
-	int64		job_id = SubmitLastJobId();
+	int64		job_id = SessionLastJobId();
 
 	if (job_id == 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(job_id);
+}
+
+/*
+ * The jobs of this database that have workers now: one worker's pid, the
+ * number of workers, and their live progress (rows of batches not yet
+ * committed included).
+ */
+Datum
+live_jobs(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		BgddlJobSlot *slot = &BgddlShared->jobs[i];
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+		pid_t		pid = 0;
+		int			workers = 0;
+		int64		rows_done;
+		double		progress = slot->progress;
+
+		if (slot->database_oid != MyDatabaseId || slot->workers == 0)
+			continue;
+		for (int w = 0; w < background_ddl_max_workers; w++)
+		{
+			BgddlWorkerSlot *worker = &BgddlShared->workers[w];
+
+			if (worker->in_use && worker->pid != 0 && worker->database_oid == MyDatabaseId &&
+				worker->job_id == slot->job_id)
+			{
+				if (pid == 0)
+					pid = worker->pid;
+				workers++;
+			}
+		}
+		if (workers == 0)
+			continue;
+		rows_done = (int64) pg_atomic_read_u64(&slot->rows_done);
+		if (slot->one_batch && slot->rows_total > 0)
+			progress = Max(progress, Min(99.0, 100.0 * rows_done / slot->rows_total));
+		values[0] = Int64GetDatum(slot->job_id);
+		values[1] = Int32GetDatum(pid);
+		values[2] = Int32GetDatum(workers);
+		values[3] = Int64GetDatum(rows_done);
+		values[4] = Int64GetDatum(slot->chunks_done);
+		values[5] = Float8GetDatum(progress);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(BgddlShared->lock);
+	return (Datum) 0;
 }

@@ -17,6 +17,6 @@ extern void BgddlWorkerDescribe(BackgroundWorker *worker, const char *function_n
 
 extern PGDLLEXPORT void BgddlLauncherMain(Datum main_arg);
 extern PGDLLEXPORT void BgddlSchedulerMain(Datum main_arg);
-extern PGDLLEXPORT void BgddlWorkerMain(Datum main_arg);
+
 
 #endif							/* BGDDL_LAUNCHER_H */

@@ -1,38 +1,50 @@
 /*-------------------------------------------------------------------------
  *
  * placeholder.c
- *	  Guards on the placeholder of an unfinished job.
+ *	  The objects a job reserves before it is done, and the guards on them.
  *
  * From submit until success, the target of a CREATE MATERIALIZED VIEW job
- * is an unpopulated materialized view: it reserves the name and holds the
- * view rule, and nobody may use it.  PostgreSQL already refuses to scan it;
- * here we make that refusal say which job builds it, and close the two ways
- * around it:
+ * is an unpopulated materialized view (the placeholder): it reserves the
+ * name, holds the view rule, and nobody may use it.  PostgreSQL already
+ * refuses to scan it; here we make that refusal say which job builds it,
+ * and close the ways around it:
  *
- *	- REFRESH MATERIALIZED VIEW is refused: it would publish the view before
- *	  the job has built it (and the job would then overwrite it).
- *	- DROP MATERIALIZED VIEW by its owner cancels the job first, in the same
- *	  transaction, so the worker never races the drop.
+ *	- reading it fails at once, also from a plan that dropped its (useless)
+ *	  join to the placeholder, and also at the submit of another job;
+ *	- REFRESH MATERIALIZED VIEW of it is refused (it would publish the view
+ *	  before the job has built it).
+ *
+ * (DROP of a job's target cancels the job: job_control.c.)
+ *
+ * The helpers at the end empty, drop and lock placeholders for the worker.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parsetree.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "catalog_access.h"
 #include "compat.h"
 #include "job_catalog.h"
-#include "job_control.h"
 #include "placeholder.h"
+#include "session_jobs.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
@@ -63,43 +75,58 @@ IsUnpopulatedMatView(Oid relid)
 }
 
 /*
+ * Refuse a plan that reads the placeholder of an unfinished job, naming the
+ * job.  Costs nothing for plans that read no materialized view.
+ */
+void
+PlaceholderCheckReads(PlannedStmt *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		int64		job_id;
+
+		/*
+		 * Only relations the query reads (a view rule's OLD and NEW entries,
+		 * for one, are never scanned and need no privilege).
+		 */
+		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
+			(BgddlRequiredPerms(plan, rte) & ACL_SELECT) == 0 ||
+			!IsUnpopulatedMatView(rte->relid) || CatalogLookup() == NULL)
+			continue;
+		job_id = JobFindUnfinishedByTarget(rte->relid);
+		if (job_id == 0)
+			continue;
+		if (SessionJobIsUncommitted(job_id))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("\"%s\" is being built by background DDL job " INT64_FORMAT,
+							get_rel_name(rte->relid), job_id),
+					 errdetail("The job was submitted in this transaction; it starts when the transaction commits."),
+					 errhint("Use it after COMMIT, once the job has succeeded.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("\"%s\" is being built by background DDL job " INT64_FORMAT,
+						get_rel_name(rte->relid), job_id),
+				 errdetail("It can be used once the job succeeds."),
+				 errhint("Use wait_ddl(" INT64_FORMAT ") to wait for it; pg_stat_background_ddl shows its progress.",
+						 job_id)));
+	}
+}
+
+/*
  * Before the executor refuses to scan an unpopulated materialized view
  * (with a hint to REFRESH it, which is wrong here), say that a job builds it.
- * Costs nothing for queries that read no materialized view.  Unlike the
- * executor, which complains only when it opens a scan, this also refuses a
- * query whose plan dropped its (useless) join to the placeholder.
+ * Unlike the executor, which complains only when it opens a scan, this also
+ * refuses a query whose plan dropped its join to the placeholder.
  */
 static void
 PlaceholderExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
-	{
-		ListCell   *lc;
-
-		foreach(lc, queryDesc->plannedstmt->rtable)
-		{
-			RangeTblEntry *rte = lfirst(lc);
-			int64		job_id;
-
-			/*
-			 * Only relations the query reads (a view rule's OLD and NEW
-			 * entries, for one, are never scanned and need no privilege).
-			 */
-			if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_MATVIEW ||
-				(BgddlRequiredPerms(queryDesc->plannedstmt, rte) & ACL_SELECT) == 0 ||
-				!IsUnpopulatedMatView(rte->relid) || !JobCatalogExists())
-				continue;
-			job_id = JobFindUnfinishedByTarget(rte->relid);
-			if (job_id != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("materialized view \"%s\" is being built by background DDL job " INT64_FORMAT,
-								get_rel_name(rte->relid), job_id),
-						 errdetail("It can be used once the job succeeds."),
-						 errhint("Use wait_ddl(" INT64_FORMAT ") to wait for it; pg_stat_background_ddl shows its progress.",
-								 job_id)));
-		}
-	}
+		PlaceholderCheckReads(queryDesc->plannedstmt);
 
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
@@ -114,7 +141,7 @@ PlaceholderCheckRefresh(RefreshMatViewStmt *stmt)
 	Oid			target_oid;
 	int64		job_id;
 
-	if (!JobCatalogExists())
+	if (CatalogLookup() == NULL)
 		return;
 	target_oid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(target_oid))
@@ -125,33 +152,63 @@ PlaceholderCheckRefresh(RefreshMatViewStmt *stmt)
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("materialized view \"%s\" is being built by background DDL job " INT64_FORMAT,
 						stmt->relation->relname, job_id),
-				 errdetail("It becomes populated when the job succeeds."),
+				 errdetail("Its new content becomes visible when the job succeeds."),
 				 errhint("Use wait_ddl(" INT64_FORMAT ") to wait for it, or cancel_ddl(" INT64_FORMAT ") to stop it.",
 						 job_id, job_id)));
 }
 
 /*
- * DROP MATERIALIZED VIEW of a placeholder cancels its job, in the dropping
- * transaction.  Only for the owner: anyone else gets the normal permission
- * error from the DROP itself, without disturbing the job.
+ * Empty a relation, transactionally, as TRUNCATE does: a new relfilenode
+ * for it and its TOAST table, and rebuilt (empty) indexes.  Caller holds
+ * ACCESS EXCLUSIVE on it.
  */
 void
-PlaceholderCancelDroppedJobs(DropStmt *stmt)
+PlaceholderTruncate(Relation rel)
 {
-	ListCell   *lc;
+	Oid			toast_oid = rel->rd_rel->reltoastrelid;
+	ReindexParams reindex_params = {0};
 
-	if (stmt->removeType != OBJECT_MATVIEW || !JobCatalogExists())
-		return;
-	foreach(lc, stmt->objects)
+	BgddlSetNewRelFileNumber(rel, rel->rd_rel->relpersistence);
+	if (OidIsValid(toast_oid))
 	{
-		RangeVar   *name = makeRangeVarFromNameList((List *) lfirst(lc));
-		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
-		int64		job_id;
+		Relation	toast = relation_open(toast_oid, AccessExclusiveLock);
 
-		if (!OidIsValid(target_oid) || !BgddlRelationOwnerCheck(target_oid, GetUserId()))
-			continue;
-		job_id = JobFindUnfinishedByTarget(target_oid);
-		if (job_id != 0)
-			(void) JobCancel(job_id, false, "the materialized view was dropped");
+		BgddlSetNewRelFileNumber(toast, toast->rd_rel->relpersistence);
+		relation_close(toast, NoLock);
+	}
+	reindex_relation(RelationGetRelid(rel), REINDEX_REL_PROCESS_TOAST, &reindex_params);
+	CommandCounterIncrement();
+}
+
+/*
+ * Drop a job's placeholder (or hidden relation), RESTRICT: if the user built
+ * something on it, the error says what.  Caller is in a transaction.
+ */
+void
+PlaceholderDrop(Oid relid)
+{
+	ObjectAddress placeholder;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		return;
+	ObjectAddressSet(placeholder, RelationRelationId, relid);
+	performDeletion(&placeholder, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	CommandCounterIncrement();
+}
+
+/*
+ * Take ACCESS EXCLUSIVE on a relation to publish it, without queueing
+ * behind (and in front of) others: readers of a placeholder fail at once,
+ * so the lock comes free quickly.
+ */
+void
+PlaceholderLockExclusive(Oid relid)
+{
+	while (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+	{
+		CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
 }

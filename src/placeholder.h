@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * placeholder.h
- *	  Guards on the placeholder of an unfinished job.
+ *	  The objects a job reserves before it is done, and the guards on them.
  *
  *-------------------------------------------------------------------------
  */
@@ -9,9 +9,14 @@
 #define BGDDL_PLACEHOLDER_H
 
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "utils/relcache.h"
 
 extern void PlaceholderHookInstall(void);
+extern void PlaceholderCheckReads(PlannedStmt *plan);
 extern void PlaceholderCheckRefresh(RefreshMatViewStmt *stmt);
-extern void PlaceholderCancelDroppedJobs(DropStmt *stmt);
+extern void PlaceholderTruncate(Relation rel);
+extern void PlaceholderDrop(Oid relid);
+extern void PlaceholderLockExclusive(Oid relid);
 
 #endif							/* BGDDL_PLACEHOLDER_H */

@@ -1,19 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * scheduler.c
- *	  The per-database scheduler: starts a worker for every unfinished job,
- *	  up to background_ddl.max_workers over the whole server.
+ *	  The per-database scheduler: starts a worker for every job that needs
+ *	  one, up to background_ddl.max_workers over the whole server.
  *
- * A job is "unfinished" while its row says queued or running.  A running
+ * A job needs a worker while its row says queued, running or cancelling,
+ * or while capture triggers of an ended job are left to drop.  A running
  * job without a live worker is one whose worker died (crash, restart,
  * transient error): the scheduler starts a new worker, which resumes it from
- * its last checkpoint.  Each restart of the same job waits twice as long as
- * the one before (up to a minute), and the worker itself fails a job that
- * has been started more than background_ddl.max_attempts times, so a job
- * that crashes its worker cannot loop forever.
+ * its last checkpoint.  If the worker before did not let go cleanly
+ * (in_flight), the new start waits 1 s, 2 s, 4 s ... (up to a minute) after
+ * the last one, and the worker itself fails a job that has been started more
+ * than background_ddl.max_attempts times, so a job that crashes its worker
+ * cannot loop forever.  Everything the scheduler decides comes from the job
+ * rows, so it remembers nothing between passes.
  *
- * The scheduler exits as soon as its database has no unfinished job and no
- * worker, following the wake-up protocol of shared_state.c.
+ * The scheduler exits as soon as its database has no job that needs a
+ * worker and no worker, following the wake-up protocol of shared_state.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,23 +35,15 @@
 #include "utils/timestamp.h"
 
 #include "background_ddl.h"
+#include "catalog_access.h"
 #include "job_catalog.h"
 #include "launcher.h"
 #include "shared_state.h"
 
 #define RESTART_BACKOFF_MAX_MS	60000
 
-/* What this scheduler remembers of a job it has started */
-typedef struct JobLaunchHistory
-{
-	int64		job_id;
-	int			launches;
-	TimestampTz not_before;		/* earliest time for the next start */
-} JobLaunchHistory;
-
 static BgddlDatabaseSlot *my_database_slot = NULL;
 static BackgroundWorkerHandle **worker_handles;	/* by worker slot index */
-static List *launch_history = NIL;
 
 static void
 SchedulerDetach(int code, Datum arg)
@@ -64,27 +59,6 @@ SchedulerDetach(int code, Datum arg)
 	LWLockRelease(BgddlShared->lock);
 	if (BgddlShared->launcher_latch)
 		SetLatch(BgddlShared->launcher_latch);
-}
-
-static JobLaunchHistory *
-LaunchHistoryFor(int64 job_id)
-{
-	ListCell   *lc;
-	JobLaunchHistory *history;
-	MemoryContext old_context;
-
-	foreach(lc, launch_history)
-	{
-		history = lfirst(lc);
-		if (history->job_id == job_id)
-			return history;
-	}
-	old_context = MemoryContextSwitchTo(TopMemoryContext);
-	history = palloc0(sizeof(JobLaunchHistory));
-	history->job_id = job_id;
-	launch_history = lappend(launch_history, history);
-	MemoryContextSwitchTo(old_context);
-	return history;
 }
 
 /*
@@ -118,54 +92,61 @@ ReapWorkers(void)
 	return alive;
 }
 
+/* When a job whose last worker died may be started again */
+static TimestampTz
+RestartNotBefore(const JobScheduleEntry *entry)
+{
+	if (!entry->in_flight || entry->attempts == 0)
+		return 0;
+	return TimestampTzPlusMilliseconds(entry->attempt_started_at,
+									   Min(RESTART_BACKOFF_MAX_MS,
+										   1000L << Min(entry->attempts - 1, 16)));
+}
+
 /*
- * Start a worker for a job, if a worker slot is free and the job's restart
- * backoff has passed.  Returns true if a worker was started.
+ * Start a worker for a job, if it has none, a worker slot is free and its
+ * restart backoff has passed.
  */
-static bool
-LaunchWorker(int64 job_id)
+static void
+LaunchWorker(const JobScheduleEntry *entry)
 {
 	BackgroundWorker worker;
-	JobLaunchHistory *history = LaunchHistoryFor(job_id);
-	TimestampTz now = GetCurrentTimestamp();
 	int			slot_index = -1;
 	BgddlWorkerSlot *slot;
 	MemoryContext old_context;
 	bool		started;
 
-	if (now < history->not_before)
-		return false;
+	if (GetCurrentTimestamp() < RestartNotBefore(entry))
+		return;
 
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
-	if (BgddlFindWorkerSlot(MyDatabaseId, job_id) != NULL)
-	{
-		LWLockRelease(BgddlShared->lock);
-		return false;			/* already running */
-	}
 	for (int i = 0; i < background_ddl_max_workers; i++)
 	{
-		if (!BgddlShared->workers[i].in_use)
+		slot = &BgddlShared->workers[i];
+		if (slot->in_use && slot->database_oid == MyDatabaseId && slot->job_id == entry->id)
 		{
-			slot_index = i;
-			break;
+			LWLockRelease(BgddlShared->lock);
+			return;				/* already running */
 		}
+		if (!slot->in_use && slot_index < 0)
+			slot_index = i;
 	}
 	if (slot_index < 0)
 	{
 		LWLockRelease(BgddlShared->lock);
-		return false;			/* all busy; a worker exit wakes us */
+		return;					/* all busy; a worker exit wakes us */
 	}
 	slot = &BgddlShared->workers[slot_index];
 	memset(slot, 0, sizeof(BgddlWorkerSlot));
 	slot->in_use = true;
 	slot->database_oid = MyDatabaseId;
-	slot->job_id = job_id;
+	slot->job_id = entry->id;
 	LWLockRelease(BgddlShared->lock);
 
 	BgddlWorkerDescribe(&worker, "BgddlWorkerMain", "background_ddl worker",
 						Int32GetDatum(slot_index), true);
 	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl worker for job " INT64_FORMAT,
-			 job_id);
+			 entry->id);
 
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	started = RegisterDynamicBackgroundWorker(&worker, &worker_handles[slot_index]);
@@ -177,55 +158,53 @@ LaunchWorker(int64 job_id)
 		LWLockRelease(BgddlShared->lock);
 		worker_handles[slot_index] = NULL;
 		ereport(LOG,
-				(errmsg("background_ddl could not start a worker for job " INT64_FORMAT, job_id),
+				(errmsg("background_ddl could not start a worker for job " INT64_FORMAT, entry->id),
 				 errhint("Consider increasing max_worker_processes.")));
-		history->not_before = TimestampTzPlusMilliseconds(now, 1000);
-		return false;
 	}
-
-	history->not_before =
-		TimestampTzPlusMilliseconds(now, Min(RESTART_BACKOFF_MAX_MS,
-											 history->launches == 0 ? 0 :
-											 1000L << Min(history->launches - 1, 16)));
-	history->launches++;
-	return true;
 }
 
 /*
- * One scan of the job table: purge old history and start workers for
- * unfinished jobs.  Returns the number of unfinished jobs.
+ * One scan of the job table: purge old history and start workers for the
+ * jobs that need one.  Returns the number of such jobs.
  */
 static int
 ScheduleJobs(void)
 {
-	List	   *job_ids = NIL;
+	List	   *entries = NIL;
 	ListCell   *lc;
-	int			unfinished;
+	int			waiting = 0;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "scanning background DDL jobs");
 
-	if (JobCatalogExists())
+	if (CatalogLookup() != NULL)
 	{
 		JobPurgeHistory(background_ddl_history_retention_s);
-		job_ids = JobListUnfinished();
+		entries = JobListSchedulable();
 	}
-	unfinished = list_length(job_ids);
-	foreach(lc, job_ids)
-		(void) LaunchWorker(*(int64 *) lfirst(lc));
+	foreach(lc, entries)
+	{
+		JobScheduleEntry *entry = lfirst(lc);
+
+		if (!entry->needs_worker)
+			continue;
+		waiting++;
+		LaunchWorker(entry);
+	}
 
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	return unfinished;
+	return waiting;
 }
 
 void
 BgddlSchedulerMain(Datum main_arg)
 {
 	Oid			database_oid = DatumGetObjectId(main_arg);
+	MemoryContext pass_context;
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -236,6 +215,8 @@ BgddlSchedulerMain(Datum main_arg)
 
 	worker_handles = MemoryContextAllocZero(TopMemoryContext,
 											sizeof(BackgroundWorkerHandle *) * background_ddl_max_workers);
+	pass_context = AllocSetContextCreate(TopMemoryContext, "background_ddl scheduler pass",
+										 ALLOCSET_DEFAULT_SIZES);
 
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
 	my_database_slot = BgddlFindDatabaseSlot(database_oid, true);
@@ -251,7 +232,7 @@ BgddlSchedulerMain(Datum main_arg)
 
 	for (;;)
 	{
-		int			unfinished;
+		int			waiting;
 		int			alive;
 
 		CHECK_FOR_INTERRUPTS();
@@ -266,11 +247,14 @@ BgddlSchedulerMain(Datum main_arg)
 		my_database_slot->wake_pending = false;
 		LWLockRelease(BgddlShared->lock);
 
+		MemoryContextSwitchTo(pass_context);
+		(void) ReapWorkers();
+		waiting = ScheduleJobs();
 		alive = ReapWorkers();
-		unfinished = ScheduleJobs();
-		alive = ReapWorkers();
+		MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContextReset(pass_context);
 
-		if (unfinished == 0 && alive == 0)
+		if (waiting == 0 && alive == 0)
 		{
 			LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
 			if (!my_database_slot->wake_pending)

@@ -4,8 +4,9 @@
  *	  The small shared memory area of background_ddl.
  *
  * Nothing durable lives here: the job catalog tables are the truth, and this
- * area only says who is running what and who must be woken.  It is rebuilt
- * empty after every crash restart, which is fine because the launcher then
+ * area only says who is running what, who must be woken, and how far the
+ * running jobs have got since their last checkpoint.  It is rebuilt empty
+ * after every crash restart, which is fine because the launcher then
  * rescans every database.
  *
  * The wake-up protocol that guarantees a committed job is never missed:
@@ -18,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
@@ -26,6 +29,10 @@
 #include "shared_state.h"
 
 BgddlSharedState *BgddlShared = NULL;
+BgddlJobSlot *MyJobSlot = NULL;
+
+/* Rows this worker inserted in its current (uncommitted) step */
+static int64 live_rows_uncommitted = 0;
 
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static void BgddlSharedStateStartup(void);
@@ -33,8 +40,11 @@ static void BgddlSharedStateStartup(void);
 static Size
 BgddlSharedStateSize(void)
 {
-	return add_size(offsetof(BgddlSharedState, workers),
-					mul_size(sizeof(BgddlWorkerSlot), background_ddl_max_workers));
+	Size		size = offsetof(BgddlSharedState, workers);
+
+	size = add_size(size, mul_size(sizeof(BgddlWorkerSlot), background_ddl_max_workers));
+	size = MAXALIGN(size);
+	return add_size(size, mul_size(sizeof(BgddlJobSlot), background_ddl_max_workers));
 }
 
 /* Reserve our shared memory and lock; called from the shmem_request_hook */
@@ -69,6 +79,11 @@ BgddlSharedStateStartup(void)
 		BgddlShared->lock = &(GetNamedLWLockTranche(BGDDL_EXTENSION_NAME))->lock;
 		ConditionVariableInit(&BgddlShared->job_finished);
 	}
+	/* A pointer into the area, valid in every process (same mapping) */
+	BgddlShared->jobs = (BgddlJobSlot *)
+		((char *) BgddlShared +
+		 MAXALIGN(offsetof(BgddlSharedState, workers) +
+				  sizeof(BgddlWorkerSlot) * background_ddl_max_workers));
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -134,17 +149,113 @@ BgddlWakeDatabase(Oid database_oid)
 		SetLatch(launcher_latch);
 }
 
-/* Find the worker slot that runs a job; caller holds the lock */
-BgddlWorkerSlot *
-BgddlFindWorkerSlot(Oid database_oid, int64 job_id)
+/*
+ * The slot of a job, optionally taking a free one.  Caller holds the lock
+ * (exclusively when create is true).  NULL if none (or none free).
+ */
+BgddlJobSlot *
+BgddlFindJobSlot(Oid database_oid, int64 job_id, bool create)
 {
+	BgddlJobSlot *free_slot = NULL;
+
 	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		BgddlJobSlot *slot = &BgddlShared->jobs[i];
+
+		if (slot->database_oid == database_oid && slot->job_id == job_id)
+			return slot;
+		if (slot->database_oid == InvalidOid && free_slot == NULL)
+			free_slot = slot;
+	}
+	if (create && free_slot != NULL)
+	{
+		memset(free_slot, 0, sizeof(BgddlJobSlot));
+		free_slot->database_oid = database_oid;
+		free_slot->job_id = job_id;
+		free_slot->rows_total = -1;
+		pg_atomic_init_u64(&free_slot->rows_done, 0);
+		return free_slot;
+	}
+	return NULL;
+}
+
+/*
+ * Wake every worker of a job; with interrupt, also cancel what it is
+ * running (SIGINT), so that it notices a control request at once instead of
+ * at the end of its batch.  Caller does not hold the lock.
+ */
+void
+BgddlSignalJobWorkers(Oid database_oid, int64 job_id, bool interrupt)
+{
+	pid_t		pids[64];
+	Latch	   *latches[64];
+	int			count = 0;
+
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	for (int i = 0; i < background_ddl_max_workers && count < lengthof(pids); i++)
 	{
 		BgddlWorkerSlot *slot = &BgddlShared->workers[i];
 
-		if (slot->in_use && slot->database_oid == database_oid &&
-			slot->job_id == job_id)
-			return slot;
+		if (slot->in_use && slot->database_oid == database_oid && slot->job_id == job_id &&
+			slot->pid != 0)
+		{
+			pids[count] = slot->pid;
+			latches[count] = slot->latch;
+			count++;
+		}
 	}
-	return NULL;
+	LWLockRelease(BgddlShared->lock);
+
+	for (int i = 0; i < count; i++)
+	{
+		if (interrupt)
+			(void) kill(pids[i], SIGINT);
+		if (latches[i] != NULL)
+			SetLatch(latches[i]);
+	}
+}
+
+/* A batch of this worker inserted rows (not committed yet) */
+void
+BgddlPublishLiveRows(int64 rows)
+{
+	if (MyJobSlot == NULL || rows == 0)
+		return;
+	pg_atomic_fetch_add_u64(&MyJobSlot->rows_done, (uint64) rows);
+	live_rows_uncommitted += rows;
+}
+
+/* The step that inserted them committed */
+void
+BgddlLiveRowsCommitted(void)
+{
+	live_rows_uncommitted = 0;
+}
+
+/* The step that inserted them aborted: they no longer count */
+void
+BgddlLiveRowsAborted(void)
+{
+	if (MyJobSlot != NULL && live_rows_uncommitted != 0)
+		pg_atomic_fetch_sub_u64(&MyJobSlot->rows_done, (uint64) live_rows_uncommitted);
+	live_rows_uncommitted = 0;
+}
+
+/*
+ * Publish the job's committed progress (the build restarted: rows_done may
+ * go down).  Rows of uncommitted steps keep counting on top.
+ */
+void
+BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,
+					 int64 rows_total, bool one_batch)
+{
+	if (MyJobSlot == NULL)
+		return;
+	pg_atomic_write_u64(&MyJobSlot->rows_done, (uint64) (rows_done + live_rows_uncommitted));
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->chunks_done = chunks_done;
+	MyJobSlot->progress = Max(MyJobSlot->progress, progress);
+	MyJobSlot->rows_total = rows_total;
+	MyJobSlot->one_batch = one_batch;
+	LWLockRelease(BgddlShared->lock);
 }

@@ -2,7 +2,7 @@
  *
  * shared_state.h
  *	  Shared memory through which submitters, the launcher, the schedulers,
- *	  the job workers and cancel_ddl/wait_ddl find and wake each other.
+ *	  the job workers and the control functions find and wake each other.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,6 +11,7 @@
 
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
+#include "port/atomics.h"
 #include "storage/lwlock.h"
 
 /* How many databases can have a scheduler at the same time */
@@ -32,16 +33,38 @@ typedef struct BgddlWorkerSlot
 	Oid			database_oid;
 	int64		job_id;
 	pid_t		pid;			/* 0 until the worker has started */
-	bool		cancel_requested;	/* set by cancel_ddl */
+	Latch	   *latch;			/* NULL until the worker has started */
 } BgddlWorkerSlot;
+
+/*
+ * A job that has workers.  control_requests counts the cancel_ddl and
+ * pause_ddl calls (and DROPs of the target) whose transactions are in
+ * progress: the job's workers let go of the job until it is back to zero.
+ * The counters are the live progress of the job's workers.
+ */
+typedef struct BgddlJobSlot
+{
+	Oid			database_oid;	/* InvalidOid: slot free */
+	int64		job_id;
+	int			workers;		/* worker slots attached to it */
+	int			control_requests;
+	uint64		control_generation; /* bumped by every request */
+	/* live progress */
+	pg_atomic_uint64 rows_done; /* committed rows, plus those of running batches */
+	int64		chunks_done;
+	int64		rows_total;		/* the planner's estimate; -1: unknown */
+	bool		one_batch;		/* progress comes from rows_done / rows_total */
+	double		progress;
+} BgddlJobSlot;
 
 typedef struct BgddlSharedState
 {
 	LWLock	   *lock;			/* protects everything below */
 	pid_t		launcher_pid;
 	Latch	   *launcher_latch;
-	ConditionVariable job_finished; /* broadcast whenever a job ends */
+	ConditionVariable job_finished; /* broadcast whenever a job's worker exits */
 	BgddlDatabaseSlot databases[BGDDL_MAX_DATABASES];
+	BgddlJobSlot *jobs;			/* max_workers of them */
 	BgddlWorkerSlot workers[FLEXIBLE_ARRAY_MEMBER];	/* max_workers of them */
 } BgddlSharedState;
 
@@ -51,6 +74,15 @@ extern void BgddlSharedStateRequest(void);
 extern void BgddlSharedStateInit(void);
 extern BgddlDatabaseSlot *BgddlFindDatabaseSlot(Oid database_oid, bool create);
 extern void BgddlWakeDatabase(Oid database_oid);
-extern BgddlWorkerSlot *BgddlFindWorkerSlot(Oid database_oid, int64 job_id);
+extern BgddlJobSlot *BgddlFindJobSlot(Oid database_oid, int64 job_id, bool create);
+extern void BgddlSignalJobWorkers(Oid database_oid, int64 job_id, bool interrupt);
+
+/* The job slot of this worker's job (NULL outside job workers) */
+extern BgddlJobSlot *MyJobSlot;
+extern void BgddlPublishLiveRows(int64 rows);
+extern void BgddlLiveRowsCommitted(void);
+extern void BgddlLiveRowsAborted(void);
+extern void BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,
+								 int64 rows_total, bool one_batch);
 
 #endif							/* BGDDL_SHARED_STATE_H */

@@ -8,7 +8,14 @@
 #ifndef BGDDL_TID_MAP_H
 #define BGDDL_TID_MAP_H
 
-#include "job_catalog.h"
+#include "storage/itemptr.h"
+
+/* A source tuple id and the output tuple id it produced */
+typedef struct TidPair
+{
+	ItemPointerData source;
+	ItemPointerData output;
+} TidPair;
 
 extern bytea *TidMapEncode(const TidPair *pairs, int npairs);
 extern TidPair *TidMapDecode(const bytea *map, int *npairs);

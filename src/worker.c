@@ -3,116 +3,84 @@
  * worker.c
  *	  The job worker: one dynamic background worker per running job.
  *
- * A worker takes its job by locking it (a session-level lock on the job id,
- * held until exit; cancel_ddl waits on the same lock) and marking it running,
- * then goes through the phases, each restartable from the job row alone:
+ * A worker drives its job's kind (job_kind.h) through one life cycle, each
+ * phase restartable from the job row alone:
  *
- *	planning           decide between chunks and one batch (recorded once)
- *	installing capture the change-capture triggers (capture.c), before any chunk
- *	backfilling        one transaction per chunk, each one a checkpoint
- *	catching up        recompute rows changed meanwhile (catchup.c)
- *	cutting over       one transaction: the last changes, populated, succeeded
- *	cleaning up        drop the triggers, forget the captured changes
+ *	planning	 decide how the content is computed (recorded once)
+ *	backfilling  the kind's backfill steps (for a query: capture first, then
+ *				 one checkpointed chunk per step)
+ *	catching up  the kind's catch-up passes
+ *	cutting over one transaction: the result becomes visible, succeeded
+ *	cleaning up  drop the capture triggers, forget the captured changes
  *
- * A rewrite of the driving table (VACUUM FULL, CLUSTER, ALTER TABLE ...
- * TYPE) changes every tuple id: the backfill starts over.
+ * and, for a job that fails or is cancelled, removes everything the job
+ * created (capture triggers first, then the kind's objects) before marking
+ * it failed or cancelled: a terminal state other than succeeded means that
+ * nothing of the job is left.
  *
  * The worker is connected as the bootstrap superuser (on PostgreSQL 15 a
- * worker cannot connect as a NOLOGIN role), but the job's SQL runs as the
- * role that submitted it, under SECURITY_RESTRICTED_OPERATION with a new GUC
- * nest level holding the submitter's captured settings, as REFRESH
- * MATERIALIZED VIEW does for the view's owner.
+ * worker cannot connect as a NOLOGIN role), and becomes the submitter's
+ * session at once (job_identity.c).
  *
- * Errors: one that a retry may cure (serialization failure, deadlock, lock
- * timeout, lack of resources, an administrator's cancel) ends the worker and
- * the scheduler starts another later; any other fails the job, records the
- * error and drops the placeholder, as a failed blocking statement would
- * leave nothing.  A cancel_ddl() interrupts the worker with SIGINT and then
- * does the clean-up itself, in its own transaction.
+ * How a worker stops working on its job:
+ *	- cancel_ddl, pause_ddl, a DROP of the target: the worker lets go (its
+ *	  transaction aborts, it releases the job lock), waits for the
+ *	  controlling transaction to end, and reloads the job: if the control
+ *	  rolled back it goes on from its last checkpoint, in the same process,
+ *	  so this costs no attempt;
+ *	- SIGTERM (server shutdown, pg_terminate_backend): it records that it
+ *	  let go cleanly and exits; the next start is not an attempt either;
+ *	- an error a retry may cure (serialization failure, deadlock, lock
+ *	  timeout, lack of resources): the error is recorded and the worker
+ *	  exits; the scheduler starts another with backoff, and that counts as
+ *	  an attempt, as a crash does;
+ *	- any other error fails the job, with the error's message, SQLSTATE,
+ *	  detail and hint;
+ *	- after background_ddl.max_attempts attempts the job fails with the
+ *	  last error it met.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/relation.h"
-#include "access/table.h"
+#include <signal.h>
+
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
-#include "storage/bufmgr.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "tcop/tcopprot.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
+#include "utils/elog.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
 #include "background_ddl.h"
-#include "backfill.h"
 #include "capture.h"
-#include "catchup.h"
-#include "compat.h"
-#include "cutover.h"
+#include "catalog_access.h"
+#include "change_log.h"
 #include "job_catalog.h"
 #include "job_control.h"
-#include "launcher.h"
+#include "job_kind.h"
+#include "job_run.h"
+#include "job_step.h"
 #include "shared_state.h"
 #include "worker.h"
 
-/* Catch-up passes stop once a pass starts with at most this many changed rows */
-#define CATCHUP_FINAL_BACKLOG	5000
-/* ... or after this many passes: writes may outpace the worker */
-#define CATCHUP_MAX_PASSES		5
-
 static int	my_worker_slot = -1;
-static int64 my_job_id = 0;
 
-/*
- * Run as the job's role: SECURITY_RESTRICTED_OPERATION, and a new GUC nest
- * level with the submitter's settings.  Pair with JobRoleLeave in the same
- * transaction; an error unwinds both through transaction abort.
- */
-void
-JobRoleEnter(const BgddlJob *job, JobRoleContext *context)
+static void
+WorkerSigterm(SIGNAL_ARGS)
 {
-	ListCell   *lc;
+	int			save_errno = errno;
 
-	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(job->owner_oid)))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("role %u that submitted background DDL job " INT64_FORMAT " no longer exists",
-						job->owner_oid, job->id)));
-
-	GetUserIdAndSecContext(&context->saved_userid, &context->saved_sec_context);
-	SetUserIdAndSecContext(job->owner_oid,
-						   context->saved_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	context->guc_nest_level = NewGUCNestLevel();
-	for (lc = list_head(job->settings); lc != NULL; lc = lnext(job->settings, lnext(job->settings, lc)))
-	{
-		const char *name = lfirst(lc);
-		const char *value = lfirst(lnext(job->settings, lc));
-
-		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
-	/* Small batches only lose with parallel query; one big batch may gain. */
-	if (OidIsValid(job->driving_oid))
-		(void) set_config_option("max_parallel_workers_per_gather", "0",
-								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-								 true, 0, false);
-}
-
-void
-JobRoleLeave(JobRoleContext *context)
-{
-	AtEOXact_GUC(false, context->guc_nest_level);
-	SetUserIdAndSecContext(context->saved_userid, context->saved_sec_context);
+	JobShutdownRequested = true;
+	InterruptPending = true;
+	QueryCancelPending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
 }
 
 static void
@@ -123,20 +91,11 @@ WorkerDetach(int code, Datum arg)
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
 	if (slot->in_use && slot->pid == MyProcPid)
 		slot->in_use = false;
+	if (MyJobSlot != NULL && --MyJobSlot->workers <= 0)
+		MyJobSlot->database_oid = InvalidOid;
+	MyJobSlot = NULL;
 	LWLockRelease(BgddlShared->lock);
 	ConditionVariableBroadcast(&BgddlShared->job_finished);
-}
-
-/* Has cancel_ddl asked this worker to stop? */
-static bool
-WorkerCancelRequested(void)
-{
-	bool		requested;
-
-	LWLockAcquire(BgddlShared->lock, LW_SHARED);
-	requested = BgddlShared->workers[my_worker_slot].cancel_requested;
-	LWLockRelease(BgddlShared->lock);
-	return requested;
 }
 
 /* Errors that a later attempt may not meet again */
@@ -147,390 +106,321 @@ ErrorIsTransient(int sqlerrcode)
 
 	return sqlclass == ERRCODE_TRANSACTION_ROLLBACK ||
 		sqlclass == ERRCODE_INSUFFICIENT_RESOURCES ||
-		sqlclass == ERRCODE_OPERATOR_INTERVENTION ||
-		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_CANNOT_CONNECT_NOW;
 }
 
-/* Start a transaction for one step of the job */
+/* A JobError (in JobContext()) from an ErrorData */
+static JobError *
+JobErrorFrom(const ErrorData *error)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+	JobError   *job_error = palloc0(sizeof(JobError));
+
+	job_error->message = pstrdup(error->message ? error->message : "unknown error");
+	job_error->sqlstate = pstrdup(unpack_sql_state(error->sqlerrcode));
+	job_error->detail = error->detail ? pstrdup(error->detail) : NULL;
+	job_error->hint = error->hint ? pstrdup(error->hint) : NULL;
+	MemoryContextSwitchTo(old_context);
+	return job_error;
+}
+
 static void
-JobStepBegin(const char *activity)
+RemoveCaptureStep(JobRun *run)
 {
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, activity);
+	CaptureTriggers triggers = {run->job.capture_triggers, run->job.capture_trigger_xmins};
+
+	CaptureRemove(&triggers, run->job.target_oid);
 }
 
+/* Drop the job's capture triggers (with the lock timeout and retries) */
 static void
-JobStepEnd(void)
+RemoveCapture(JobRun *run)
 {
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
+	if (run->job.capture_triggers == NIL)
+		return;
+	JobStepHoldPoint("cleaning up");
+	JobRunLockingStep(run, RemoveCaptureStep, JOB_PHASE_CLEANING_UP,
+					  "background_ddl: dropping capture triggers");
+	run->job.capture_triggers = NIL;
 }
 
-/* The placeholder is gone (DROP, or DROP ... CASCADE of a base table) */
-static bool
-TargetDropped(const BgddlJob *job)
+/* After the end (success, or a cancel that removed the rest): drop the triggers */
+static void
+CleanUpCapture(JobRun *run)
 {
-	return !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(job->target_oid));
+	RemoveCapture(run);
+	JobStepBegin("background_ddl: cleaning up", STEP_READ_COMMITTED);
+	ChangeLogForget(run->job.id, false);
+	JobSetCleanupPending(run->job.id, false);
+	JobStepEnd();
 }
 
 /*
- * End the job as failed with the given message and remove its placeholder.
- * If the placeholder cannot be dropped (something was built on it), say so
- * in the error and keep it.  Capture triggers are left for the clean-up.
+ * End the job as failed or cancelled, leaving nothing behind: the capture
+ * triggers, the kind's objects (if the user built something on them, they
+ * are kept and the error says so), the checkpoints and captured changes.
  */
 static void
-FailJob(BgddlJob *job, const char *message)
+EndJob(JobRun *run, JobState final_state, const JobError *error)
 {
-	MemoryContext context = CurrentMemoryContext;
-	char	   *error = pstrdup(message);
+	JobError	final_error;
+	MemoryContext step_context;
 
-	JobStepBegin("background_ddl: recording failure");
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+	if (error != NULL)
+		JobRecordError(run->job.id, error, true);
+	JobSetPhase(run->job.id, JOB_PHASE_CLEANING_UP);
+	JobStepEnd();
+
+	RemoveCapture(run);
+
+	JobStepBegin("background_ddl: removing what the job created", STEP_READ_COMMITTED);
+	step_context = CurrentMemoryContext;
+	if (error != NULL)
+		final_error = *error;
+	else
+		memset(&final_error, 0, sizeof(final_error));
 	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(step_context);
 	PG_TRY();
 	{
-		DropPlaceholder(job->target_oid);
+		run->routine->discard(&run->job);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{
 		ErrorData  *drop_error;
 
-		MemoryContextSwitchTo(context);
+		MemoryContextSwitchTo(step_context);
 		drop_error = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
-		error = psprintf("%s (the placeholder was kept: %s)", message, drop_error->message);
+		final_error.message = psprintf("%s (the target was kept: %s)",
+									   final_error.message ? final_error.message : JobStateName(final_state),
+									   drop_error->message);
 	}
 	PG_END_TRY();
-	JobFinish(job->id, "failed", error, false, -1);
-	if (job->capture_relids != NIL)
-		JobSetCleanupPending(job->id, true);
+	MemoryContextSwitchTo(step_context);
+	ChangeLogForget(run->job.id, true);
+	JobSetCleanupPending(run->job.id, false);
+	JobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL, false, -1, NULL);
 	JobStepEnd();
-}
-
-/* End the job as cancelled because its placeholder was dropped; caller is in a step */
-static void
-CancelDroppedJob(BgddlJob *job)
-{
-	JobDeleteChunks(job->id);
-	JobFinish(job->id, "cancelled", "the materialized view was dropped", false, -1);
-	if (job->capture_relids != NIL)
-		JobSetCleanupPending(job->id, true);
-}
-
-typedef void (*LockingStep) (BgddlJob *job);
-
-/*
- * Run a step that takes strong locks on base tables (installing or dropping
- * triggers) in its own transaction with lock_timeout =
- * background_ddl.lock_timeout, retrying with backoff until it gets its
- * locks: a queued lock request then never stalls the tables' writers for
- * longer than that timeout.  The phase says "waiting for lock" meanwhile.
- */
-static void
-RunWithLockTimeout(BgddlJob *job, LockingStep step, const char *phase,
-				   MemoryContext job_context)
-{
-	volatile long delay_ms = 10;
-
-	for (;;)
-	{
-		volatile bool done = true;
-
-		JobStepBegin(psprintf("background_ddl: %s", phase));
-		MemoryContextSwitchTo(job_context);
-		JobSetPhase(job->id, phase);
-		(void) set_config_option("lock_timeout",
-								 psprintf("%d", background_ddl_lock_timeout_ms),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-		BeginInternalSubTransaction(NULL);
-		/* What the step records in *job must outlive the subtransaction */
-		MemoryContextSwitchTo(job_context);
-		PG_TRY();
-		{
-			step(job);
-			ReleaseCurrentSubTransaction();
-		}
-		PG_CATCH();
-		{
-			ErrorData  *error;
-
-			MemoryContextSwitchTo(job_context);
-			error = CopyErrorData();
-			if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-				PG_RE_THROW();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			JobSetPhase(job->id, "waiting for lock");
-			done = false;
-		}
-		PG_END_TRY();
-		JobStepEnd();
-		if (done)
-			return;
-
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 delay_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (WorkerCancelRequested())
-			proc_exit(0);
-		delay_ms = Min(delay_ms * 2, 1000);
-	}
-}
-
-/*
- * The relfilenodes of the given relations, locking each in ACCESS SHARE
- * mode: a rewrite gives a relation a new one.
- */
-static List *
-RelationFileNumbers(List *relids)
-{
-	List	   *filenodes = NIL;
-	ListCell   *lc;
-
-	foreach(lc, relids)
-	{
-		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
-
-		filenodes = lappend_oid(filenodes, BgddlRelFileNumber(rel));
-		relation_close(rel, NoLock);
-	}
-	return filenodes;
-}
-
-/* Install the capture triggers and record them (a LockingStep) */
-static void
-InstallCaptureStep(BgddlJob *job)
-{
-	Relation	target = table_open(job->target_oid, AccessShareLock);
-	JobRoleContext role;
-	List	   *relids;
-	List	   *filenodes;
-
-	/* The relations as the job's role reads them (row security included) */
-	JobRoleEnter(job, &role);
-	relids = BackfillBaseRelations(BackfillJobQuery(target), job->driving_oid,
-								   job->target_oid);
-	JobRoleLeave(&role);
-	table_close(target, NoLock);
-	if (relids == NIL)
-		elog(ERROR, "base relations of background DDL job " INT64_FORMAT " cannot be captured",
-			 job->id);
-
-	CaptureInstall(job, relids);
-	filenodes = RelationFileNumbers(relids);
-	JobRecordCapture(job->id, relids, filenodes);
-	job->capture_relids = relids;
-	job->capture_filenodes = filenodes;
-}
-
-/*
- * The driving table was rewritten: every tuple id changed, so start the
- * backfill over.  Caller is in a step; holds a lock on the driving table.
- */
-static void
-RestartBackfill(BgddlJob *job)
-{
-	Relation	target = table_open(job->target_oid, AccessExclusiveLock);
-	Relation	driving = table_open(job->driving_oid, AccessShareLock);
-	List	   *filenodes;
-
 	ereport(LOG,
-			(errmsg("background DDL job " INT64_FORMAT ": table \"%s\" was rewritten, restarting the backfill",
-					job->id, RelationGetRelationName(driving))));
-	TruncatePlaceholder(target);
-	filenodes = RelationFileNumbers(job->capture_relids);
-	job->blocks_total = RelationGetNumberOfBlocks(driving);
-	JobResetBackfill(job->id, job->blocks_total, filenodes);
-	table_close(driving, NoLock);
-	table_close(target, NoLock);
-
-	job->capture_filenodes = filenodes;
-	job->next_block = 0;
-	job->chunks_done = 0;
-	job->rows_done = 0;
-	job->catchup_passes = 0;
-	CatchupForgetMaps();
+			(errmsg("background DDL job " INT64_FORMAT " for %s %s%s%s",
+					run->job.id, run->job.target_name, JobStateName(final_state),
+					final_error.message ? ": " : "",
+					final_error.message ? final_error.message : "")));
 }
 
-/* Drop the triggers of an ended job and forget its captured changes */
+/* The job was started too often: fail it with the last error it met */
 static void
-CleanUpJob(BgddlJob *job, MemoryContext job_context)
+GiveUp(JobRun *run)
 {
-	RunWithLockTimeout(job, CaptureRemove, "cleaning up", job_context);
-	JobStepBegin("background_ddl: cleaning up");
-	JobForgetCapturedChanges(job->id);
-	JobSetCleanupPending(job->id, false);
-	JobStepEnd();
-}
+	JobError	error;
+	char	   *started = psprintf("The job was started %d times without finishing.",
+								   run->job.attempts - 1);
 
-/*
- * Backfill chunk by chunk; returns false if the job ended meanwhile (its
- * placeholder was dropped).
- */
-static bool
-BackfillChunks(BgddlJob *job, MemoryContext job_context)
-{
-	bool		more = job->next_block < job->blocks_total || job->chunks_done == 0;
-
-	while (more)
+	if (run->job.error != NULL)
 	{
-		JobRoleContext role;
-		BaseRelationChange change;
-
-		CHECK_FOR_INTERRUPTS();
-		if (WorkerCancelRequested())
-			proc_exit(0);
-
-		JobStepBegin("background_ddl: backfilling a chunk");
-		MemoryContextSwitchTo(job_context);
-		change = CatchupCheckBaseRelations(job);
-		if (TargetDropped(job) || change == BASE_DROPPED)
-		{
-			CancelDroppedJob(job);
-			JobStepEnd();
-			return false;
-		}
-		if (change == BASE_DRIVING_REWRITTEN)
-		{
-			RestartBackfill(job);
-			JobStepEnd();
-			more = true;
-			continue;
-		}
-		JobRoleEnter(job, &role);
-		more = BackfillNextChunk(job);
-		JobRoleLeave(&role);
-		JobStepEnd();
-	}
-	return true;
-}
-
-/*
- * Catch-up passes until the backlog of changed rows is small, or after a
- * bounded number of passes (writes may outpace us: the final pass in the
- * cut-over then takes the rest).  Returns false if the job ended meanwhile
- * or must restart its backfill (*restart).
- */
-static bool
-CatchUp(BgddlJob *job, MemoryContext job_context, bool *restart)
-{
-	*restart = false;
-	while (job->catchup_passes < CATCHUP_MAX_PASSES)
-	{
-		bool		whole_table;
-		BaseRelationChange stopped_by;
-		int			changed;
-
-		job->catchup_passes++;
-		JobStepBegin("background_ddl: catching up");
-		JobSetPhase(job->id, "catching up");
-		JobStepEnd();
-
-		changed = CatchupPass(job, job_context, &whole_table, &stopped_by);
-		if (changed < 0)
-		{
-			JobStepBegin("background_ddl: stopping the catch-up");
-			MemoryContextSwitchTo(job_context);
-			if (stopped_by == BASE_DRIVING_REWRITTEN && !TargetDropped(job))
-			{
-				RestartBackfill(job);
-				*restart = true;
-			}
-			else
-				CancelDroppedJob(job);
-			JobStepEnd();
-			return false;
-		}
-		if (whole_table || changed <= CATCHUP_FINAL_BACKLOG)
-			break;
-	}
-	return true;
-}
-
-/* Take the job through its remaining phases */
-static void
-RunJob(int64 job_id, MemoryContext job_context)
-{
-	BgddlJob	job;
-	bool		claimed;
-
-	JobStepBegin("background_ddl: starting job");
-	MemoryContextSwitchTo(job_context);
-	claimed = JobClaim(job_id, &job);
-	JobStepEnd();
-	if (!claimed)
-		return;
-
-	/* An ended job whose capture triggers are left: only clean up */
-	if (strcmp(job.state, "running") != 0)
-	{
-		CleanUpJob(&job, job_context);
-		return;
-	}
-	if (job.attempts > background_ddl_max_attempts)
-	{
-		FailJob(&job, psprintf("the job was started %d times without finishing",
-							   job.attempts - 1));
-		return;
-	}
-
-	JobStepBegin("background_ddl: checking the job");
-	MemoryContextSwitchTo(job_context);
-	if (TargetDropped(&job))
-	{
-		CancelDroppedJob(&job);
-		claimed = false;
-	}
-	else if (!job.planned)
-	{
-		JobRoleContext role;
-
-		JobSetPhase(job_id, "planning");
-		JobRoleEnter(&job, &role);
-		BackfillPlan(&job);
-		JobRoleLeave(&role);
-	}
-	JobStepEnd();
-	if (!claimed)
-		return;
-
-	if (OidIsValid(job.driving_oid))
-	{
-		bool		restart = true;
-
-		/* Capture first: every change after this is logged */
-		if (job.capture_relids == NIL)
-			RunWithLockTimeout(&job, InstallCaptureStep, "installing capture", job_context);
-
-		while (restart)
-		{
-			JobStepBegin("background_ddl: backfilling");
-			JobSetPhase(job_id, "backfilling");
-			JobStepEnd();
-			if (!BackfillChunks(&job, job_context))
-				return;
-			if (!CatchUp(&job, job_context, &restart) && !restart)
-				return;
-		}
+		error.message = run->job.error;
+		error.sqlstate = run->job.error_sqlstate;
+		error.detail = run->job.error_detail ?
+			psprintf("%s %s", run->job.error_detail, started) : started;
+		error.hint = run->job.error_hint;
 	}
 	else
 	{
-		JobStepBegin("background_ddl: backfilling");
-		JobSetPhase(job_id, "backfilling");
+		error.message = psprintf("the job was started %d times without finishing",
+								 run->job.attempts - 1);
+		error.sqlstate = NULL;
+		error.detail = NULL;
+		error.hint = "Its worker or the server stopped each time; the server log says why.";
+	}
+	EndJob(run, JOB_STATE_FAILED, &error);
+}
+
+/* Set the phase in a step of its own */
+static void
+SetPhase(JobRun *run, JobPhase phase)
+{
+	JobStepBegin("background_ddl: starting a phase", STEP_READ_COMMITTED);
+	JobSetPhase(run->job.id, phase);
+	JobStepEnd();
+}
+
+/*
+ * Take the job (the first time) or read it again (after letting go), and
+ * become its submitter's session (once).  Returns false if there is
+ * nothing to do.
+ */
+static bool
+LoadJob(JobRun *run)
+{
+	static bool identity_done = false;
+	bool		loaded;
+
+	JobStepBegin("background_ddl: starting job", STEP_READ_COMMITTED);
+	if (CatalogLookup() == NULL)
+	{
 		JobStepEnd();
+		return false;			/* the extension was dropped */
+	}
+	MemoryContextSwitchTo(JobContext());
+	loaded = run->claimed ? JobLoad(run->job.id, &run->job, true) :
+		JobClaim(run->job.id, &run->job);
+	if (loaded)
+	{
+		run->claimed = true;
+		run->routine = JobKindRoutineFor(run->job.kind);
+		JobStepsSetIdentity(&run->job.identity);
+		if (!identity_done && !JobStateIsFinal(run->job.state))
+		{
+			JobIdentityBecome(&run->job.identity, run->job.id);
+			identity_done = true;
+		}
+	}
+	JobStepEnd();
+	return loaded;
+}
+
+/* Take the job through what is left of its life; returns when the worker may exit */
+static void
+RunJob(JobRun *run)
+{
+	JobStepResult result;
+	bool		target_exists;
+
+	if (!LoadJob(run))
+		return;
+	if (JobStateIsFinal(run->job.state))
+	{
+		if (run->job.cleanup_pending)
+			CleanUpCapture(run);
+		return;
+	}
+	if (run->job.state == JOB_STATE_PAUSED)
+		return;
+	if (run->job.state == JOB_STATE_CANCELLING)
+	{
+		JobError	reason = {run->job.error, NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, run->job.error ? &reason : NULL);
+		return;
+	}
+	if (run->job.attempts > background_ddl_max_attempts)
+	{
+		GiveUp(run);
+		return;
 	}
 
-	CutoverMatView(&job);
+	JobStepBegin("background_ddl: checking the job", STEP_READ_COMMITTED);
+	target_exists = JobRunTargetExists(run);
+	JobStepEnd();
+	if (!target_exists)
+		goto target_gone;
+
+	run->routine->start(run);
+	if (!run->job.planned)
+		run->routine->plan(run);
+
+	for (;;)
+	{
+		SetPhase(run, JOB_PHASE_BACKFILLING);
+		while ((result = run->routine->backfill_step(run)) == JOB_STEP_MORE)
+			;
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		while ((result = run->routine->catch_up(run)) == JOB_STEP_MORE)
+			;
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		if (result == JOB_STEP_RESTART)
+			continue;
+		result = run->routine->cut_over(run);
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		if (result == JOB_STEP_DONE)
+			break;
+	}
+	run->job.state = JOB_STATE_SUCCEEDED;
 	ereport(LOG,
 			(errmsg("background DDL job " INT64_FORMAT " for %s succeeded",
-					job_id, job.target_name)));
-	if (job.capture_relids != NIL)
-		CleanUpJob(&job, job_context);
+					run->job.id, run->job.target_name)));
+	CleanUpCapture(run);
+	return;
+
+target_gone:
+	{
+		JobError	reason = {"the target was dropped", NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, &reason);
+	}
+}
+
+/*
+ * Let go of the job until the controlling transactions (cancel_ddl,
+ * pause_ddl, a DROP) have ended, then come back to it.
+ */
+static void
+YieldJob(LOCKTAG *job_lock)
+{
+	LockRelease(job_lock, JOB_LOCK_WORKER, true);
+	pgstat_report_activity(STATE_IDLE, "background_ddl: letting a control function decide");
+	while (JobControlOutstanding())
+	{
+		if (JobShutdownRequested)
+			ereport(ERROR,
+					(errcode(ERRCODE_ADMIN_SHUTDOWN),
+					 errmsg("background DDL job worker stopping for shutdown")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		QueryCancelPending = false;
+	}
+	(void) LockAcquire(job_lock, JOB_LOCK_WORKER, true, false);
+	JobControlAcknowledge();
+}
+
+/* Record a clean stop (not an attempt) and exit */
+static void
+ExitCleanly(int64 job_id)
+{
+	PG_TRY();
+	{
+		JobStepBegin("background_ddl: stopping", STEP_READ_COMMITTED);
+		if (CatalogLookup() != NULL)
+			JobLetGo(job_id);
+		JobStepEnd();
+	}
+	PG_CATCH();
+	{
+		/* Too late to record it; the next start counts as an attempt */
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}
+
+/* Record an error a later attempt may not meet, and exit for a restart */
+static void
+ExitForRetry(int64 job_id, const JobError *error)
+{
+	ereport(LOG,
+			(errmsg("background DDL job " INT64_FORMAT " interrupted, will be retried: %s",
+					job_id, error->message)));
+	PG_TRY();
+	{
+		JobStepBegin("background_ddl: recording an error", STEP_READ_COMMITTED);
+		if (CatalogLookup() != NULL)
+			JobRecordError(job_id, error, true);
+		JobStepEnd();
+	}
+	PG_CATCH();
+	{
+		/* The attempt counts anyway */
+	}
+	PG_END_TRY();
+	proc_exit(1);
 }
 
 void
@@ -538,76 +428,94 @@ BgddlWorkerMain(Datum main_arg)
 {
 	BgddlWorkerSlot *slot;
 	Oid			database_oid;
-	bool		cancel_requested;
+	int64		job_id;
 	LOCKTAG		job_lock;
-	MemoryContext job_context;
+	JobRun	   *run;
+	volatile bool yield = false;
+	JobError   *volatile failure = NULL;
 
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, WorkerSigterm);
 	BackgroundWorkerUnblockSignals();
 
 	my_worker_slot = DatumGetInt32(main_arg);
 	slot = &BgddlShared->workers[my_worker_slot];
-
-	/* Publish our pid before looking at cancel_requested: see cancel_ddl */
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
 	slot->pid = MyProcPid;
+	slot->latch = MyLatch;
 	database_oid = slot->database_oid;
-	my_job_id = slot->job_id;
-	cancel_requested = slot->cancel_requested;
+	job_id = slot->job_id;
+	MyJobSlot = BgddlFindJobSlot(database_oid, job_id, true);
+	if (MyJobSlot != NULL)
+		MyJobSlot->workers++;
 	LWLockRelease(BgddlShared->lock);
 	on_shmem_exit(WorkerDetach, (Datum) 0);
-	if (cancel_requested)
-		proc_exit(0);
+	if (MyJobSlot == NULL)
+		proc_exit(1);
 
+	JobIdentitySaveServerSettings();
 	BackgroundWorkerInitializeConnectionByOid(database_oid, InvalidOid, 0);
-	pgstat_report_appname(psprintf("background_ddl job " INT64_FORMAT, my_job_id));
+	pgstat_report_appname(psprintf("background_ddl job " INT64_FORMAT, job_id));
 
-	/* One worker per job, and none while cancel_ddl cleans it up */
-	JobLockTagSet(&job_lock, database_oid, my_job_id);
-	if (LockAcquire(&job_lock, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		proc_exit(0);
-	if (WorkerCancelRequested())
-		proc_exit(0);
+	JobStepsInit(job_id);
+	run = MemoryContextAllocZero(JobContext(), sizeof(JobRun));
+	run->job.id = job_id;
 
-	job_context = AllocSetContextCreate(TopMemoryContext, "background_ddl job",
-										ALLOCSET_DEFAULT_SIZES);
-	PG_TRY();
+	/* Wait for a control function that holds the job to decide */
+	JobLockTagSet(&job_lock, database_oid, job_id);
+	(void) LockAcquire(&job_lock, JOB_LOCK_WORKER, true, false);
+
+	for (;;)
 	{
-		RunJob(my_job_id, job_context);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *error;
-		BgddlJob	job;
-		bool		found;
+		bool		done = false;
 
-		MemoryContextSwitchTo(job_context);
-		error = CopyErrorData();
-		FlushErrorState();
-		AbortOutOfAnyTransaction();
-
-		if (WorkerCancelRequested())
-			proc_exit(0);		/* cancel_ddl cleans up */
-
-		if (ErrorIsTransient(error->sqlerrcode))
+		PG_TRY();
 		{
-			ereport(LOG,
-					(errmsg("background DDL job " INT64_FORMAT " interrupted, will be retried: %s",
-							my_job_id, error->message)));
-			proc_exit(1);
+			if (yield)
+			{
+				yield = false;
+				YieldJob(&job_lock);
+			}
+			if (failure != NULL)
+				EndJob(run, JOB_STATE_FAILED, failure);
+			else
+				RunJob(run);
+			done = true;
 		}
+		PG_CATCH();
+		{
+			ErrorData  *error;
 
-		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT " failed: %s",
-						my_job_id, error->message)));
-		JobStepBegin("background_ddl: loading failed job");
-		MemoryContextSwitchTo(job_context);
-		found = JobLoad(my_job_id, &job, false);
-		JobStepEnd();
-		if (found && strcmp(job.state, "running") == 0)
-			FailJob(&job, error->message);
+			MemoryContextSwitchTo(JobContext());
+			error = CopyErrorData();
+			FlushErrorState();
+			JobStepAbort();
+
+			if (JobShutdownRequested)
+				ExitCleanly(job_id);
+			if (JobControlPending())
+				yield = true;	/* try again from the last checkpoint */
+			else if (failure != NULL || !run->claimed || JobStateIsFinal(run->job.state))
+			{
+				/* Could not end the job, or clean up after it: later, then */
+				ereport(LOG,
+						(errmsg("background DDL job " INT64_FORMAT " could not be ended: %s",
+								job_id, error->message)));
+				proc_exit(1);
+			}
+			else if (ErrorIsTransient(error->sqlerrcode))
+				ExitForRetry(job_id, JobErrorFrom(error));
+			else
+			{
+				ereport(LOG,
+						(errmsg("background DDL job " INT64_FORMAT " failed: %s",
+								job_id, error->message)));
+				failure = JobErrorFrom(error);
+			}
+			FreeErrorData(error);
+		}
+		PG_END_TRY();
+		if (done)
+			break;
 	}
-	PG_END_TRY();
-
 	proc_exit(0);
 }

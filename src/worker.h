@@ -1,24 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *	  The job worker: runs one job through its phases.
+ *	  The job worker: runs one job through its life cycle.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BGDDL_WORKER_H
 #define BGDDL_WORKER_H
 
-#include "job_catalog.h"
+#include "fmgr.h"
 
-/* The submitting role's identity, entered for a job's SQL */
-typedef struct JobRoleContext
-{
-	Oid			saved_userid;
-	int			saved_sec_context;
-	int			guc_nest_level;
-} JobRoleContext;
-
-extern void JobRoleEnter(const BgddlJob *job, JobRoleContext *context);
-extern void JobRoleLeave(JobRoleContext *context);
+extern PGDLLEXPORT void BgddlWorkerMain(Datum main_arg);
 
 #endif							/* BGDDL_WORKER_H */

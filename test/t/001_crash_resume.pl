@@ -47,7 +47,7 @@ sub checkpoints
 {
 	my ($job) = @_;
 	return $node->safe_psql('postgres',
-		"SELECT string_agg(format('%s:%s-%s@%s', chunk_no, start_block, end_block, done_at), ' ' ORDER BY chunk_no)
+		"SELECT string_agg(format('%s-%s@%s', start_block, end_block, done_at), ' ' ORDER BY start_block)
 		   FROM background_ddl.chunk WHERE job_id = $job AND attempt = 1");
 }
 
@@ -67,12 +67,12 @@ sub check_resumed_job
 			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
 		'2', "$name: one resume");
 	is( $node->safe_psql('postgres',
-			"SELECT min(chunk_no) FILTER (WHERE attempt = 2) = max(chunk_no) FILTER (WHERE attempt = 1) + 1
+			"SELECT min(start_block) FILTER (WHERE attempt = 2) = max(end_block) FILTER (WHERE attempt = 1)
 			   FROM background_ddl.chunk WHERE job_id = $job"),
 		't', "$name: the resumed attempt continued right after the last checkpoint");
 	is( $node->safe_psql('postgres',
 			"SELECT bool_and(start_block = coalesce(prev_end, 0))
-			   FROM (SELECT start_block, lag(end_block) OVER (ORDER BY chunk_no) AS prev_end
+			   FROM (SELECT start_block, lag(end_block) OVER (ORDER BY start_block) AS prev_end
 			           FROM background_ddl.chunk WHERE job_id = $job) c"),
 		't', "$name: chunks tile the table with no gap and no overlap");
 	is( $node->safe_psql('postgres',

@@ -1,0 +1,82 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_kind.h
+ *	  A kind of job (a statement that runs in the background) as a table of
+ *	  routines that the submit hook and the worker drive, the way an index
+ *	  access method is an IndexAmRoutine.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_JOB_KIND_H
+#define BGDDL_JOB_KIND_H
+
+#include "nodes/params.h"
+#include "nodes/plannodes.h"
+#include "tcop/cmdtag.h"
+#include "tcop/utility.h"
+
+#include "job_run.h"
+
+/* A statement being submitted, and what the kind reserves for it */
+typedef struct JobSubmit
+{
+	PlannedStmt *pstmt;
+	const char *query_string;
+	ProcessUtilityContext context;
+	ParamListInfo params;
+	QueryEnvironment *query_env;
+	QueryCompletion *qc;
+	/* run a (derived) statement through the rest of the ProcessUtility chain */
+	void		(*run_utility) (struct JobSubmit *submit, PlannedStmt *pstmt);
+	/* filled in by reserve */
+	Oid			target_oid;
+	char	   *target_name;	/* schema-qualified */
+	Oid			hidden_oid;
+	char	   *strategy;		/* NULL: the worker decides */
+	char	   *one_batch_reason;	/* for the NOTICE; NULL if batched */
+} JobSubmit;
+
+/*
+ * The routines of a kind.  One life cycle drives every kind:
+ *
+ *	submit:  accepts? -> validate -> reserve -> (job row, NOTICE)
+ *	worker:  start -> plan -> backfill_step* -> catch_up* -> cut_over
+ *	and, when the job fails or is cancelled, discard (in the worker, or in
+ *	cancel_ddl's transaction).
+ *
+ * Each worker routine runs its own steps (job_step.h); a phase routine
+ * returns JOB_STEP_MORE until its phase is over.
+ */
+typedef struct JobKindRoutine
+{
+	JobKind		kind;
+
+	/* In the submitting backend */
+	bool		(*accepts) (Node *parsetree);	/* does this statement become a job? */
+	void		(*validate) (JobSubmit *submit);	/* the blocking statement's errors */
+	void		(*reserve) (JobSubmit *submit); /* create the placeholder */
+
+	/* In the job's worker */
+	void		(*start) (JobRun *run); /* set up the run from the job row */
+	void		(*plan) (JobRun *run);	/* decide and record the strategy */
+	JobStepResult (*backfill_step) (JobRun *run);
+	JobStepResult (*catch_up) (JobRun *run);
+	JobStepResult (*cut_over) (JobRun *run);	/* success when it commits */
+
+	/*
+	 * Remove what the job created (it failed, or is cancelled), in the
+	 * current transaction.  With discard_in_any_transaction, cancel_ddl does
+	 * it in the caller's transaction; otherwise (it needs a transaction of
+	 * its own) the job is cancelling until its worker has done it.
+	 */
+	void		(*discard) (const BgddlJob *job);
+	bool		discard_in_any_transaction;
+} JobKindRoutine;
+
+extern const JobKindRoutine *JobKindRoutineFor(JobKind kind);
+extern const JobKindRoutine *JobKindForStatement(Node *parsetree);
+
+/* The kinds */
+extern const JobKindRoutine matview_kind_routine;
+
+#endif							/* BGDDL_JOB_KIND_H */

@@ -1,0 +1,80 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_run.c
+ *	  Helpers for the steps of a running job that every kind uses.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "background_ddl.h"
+#include "job_run.h"
+#include "job_step.h"
+
+/*
+ * Run a step that takes strong locks on base tables (installing or dropping
+ * triggers) in its own transaction with lock_timeout =
+ * background_ddl.lock_timeout, retrying with backoff until it gets its
+ * locks: a queued lock request then never stalls the tables' writers for
+ * longer than that timeout.  The phase says "waiting for lock" meanwhile.
+ * What the step records in run->job must be allocated in JobContext().
+ */
+void
+JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *activity)
+{
+	volatile long delay_ms = 10;
+
+	for (;;)
+	{
+		MemoryContext step_context;
+		volatile bool done = true;
+
+		JobStepBegin(activity, STEP_READ_COMMITTED);
+		step_context = CurrentMemoryContext;
+		JobSetPhase(run->job.id, phase);
+		(void) set_config_option("lock_timeout",
+								 psprintf("%d", background_ddl_lock_timeout_ms),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(step_context);
+		PG_TRY();
+		{
+			step(run);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(step_context);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *error;
+
+			MemoryContextSwitchTo(step_context);
+			error = CopyErrorData();
+			if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || JobControlPending())
+				PG_RE_THROW();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(step_context);
+			JobSetPhase(run->job.id, JOB_PHASE_WAITING_FOR_LOCK);
+			done = false;
+		}
+		PG_END_TRY();
+		JobStepEnd();
+		if (done)
+			return;
+		JobStepSleep(delay_ms);
+		delay_ms = Min(delay_ms * 2, 1000);
+	}
+}
+
+/* Does the job's target still exist?  Caller is in a transaction. */
+bool
+JobRunTargetExists(const JobRun *run)
+{
+	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->job.target_oid));
+}

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_run.h
+ *	  A job as its worker runs it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_JOB_RUN_H
+#define BGDDL_JOB_RUN_H
+
+#include "job_catalog.h"
+
+struct JobKindRoutine;
+
+/* What a worker knows of the job it runs; lives in JobContext() */
+typedef struct JobRun
+{
+	BgddlJob	job;			/* the row, kept current by the worker */
+	const struct JobKindRoutine *routine;
+	Oid			rule_relid;		/* whose view rule is the query (query kinds) */
+	Oid			content_oid;	/* the relation that receives the rows */
+	int64		next_block;		/* first driving block not in a chunk yet */
+	int32		catchup_batch_blocks;	/* adaptive size of a catch-up batch */
+	bool		whole_table_marked; /* this worker recorded a whole_table mark */
+	bool		claimed;		/* this worker has taken the job (JobClaim) */
+} JobRun;
+
+/* What a step of a phase found */
+typedef enum JobStepResult
+{
+	JOB_STEP_MORE,				/* call again */
+	JOB_STEP_DONE,				/* the phase is over */
+	JOB_STEP_RESTART,			/* the build starts over (a rewrite) */
+	JOB_STEP_TARGET_GONE		/* the target was dropped: the job is over */
+} JobStepResult;
+
+typedef void (*LockingStep) (JobRun *run);
+
+extern void JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase,
+							  const char *activity);
+extern bool JobRunTargetExists(const JobRun *run);
+
+#endif							/* BGDDL_JOB_RUN_H */

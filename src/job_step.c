@@ -1,0 +1,239 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_step.c
+ *	  A step of a job: one transaction of a job worker, with everything that
+ *	  must be set up and torn down around it.
+ *
+ * Every unit of a job's work (a chunk, a catch-up batch, the cut-over, a
+ * catalog update) is a step:
+ *
+ *	JobStepBegin	start a transaction (READ COMMITTED or REPEATABLE READ),
+ *					push a snapshot, switch to the step's memory context,
+ *					report the activity; refuse to start while a cancel_ddl
+ *					or pause_ddl waits for the job's workers to let go
+ *	JobQueryBegin	(inside a step) become the job's role for its own
+ *					statements: see job_identity.c
+ *	JobStepEnd		commit, reset the step's memory context
+ *	JobStepAbort	after an error: abort, reset, disarm the timeout
+ *
+ * The step's memory context is reset after every step, so a worker's memory
+ * stays the size of one step, whatever the size of the table: whatever must
+ * outlive a step is copied into JobContext(), which holds only what lives
+ * for the whole job.
+ *
+ * This module is the bottom layer of the worker: it knows transactions,
+ * snapshots, memory, identity and shared memory, and nothing of jobs'
+ * phases or kinds.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+
+#include "background_ddl.h"
+#include "job_step.h"
+#include "shared_state.h"
+
+volatile sig_atomic_t JobShutdownRequested = false;
+
+static int64 step_job_id = 0;
+static MemoryContext job_context = NULL;
+static MemoryContext step_context = NULL;
+static const JobIdentity *step_identity = NULL;
+static bool step_in_progress = false;
+static bool query_in_progress = false;
+static JobQueryContext query_context;
+static uint64 acknowledged_generation = 0;
+
+/* Create the job's and the steps' memory contexts; once per worker */
+void
+JobStepsInit(int64 job_id)
+{
+	step_job_id = job_id;
+	job_context = AllocSetContextCreate(TopMemoryContext, "background_ddl job",
+										ALLOCSET_DEFAULT_SIZES);
+	step_context = AllocSetContextCreate(job_context, "background_ddl step",
+										 ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(job_context);
+	JobControlAcknowledge();
+}
+
+/* Memory that lives for the whole job */
+MemoryContext
+JobContext(void)
+{
+	return job_context;
+}
+
+/* The identity JobQueryBegin enters; must live in JobContext() */
+void
+JobStepsSetIdentity(const JobIdentity *identity)
+{
+	step_identity = identity;
+}
+
+/*
+ * Has a cancel_ddl or pause_ddl asked this job's workers to let go since
+ * this worker last did (JobControlAcknowledge)?  A request that has already
+ * ended still counts: its interrupt may be what stopped us.  With
+ * outstanding_only, only requests whose transactions are still running.
+ */
+static bool
+ControlRequested(bool outstanding_only)
+{
+	BgddlJobSlot *slot = MyJobSlot;
+	bool		requested;
+
+	if (slot == NULL)
+		return false;
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	requested = slot->control_requests > 0 ||
+		(!outstanding_only && slot->control_generation != acknowledged_generation);
+	LWLockRelease(BgddlShared->lock);
+	return requested;
+}
+
+bool
+JobControlPending(void)
+{
+	return ControlRequested(false);
+}
+
+bool
+JobControlOutstanding(void)
+{
+	return ControlRequested(true);
+}
+
+/* This worker has let go and come back: the requests so far are answered */
+void
+JobControlAcknowledge(void)
+{
+	if (MyJobSlot == NULL)
+		return;
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	acknowledged_generation = MyJobSlot->control_generation;
+	LWLockRelease(BgddlShared->lock);
+}
+
+/*
+ * Start a step.  Errors out (before starting anything) if the job must let
+ * go: a control request is pending, or the server is shutting down.
+ */
+void
+JobStepBegin(const char *activity, JobStepIsolation isolation)
+{
+	Assert(!step_in_progress);
+	CHECK_FOR_INTERRUPTS();
+	if (JobShutdownRequested || JobControlPending())
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("background DDL job " INT64_FORMAT " is letting go of its work",
+						step_job_id)));
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (isolation == STEP_REPEATABLE_READ)
+		XactIsoLevel = XACT_REPEATABLE_READ;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(step_context);
+	pgstat_report_activity(STATE_RUNNING, activity);
+	step_in_progress = true;
+}
+
+/* Commit the step and forget its memory */
+void
+JobStepEnd(void)
+{
+	Assert(step_in_progress && !query_in_progress);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	BgddlLiveRowsCommitted();
+	step_in_progress = false;
+	MemoryContextSwitchTo(job_context);
+	MemoryContextReset(step_context);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Clean up after an error raised in (or between) steps; the caller has
+ * copied the error data out of the step's memory.
+ */
+void
+JobStepAbort(void)
+{
+	disable_all_timeouts(false);
+	QueryCancelPending = false;
+	HOLD_INTERRUPTS();
+	AbortOutOfAnyTransaction();
+	RESUME_INTERRUPTS();
+	BgddlLiveRowsAborted();
+	step_in_progress = false;
+	query_in_progress = false;
+	MemoryContextSwitchTo(job_context);
+	MemoryContextReset(step_context);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+bool
+JobStepInProgress(void)
+{
+	return step_in_progress;
+}
+
+/* Run the job's own statements from here to JobQueryEnd (same step) */
+void
+JobQueryBegin(bool small_batches)
+{
+	Assert(step_in_progress && !query_in_progress && step_identity != NULL);
+	JobQueryEnter(step_identity, &query_context, small_batches);
+	query_in_progress = true;
+}
+
+void
+JobQueryEnd(void)
+{
+	Assert(query_in_progress);
+	JobQueryLeave(&query_context);
+	query_in_progress = false;
+}
+
+/* Sleep between steps, waking for interrupts, control requests and shutdown */
+void
+JobStepSleep(long milliseconds)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 milliseconds, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * A point where tests can hold the worker: when
+ * background_ddl.test_hold_point names it, wait for a shared lock on the
+ * advisory lock that pg_advisory_lock(BGDDL_TEST_HOLD_KEY) takes, so that a
+ * test session holding that lock keeps the worker exactly here.
+ */
+void
+JobStepHoldPoint(const char *point)
+{
+	LOCKTAG		tag;
+
+	if (background_ddl_test_hold_point == NULL ||
+		strcmp(background_ddl_test_hold_point, point) != 0)
+		return;
+	ereport(LOG,
+			(errmsg("background DDL job " INT64_FORMAT " reached test hold point \"%s\"",
+					step_job_id, point)));
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, BGDDL_TEST_HOLD_KEY, 1);
+	(void) LockAcquire(&tag, ShareLock, true, false);
+	LockRelease(&tag, ShareLock, true);
+}

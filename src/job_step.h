@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_step.h
+ *	  A step of a job: one transaction of a job worker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_JOB_STEP_H
+#define BGDDL_JOB_STEP_H
+
+#include <signal.h>
+
+#include "job_identity.h"
+
+/* How a step's transaction reads */
+typedef enum JobStepIsolation
+{
+	STEP_READ_COMMITTED,
+	STEP_REPEATABLE_READ		/* everything it reads shares one snapshot */
+} JobStepIsolation;
+
+extern void JobStepsInit(int64 job_id);
+extern MemoryContext JobContext(void);
+extern void JobStepsSetIdentity(const JobIdentity *identity);
+extern void JobStepBegin(const char *activity, JobStepIsolation isolation);
+extern void JobStepEnd(void);
+extern void JobStepAbort(void);
+extern bool JobStepInProgress(void);
+extern void JobQueryBegin(bool small_batches);
+extern void JobQueryEnd(void);
+extern bool JobControlPending(void);
+extern bool JobControlOutstanding(void);
+extern void JobControlAcknowledge(void);
+extern void JobStepSleep(long milliseconds);
+extern void JobStepHoldPoint(const char *point);
+
+/* Set by the worker's SIGTERM handler: stop cleanly at the next chance */
+extern volatile sig_atomic_t JobShutdownRequested;
+
+#endif							/* BGDDL_JOB_STEP_H */

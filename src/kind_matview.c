@@ -1,0 +1,159 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_matview.c
+ *	  Background CREATE MATERIALIZED VIEW ... AS ... [WITH DATA].
+ *
+ * At submit, the statement is checked in the blocking statement's order
+ * (the name, then the query as its executor would check it), and the same
+ * statement WITH NO DATA creates the placeholder through the normal
+ * ProcessUtility chain: that checks the CREATE privilege on the schema,
+ * stores the view rule bound to OIDs (the job's query, as REFRESH uses it),
+ * records the dependencies on the base tables, and leaves an unpopulated
+ * materialized view that nobody can read.
+ *
+ * The worker fills the placeholder's own heap (query_job.c): it is the
+ * content relation, unreadable until the cut-over, where one transaction
+ * takes ACCESS EXCLUSIVE on it (nobody can be using it), marks it populated
+ * and marks the job succeeded.  Both commit together.  Rows are ordinary
+ * MVCC tuples of committed transactions, so no heap swap is needed and
+ * relfrozenxid stays right.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/createas.h"
+#include "commands/matview.h"
+#include "nodes/parsenodes.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "job_kind.h"
+#include "job_step.h"
+#include "placeholder.h"
+#include "query_job.h"
+
+static CreateTableAsStmt *
+CreateStatement(JobSubmit *submit)
+{
+	return castNode(CreateTableAsStmt, submit->pstmt->utilityStmt);
+}
+
+/* CREATE MATERIALIZED VIEW ... WITH DATA, unless IF NOT EXISTS finds the name */
+static bool
+MatviewAccepts(Node *parsetree)
+{
+	CreateTableAsStmt *stmt;
+	Oid			namespace_oid;
+
+	if (!IsA(parsetree, CreateTableAsStmt))
+		return false;
+	stmt = (CreateTableAsStmt *) parsetree;
+	if (stmt->objtype != OBJECT_MATVIEW || stmt->into->skipData)
+		return false;
+	if (!stmt->if_not_exists)
+		return true;
+	namespace_oid = RangeVarGetCreationNamespace(stmt->into->rel);
+	return !OidIsValid(get_relname_relid(stmt->into->rel->relname, namespace_oid));
+}
+
+/* The blocking statement's checks, in its order: the name, then the query */
+static void
+MatviewValidate(JobSubmit *submit)
+{
+	CreateTableAsStmt *stmt = CreateStatement(submit);
+
+	(void) CreateTableAsRelExists(stmt);
+	PlaceholderCheckReads(QueryJobValidate(castNode(Query, stmt->query), submit->query_string,
+										   submit->params, submit->query_env));
+}
+
+/* The placeholder: the same statement WITH NO DATA */
+static void
+MatviewReserve(JobSubmit *submit)
+{
+	PlannedStmt *placeholder_stmt = copyObject(submit->pstmt);
+	CreateTableAsStmt *placeholder = (CreateTableAsStmt *) placeholder_stmt->utilityStmt;
+	RangeVar   *name = placeholder->into->rel;
+	Oid			namespace_oid;
+
+	placeholder->into->skipData = true;
+	submit->run_utility(submit, placeholder_stmt);
+	CommandCounterIncrement();
+
+	namespace_oid = RangeVarGetCreationNamespace(name);
+	submit->target_oid = get_relname_relid(name->relname, namespace_oid);
+	if (!OidIsValid(submit->target_oid))
+		elog(ERROR, "placeholder materialized view \"%s\" was not created", name->relname);
+	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
+													 name->relname);
+	submit->strategy = QueryJobStrategyAtSubmit(castNode(Query, CreateStatement(submit)->query),
+												submit->target_oid, &submit->one_batch_reason);
+}
+
+static void
+MatviewStart(JobRun *run)
+{
+	run->rule_relid = run->job.target_oid;
+	run->content_oid = run->job.target_oid;
+	QueryJobResume(run);
+}
+
+/*
+ * One transaction: the rest of the computation (query_job.c), then the
+ * placeholder becomes an ordinary populated materialized view, and the job
+ * succeeded.
+ */
+static JobStepResult
+MatviewCutOver(JobRun *run)
+{
+	Relation	content;
+	JobStepResult result;
+	int64		rows;
+
+	JobStepHoldPoint("cutting over");
+	JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ);
+	JobSetPhase(run->job.id, JOB_PHASE_CUTTING_OVER);
+	if (!JobRunTargetExists(run))
+	{
+		JobStepEnd();
+		return JOB_STEP_TARGET_GONE;
+	}
+	content = table_open(run->content_oid, RowExclusiveLock);
+	result = QueryJobFinalize(run, content, &rows);
+	if (result == JOB_STEP_DONE)
+	{
+		PlaceholderLockExclusive(run->content_oid);
+		SetMatViewPopulatedState(content, true);
+		JobFinish(run->job.id, JOB_STATE_SUCCEEDED, NULL, true, rows,
+				  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(content)),
+											 RelationGetRelationName(content)));
+	}
+	table_close(content, NoLock);
+	JobStepEnd();
+	return result;
+}
+
+static void
+MatviewDiscard(const BgddlJob *job)
+{
+	PlaceholderDrop(job->target_oid);
+}
+
+const JobKindRoutine matview_kind_routine = {
+	.kind = JOB_KIND_CREATE_MATVIEW,
+	.accepts = MatviewAccepts,
+	.validate = MatviewValidate,
+	.reserve = MatviewReserve,
+	.start = MatviewStart,
+	.plan = QueryJobPlan,
+	.backfill_step = QueryJobBackfillStep,
+	.catch_up = QueryJobCatchUp,
+	.cut_over = MatviewCutOver,
+	.discard = MatviewDiscard,
+	.discard_in_any_transaction = true,
+};

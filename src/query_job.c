@@ -1,0 +1,624 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_job.c
+ *	  The life of a job whose content is a query's result.
+ *
+ * A materialized view, a CREATE TABLE AS table and a REFRESH all compute a
+ * query (the view rule of rule_relid, bound to OIDs at submit) into a
+ * content relation (content_oid), then publish it.  This file runs that
+ * computation in the phases of job_kind.h:
+ *
+ *	plan		decompose.c decides: chunks of a driving table, or one batch
+ *	backfill	install the capture triggers (capture.c), recording the
+ *				driving table's size under the lock that installs them;
+ *				then one step per chunk, each checkpointed
+ *	catch up	passes over the dirty log (catchup.c), until the backlog is
+ *				small
+ *	cut over	(QueryJobFinalize, inside the kind's cut-over step) the last
+ *				marks at the cut-over snapshot, or, for one batch or after a
+ *				change the log could not pin to rows, the whole query
+ *
+ * Before every step the sources are checked: a dropped target ends the job;
+ * a rewritten driving table or content relation (every tuple id changed)
+ * restarts the build; a rewritten other table, or capture triggers that a
+ * superuser changed, leave a whole_table mark, so the cut-over recomputes
+ * everything.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "portability/instr_time.h"
+#include "rewrite/rewriteHandler.h"
+#include "storage/bufmgr.h"
+#include "tcop/tcopprot.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "background_ddl.h"
+#include "backfill.h"
+#include "capture.h"
+#include "catchup.h"
+#include "change_log.h"
+#include "compat.h"
+#include "decompose.h"
+#include "job_step.h"
+#include "placeholder.h"
+#include "query_job.h"
+#include "shared_state.h"
+
+#define CHUNK_BLOCKS_INITIAL	64
+#define CHUNK_BLOCKS_MAX		(1 << 20)
+#define CATCHUP_BLOCKS_INITIAL	4
+#define CATCHUP_BLOCKS_MAX		256
+
+/* Catch-up passes stop once a pass starts with at most this many changed rows */
+#define CATCHUP_FINAL_BACKLOG	5000
+/* ... or after this many passes: writes may outpace the worker */
+#define CATCHUP_MAX_PASSES		5
+
+/*
+ * Check everything the blocking statement's executor would check before
+ * producing its first row: rewrite, plan and start the executor in
+ * EXPLAIN-only mode (privileges on tables and columns, row security, EXECUTE
+ * on functions).  Returns the plan.  Caller has an active snapshot.
+ */
+PlannedStmt *
+QueryJobValidate(Query *query, const char *query_string, ParamListInfo params,
+				 QueryEnvironment *query_env)
+{
+	List	   *rewritten = QueryRewrite(copyObject(query));
+	PlannedStmt *plan;
+	QueryDesc  *query_desc;
+
+	if (list_length(rewritten) != 1)
+		elog(ERROR, "unexpected rewrite result for a background DDL query");
+
+	plan = pg_plan_query(linitial_node(Query, rewritten), query_string, 0, params);
+	query_desc = CreateQueryDesc(plan, query_string, GetActiveSnapshot(),
+								 InvalidSnapshot, None_Receiver, params, query_env, 0);
+	ExecutorStart(query_desc, EXEC_FLAG_EXPLAIN_ONLY);
+	ExecutorEnd(query_desc);
+	FreeQueryDesc(query_desc);
+	return plan;
+}
+
+/*
+ * The strategy a job would use for a query, as the submitting role: for the
+ * NOTICE at submit.  The worker decides again when it plans (privileges
+ * may change meanwhile).
+ */
+char *
+QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
+{
+	List	   *rewritten = QueryRewrite(copyObject(query));
+	QueryDecomposition decomposition;
+
+	if (list_length(rewritten) != 1)
+		elog(ERROR, "unexpected rewrite result for a background DDL query");
+	DecomposeQuery(linitial_node(Query, rewritten), rule_relid, GetUserId(), InvalidOid,
+				   &decomposition);
+	*one_batch_reason = decomposition.reason;
+	return DecompositionStrategy(&decomposition);
+}
+
+/* The relfilenodes of the given relations (taking ACCESS SHARE on each) */
+static List *
+RelationFileNumbers(List *relids)
+{
+	List	   *filenodes = NIL;
+	ListCell   *lc;
+
+	foreach(lc, relids)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
+
+		filenodes = lappend_oid(filenodes, BgddlRelFileNumber(rel));
+		relation_close(rel, NoLock);
+	}
+	return filenodes;
+}
+
+static Oid
+RelationFileNumberOf(Oid relid)
+{
+	return linitial_oid(RelationFileNumbers(list_make1_oid(relid)));
+}
+
+/* Copy a list of Oids into the job's memory */
+static List *
+JobList(List *oids)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+	List	   *copy = list_copy(oids);
+
+	MemoryContextSwitchTo(old_context);
+	return copy;
+}
+
+static void
+JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+
+	run->job.strategy = DecompositionStrategy(decomposition);
+	run->job.driving_oid = decomposition->driving_oid;
+	MemoryContextSwitchTo(old_context);
+}
+
+/* Where a resumed job's backfill stands: after its last checkpointed chunk */
+void
+QueryJobResume(JobRun *run)
+{
+	ListCell   *lc;
+
+	run->next_block = 0;
+	run->catchup_batch_blocks = CATCHUP_BLOCKS_INITIAL;
+	if (run->job.capture_triggers == NIL)
+		return;
+	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
+	foreach(lc, ChunkRangesRead(run->job.id))
+	{
+		ChunkRange *range = lfirst(lc);
+
+		if (range->start_block != run->next_block)
+			elog(ERROR, "chunks of background DDL job " INT64_FORMAT " do not tile the table",
+				 run->job.id);
+		run->next_block = range->end_block;
+	}
+	JobStepEnd();
+}
+
+/* Decide how the job's content is computed, and record it */
+void
+QueryJobPlan(JobRun *run)
+{
+	Relation	rule_relation;
+	Query	   *query;
+	QueryDecomposition decomposition;
+
+	JobStepHoldPoint("planning");
+	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
+	JobSetPhase(run->job.id, JOB_PHASE_PLANNING);
+	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	JobQueryBegin(false);
+	query = BackfillRuleQuery(rule_relation);
+	DecomposeQuery(query, run->rule_relid, run->job.identity.owner_oid, InvalidOid,
+				   &decomposition);
+	run->job.rows_total = BackfillEstimateRows(query);
+	JobQueryEnd();
+	table_close(rule_relation, NoLock);
+
+	JobSetStrategy(run, &decomposition);
+	run->job.chunk_blocks = CHUNK_BLOCKS_INITIAL;
+	run->job.blocks_total = 0;
+	run->job.target_filenode = RelationFileNumberOf(run->content_oid);
+	JobRecordPlan(&run->job);
+	BgddlPublishProgress(0, 0, run->job.progress, run->job.rows_total,
+						 !OidIsValid(run->job.driving_oid));
+	JobStepEnd();
+}
+
+/*
+ * Install the capture triggers (a LockingStep): on every base relation,
+ * after checking again that the job's role may; the driving table's size is
+ * measured under the lock the install holds, so every row beyond it was
+ * written by a transaction that fires the trigger.  If capture is no longer
+ * allowed, the job falls back to one batch.
+ */
+static void
+InstallCaptureStep(JobRun *run)
+{
+	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	Query	   *query;
+	QueryDecomposition decomposition;
+	CaptureTriggers triggers;
+	Relation	driving;
+
+	JobQueryBegin(false);
+	query = BackfillRuleQuery(rule_relation);
+	DecomposeQuery(query, run->rule_relid, run->job.identity.owner_oid,
+				   run->job.driving_oid, &decomposition);
+	JobQueryEnd();
+	table_close(rule_relation, NoLock);
+
+	if (decomposition.driving_rtindex == 0)
+	{
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT " runs in one batch: %s",
+						run->job.id, decomposition.reason)));
+		JobSetStrategy(run, &decomposition);
+		JobRecordPlan(&run->job);
+		return;
+	}
+
+	CaptureInstall(run->job.id, run->job.target_oid, decomposition.relids,
+				   decomposition.driving_oid, &triggers);
+	driving = table_open(decomposition.driving_oid, NoLock);
+	run->job.blocks_total = RelationGetNumberOfBlocks(driving);
+	table_close(driving, NoLock);
+	run->job.capture_relids = JobList(decomposition.relids);
+	run->job.capture_filenodes = JobList(RelationFileNumbers(decomposition.relids));
+	run->job.capture_triggers = JobList(triggers.trigger_oids);
+	run->job.capture_trigger_xmins = JobList(triggers.trigger_xmins);
+	run->job.cleanup_pending = true;
+	JobRecordCapture(&run->job);
+}
+
+/* The job's capture triggers, as capture.c takes them */
+static CaptureTriggers
+JobTriggers(const JobRun *run)
+{
+	CaptureTriggers triggers = {run->job.capture_triggers, run->job.capture_trigger_xmins};
+
+	return triggers;
+}
+
+/* Record, once per worker, that the cut-over must recompute everything */
+static void
+MarkWholeTable(JobRun *run, const char *why)
+{
+	if (run->whole_table_marked)
+		return;
+	ereport(LOG,
+			(errmsg("background DDL job " INT64_FORMAT ": %s; the result will be recomputed at cut-over",
+					run->job.id, why)));
+	DirtyMarkWholeTable(run->job.id);
+	run->whole_table_marked = true;
+}
+
+/*
+ * Are the job's sources still what it captures?  Caller is in a step; takes
+ * ACCESS SHARE on each base relation, so the answer holds for the step.
+ */
+static JobStepResult
+CheckSources(JobRun *run)
+{
+	ListCell   *relid_cell;
+	ListCell   *filenode_cell;
+	List	   *filenodes = NIL;
+	bool		other_rewritten = false;
+	Relation	content;
+
+	if (!JobRunTargetExists(run) ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->content_oid)))
+		return JOB_STEP_TARGET_GONE;
+	content = relation_open(run->content_oid, AccessShareLock);
+	if (BgddlRelFileNumber(content) != run->job.target_filenode)
+	{
+		relation_close(content, NoLock);
+		return JOB_STEP_RESTART;
+	}
+	relation_close(content, NoLock);
+
+	forboth(relid_cell, run->job.capture_relids, filenode_cell, run->job.capture_filenodes)
+	{
+		Oid			relid = lfirst_oid(relid_cell);
+		Relation	rel = try_relation_open(relid, AccessShareLock);
+		Oid			filenode;
+
+		if (rel == NULL)
+			return JOB_STEP_TARGET_GONE;
+		filenode = BgddlRelFileNumber(rel);
+		relation_close(rel, NoLock);
+		filenodes = lappend_oid(filenodes, filenode);
+		if (filenode == lfirst_oid(filenode_cell))
+			continue;
+		if (relid == run->job.driving_oid)
+			return JOB_STEP_RESTART;
+		other_rewritten = true;
+	}
+	if (other_rewritten)
+	{
+		MarkWholeTable(run, "a base table was rewritten");
+		run->job.capture_filenodes = JobList(filenodes);
+		JobRecordCapture(&run->job);
+	}
+	if (!run->whole_table_marked)
+	{
+		CaptureTriggers triggers = JobTriggers(run);
+
+		if (!CaptureIntact(&triggers))
+			MarkWholeTable(run, "a capture trigger was changed, disabled or dropped");
+	}
+	return JOB_STEP_MORE;
+}
+
+/*
+ * The driving table or the content relation was rewritten: every tuple id
+ * changed, so start the build over.  Caller is in a step.
+ */
+static void
+RestartBuild(JobRun *run)
+{
+	Relation	content = table_open(run->content_oid, AccessExclusiveLock);
+	Relation	driving = table_open(run->job.driving_oid, AccessShareLock);
+
+	if (BgddlRelFileNumber(content) != run->job.target_filenode)
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT ": \"%s\" was rewritten, restarting the backfill",
+						run->job.id, RelationGetRelationName(content))));
+	else
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT ": table \"%s\" was rewritten, restarting the backfill",
+						run->job.id, RelationGetRelationName(driving))));
+	PlaceholderTruncate(content);
+	ChangeLogForget(run->job.id, true);
+	run->job.capture_filenodes = JobList(RelationFileNumbers(run->job.capture_relids));
+	run->job.blocks_total = RelationGetNumberOfBlocks(driving);
+	run->job.target_filenode = BgddlRelFileNumber(content);
+	JobRestartBuild(&run->job);
+	table_close(driving, NoLock);
+	table_close(content, NoLock);
+	run->next_block = 0;
+	run->whole_table_marked = false;
+	BgddlPublishProgress(0, 0, run->job.progress, run->job.rows_total, false);
+}
+
+/* Run the restart in a step of its own */
+static JobStepResult
+RestartBuildStep(JobRun *run)
+{
+	JobStepBegin("background_ddl: restarting the backfill", STEP_READ_COMMITTED);
+	if (!JobRunTargetExists(run))
+	{
+		JobStepEnd();
+		return JOB_STEP_TARGET_GONE;
+	}
+	RestartBuild(run);
+	JobStepEnd();
+	return JOB_STEP_RESTART;
+}
+
+/* Compute one chunk and checkpoint it; caller is in a step */
+static void
+BackfillChunk(JobRun *run)
+{
+	Relation	content = table_open(run->content_oid, RowExclusiveLock);
+	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	BgddlJob   *job = &run->job;
+	ChunkRange	range;
+	Query	   *query;
+	Index		driving_rtindex;
+	TidPair    *pairs;
+	int			npairs;
+	uint64		rows;
+	instr_time	start_time;
+	instr_time	duration;
+	double		seconds;
+	double		scale;
+	int64		remaining_blocks;
+	int64		chunks_total;
+
+	range.start_block = run->next_block;
+	range.end_block = Min(run->next_block + job->chunk_blocks, job->blocks_total);
+
+	INSTR_TIME_SET_CURRENT(start_time);
+	JobQueryBegin(true);
+	query = BackfillRuleQuery(rule_relation);
+	driving_rtindex = DrivingRangeTableIndex(query, job->driving_oid);
+	if (driving_rtindex == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the query of background DDL job " INT64_FORMAT " can no longer be split into batches",
+						job->id),
+				 errdetail("Its driving table changed while the job was running.")));
+	rows = BackfillBlocks(content, query, driving_rtindex, range.start_block, range.end_block,
+						  &pairs, &npairs);
+	JobQueryEnd();
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start_time);
+	seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
+
+	ChunkRecord(job->id, &range, rows, job->attempts, seconds, TidMapEncode(pairs, npairs));
+
+	/* Adapt the chunk size toward the target batch time */
+	scale = Min(4.0, Max(0.25, (background_ddl_batch_time_ms / 1000.0) / seconds));
+	remaining_blocks = job->blocks_total - range.end_block;
+	job->rows_done += rows;
+	job->chunks_done++;
+	job->progress = Max(job->progress,
+						job->progress_base + (99.9 - job->progress_base) *
+						(job->blocks_total > 0 ? (double) range.end_block / job->blocks_total : 1.0));
+	job->chunk_blocks = (int32) Min((double) CHUNK_BLOCKS_MAX, Max(1.0, job->chunk_blocks * scale));
+	chunks_total = job->chunks_done + (remaining_blocks + job->chunk_blocks - 1) / job->chunk_blocks;
+	JobRecordProgress(job, chunks_total, rows / seconds,
+					  remaining_blocks * seconds / Max(range.end_block - range.start_block, 1));
+	table_close(rule_relation, NoLock);
+	table_close(content, NoLock);
+	run->next_block = range.end_block;
+	BgddlPublishProgress(job->rows_done, job->chunks_done, job->progress, job->rows_total, false);
+}
+
+/*
+ * One step of the backfill: install the capture first, then one chunk per
+ * call.  A one-batch job has nothing to backfill: its cut-over computes all.
+ */
+JobStepResult
+QueryJobBackfillStep(JobRun *run)
+{
+	JobStepResult result;
+	char		hold_point[64];
+
+	if (!OidIsValid(run->job.driving_oid))
+		return JOB_STEP_DONE;
+	if (run->job.capture_triggers == NIL)
+	{
+		JobStepHoldPoint("installing capture");
+		JobRunLockingStep(run, InstallCaptureStep, JOB_PHASE_INSTALLING_CAPTURE,
+						  "background_ddl: installing capture");
+		run->next_block = 0;
+		return JOB_STEP_MORE;
+	}
+	if (run->next_block >= run->job.blocks_total)
+		return JOB_STEP_DONE;
+
+	snprintf(hold_point, sizeof(hold_point), "chunk %lld", (long long) run->job.chunks_done);
+	JobStepHoldPoint(hold_point);
+	JobStepBegin("background_ddl: backfilling a chunk", STEP_READ_COMMITTED);
+	result = CheckSources(run);
+	if (result == JOB_STEP_MORE)
+		BackfillChunk(run);
+	JobStepEnd();
+	if (result == JOB_STEP_RESTART && RestartBuildStep(run) == JOB_STEP_RESTART)
+		return JOB_STEP_MORE;
+	return result;
+}
+
+/*
+ * Process the marks in dirty-log blocks [from_block, to_block) at the
+ * current snapshot.  Caller is in a step and has checked the sources.
+ */
+static int
+ProcessMarks(JobRun *run, Relation content, BlockNumber from_block, BlockNumber to_block)
+{
+	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	CatchupTarget target = {run->job.id, content, rule_relation, run->job.driving_oid};
+	int64		gained;
+	int			sources = CatchupProcessBlocks(&target, from_block, to_block, &gained);
+
+	table_close(rule_relation, NoLock);
+	run->job.rows_done += gained;
+	return sources;
+}
+
+/*
+ * One catch-up pass over the marks visible when it starts, in batches of
+ * short transactions, each a range of blocks of the dirty log whose size
+ * adapts toward the batch time.  Returns JOB_STEP_MORE if another pass is
+ * worth it, JOB_STEP_DONE when the cut-over can take the rest.
+ */
+JobStepResult
+QueryJobCatchUp(JobRun *run)
+{
+	BlockNumber pass_blocks;
+	int64		backlog;
+	int64		backlog_at_start;
+	bool		whole_table;
+
+	if (!OidIsValid(run->job.driving_oid) || run->job.catchup_passes >= CATCHUP_MAX_PASSES)
+		return JOB_STEP_DONE;
+
+	JobStepHoldPoint("catching up");
+	run->job.catchup_passes++;
+	JobStepBegin("background_ddl: catching up", STEP_READ_COMMITTED);
+	JobSetPhase(run->job.id, JOB_PHASE_CATCHING_UP);
+	pass_blocks = DirtyLogBlocks();
+	whole_table = DirtyHasWholeTable(run->job.id);
+	backlog = whole_table ? 0 : DirtyCount(run->job.id);
+	backlog_at_start = backlog;
+	JobSetCounters(run->job.id, run->job.rows_done, backlog, run->job.catchup_passes);
+	JobStepEnd();
+	if (whole_table)
+		return JOB_STEP_DONE;
+
+	for (BlockNumber from_block = 0; from_block < pass_blocks;)
+	{
+		BlockNumber to_block = Min(pass_blocks, from_block + run->catchup_batch_blocks);
+		JobStepResult check;
+		instr_time	start_time;
+		instr_time	duration;
+		double		seconds;
+
+		INSTR_TIME_SET_CURRENT(start_time);
+		JobStepBegin("background_ddl: catching up", STEP_READ_COMMITTED);
+		check = CheckSources(run);
+		if (check == JOB_STEP_MORE && !run->whole_table_marked)
+		{
+			Relation	content = table_open(run->content_oid, RowExclusiveLock);
+
+			backlog -= ProcessMarks(run, content, from_block, to_block);
+			table_close(content, NoLock);
+			JobSetCounters(run->job.id, run->job.rows_done, Max(backlog, 0),
+						   run->job.catchup_passes);
+		}
+		JobStepEnd();
+		if (check == JOB_STEP_RESTART)
+			return RestartBuildStep(run);
+		if (check != JOB_STEP_MORE)
+			return check;
+		if (run->whole_table_marked)
+			return JOB_STEP_DONE;
+		BgddlPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
+							 run->job.rows_total, false);
+
+		INSTR_TIME_SET_CURRENT(duration);
+		INSTR_TIME_SUBTRACT(duration, start_time);
+		seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
+		run->catchup_batch_blocks =
+			(int32) Min((double) CATCHUP_BLOCKS_MAX,
+						Max(1.0, (to_block - from_block) *
+							Min(4.0, Max(0.25, (background_ddl_batch_time_ms / 1000.0) / seconds))));
+		from_block = to_block;
+	}
+	return backlog_at_start > CATCHUP_FINAL_BACKLOG ? JOB_STEP_MORE : JOB_STEP_DONE;
+}
+
+/* Delete every row of the content relation (visible to this transaction) */
+static void
+EmptyContent(Relation content)
+{
+	TableScanDesc scan = table_beginscan(content, GetActiveSnapshot(), 0, NULL);
+	HeapTuple	tuple;
+
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+		simple_heap_delete(content, &tuple->t_self);
+	table_endscan(scan);
+	CommandCounterIncrement();
+}
+
+/*
+ * The computing part of the cut-over, inside the kind's cut-over step
+ * (REPEATABLE READ): afterwards the content relation holds exactly the
+ * query's result at this transaction's snapshot.  A chunked job processes
+ * its last marks; a one-batch job, or one whose capture missed something,
+ * computes the whole query here.  Caller holds RowExclusiveLock on the
+ * content relation.  *rows: the result's row count.
+ */
+JobStepResult
+QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
+{
+	bool		recompute_all = !OidIsValid(run->job.driving_oid);
+
+	*rows = run->job.rows_done;
+	if (!recompute_all)
+	{
+		JobStepResult check = CheckSources(run);
+
+		if (check != JOB_STEP_MORE)
+			return check;
+		recompute_all = run->whole_table_marked || DirtyHasWholeTable(run->job.id);
+		if (!recompute_all)
+		{
+			BlockNumber blocks = DirtyLogBlocks();
+
+			for (BlockNumber from_block = 0; from_block < blocks; from_block += CATCHUP_BLOCKS_MAX)
+				(void) ProcessMarks(run, content, from_block,
+									Min(blocks, from_block + CATCHUP_BLOCKS_MAX));
+			*rows = run->job.rows_done;
+		}
+		else
+			EmptyContent(content);
+	}
+	if (recompute_all)
+	{
+		Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+
+		JobQueryBegin(false);
+		*rows = (int64) BackfillAll(content, BackfillRuleQuery(rule_relation));
+		JobQueryEnd();
+		table_close(rule_relation, NoLock);
+	}
+	return JOB_STEP_DONE;
+}

@@ -1,0 +1,209 @@
+/*-------------------------------------------------------------------------
+ *
+ * session_jobs.c
+ *	  What this session's current transaction did to jobs.
+ *
+ * Submitted jobs.  A job exists once the transaction that submitted it
+ * commits: then the scheduler of this database is woken (no polling delay),
+ * and last_ddl_job() keeps naming it.  A rollback, also to a savepoint or
+ * out of a PL/pgSQL exception block, forgets the jobs submitted since, and
+ * last_ddl_job() names the last job that still exists.  PREPARE TRANSACTION
+ * hands the jobs over to the prepared transaction: they are no longer "of
+ * the current transaction", and last_ddl_job() names the last of them (it
+ * exists if COMMIT PREPARED is run; that command wakes the scheduler).
+ *
+ * Held jobs.  cancel_ddl and pause_ddl (and DROP of a job's target) ask the
+ * job's workers to let go of it (shared_state.h: control_requests) and then
+ * wait on the job lock.  The request stands until the end of the
+ * (sub)transaction that made it: whether it commits or rolls back, the
+ * workers then go back to the job, and see what the transaction decided.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "utils/memutils.h"
+
+#include "session_jobs.h"
+#include "shared_state.h"
+
+/* A job this transaction submitted, or holds, and the subtransaction that did */
+typedef struct SessionJob
+{
+	int64		job_id;
+	SubTransactionId subid;
+} SessionJob;
+
+static List *submitted_jobs = NIL;	/* in TopMemoryContext */
+static List *held_jobs = NIL;	/* in TopMemoryContext */
+static int64 last_job_id_before_xact = 0;
+static bool wake_at_commit = false;
+
+static List *
+RememberJob(List *jobs, int64 job_id)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(TopMemoryContext);
+	SessionJob *entry = palloc(sizeof(SessionJob));
+
+	entry->job_id = job_id;
+	entry->subid = GetCurrentSubTransactionId();
+	jobs = lappend(jobs, entry);
+	MemoryContextSwitchTo(old_context);
+	return jobs;
+}
+
+void
+SessionJobSubmitted(int64 job_id)
+{
+	submitted_jobs = RememberJob(submitted_jobs, job_id);
+	wake_at_commit = true;
+}
+
+/* The last job this session submitted that exists (or will, at commit) */
+int64
+SessionLastJobId(void)
+{
+	if (submitted_jobs != NIL)
+		return ((SessionJob *) llast(submitted_jobs))->job_id;
+	return last_job_id_before_xact;
+}
+
+/* Was this job submitted by the current (uncommitted) transaction? */
+bool
+SessionJobIsUncommitted(int64 job_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, submitted_jobs)
+	{
+		if (((SessionJob *) lfirst(lc))->job_id == job_id)
+			return true;
+	}
+	return false;
+}
+
+/* Wake the scheduler when the current transaction commits */
+void
+SessionWakeAtCommit(void)
+{
+	wake_at_commit = true;
+}
+
+/*
+ * Ask the workers of a job to let go of it until the current
+ * (sub)transaction ends, and interrupt what they run.
+ */
+void
+SessionHoldJob(int64 job_id)
+{
+	BgddlJobSlot *slot;
+	bool		has_workers = false;
+
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	slot = BgddlFindJobSlot(MyDatabaseId, job_id, false);
+	if (slot != NULL)
+	{
+		slot->control_requests++;
+		slot->control_generation++;
+		has_workers = true;
+	}
+	LWLockRelease(BgddlShared->lock);
+	if (!has_workers)
+		return;
+	held_jobs = RememberJob(held_jobs, job_id);
+	BgddlSignalJobWorkers(MyDatabaseId, job_id, true);
+}
+
+/* Withdraw the hold on one job and wake its workers */
+static void
+ReleaseHeldJob(int64 job_id)
+{
+	BgddlJobSlot *slot;
+
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	slot = BgddlFindJobSlot(MyDatabaseId, job_id, false);
+	if (slot != NULL && slot->control_requests > 0)
+		slot->control_requests--;
+	LWLockRelease(BgddlShared->lock);
+	BgddlSignalJobWorkers(MyDatabaseId, job_id, false);
+}
+
+static void
+ReleaseAllHeldJobs(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, held_jobs)
+		ReleaseHeldJob(((SessionJob *) lfirst(lc))->job_id);
+	list_free_deep(held_jobs);
+	held_jobs = NIL;
+}
+
+static void
+SessionJobsXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (wake_at_commit)
+				BgddlWakeDatabase(MyDatabaseId);
+			/* FALLTHROUGH */
+		case XACT_EVENT_PREPARE:
+			last_job_id_before_xact = SessionLastJobId();
+			break;
+		case XACT_EVENT_ABORT:
+			break;
+		default:
+			return;
+	}
+	wake_at_commit = false;
+	list_free_deep(submitted_jobs);
+	submitted_jobs = NIL;
+	ReleaseAllHeldJobs();
+}
+
+/* Remove the entries of an aborted subtransaction; give a committed one's to its parent */
+static List *
+SubtransactionEnds(List *jobs, SubXactEvent event, SubTransactionId mySubid,
+				   SubTransactionId parentSubid, bool release)
+{
+	ListCell   *lc;
+
+	foreach(lc, jobs)
+	{
+		SessionJob *entry = lfirst(lc);
+
+		if (entry->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			entry->subid = parentSubid;
+		else
+		{
+			if (release)
+				ReleaseHeldJob(entry->job_id);
+			jobs = foreach_delete_current(jobs, lc);
+			pfree(entry);
+		}
+	}
+	return jobs;
+}
+
+static void
+SessionJobsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	submitted_jobs = SubtransactionEnds(submitted_jobs, event, mySubid, parentSubid, false);
+	held_jobs = SubtransactionEnds(held_jobs, event, mySubid, parentSubid, true);
+}
+
+void
+SessionJobsInstall(void)
+{
+	RegisterXactCallback(SessionJobsXactCallback, NULL);
+	RegisterSubXactCallback(SessionJobsSubXactCallback, NULL);
+}
