@@ -38,6 +38,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "rewrite/rewriteDefine.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
@@ -49,7 +50,7 @@
 #include "shared_state.h"
 
 /* How often a long batch publishes its row count */
-#define LIVE_ROWS_EVERY		4096
+#define LIVE_ROWS_EVERY		64
 
 /* A DestReceiver that inserts into the content relation and its indexes */
 typedef struct ContentInsertReceiver
@@ -207,14 +208,17 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
  * The job's query, rewritten (row security of the current user applied) and
  * with its relations locked, from a relation's view rule (the placeholder's,
  * or the materialized view's): bound to OIDs at submit, as REFRESH
- * MATERIALIZED VIEW uses it.
+ * MATERIALIZED VIEW uses it.  Its privileges are checked as check_as_role
+ * (the relation cache marks them for the relation's owner, who may have
+ * changed since the submit).
  */
 Query *
-BackfillRuleQuery(Relation rule_relation)
+BackfillRuleQuery(Relation rule_relation, Oid check_as_role)
 {
 	Query	   *query = copyObject(get_view_query(rule_relation));
 	List	   *rewritten;
 
+	setRuleCheckAsUser((Node *) query, check_as_role);
 	AcquireRewriteLocks(query, true, false);
 	rewritten = QueryRewrite(query);
 	if (list_length(rewritten) != 1)

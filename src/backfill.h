@@ -13,7 +13,7 @@
 
 #include "tid_map.h"
 
-extern Query *BackfillRuleQuery(Relation rule_relation);
+extern Query *BackfillRuleQuery(Relation rule_relation, Oid check_as_role);
 extern uint64 BackfillBlocks(Relation content, Query *query, Index driving_rtindex,
 							 int64 start_block, int64 end_block, TidPair **pairs, int *npairs);
 extern uint64 BackfillAll(Relation content, Query *query);

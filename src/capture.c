@@ -58,6 +58,7 @@
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
@@ -307,6 +308,42 @@ CaptureRefusal(Oid relid, Oid roleid)
 		pg_class_aclcheck(relid, roleid, ACL_TRIGGER) != ACLCHECK_OK)
 		return psprintf("no TRIGGER privilege on table \"%s\"", get_rel_name(relid));
 	return NULL;
+}
+
+/*
+ * ALTER TRIGGER ... RENAME of a capture trigger is refused: it would look
+ * like a change to the trigger (CaptureIntact), and make the job recompute
+ * everything.  Caller is in a transaction.
+ */
+void
+CaptureCheckRename(RenameStmt *stmt)
+{
+	const BgddlCatalog *catalog = CatalogLookup();
+	Oid			relid;
+	Relation	rel;
+	bool		ours = false;
+
+	if (catalog == NULL)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, AccessShareLock, true);
+	if (!OidIsValid(relid))
+		return;					/* the normal path reports it */
+	rel = relation_open(relid, NoLock);
+	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		if (strcmp(trigger->tgname, stmt->subname) == 0 &&
+			trigger->tgfoid == catalog->capture_function_oid)
+			ours = true;
+	}
+	relation_close(rel, NoLock);
+	if (ours)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot rename trigger \"%s\" on table \"%s\"",
+						stmt->subname, get_rel_name(relid)),
+				 errdetail("It captures changes for a background DDL job, and is dropped when the job ends.")));
 }
 
 /* The raw xmin of a trigger's pg_trigger row, or InvalidTransactionId if gone */

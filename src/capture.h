@@ -9,7 +9,7 @@
 #ifndef BGDDL_CAPTURE_H
 #define BGDDL_CAPTURE_H
 
-#include "nodes/pg_list.h"
+#include "nodes/parsenodes.h"
 
 /* Our triggers on the base relations of one job */
 typedef struct CaptureTriggers
@@ -19,6 +19,7 @@ typedef struct CaptureTriggers
 } CaptureTriggers;
 
 extern void CaptureCallbacksInstall(void);
+extern void CaptureCheckRename(RenameStmt *stmt);
 extern char *CaptureRefusal(Oid relid, Oid roleid);
 extern void CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
 						   CaptureTriggers *triggers);

@@ -175,7 +175,7 @@ RecomputeSources(const CatchupTarget *target, ItemPointer sources, int nsources)
 	CommandCounterIncrement();
 
 	JobQueryBegin(true);
-	query = BackfillRuleQuery(target->rule_relation);
+	query = BackfillRuleQuery(target->rule_relation, target->query_role);
 	pairs = BackfillRecompute(target->content, query,
 							  DrivingRangeTableIndex(query, target->driving_oid),
 							  sources, nsources, &npairs);
@@ -205,9 +205,12 @@ UniqueSources(DirtyMark *marks, int nmarks, int *nsources)
  * Process the row marks of a job that lie in blocks [from_block, to_block)
  * of the dirty log, in the current transaction, at its snapshot.  Returns
  * the number of changed sources processed; *rows_gained says how the
- * result's row count moved.  Caller is in a step (not as the job's role),
- * holds RowExclusiveLock on the content relation, and has checked that the
- * sources are still what the job captures.
+ * result's row count moved.  Caller is in a REPEATABLE READ step (not as
+ * the job's role): the marks it reads and deletes and the rows it
+ * recomputes must share one snapshot, or a mark of a change committed in
+ * between would be deleted unprocessed.  Caller holds RowExclusiveLock on
+ * the content relation, and has checked that the sources are still what
+ * the job captures.
  */
 int
 CatchupProcessBlocks(const CatchupTarget *target, BlockNumber from_block,
@@ -219,6 +222,7 @@ CatchupProcessBlocks(const CatchupTarget *target, BlockNumber from_block,
 	ItemPointer sources = UniqueSources(marks, nmarks, &nsources);
 	ItemPointer mark_tids;
 
+	Assert(IsolationUsesXactSnapshot());
 	*rows_gained = 0;
 	if (nsources == 0)
 		return 0;

@@ -17,6 +17,7 @@ typedef struct CatchupTarget
 	int64		job_id;
 	Relation	content;		/* receives the rows; RowExclusiveLock held */
 	Relation	rule_relation;	/* whose view rule is the query */
+	Oid			query_role;		/* whose privileges it runs with */
 	Oid			driving_oid;
 } CatchupTarget;
 

@@ -26,7 +26,7 @@
 #include "job_catalog.h"
 
 #define JOB_COLUMNS \
-	"id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
+	"j.id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
 	"hidden_oid, strategy, driving_oid, blocks_total, chunk_blocks, rows_done, rows_total, " \
 	"chunks_done, attempts, in_flight, progress, progress_base, started_at, " \
 	"attempt_started_at, capture_relids, capture_filenodes, capture_triggers, " \
@@ -137,7 +137,7 @@ JobLoad(int64 job_id, BgddlJob *job, bool latest)
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID};
 	Datum		values[] = {Int64GetDatum(job_id)};
-	const char *sql = "SELECT " JOB_COLUMNS "FROM background_ddl.job WHERE id = $1";
+	const char *sql = "SELECT " JOB_COLUMNS "FROM background_ddl.job j WHERE j.id = $1";
 	bool		found;
 
 	CatalogAccessBegin(&access);
@@ -233,32 +233,39 @@ JobListUnfinished(void)
  * Take a job for this worker and read it into *job.  A queued or running
  * job becomes running; it counts as a new attempt only if it is the first,
  * or if the worker before us did not let go of it cleanly (a crash, a
- * transient error).  Returns false if the job needs no worker.
+ * transient error), and not beyond max_attempts: *exhausted then says that
+ * the job has had all its attempts.  Returns false if the job needs no
+ * worker.  Caller holds the job lock.
  */
 bool
-JobClaim(int64 job_id, BgddlJob *job)
+JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
+	Oid			argtypes[] = {INT8OID, INT4OID};
+	Datum		values[] = {Int64GetDatum(job_id), Int32GetDatum(max_attempts)};
 	bool		found;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET "
-				   "attempts = attempts + CASE WHEN state IN ('queued', 'running') "
-				   "  AND (in_flight OR attempts = 0) THEN 1 ELSE 0 END, "
-				   "in_flight = state IN ('queued', 'running'), "
-				   "started_at = CASE WHEN state IN ('queued', 'running') "
-				   "  THEN coalesce(started_at, now()) ELSE started_at END, "
+	CatalogExecute("UPDATE background_ddl.job j SET "
+				   "attempts = j.attempts + CASE WHEN j.state IN ('queued', 'running') "
+				   "  AND (j.in_flight OR j.attempts = 0) AND j.attempts < $2 THEN 1 ELSE 0 END, "
+				   "in_flight = j.state IN ('queued', 'running'), "
+				   "started_at = CASE WHEN j.state IN ('queued', 'running') "
+				   "  THEN coalesce(j.started_at, now()) ELSE j.started_at END, "
 				   "attempt_started_at = now(), "
-				   "phase = CASE WHEN state IN ('queued', 'running') THEN 'starting' ELSE phase END, "
-				   "state = CASE WHEN state IN ('queued', 'running') THEN 'running' ELSE state END "
-				   "WHERE id = $1 AND (state IN ('queued', 'running', 'cancelling') OR cleanup_pending) "
-				   "RETURNING " JOB_COLUMNS,
-				   1, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+				   "phase = CASE WHEN j.state IN ('queued', 'running') THEN 'starting' ELSE j.phase END, "
+				   "state = CASE WHEN j.state IN ('queued', 'running') THEN 'running' ELSE j.state END "
+				   "FROM (SELECT in_flight AND attempts >= $2 AS exhausted FROM background_ddl.job "
+				   "      WHERE id = $1) old "
+				   "WHERE j.id = $1 AND (j.state IN ('queued', 'running', 'cancelling') OR j.cleanup_pending) "
+				   "RETURNING " JOB_COLUMNS ", old.exhausted",
+				   2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
 	found = SPI_processed == 1;
 	if (found)
+	{
 		JobFromRowInto(&access, job);
+		*exhausted = DatumGetBool(CatalogColumn(0, 35, BoolGetDatum(false)));
+	}
 	CatalogAccessEnd(&access);
 	return found;
 }

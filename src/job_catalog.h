@@ -87,7 +87,7 @@ extern bool JobLoad(int64 job_id, BgddlJob *job, bool latest);
 extern List *JobListSchedulable(void);
 extern int64 JobFindUnfinishedByTarget(Oid target_oid);
 extern List *JobListUnfinished(void);
-extern bool JobClaim(int64 job_id, BgddlJob *job);
+extern bool JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted);
 extern void JobSetPhase(int64 job_id, JobPhase phase);
 extern void JobSetState(int64 job_id, JobState state);
 extern void JobRecordPlan(const BgddlJob *job);

@@ -19,10 +19,12 @@ typedef struct JobRun
 	const struct JobKindRoutine *routine;
 	Oid			rule_relid;		/* whose view rule is the query (query kinds) */
 	Oid			content_oid;	/* the relation that receives the rows */
+	Oid			query_role;		/* whose privileges the query runs with */
 	int64		next_block;		/* first driving block not in a chunk yet */
 	int32		catchup_batch_blocks;	/* adaptive size of a catch-up batch */
 	bool		whole_table_marked; /* this worker recorded a whole_table mark */
 	bool		claimed;		/* this worker has taken the job (JobClaim) */
+	bool		attempts_exhausted; /* ... after max_attempts unclean ends */
 } JobRun;
 
 /* What a step of a phase found */

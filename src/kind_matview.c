@@ -100,6 +100,7 @@ MatviewStart(JobRun *run)
 {
 	run->rule_relid = run->job.target_oid;
 	run->content_oid = run->job.target_oid;
+	run->query_role = run->job.identity.owner_oid;
 	QueryJobResume(run);
 }
 

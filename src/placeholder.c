@@ -32,8 +32,6 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parsetree.h"
-#include "pgstat.h"
-#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
@@ -197,18 +195,14 @@ PlaceholderDrop(Oid relid)
 }
 
 /*
- * Take ACCESS EXCLUSIVE on a relation to publish it, without queueing
- * behind (and in front of) others: readers of a placeholder fail at once,
- * so the lock comes free quickly.
+ * Take ACCESS EXCLUSIVE on a placeholder to publish it.  Caller already
+ * holds a weaker lock on it (it filled it): a plain request then goes ahead
+ * of sessions that queued behind us (a RENAME, say), where a conditional one
+ * would fail for as long as they wait.  Readers of a placeholder fail at
+ * once, so the lock comes free quickly.
  */
 void
 PlaceholderLockExclusive(Oid relid)
 {
-	while (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
-	{
-		CHECK_FOR_INTERRUPTS();
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
+	LockRelationOid(relid, AccessExclusiveLock);
 }

@@ -193,7 +193,7 @@ QueryJobPlan(JobRun *run)
 	JobSetPhase(run->job.id, JOB_PHASE_PLANNING);
 	rule_relation = table_open(run->rule_relid, AccessShareLock);
 	JobQueryBegin(false);
-	query = BackfillRuleQuery(rule_relation);
+	query = BackfillRuleQuery(rule_relation, run->query_role);
 	DecomposeQuery(query, run->rule_relid, run->job.identity.owner_oid, InvalidOid,
 				   &decomposition);
 	run->job.rows_total = BackfillEstimateRows(query);
@@ -227,7 +227,7 @@ InstallCaptureStep(JobRun *run)
 	Relation	driving;
 
 	JobQueryBegin(false);
-	query = BackfillRuleQuery(rule_relation);
+	query = BackfillRuleQuery(rule_relation, run->query_role);
 	DecomposeQuery(query, run->rule_relid, run->job.identity.owner_oid,
 				   run->job.driving_oid, &decomposition);
 	JobQueryEnd();
@@ -406,7 +406,7 @@ BackfillChunk(JobRun *run)
 
 	INSTR_TIME_SET_CURRENT(start_time);
 	JobQueryBegin(true);
-	query = BackfillRuleQuery(rule_relation);
+	query = BackfillRuleQuery(rule_relation, run->query_role);
 	driving_rtindex = DrivingRangeTableIndex(query, job->driving_oid);
 	if (driving_rtindex == 0)
 		ereport(ERROR,
@@ -484,7 +484,8 @@ static int
 ProcessMarks(JobRun *run, Relation content, BlockNumber from_block, BlockNumber to_block)
 {
 	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
-	CatchupTarget target = {run->job.id, content, rule_relation, run->job.driving_oid};
+	CatchupTarget target = {run->job.id, content, rule_relation, run->query_role,
+	run->job.driving_oid};
 	int64		gained;
 	int			sources = CatchupProcessBlocks(&target, from_block, to_block, &gained);
 
@@ -532,7 +533,9 @@ QueryJobCatchUp(JobRun *run)
 		double		seconds;
 
 		INSTR_TIME_SET_CURRENT(start_time);
-		JobStepBegin("background_ddl: catching up", STEP_READ_COMMITTED);
+		/* The marks it reads and the rows it recomputes share one snapshot */
+		JobStepBegin("background_ddl: catching up", STEP_REPEATABLE_READ);
+		JobStepHoldPoint("catch-up batch");
 		check = CheckSources(run);
 		if (check == JOB_STEP_MORE && !run->whole_table_marked)
 		{
@@ -616,7 +619,7 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 		Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
 
 		JobQueryBegin(false);
-		*rows = (int64) BackfillAll(content, BackfillRuleQuery(rule_relation));
+		*rows = (int64) BackfillAll(content, BackfillRuleQuery(rule_relation, run->query_role));
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
 	}

@@ -22,9 +22,10 @@
  * In a database without the extension, nothing here does anything but say
  * so when a job would be submitted (catalog_access.c).  With the extension,
  * and whatever background_ddl says, REFRESH and DROP of a job's target are
- * guarded (placeholder.c), DROP EXTENSION is refused while jobs are
- * unfinished, and COMMIT PREPARED wakes the scheduler for jobs the prepared
- * transaction submitted.
+ * guarded (placeholder.c, job_control.c), capture triggers cannot be
+ * renamed (capture.c), DROP EXTENSION is refused while jobs are unfinished,
+ * and COMMIT PREPARED wakes the scheduler for jobs the prepared transaction
+ * submitted.
  *
  *-------------------------------------------------------------------------
  */
@@ -194,9 +195,6 @@ GuardDropExtension(DropStmt *stmt)
 		LOCKTAG		job_lock;
 		BgddlJob	job;
 
-		/* Wait for a worker that is cleaning up to finish */
-		JobLockTagSet(&job_lock, MyDatabaseId, job_id);
-		(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
 		if (!JobLoad(job_id, &job, true))
 			continue;
 		if (!JobStateIsFinal(job.state))
@@ -205,7 +203,10 @@ GuardDropExtension(DropStmt *stmt)
 							 unfinished.len > 0 ? ", " : "", job_id, JobStateName(job.state));
 			continue;
 		}
-		if (job.cleanup_pending)
+		/* An ended job: wait for a worker that drops its triggers, if any */
+		JobLockTagSet(&job_lock, MyDatabaseId, job_id);
+		(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
+		if (JobLoad(job_id, &job, true) && job.cleanup_pending)
 		{
 			CaptureTriggers triggers = {job.capture_triggers, job.capture_trigger_xmins};
 
@@ -251,6 +252,10 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 				GuardDropExtension((DropStmt *) parsetree);
 			else
 				JobCancelDroppedTargets((DropStmt *) parsetree);
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_TRIGGER)
+				CaptureCheckRename((RenameStmt *) parsetree);
 			break;
 		case T_TransactionStmt:
 			if (((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED &&

@@ -219,7 +219,7 @@ GiveUp(JobRun *run)
 {
 	JobError	error;
 	char	   *started = psprintf("The job was started %d times without finishing.",
-								   run->job.attempts - 1);
+								   run->job.attempts);
 
 	if (run->job.error != NULL)
 	{
@@ -232,7 +232,7 @@ GiveUp(JobRun *run)
 	else
 	{
 		error.message = psprintf("the job was started %d times without finishing",
-								 run->job.attempts - 1);
+								 run->job.attempts);
 		error.sqlstate = NULL;
 		error.detail = NULL;
 		error.hint = "Its worker or the server stopped each time; the server log says why.";
@@ -268,7 +268,7 @@ LoadJob(JobRun *run)
 	}
 	MemoryContextSwitchTo(JobContext());
 	loaded = run->claimed ? JobLoad(run->job.id, &run->job, true) :
-		JobClaim(run->job.id, &run->job);
+		JobClaim(run->job.id, background_ddl_max_attempts, &run->job, &run->attempts_exhausted);
 	if (loaded)
 	{
 		run->claimed = true;
@@ -308,7 +308,7 @@ RunJob(JobRun *run)
 		EndJob(run, JOB_STATE_CANCELLED, run->job.error ? &reason : NULL);
 		return;
 	}
-	if (run->job.attempts > background_ddl_max_attempts)
+	if (run->attempts_exhausted)
 	{
 		GiveUp(run);
 		return;
