@@ -1,23 +1,86 @@
-# Checks shared by the TAP tests of background_ddl.
+# Helpers shared by the TAP tests of background_ddl.
 package BackgroundDdlTest;
 
 use strict;
 use warnings;
 use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(check_no_leftovers);
+our @EXPORT = qw(bgddl_node submit_job wait_job_state hold_at release_hold
+  check_no_leftovers);
+
+# A started node with the library preloaded, the extension created in
+# database postgres, and the given extra postgresql.conf lines.
+sub bgddl_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'background_ddl'\n" . ($conf // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION background_ddl');
+	return $node;
+}
+
+# Submit a statement as a background job (optionally as another role, with
+# more SQL before it) and return the job's id.
+sub submit_job
+{
+	my ($node, $sql, %opts) = @_;
+	my $db = $opts{db} // 'postgres';
+	my @params = $opts{user} ? (extra_params => [ '-U', $opts{user} ]) : ();
+	my $before = $opts{before} // '';
+	return $node->safe_psql($db,
+		"$before SET background_ddl = on; $sql; SELECT last_ddl_job();", @params);
+}
+
+# Poll (with the usual bound) until a job is in the given state.
+sub wait_job_state
+{
+	my ($node, $job, $state, $db) = @_;
+	return $node->poll_query_until($db // 'postgres',
+		"SELECT state FROM pg_stat_background_ddl WHERE id = $job", $state);
+}
+
+# Make workers that reach a test hold point ('planning', 'installing
+# capture', 'chunk N', 'catching up', 'cutting over', 'cleaning up') wait
+# there; returns the session that holds them.
+sub hold_at
+{
+	my ($node, $point) = @_;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET background_ddl.test_hold_point = '$point'; SELECT pg_reload_conf();");
+	my $session = $node->background_psql('postgres');
+	$session->query_safe('SELECT pg_advisory_lock(4242)');
+	return $session;
+}
+
+# Let held workers go on (and stop holding new ones)
+sub release_hold
+{
+	my ($node, $session) = @_;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+	$session->query_safe('SELECT pg_advisory_unlock(4242)');
+	$session->quit;
+	return;
+}
 
 # After a job has ended: its clean-up finishes (polled, with a bound), and
 # it leaves no capture trigger, dirty mark, recomputed row or tid map.
 sub check_no_leftovers
 {
-	my ($node, $job) = @_;
-	ok( $node->poll_query_until('postgres',
+	my ($node, $job, $db) = @_;
+	$db //= 'postgres';
+	ok( $node->poll_query_until($db,
 			"SELECT NOT cleanup_pending FROM background_ddl.job WHERE id = $job"),
 		"job $job: clean-up done");
-	is( $node->safe_psql('postgres',
-			"SELECT (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture_${job}%')
+	is( $node->safe_psql($db,
+			"SELECT (SELECT count(*) FROM pg_trigger
+			          WHERE tgname LIKE 'background\\_ddl\\_capture\\_${job}\\_%')
 			      + (SELECT count(*) FROM background_ddl.dirty WHERE job_id = $job)
 			      + (SELECT count(*) FROM background_ddl.recomputed WHERE job_id = $job)
 			      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job AND tid_map IS NOT NULL)"),
