@@ -63,7 +63,7 @@ CREATE TABLE background_ddl.job (
 	capture_trigger_xmins bigint[],
 	target_filenode oid,		/* the content relation's relfilenode when the backfill began */
 	catchup_passes	integer NOT NULL DEFAULT 0,
-	cleanup_pending boolean NOT NULL DEFAULT false	/* capture triggers left to drop */
+	cleanup_pending boolean NOT NULL DEFAULT false	/* capture triggers may exist */
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 

@@ -153,8 +153,9 @@ JobLoad(int64 job_id, BgddlJob *job, bool latest)
 }
 
 /*
- * The jobs that may need a worker (unfinished, or with capture triggers
- * left to drop), oldest first, as JobScheduleEntry.
+ * The jobs that may need a worker (unfinished, or ended with capture
+ * triggers left to drop), oldest first, as JobScheduleEntry; a paused job
+ * is listed (it keeps the scheduler's database known) but needs none.
  */
 List *
 JobListSchedulable(void)
@@ -163,9 +164,10 @@ JobListSchedulable(void)
 	List	   *entries = NIL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT id, state NOT IN ('paused') OR cleanup_pending, in_flight, attempts, "
-				   "attempt_started_at FROM background_ddl.job "
-				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') OR cleanup_pending "
+	CatalogExecute("SELECT id, state <> 'paused', in_flight, attempts, attempt_started_at "
+				   "FROM background_ddl.job "
+				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
+				   "   OR (state IN ('succeeded', 'failed', 'cancelled') AND cleanup_pending) "
 				   "ORDER BY id", 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
@@ -257,7 +259,8 @@ JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
 				   "state = CASE WHEN j.state IN ('queued', 'running') THEN 'running' ELSE j.state END "
 				   "FROM (SELECT in_flight AND attempts >= $2 AS exhausted FROM background_ddl.job "
 				   "      WHERE id = $1) old "
-				   "WHERE j.id = $1 AND (j.state IN ('queued', 'running', 'cancelling') OR j.cleanup_pending) "
+				   "WHERE j.id = $1 AND (j.state IN ('queued', 'running', 'cancelling') "
+				   "  OR (j.state IN ('succeeded', 'failed', 'cancelled') AND j.cleanup_pending)) "
 				   "RETURNING " JOB_COLUMNS ", old.exhausted",
 				   2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
 	found = SPI_processed == 1;
