@@ -1,0 +1,76 @@
+-- A submit inside transactions: savepoints, exception blocks, PREPARE
+-- TRANSACTION; the order of the errors at submit; reading a placeholder.
+ALTER TABLE background_ddl.job ALTER COLUMN id RESTART WITH 1000;
+SET background_ddl = on;
+CREATE TABLE edges AS SELECT g AS id FROM generate_series(1, 5000) g;
+
+-- The name is checked before the query, as the blocking statement does:
+-- "already exists", not "division by zero".
+CREATE MATERIALIZED VIEW edges_taken AS SELECT 1 AS x WITH NO DATA;
+CREATE MATERIALIZED VIEW edges_taken AS SELECT 1/0 AS x;
+SET background_ddl = off;
+CREATE MATERIALIZED VIEW edges_taken AS SELECT 1/0 AS x;
+SET background_ddl = on;
+-- Then the query (planning evaluates 1/0), then privileges.
+CREATE MATERIALIZED VIEW edges_new AS SELECT 1/0 AS x;
+
+-- A rollback to a savepoint forgets the jobs submitted since.
+BEGIN;
+CREATE MATERIALIZED VIEW edges_a AS SELECT id FROM edges;
+SAVEPOINT s;
+CREATE MATERIALIZED VIEW edges_b AS SELECT id FROM edges;
+SELECT last_ddl_job();
+ROLLBACK TO SAVEPOINT s;
+SELECT last_ddl_job();
+COMMIT;
+SELECT last_ddl_job(), wait_ddl(last_ddl_job(), '60s');
+SELECT count(*) AS jobs_for_b FROM pg_stat_background_ddl WHERE target = 'public.edges_b';
+
+-- So does an exception block that undid the submit.
+DO $$
+BEGIN
+  BEGIN
+    CREATE MATERIALIZED VIEW edges_c AS SELECT id FROM edges;
+    RAISE EXCEPTION 'undo';
+  EXCEPTION WHEN raise_exception THEN NULL;
+  END;
+END $$;
+SELECT last_ddl_job();
+SELECT count(*) AS jobs_for_c FROM pg_stat_background_ddl WHERE target = 'public.edges_c';
+
+-- A prepared transaction: its job is no longer "of the current
+-- transaction"; it exists once COMMIT PREPARED runs, which wakes the
+-- scheduler at once (wait_ddl's bound is far below the scheduler's 1 s
+-- poll, which the missing wake-up would cost).
+BEGIN;
+CREATE MATERIALIZED VIEW edges_d AS SELECT id FROM edges;
+PREPARE TRANSACTION 'edges_p';
+SELECT last_ddl_job();
+SELECT wait_ddl(last_ddl_job(), '10ms');
+COMMIT PREPARED 'edges_p';
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT count(*) FROM edges_d;
+
+-- Reading a placeholder fails at once, saying which job builds it; in the
+-- submitting transaction, without suggesting wait_ddl (it would fail there).
+BEGIN;
+CREATE MATERIALIZED VIEW edges_e AS SELECT id FROM edges;
+SELECT count(*) FROM edges_e;
+ROLLBACK;
+-- A view over a placeholder is refused at submit, as reading it would be.
+BEGIN;
+CREATE MATERIALIZED VIEW edges_f AS SELECT id FROM edges;
+CREATE MATERIALIZED VIEW edges_g AS SELECT id FROM edges_f;
+ROLLBACK;
+SELECT count(*) AS leftovers FROM pg_class WHERE relname IN ('edges_e', 'edges_f', 'edges_g');
+
+-- Waiting: the id must not be NULL; a job of the current transaction is an
+-- error at once.
+SELECT wait_ddl(NULL);
+BEGIN;
+CREATE MATERIALIZED VIEW edges_h AS SELECT id FROM edges;
+SELECT wait_ddl(last_ddl_job());
+ROLLBACK;
+
+DROP MATERIALIZED VIEW edges_taken, edges_a, edges_d;
+DROP TABLE edges;

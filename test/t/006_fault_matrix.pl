@@ -1,0 +1,194 @@
+# The fault matrix: a job is held at an exact point of its life (the test
+# hold point), then its worker is killed with SIGKILL, or the server is shut
+# down in immediate mode, or the job is cancelled.  Whatever the point:
+#  - a crash ends in succeeded, with exactly the query's content, attempts
+#    counting the real restarts only, and the chunks checkpointed before the
+#    fault kept, not computed again;
+#  - a cancel ends in cancelled, leaving nothing (no object, trigger, mark,
+#    map or chunk), and costs no attempt;
+#  - in no case is anything left behind.
+# Writers change the base tables during every job, so that the catch-up has
+# work and exactness is tested too.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('faults', q{
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+
+$node->safe_psql('postgres', q{
+CREATE TABLE accounts (account int PRIMARY KEY, name text NOT NULL);
+INSERT INTO accounts SELECT g, 'account ' || g FROM generate_series(0, 999) g;
+CREATE TABLE events (id int PRIMARY KEY, account int NOT NULL, payload text NOT NULL);
+INSERT INTO events SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 300000) g;
+CREATE FUNCTION slow_volatile(int) RETURNS int LANGUAGE plpgsql AS
+  $$ BEGIN RETURN $1; END $$;
+});
+
+my %queries = (
+	chunked => 'SELECT e.id, a.name, upper(e.payload) AS p FROM events e JOIN accounts a USING (account)',
+	one_batch => 'SELECT e.id, slow_volatile(e.account) AS account FROM events e',
+);
+
+sub held
+{
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted");
+}
+
+# The chunks checkpointed so far, with the time each was committed.
+sub checkpoints
+{
+	my ($job) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(string_agg(format('%s-%s@%s', start_block, end_block, done_at), ' ' ORDER BY start_block), '')
+		   FROM background_ddl.chunk WHERE job_id = $job");
+}
+
+sub differences
+{
+	my ($name, $query) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a)
+		      + (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)");
+}
+
+# Some writes to both base tables, captured if the triggers are there.
+sub write_some
+{
+	my ($round) = @_;
+	$node->safe_psql('postgres', qq{
+UPDATE events SET payload = 'changed $round' WHERE id % 997 = $round % 997;
+DELETE FROM events WHERE id % 1999 = $round % 1999;
+INSERT INTO events SELECT 300000 + g * 50 + $round, g % 1000, 'new' FROM generate_series(1, 20) g
+  ON CONFLICT DO NOTHING;
+});
+	return;
+}
+
+my $scenario = 0;
+for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching up',
+	'cutting over', 'cleaning up')
+{
+	for my $fault ('kill', 'immediate', 'cancel')
+	{
+		$scenario++;
+		my $kind = 'chunked';
+		my $name = "mv_$scenario";
+		my $label = "$point / $fault";
+		my $query = $queries{$kind};
+		my $hold = hold_at($node, $point);
+		my $job = submit_job($node, "CREATE MATERIALIZED VIEW $name AS $query");
+		ok(held(), "$label: job $job held at the point");
+		my $already_succeeded = $point eq 'cleaning up';
+		write_some($scenario) unless $already_succeeded;
+		my $before = checkpoints($job);
+		my $attempts_before = $node->safe_psql('postgres',
+			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job");
+
+		if ($fault eq 'cancel')
+		{
+			is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"),
+				$already_succeeded ? 'f' : 't', "$label: cancel_ddl says whether it cancelled");
+			release_hold($node, $hold);
+		}
+		else
+		{
+			if ($fault eq 'kill')
+			{
+				my $pid = $node->safe_psql('postgres',
+					"SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+				ok($pid =~ /^\d+$/, "$label: the worker has a pid");
+				kill 'KILL', $pid;
+			}
+			else
+			{
+				$node->stop('immediate');
+				$node->start;
+			}
+			eval { $hold->quit };    # its session died with the crash
+			$node->poll_query_until('postgres', 'SELECT true');    # recovery done
+			$node->safe_psql('postgres',
+				'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+		}
+
+		my $cancelled = $fault eq 'cancel' && !$already_succeeded;
+		my $final = $cancelled ? 'cancelled' : 'succeeded';
+		ok(wait_job_state($node, $job, $final), "$label: job ended $final");
+		check_no_leftovers($node, $job);
+		my $attempts = $node->safe_psql('postgres',
+			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job");
+		if ($cancelled)
+		{
+			is($node->safe_psql('postgres',
+					"SELECT (SELECT count(*) FROM pg_class WHERE relname = '$name')
+					      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job)"),
+				'0', "$label: no object and no chunk left");
+			is($attempts, $attempts_before, "$label: the cancel cost no attempt");
+			next;
+		}
+		is(differences($name, $query), '0', "$label: content equals the query");
+		my $crash_restarts = ($fault ne 'cancel' && !$already_succeeded) ? 1 : 0;
+		is($attempts, $attempts_before + $crash_restarts,
+			"$label: attempts count the crash restarts only");
+		like(checkpoints($job), qr/^\Q$before\E/,
+			"$label: the chunks checkpointed before the fault were kept, not recomputed")
+		  if $before ne '';
+		$node->safe_psql('postgres', "DROP MATERIALIZED VIEW $name");
+	}
+}
+
+# A one-batch job, killed in its batch, restarts and is exact.
+my $hold = hold_at($node, 'cutting over');
+my $job = submit_job($node, "CREATE MATERIALIZED VIEW one_batch AS $queries{one_batch}");
+ok(held(), 'one batch: held');
+kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+eval { $hold->quit };
+$node->poll_query_until('postgres', 'SELECT true');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+ok(wait_job_state($node, $job, 'succeeded'), 'one batch: succeeded after the kill');
+is(differences('one_batch', $queries{one_batch}), '0', 'one batch: content equals the query');
+is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
+	'2', 'one batch: two attempts');
+
+# A paused job stays paused across an immediate restart, then resumes.
+$hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, "CREATE MATERIALIZED VIEW paused_mv AS $queries{chunked}");
+ok(held(), 'pause: held');
+is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', 'pause: paused');
+release_hold($node, $hold);
+my $before = checkpoints($job);
+$node->stop('immediate');
+$node->start;
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'background_ddl scheduler'"),
+	'pause: after the restart, nothing runs for the paused job');
+is($node->safe_psql('postgres', "SELECT state || ' ' || attempts FROM pg_stat_background_ddl WHERE id = $job"),
+	'paused 1', 'pause: still paused after the restart, no attempt used');
+is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', 'pause: resumed');
+ok(wait_job_state($node, $job, 'succeeded'), 'pause: succeeded after resume');
+like(checkpoints($job), qr/^\Q$before\E/, 'pause: chunks before the pause were kept');
+is(differences('paused_mv', $queries{chunked}), '0', 'pause: content equals the query');
+
+# Waiting holds no snapshot: a session in wait_ddl() advertises no xmin.
+$hold = hold_at($node, 'chunk 1');
+$job = submit_job($node, "CREATE MATERIALIZED VIEW waited_mv AS $queries{chunked}");
+ok(held(), 'wait: held');
+my $waiter = $node->background_psql('postgres');
+$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT wait_ddl($job);\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'SELECT wait_ddl($job);' AND backend_xmin IS NULL AND state = 'active'"),
+	'wait: the waiting session holds no xmin');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'wait: job succeeded');
+$waiter->quit;
+
+$node->stop;
+done_testing();
