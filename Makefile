@@ -22,6 +22,10 @@ OBJS = \
 	src/job_run.o \
 	src/job_step.o \
 	src/job_types.o \
+	src/heap_swap.o \
+	src/kind_ctas.o \
+	src/kind_index.o \
+	src/kind_refresh.o \
 	src/kind_matview.o \
 	src/launcher.o \
 	src/placeholder.o \
@@ -37,7 +41,7 @@ EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql
 PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 
-REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume
+REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
 ISOLATION = capture_races
@@ -51,3 +55,6 @@ PG_CPPFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-ini
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS does not track header dependencies: rebuild everything when one changes
+$(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -25,6 +25,7 @@ CREATE TABLE background_ddl.job (
 	target_name		text NOT NULL,
 	hidden_oid		oid,		/* a heap the job fills before the cut-over */
 	command			text NOT NULL,	/* the submitted statement alone */
+	utility_stmt	text,		/* the statement as the worker runs it (CREATE INDEX) */
 	settings		text[] NOT NULL,	/* name, value pairs of the submitter's settings */
 	state			text NOT NULL DEFAULT 'queued'
 		CHECK (state IN ('queued', 'running', 'paused', 'cancelling',
@@ -126,7 +127,7 @@ REVOKE ALL ON FUNCTION background_ddl.capture_changes() FROM PUBLIC;
 /* What the job workers hold in shared memory right now (for the view) */
 CREATE FUNCTION background_ddl.live_jobs(
 	OUT job_id bigint, OUT pid integer, OUT workers integer,
-	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8)
+	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8, OUT phase text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'live_jobs'
 LANGUAGE C STRICT VOLATILE;
@@ -165,7 +166,10 @@ LANGUAGE C STABLE;
  * error text only of jobs submitted by a role it has the privileges of (or
  * with pg_read_all_stats).  A job whose worker is gone (a crash, waiting for
  * its restart) shows as queued; target follows a rename of an unfinished
- * job's object.
+ * job's object.  The phase of a running job is its worker's (live_jobs), not
+ * the catalog's, which a long step commits only at its end.  An index build
+ * shows the phase, tuples and progress of its worker's
+ * pg_stat_progress_create_index row.
  */
 CREATE VIEW pg_stat_background_ddl AS
 	SELECT j.id,
@@ -175,14 +179,15 @@ CREATE VIEW pg_stat_background_ddl AS
 		   coalesce(t.name, j.target_name) AS target,
 		   CASE WHEN v.visible THEN j.command ELSE '<insufficient privilege>' END AS command,
 		   CASE WHEN j.state = 'running' AND l.pid IS NULL THEN 'queued' ELSE j.state END AS state,
-		   j.phase,
-		   greatest(j.progress, l.progress) AS progress,
-		   greatest(j.rows_done, l.rows_done) AS rows_done,
-		   j.rows_total,
+		   coalesce(i.phase, CASE WHEN j.state IN ('running', 'cancelling') THEN l.phase END,
+					j.phase) AS phase,
+		   greatest(j.progress, l.progress, i.progress) AS progress,
+		   coalesce(i.tuples_done, greatest(j.rows_done, l.rows_done)) AS rows_done,
+		   coalesce(i.tuples_total, j.rows_total) AS rows_total,
 		   greatest(j.chunks_done, l.chunks_done) AS chunks_done,
 		   j.chunks_total,
-		   j.rate,
-		   j.eta,
+		   coalesce(i.rate, j.rate) AS rate,
+		   coalesce(i.eta, j.eta) AS eta,
 		   j.submitted_at,
 		   j.started_at,
 		   j.finished_at,
@@ -206,6 +211,29 @@ CREATE VIEW pg_stat_background_ddl AS
 						   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 						  WHERE c.oid = j.target_oid
 							AND j.state IN ('queued', 'running', 'paused', 'cancelling')) t ON true
+	  LEFT JOIN LATERAL (SELECT p.phase, p.tuples_done, nullif(p.tuples_total, 0) AS tuples_total,
+								p.tuples_done / greatest(extract(epoch FROM now() - j.attempt_started_at), 0.001)
+								  AS rate,
+								CASE WHEN pp.progress > 0 THEN (now() - j.attempt_started_at) *
+									   ((100 - pp.progress) / pp.progress) END AS eta,
+								pp.progress
+						   FROM pg_catalog.pg_stat_progress_create_index p
+						  CROSS JOIN LATERAL (SELECT CASE
+							  WHEN p.phase LIKE 'building index%scanning table%' AND p.blocks_total > 0
+								THEN 60.0 * p.blocks_done / p.blocks_total
+							  WHEN p.phase LIKE 'building index%' AND p.tuples_total > 0
+								THEN 60.0 + 10.0 * p.tuples_done / p.tuples_total
+							  WHEN p.phase LIKE 'building index%' THEN 60.0
+							  WHEN p.phase = 'waiting for writers before validation' THEN 70.0
+							  WHEN p.phase = 'index validation: scanning index' AND p.blocks_total > 0
+								THEN 70.0 + 10.0 * p.blocks_done / p.blocks_total
+							  WHEN p.phase = 'index validation: sorting tuples' THEN 80.0
+							  WHEN p.phase = 'index validation: scanning table' AND p.blocks_total > 0
+								THEN 80.0 + 19.0 * p.blocks_done / p.blocks_total
+							  WHEN p.phase LIKE 'waiting for old snapshots%'
+								OR p.phase LIKE 'waiting for readers%' THEN 99.0
+							  ELSE 0.0 END AS progress) pp
+						  WHERE p.pid = l.pid AND j.kind = 'CREATE INDEX') i ON true
 	 CROSS JOIN LATERAL (SELECT CASE WHEN r.oid IS NULL THEN false
 									 ELSE pg_catalog.pg_has_role(j.owner_oid, 'USAGE') END
 							 OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')

@@ -1,7 +1,7 @@
 -- Which queries are computed in chunks of a driving table and which in one
 -- batch, and that either way the content equals the query's result.
-SET background_ddl = on;
 CREATE TABLE small AS SELECT g AS account, 'n' || g AS name FROM generate_series(0, 49) g;
+SET background_ddl = on;
 CREATE TABLE parent (id int, v int);
 CREATE TABLE child () INHERITS (parent);
 INSERT INTO child SELECT g, g FROM generate_series(1, 100) g;

@@ -1,8 +1,8 @@
 -- A job from submit to success: what the view shows, and that the result is
 -- an ordinary materialized view, identical to one built by the blocking
 -- statement.
-SET background_ddl = on;
 CREATE TABLE accounts AS SELECT g AS account, 'acct ' || g AS name FROM generate_series(0, 99) g;
+SET background_ddl = on;
 ALTER TABLE accounts ADD PRIMARY KEY (account);
 
 -- Blocking and background builds of the same query.
@@ -41,11 +41,14 @@ SELECT c.relispopulated, c.relkind, pg_get_userbyid(c.relowner) = current_user A
   FROM pg_class c WHERE c.oid = 'mv_join'::regclass;
 -- Dependencies were recorded at submit: the base table cannot be dropped alone.
 DROP TABLE accounts;
--- REFRESH works on it as on any materialized view, and changes nothing.
+-- The blocking REFRESH works on it as on any materialized view, and
+-- changes nothing.
+SET background_ddl = off;
 REFRESH MATERIALIZED VIEW mv_join;
 SELECT count(*) AS extra FROM (TABLE mv_join EXCEPT ALL TABLE mv_join_blocking) x;
 CREATE UNIQUE INDEX ON mv_join (id);
 REFRESH MATERIALIZED VIEW CONCURRENTLY mv_join;
+SET background_ddl = on;
 
 -- Every chunk is checkpointed once, and the chunks tile the driving table
 -- up to its size when the capture began (rows added after that are

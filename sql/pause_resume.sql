@@ -2,8 +2,8 @@
 -- job holds no worker and does not move; it resumes from its checkpoint;
 -- a cancel or pause that rolls back costs the job no attempt.
 ALTER TABLE background_ddl.job ALTER COLUMN id RESTART WITH 2000;
-SET background_ddl = on;
 CREATE TABLE pr AS SELECT g AS id, md5(g::text) AS payload FROM generate_series(1, 100000) g;
+SET background_ddl = on;
 
 -- gate() holds the worker inside a chunk while we hold advisory lock 78.
 CREATE FUNCTION pr_gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS

@@ -1,7 +1,6 @@
 -- Privileges: a job runs as the role that submitted it, never more; the
 -- catalog is not writable by ordinary roles; the view hides other roles'
 -- commands; only the owner, pg_signal_backend members and superusers cancel.
-SET background_ddl = on;
 CREATE ROLE bgddl_alice;
 CREATE ROLE bgddl_bob;
 CREATE ROLE bgddl_operator IN ROLE pg_signal_backend;
@@ -9,6 +8,7 @@ GRANT CREATE ON SCHEMA public TO bgddl_alice, bgddl_bob;
 
 SET ROLE bgddl_alice;
 CREATE TABLE alice_data AS SELECT g AS id, g % 10 AS grp FROM generate_series(1, 1000) g;
+SET background_ddl = on;
 CREATE FUNCTION alice_secret(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
 REVOKE EXECUTE ON FUNCTION alice_secret(int) FROM PUBLIC;
 

@@ -36,7 +36,7 @@ SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE state <> 'failed';
 CREATE MATERIALIZED VIEW IF NOT EXISTS mv_blocking AS SELECT 1 AS x;
 CREATE MATERIALIZED VIEW mv_nodata AS SELECT id FROM events WITH NO DATA;
 SELECT relispopulated FROM pg_class WHERE relname = 'mv_nodata';
-CREATE TABLE t_ctas AS SELECT 1 AS x;
+CREATE TABLE t_ctas AS SELECT 1 AS x WITH NO DATA;
 SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE state <> 'failed';
 
 -- A valid statement: NOTICE, normal command tag, returns at once.

@@ -1,8 +1,8 @@
 -- A submit inside transactions: savepoints, exception blocks, PREPARE
 -- TRANSACTION; the order of the errors at submit; reading a placeholder.
 ALTER TABLE background_ddl.job ALTER COLUMN id RESTART WITH 1000;
-SET background_ddl = on;
 CREATE TABLE edges AS SELECT g AS id FROM generate_series(1, 5000) g;
+SET background_ddl = on;
 
 -- The name is checked before the query, as the blocking statement does:
 -- "already exists", not "division by zero".

@@ -174,7 +174,7 @@ RecomputeSources(const CatchupTarget *target, ItemPointer sources, int nsources)
 		simple_heap_delete(target->content, &outputs[i]);
 	CommandCounterIncrement();
 
-	JobQueryBegin(true);
+	JobQueryBegin(target->query_role, true);
 	query = BackfillRuleQuery(target->rule_relation, target->query_role);
 	pairs = BackfillRecompute(target->content, query,
 							  DrivingRangeTableIndex(query, target->driving_oid),

@@ -24,6 +24,7 @@
 #include "background_ddl.h"
 #include "catalog_access.h"
 #include "job_catalog.h"
+#include "shared_state.h"
 
 #define JOB_COLUMNS \
 	"j.id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
@@ -31,7 +32,7 @@
 	"chunks_done, attempts, in_flight, progress, progress_base, started_at, " \
 	"attempt_started_at, capture_relids, capture_filenodes, capture_triggers, " \
 	"capture_trigger_xmins, target_filenode, catchup_passes, cleanup_pending, " \
-	"error, error_sqlstate, error_detail, error_hint, planned "
+	"error, error_sqlstate, error_detail, error_hint, planned, command, utility_stmt "
 
 static char *
 NullableTextColumn(uint64 row, int attno)
@@ -77,6 +78,8 @@ JobFromRow(BgddlJob *job)
 	job->error_detail = NullableTextColumn(0, 32);
 	job->error_hint = NullableTextColumn(0, 33);
 	job->planned = DatumGetBool(CatalogColumn(0, 34, BoolGetDatum(false)));
+	job->command = CatalogTextColumn(0, 35);
+	job->utility_stmt = NullableTextColumn(0, 36);
 }
 
 /* Read row 0 of the current SPI result into *job, in the caller's context */
@@ -95,11 +98,12 @@ JobInsert(const BgddlJobSubmission *submission)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, OIDOID,
-	TEXTOID, TEXTARRAYOID, TEXTOID};
-	Datum		values[10];
+	TEXTOID, TEXTARRAYOID, TEXTOID, OIDOID, TEXTOID};
+	Datum		values[12];
 	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ',
 		OidIsValid(submission->hidden_oid) ? ' ' : 'n', ' ', ' ',
-	submission->strategy ? ' ' : 'n'};
+		submission->strategy ? ' ' : 'n', OidIsValid(submission->driving_oid) ? ' ' : 'n',
+	submission->utility_stmt ? ' ' : 'n'};
 	int64		job_id;
 
 	values[0] = ObjectIdGetDatum(MyDatabaseId);
@@ -112,12 +116,14 @@ JobInsert(const BgddlJobSubmission *submission)
 	values[7] = CStringGetTextDatum(submission->command);
 	values[8] = CatalogTextArray(submission->identity.settings);
 	values[9] = submission->strategy ? CStringGetTextDatum(submission->strategy) : (Datum) 0;
+	values[10] = ObjectIdGetDatum(submission->driving_oid);
+	values[11] = submission->utility_stmt ? CStringGetTextDatum(submission->utility_stmt) : (Datum) 0;
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
 				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
-				   " hidden_oid, command, settings, strategy) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+				   " hidden_oid, command, settings, strategy, driving_oid, utility_stmt) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
@@ -267,7 +273,7 @@ JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
 	if (found)
 	{
 		JobFromRowInto(&access, job);
-		*exhausted = DatumGetBool(CatalogColumn(0, 35, BoolGetDatum(false)));
+		*exhausted = DatumGetBool(CatalogColumn(0, 37, BoolGetDatum(false)));
 	}
 	CatalogAccessEnd(&access);
 	return found;
@@ -286,6 +292,7 @@ JobSetPhase(int64 job_id, JobPhase phase)
 	CatalogExecute("UPDATE background_ddl.job SET phase = $2 WHERE id = $1",
 				   2, argtypes, values, nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
+	BgddlPublishPhase(phase);
 }
 
 /*
@@ -325,6 +332,34 @@ JobRecordPlan(const BgddlJob *job)
 				   "blocks_total = $4, rows_total = $5, chunk_blocks = $6, target_filenode = $7 "
 				   "WHERE id = $1", lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
+}
+
+/* Set one OID column of a job's row (column is a constant of ours) */
+static void
+RecordOid(int64 job_id, const char *column, Oid value)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, OIDOID};
+	Datum		values[] = {Int64GetDatum(job_id), ObjectIdGetDatum(value)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute(psprintf("UPDATE background_ddl.job SET %s = $2 WHERE id = $1", column),
+				   2, argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* Record the heap the job fills before its cut-over */
+void
+JobRecordHidden(int64 job_id, Oid hidden_oid)
+{
+	RecordOid(job_id, "hidden_oid", hidden_oid);
+}
+
+/* Record the object the job builds (an index job's placeholder, then its index) */
+void
+JobRecordTarget(int64 job_id, Oid target_oid)
+{
+	RecordOid(job_id, "target_oid", target_oid);
 }
 
 /* Record the progress of the backfill (the caller has updated *job) */

@@ -23,6 +23,8 @@ typedef struct BgddlJob
 	JobIdentity identity;
 	Oid			target_oid;
 	char	   *target_name;
+	char	   *command;
+	char	   *utility_stmt;	/* NULL: none */
 	Oid			hidden_oid;		/* InvalidOid: none */
 	char	   *strategy;		/* as guessed at submit, until planned */
 	bool		planned;		/* the worker has decided the strategy */
@@ -59,7 +61,9 @@ typedef struct BgddlJobSubmission
 	Oid			target_oid;
 	const char *target_name;
 	Oid			hidden_oid;
+	Oid			driving_oid;	/* the table an index is built on */
 	const char *command;
+	const char *utility_stmt;	/* NULL: none */
 	const char *strategy;		/* NULL: decided by the worker */
 } BgddlJobSubmission;
 
@@ -91,6 +95,8 @@ extern bool JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exha
 extern void JobSetPhase(int64 job_id, JobPhase phase);
 extern void JobSetState(int64 job_id, JobState state);
 extern void JobRecordPlan(const BgddlJob *job);
+extern void JobRecordHidden(int64 job_id, Oid hidden_oid);
+extern void JobRecordTarget(int64 job_id, Oid target_oid);
 extern void JobRecordProgress(const BgddlJob *job, int64 chunks_total, double rate,
 							  double eta_seconds);
 extern void JobRecordCapture(const BgddlJob *job);

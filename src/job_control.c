@@ -142,7 +142,8 @@ JobCancelRequest(int64 job_id, const char *reason, bool target_dropped)
 		return false;
 	routine = JobKindRoutineFor(job.kind);
 	SessionWakeAtCommit();
-	if (!routine->discard_in_any_transaction)
+	if (routine->discards_in_any_transaction != NULL &&
+		!routine->discards_in_any_transaction(&job))
 	{
 		JobSetState(job_id, JOB_STATE_CANCELLING);
 		if (reason != NULL)
@@ -155,38 +156,52 @@ JobCancelRequest(int64 job_id, const char *reason, bool target_dropped)
 
 		CaptureDetach(&triggers, job.target_oid);
 	}
-	if (!target_dropped)
-		routine->discard(&job);
+	routine->discard(&job, target_dropped);
 	ChangeLogForget(job_id, true);
 	JobFinish(job_id, JOB_STATE_CANCELLED, reason ? &error : NULL, false, -1, NULL);
 	return true;
 }
 
 /*
- * DROP of a job's target cancels its job, in the dropping transaction.
- * Only for the owner: anyone else gets the normal permission error from the
- * DROP itself, without disturbing the job.
+ * DROP of a job's target cancels its job, in the dropping transaction.  A
+ * placeholder that stands for an object of another type (a table or index
+ * being built) is dropped with the cancel, and taken out of the statement,
+ * which PostgreSQL would otherwise refuse ("is not a table").  Only for the
+ * owner: anyone else gets the normal permission error from the DROP
+ * itself, without disturbing the job.  Returns the objects that the
+ * statement still has to drop (stmt->objects, or a shorter list).
  */
-void
+List *
 JobCancelDroppedTargets(DropStmt *stmt)
 {
 	ListCell   *lc;
+	List	   *left = NIL;
 
 	if ((stmt->removeType != OBJECT_MATVIEW && stmt->removeType != OBJECT_TABLE &&
 		 stmt->removeType != OBJECT_INDEX) || CatalogLookup() == NULL)
-		return;
+		return stmt->objects;
 	foreach(lc, stmt->objects)
 	{
 		RangeVar   *name = makeRangeVarFromNameList((List *) lfirst(lc));
 		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
-		int64		job_id;
+		int64		job_id = 0;
+		BgddlJob	job;
 
-		if (!OidIsValid(target_oid) || !BgddlRelationOwnerCheck(target_oid, GetUserId()))
+		if (OidIsValid(target_oid) && BgddlRelationOwnerCheck(target_oid, GetUserId()))
+			job_id = JobFindUnfinishedByTarget(target_oid);
+		if (job_id != 0 && JobLoad(job_id, &job, true) &&
+			JobKindRoutineFor(job.kind)->stands_for == stmt->removeType &&
+			stmt->removeType != OBJECT_MATVIEW &&
+			get_rel_relkind(target_oid) == RELKIND_MATVIEW)
+		{
+			(void) JobCancelRequest(job_id, "the target was dropped", false);
 			continue;
-		job_id = JobFindUnfinishedByTarget(target_oid);
+		}
 		if (job_id != 0)
 			(void) JobCancelRequest(job_id, "the target was dropped", true);
+		left = lappend(left, lfirst(lc));
 	}
+	return left;
 }
 
 /* The job a control function is called for, if the caller may control it */
@@ -348,7 +363,7 @@ last_ddl_job(PG_FUNCTION_ARGS)
 /*
  * The jobs of this database that have workers now: one worker's pid, the
  * number of workers, and their live progress (rows of batches not yet
- * committed included).
+ * committed included) and phase.
  */
 Datum
 live_jobs(PG_FUNCTION_ARGS)
@@ -360,8 +375,9 @@ live_jobs(PG_FUNCTION_ARGS)
 	for (int i = 0; i < background_ddl_max_workers; i++)
 	{
 		BgddlJobSlot *slot = &BgddlShared->jobs[i];
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
+		const char *phase = JobPhaseName((JobPhase) slot->phase);
 		pid_t		pid = 0;
 		int			workers = 0;
 		int64		rows_done;
@@ -392,6 +408,10 @@ live_jobs(PG_FUNCTION_ARGS)
 		values[3] = Int64GetDatum(rows_done);
 		values[4] = Int64GetDatum(slot->chunks_done);
 		values[5] = Float8GetDatum(progress);
+		if (phase != NULL)
+			values[6] = CStringGetTextDatum(phase);
+		else
+			nulls[6] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(BgddlShared->lock);

@@ -31,6 +31,6 @@ JobLockTagSet(LOCKTAG *tag, Oid database_oid, int64 job_id)
 }
 
 extern bool JobCancelRequest(int64 job_id, const char *reason, bool target_dropped);
-extern void JobCancelDroppedTargets(DropStmt *stmt);
+extern List *JobCancelDroppedTargets(DropStmt *stmt);
 
 #endif							/* BGDDL_JOB_CONTROL_H */

@@ -306,7 +306,8 @@ JobIdentityBecome(const JobIdentity *identity, int64 job_id)
 }
 
 /*
- * Enter the context of the job's own statements: the submit's current user,
+ * Enter the context of the job's own statements: role (the submit's current
+ * user, or a materialized view's owner for REFRESH),
  * SECURITY_RESTRICTED_OPERATION, a GUC nest level of their own, and
  * statement_timeout armed.  Small batches lose with parallel query, one big
  * batch may gain.  Pair with JobQueryLeave in the same transaction; an error
@@ -314,10 +315,10 @@ JobIdentityBecome(const JobIdentity *identity, int64 job_id)
  * the timeout).
  */
 void
-JobQueryEnter(const JobIdentity *identity, JobQueryContext *context, bool small_batches)
+JobQueryEnter(Oid role, JobQueryContext *context, bool small_batches)
 {
 	GetUserIdAndSecContext(&context->saved_userid, &context->saved_sec_context);
-	SetUserIdAndSecContext(identity->owner_oid,
+	SetUserIdAndSecContext(role,
 						   context->saved_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);

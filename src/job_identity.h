@@ -30,8 +30,7 @@ typedef struct JobQueryContext
 extern void JobIdentityCapture(JobIdentity *identity);
 extern void JobIdentitySaveServerSettings(void);
 extern void JobIdentityBecome(const JobIdentity *identity, int64 job_id);
-extern void JobQueryEnter(const JobIdentity *identity, JobQueryContext *context,
-						  bool small_batches);
+extern void JobQueryEnter(Oid role, JobQueryContext *context, bool small_batches);
 extern void JobQueryLeave(JobQueryContext *context);
 
 #endif							/* BGDDL_JOB_IDENTITY_H */

@@ -11,6 +11,9 @@
 
 static const JobKindRoutine *const job_kinds[] = {
 	&matview_kind_routine,
+	&ctas_kind_routine,
+	&refresh_kind_routine,
+	&index_kind_routine,
 };
 
 const JobKindRoutine *

@@ -32,6 +32,8 @@ typedef struct JobSubmit
 	Oid			target_oid;
 	char	   *target_name;	/* schema-qualified */
 	Oid			hidden_oid;
+	Oid			table_oid;		/* the table an index is built on */
+	char	   *utility_stmt;	/* nodeToString of what the worker runs, or NULL */
 	char	   *strategy;		/* NULL: the worker decides */
 	char	   *one_batch_reason;	/* for the NOTICE; NULL if batched */
 } JobSubmit;
@@ -50,6 +52,7 @@ typedef struct JobSubmit
 typedef struct JobKindRoutine
 {
 	JobKind		kind;
+	ObjectType	stands_for;		/* what DROP of the target names */
 
 	/* In the submitting backend */
 	bool		(*accepts) (Node *parsetree);	/* does this statement become a job? */
@@ -65,12 +68,14 @@ typedef struct JobKindRoutine
 
 	/*
 	 * Remove what the job created (it failed, or is cancelled), in the
-	 * current transaction.  With discard_in_any_transaction, cancel_ddl does
-	 * it in the caller's transaction; otherwise (it needs a transaction of
-	 * its own) the job is cancelling until its worker has done it.
+	 * current transaction; with keep_target, not the target itself (the
+	 * caller is dropping it).  If discards_in_any_transaction says so (NULL:
+	 * always), cancel_ddl does it in the caller's transaction; otherwise
+	 * (it needs strong locks) the job is cancelling until its worker has
+	 * done it.
 	 */
-	void		(*discard) (const BgddlJob *job);
-	bool		discard_in_any_transaction;
+	void		(*discard) (const BgddlJob *job, bool keep_target);
+	bool		(*discards_in_any_transaction) (const BgddlJob *job);
 } JobKindRoutine;
 
 extern const JobKindRoutine *JobKindRoutineFor(JobKind kind);
@@ -78,5 +83,8 @@ extern const JobKindRoutine *JobKindForStatement(Node *parsetree);
 
 /* The kinds */
 extern const JobKindRoutine matview_kind_routine;
+extern const JobKindRoutine ctas_kind_routine;
+extern const JobKindRoutine refresh_kind_routine;
+extern const JobKindRoutine index_kind_routine;
 
 #endif							/* BGDDL_JOB_KIND_H */

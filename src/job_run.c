@@ -9,11 +9,15 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "background_ddl.h"
+#include "job_kind.h"
 #include "job_run.h"
 #include "job_step.h"
 
@@ -72,9 +76,33 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 	}
 }
 
+/*
+ * JobSubmit.run_utility for a worker: run a statement the job derives (a
+ * placeholder it reserves again) through the ProcessUtility chain, as the
+ * current user, in the current transaction.
+ */
+void
+JobRunUtility(struct JobSubmit *submit, PlannedStmt *pstmt)
+{
+	ProcessUtility(pstmt, submit->query_string, false, PROCESS_UTILITY_SUBCOMMAND,
+				   NULL, NULL, None_Receiver, NULL);
+}
+
 /* Does the job's target still exist?  Caller is in a transaction. */
 bool
 JobRunTargetExists(const JobRun *run)
 {
 	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->job.target_oid));
+}
+
+/*
+ * In the cut-over transaction: the job succeeded, and its object is now
+ * this relation (under its name now: it may have been renamed).
+ */
+void
+JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot, int64 rows)
+{
+	JobFinish(run->job.id, JOB_STATE_SUCCEEDED, NULL, record_cutover_snapshot, rows,
+			  quote_qualified_identifier(get_namespace_name(get_rel_namespace(object_oid)),
+										 get_rel_name(object_oid)));
 }

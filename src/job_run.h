@@ -8,6 +8,8 @@
 #ifndef BGDDL_JOB_RUN_H
 #define BGDDL_JOB_RUN_H
 
+#include "nodes/plannodes.h"
+
 #include "job_catalog.h"
 
 struct JobKindRoutine;
@@ -25,6 +27,7 @@ typedef struct JobRun
 	bool		whole_table_marked; /* this worker recorded a whole_table mark */
 	bool		claimed;		/* this worker has taken the job (JobClaim) */
 	bool		attempts_exhausted; /* ... after max_attempts unclean ends */
+	char	   *discard_error;	/* why the target could not be removed */
 } JobRun;
 
 /* What a step of a phase found */
@@ -41,5 +44,10 @@ typedef void (*LockingStep) (JobRun *run);
 extern void JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase,
 							  const char *activity);
 extern bool JobRunTargetExists(const JobRun *run);
+extern void JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,
+							int64 rows);
+
+struct JobSubmit;
+extern void JobRunUtility(struct JobSubmit *submit, PlannedStmt *pstmt);
 
 #endif							/* BGDDL_JOB_RUN_H */

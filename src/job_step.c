@@ -47,7 +47,6 @@ volatile sig_atomic_t JobShutdownRequested = false;
 static int64 step_job_id = 0;
 static MemoryContext job_context = NULL;
 static MemoryContext step_context = NULL;
-static const JobIdentity *step_identity = NULL;
 static bool step_in_progress = false;
 static bool query_in_progress = false;
 static JobQueryContext query_context;
@@ -71,13 +70,6 @@ MemoryContext
 JobContext(void)
 {
 	return job_context;
-}
-
-/* The identity JobQueryBegin enters; must live in JobContext() */
-void
-JobStepsSetIdentity(const JobIdentity *identity)
-{
-	step_identity = identity;
 }
 
 /*
@@ -143,7 +135,8 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 	StartTransactionCommand();
 	if (isolation == STEP_REPEATABLE_READ)
 		XactIsoLevel = XACT_REPEATABLE_READ;
-	PushActiveSnapshot(GetTransactionSnapshot());
+	if (isolation != STEP_NO_SNAPSHOT)
+		PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(step_context);
 	pgstat_report_activity(STATE_RUNNING, activity);
 	step_in_progress = true;
@@ -154,7 +147,9 @@ void
 JobStepEnd(void)
 {
 	Assert(step_in_progress && !query_in_progress);
-	PopActiveSnapshot();
+	/* A utility that commits inside (CREATE INDEX CONCURRENTLY) pops its own */
+	if (ActiveSnapshotSet())
+		PopActiveSnapshot();
 	CommitTransactionCommand();
 	BgddlLiveRowsCommitted();
 	step_in_progress = false;
@@ -189,12 +184,16 @@ JobStepInProgress(void)
 	return step_in_progress;
 }
 
-/* Run the job's own statements from here to JobQueryEnd (same step) */
+/*
+ * Run the job's own statements from here to JobQueryEnd (same step), as
+ * role (the submit's current user; a materialized view's owner for
+ * REFRESH).
+ */
 void
-JobQueryBegin(bool small_batches)
+JobQueryBegin(Oid role, bool small_batches)
 {
-	Assert(step_in_progress && !query_in_progress && step_identity != NULL);
-	JobQueryEnter(step_identity, &query_context, small_batches);
+	Assert(step_in_progress && !query_in_progress);
+	JobQueryEnter(role, &query_context, small_batches);
 	query_in_progress = true;
 }
 

@@ -16,17 +16,17 @@
 typedef enum JobStepIsolation
 {
 	STEP_READ_COMMITTED,
-	STEP_REPEATABLE_READ		/* everything it reads shares one snapshot */
+	STEP_REPEATABLE_READ,		/* everything it reads shares one snapshot */
+	STEP_NO_SNAPSHOT			/* the caller pushes one when it is ready */
 } JobStepIsolation;
 
 extern void JobStepsInit(int64 job_id);
 extern MemoryContext JobContext(void);
-extern void JobStepsSetIdentity(const JobIdentity *identity);
 extern void JobStepBegin(const char *activity, JobStepIsolation isolation);
 extern void JobStepEnd(void);
 extern void JobStepAbort(void);
 extern bool JobStepInProgress(void);
-extern void JobQueryBegin(bool small_batches);
+extern void JobQueryBegin(Oid role, bool small_batches);
 extern void JobQueryEnd(void);
 extern bool JobControlPending(void);
 extern bool JobControlOutstanding(void);

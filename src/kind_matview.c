@@ -33,7 +33,6 @@
 #include "utils/rel.h"
 
 #include "job_kind.h"
-#include "job_step.h"
 #include "placeholder.h"
 #include "query_job.h"
 
@@ -105,47 +104,38 @@ MatviewStart(JobRun *run)
 }
 
 /*
- * One transaction: the rest of the computation (query_job.c), then the
- * placeholder becomes an ordinary populated materialized view, and the job
- * succeeded.
+ * In the cut-over transaction (query_job.c), once the content is complete:
+ * the placeholder becomes an ordinary populated materialized view, and the
+ * job succeeded.  Nobody can be using the placeholder, so taking it whole
+ * costs no one.
  */
+static void
+MatviewPublish(JobRun *run, int64 rows)
+{
+	Relation	target;
+
+	PlaceholderLockExclusive(run->job.target_oid);
+	target = table_open(run->job.target_oid, NoLock);
+	SetMatViewPopulatedState(target, true);
+	JobRunSucceeded(run, run->job.target_oid, true, rows);
+	table_close(target, NoLock);
+}
+
 static JobStepResult
 MatviewCutOver(JobRun *run)
 {
-	Relation	content;
-	JobStepResult result;
-	int64		rows;
-
-	JobStepHoldPoint("cutting over");
-	JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ);
-	JobSetPhase(run->job.id, JOB_PHASE_CUTTING_OVER);
-	if (!JobRunTargetExists(run))
-	{
-		JobStepEnd();
-		return JOB_STEP_TARGET_GONE;
-	}
-	content = table_open(run->content_oid, RowExclusiveLock);
-	result = QueryJobFinalize(run, content, &rows);
-	if (result == JOB_STEP_DONE)
-	{
-		PlaceholderLockExclusive(run->content_oid);
-		SetMatViewPopulatedState(content, true);
-		JobFinish(run->job.id, JOB_STATE_SUCCEEDED, NULL, true, rows,
-				  quote_qualified_identifier(get_namespace_name(RelationGetNamespace(content)),
-											 RelationGetRelationName(content)));
-	}
-	table_close(content, NoLock);
-	JobStepEnd();
-	return result;
+	return QueryJobCutOver(run, MatviewPublish);
 }
 
 static void
-MatviewDiscard(const BgddlJob *job)
+MatviewDiscard(const BgddlJob *job, bool keep_target)
 {
-	PlaceholderDrop(job->target_oid);
+	if (!keep_target)
+		PlaceholderDrop(job->target_oid);
 }
 
 const JobKindRoutine matview_kind_routine = {
+	.stands_for = OBJECT_MATVIEW,
 	.kind = JOB_KIND_CREATE_MATVIEW,
 	.accepts = MatviewAccepts,
 	.validate = MatviewValidate,
@@ -156,5 +146,4 @@ const JobKindRoutine matview_kind_routine = {
 	.catch_up = QueryJobCatchUp,
 	.cut_over = MatviewCutOver,
 	.discard = MatviewDiscard,
-	.discard_in_any_transaction = true,
 };

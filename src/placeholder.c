@@ -12,7 +12,10 @@
  *	- reading it fails at once, also from a plan that dropped its (useless)
  *	  join to the placeholder, and also at the submit of another job;
  *	- REFRESH MATERIALIZED VIEW of it is refused (it would publish the view
- *	  before the job has built it).
+ *	  before the job has built it);
+ *	- CREATE TABLE AS and CREATE INDEX jobs reserve their name with such a
+ *	  placeholder too, which the real object replaces at the end: indexes,
+ *	  ALTERs, grants and comments on it, which would be lost, are refused.
  *
  * (DROP of a job's target cancels the job: job_control.c.)
  *
@@ -153,6 +156,115 @@ PlaceholderCheckRefresh(RefreshMatViewStmt *stmt)
 				 errdetail("Its new content becomes visible when the job succeeds."),
 				 errhint("Use wait_ddl(" INT64_FORMAT ") to wait for it, or cancel_ddl(" INT64_FORMAT ") to stop it.",
 						 job_id, job_id)));
+}
+
+/*
+ * The unfinished job whose placeholder this relation is, if it stands for
+ * an object other than itself (CREATE TABLE AS's table, CREATE INDEX's
+ * index): what is attached to such a placeholder would be lost at the
+ * job's end.  A CREATE MATERIALIZED VIEW job's placeholder becomes the
+ * view, and a REFRESH job's target is the view itself: anything goes.
+ */
+static int64
+JobReplacingPlaceholder(Oid relid)
+{
+	int64		job_id;
+	BgddlJob	job;
+
+	if (!OidIsValid(relid) || !IsUnpopulatedMatView(relid) || CatalogLookup() == NULL)
+		return 0;
+	job_id = JobFindUnfinishedByTarget(relid);
+	if (job_id == 0 || !JobLoad(job_id, &job, true) ||
+		job.kind == JOB_KIND_CREATE_MATVIEW || job.kind == JOB_KIND_REFRESH_MATVIEW)
+		return 0;
+	return job_id;
+}
+
+/* Is this relation a placeholder, for any kind of unfinished job? */
+bool
+PlaceholderOfUnfinishedJob(Oid relid)
+{
+	return OidIsValid(relid) && IsUnpopulatedMatView(relid) && CatalogLookup() != NULL &&
+		JobFindUnfinishedByTarget(relid) != 0;
+}
+
+static void
+RefuseChangeOfPlaceholder(RangeVar *relation, const char *statement)
+{
+	Oid			relid;
+	int64		job_id;
+
+	if (relation == NULL)
+		return;
+	relid = RangeVarGetRelid(relation, NoLock, true);
+	job_id = JobReplacingPlaceholder(relid);
+	if (job_id != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot run %s on \"%s\": it is being built by background DDL job " INT64_FORMAT,
+						statement, relation->relname, job_id),
+				 errdetail("Until the job succeeds, \"%s\" is a placeholder that reserves the name; what is changed on it would be lost.",
+						   relation->relname),
+				 errhint("Use wait_ddl(" INT64_FORMAT ") to wait for the job, then run the statement.",
+						 job_id)));
+}
+
+/*
+ * Refuse statements that would attach something to, or change, the
+ * placeholder of a CREATE TABLE AS or CREATE INDEX job (which is replaced
+ * by the real object at the job's end).  DROP cancels the job
+ * (job_control.c); RENAME and SET SCHEMA move the name, which the job
+ * follows.
+ */
+void
+PlaceholderCheckChange(Node *parsetree)
+{
+	ListCell   *lc;
+
+	switch (nodeTag(parsetree))
+	{
+		case T_IndexStmt:
+			RefuseChangeOfPlaceholder(((IndexStmt *) parsetree)->relation, "CREATE INDEX");
+			break;
+		case T_AlterTableStmt:
+			RefuseChangeOfPlaceholder(((AlterTableStmt *) parsetree)->relation, "ALTER");
+			break;
+		case T_CreateStatsStmt:
+			foreach(lc, ((CreateStatsStmt *) parsetree)->relations)
+				if (IsA(lfirst(lc), RangeVar))
+					RefuseChangeOfPlaceholder(lfirst(lc), "CREATE STATISTICS");
+			break;
+		case T_GrantStmt:
+			{
+				GrantStmt  *stmt = (GrantStmt *) parsetree;
+
+				if (stmt->targtype == ACL_TARGET_OBJECT && stmt->objtype == OBJECT_TABLE)
+					foreach(lc, stmt->objects)
+						RefuseChangeOfPlaceholder(lfirst(lc), stmt->is_grant ? "GRANT" : "REVOKE");
+				break;
+			}
+		case T_CommentStmt:
+			{
+				CommentStmt *stmt = (CommentStmt *) parsetree;
+				List	   *names;
+
+				if (stmt->objtype != OBJECT_TABLE && stmt->objtype != OBJECT_MATVIEW &&
+					stmt->objtype != OBJECT_COLUMN)
+					break;
+				names = castNode(List, stmt->object);
+				if (stmt->objtype == OBJECT_COLUMN)
+					names = list_truncate(list_copy(names), list_length(names) - 1);
+				if (names != NIL)
+					RefuseChangeOfPlaceholder(makeRangeVarFromNameList(names), "COMMENT");
+				break;
+			}
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
+				RefuseChangeOfPlaceholder(((RenameStmt *) parsetree)->relation, "RENAME COLUMN");
+			break;
+		default:
+			break;
+	}
 }
 
 /*

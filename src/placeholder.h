@@ -15,6 +15,8 @@
 extern void PlaceholderHookInstall(void);
 extern void PlaceholderCheckReads(PlannedStmt *plan);
 extern void PlaceholderCheckRefresh(RefreshMatViewStmt *stmt);
+extern void PlaceholderCheckChange(Node *parsetree);
+extern bool PlaceholderOfUnfinishedJob(Oid relid);
 extern void PlaceholderTruncate(Relation rel);
 extern void PlaceholderDrop(Oid relid);
 extern void PlaceholderLockExclusive(Oid relid);

@@ -192,9 +192,9 @@ QueryJobPlan(JobRun *run)
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
 	JobSetPhase(run->job.id, JOB_PHASE_PLANNING);
 	rule_relation = table_open(run->rule_relid, AccessShareLock);
-	JobQueryBegin(false);
+	JobQueryBegin(run->query_role, false);
 	query = BackfillRuleQuery(rule_relation, run->query_role);
-	DecomposeQuery(query, run->rule_relid, run->job.identity.owner_oid, InvalidOid,
+	DecomposeQuery(query, run->rule_relid, run->query_role, InvalidOid,
 				   &decomposition);
 	run->job.rows_total = BackfillEstimateRows(query);
 	JobQueryEnd();
@@ -226,10 +226,10 @@ InstallCaptureStep(JobRun *run)
 	CaptureTriggers triggers;
 	Relation	driving;
 
-	JobQueryBegin(false);
+	JobQueryBegin(run->query_role, false);
 	query = BackfillRuleQuery(rule_relation, run->query_role);
-	DecomposeQuery(query, run->rule_relid, run->job.identity.owner_oid,
-				   run->job.driving_oid, &decomposition);
+	DecomposeQuery(query, run->rule_relid, run->query_role, run->job.driving_oid,
+				   &decomposition);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 
@@ -405,7 +405,7 @@ BackfillChunk(JobRun *run)
 	range.end_block = Min(run->next_block + job->chunk_blocks, job->blocks_total);
 
 	INSTR_TIME_SET_CURRENT(start_time);
-	JobQueryBegin(true);
+	JobQueryBegin(run->query_role, true);
 	query = BackfillRuleQuery(rule_relation, run->query_role);
 	driving_rtindex = DrivingRangeTableIndex(query, job->driving_oid);
 	if (driving_rtindex == 0)
@@ -618,10 +618,42 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 	{
 		Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
 
-		JobQueryBegin(false);
+		JobQueryBegin(run->query_role, false);
 		*rows = (int64) BackfillAll(content, BackfillRuleQuery(rule_relation, run->query_role));
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
 	}
 	return JOB_STEP_DONE;
+}
+
+/*
+ * The cut-over of a query job: one REPEATABLE READ transaction that
+ * finishes the computation (QueryJobFinalize), then lets the kind publish
+ * the content (publish must end the job as succeeded, with JobFinish), and
+ * commits.  For a one-batch job this is the batch, so its phase says
+ * backfilling.
+ */
+JobStepResult
+QueryJobCutOver(JobRun *run, QueryJobPublish publish)
+{
+	Relation	content;
+	JobStepResult result;
+	int64		rows;
+
+	JobStepHoldPoint("cutting over");
+	JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ);
+	JobSetPhase(run->job.id, OidIsValid(run->job.driving_oid) ?
+				JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING);
+	if (!JobRunTargetExists(run))
+	{
+		JobStepEnd();
+		return JOB_STEP_TARGET_GONE;
+	}
+	content = table_open(run->content_oid, RowExclusiveLock);
+	result = QueryJobFinalize(run, content, &rows);
+	table_close(content, NoLock);
+	if (result == JOB_STEP_DONE)
+		publish(run, rows);
+	JobStepEnd();
+	return result;
 }

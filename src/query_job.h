@@ -28,4 +28,9 @@ extern JobStepResult QueryJobBackfillStep(JobRun *run);
 extern JobStepResult QueryJobCatchUp(JobRun *run);
 extern JobStepResult QueryJobFinalize(JobRun *run, Relation content, int64 *rows);
 
+/* Make the computed content visible, and end the job as succeeded */
+typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
+
+extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
+
 #endif							/* BGDDL_QUERY_JOB_H */

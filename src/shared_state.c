@@ -245,6 +245,20 @@ BgddlLiveRowsAborted(void)
  * Publish the job's committed progress (the build restarted: rows_done may
  * go down).  Rows of uncommitted steps keep counting on top.
  */
+/*
+ * What the job's worker is doing now: the catalog's phase commits with the
+ * step's transaction, too late for a long one (the cut-over).
+ */
+void
+BgddlPublishPhase(int phase)
+{
+	if (MyJobSlot == NULL)
+		return;
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->phase = phase;
+	LWLockRelease(BgddlShared->lock);
+}
+
 void
 BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,
 					 int64 rows_total, bool one_batch)

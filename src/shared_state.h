@@ -55,6 +55,7 @@ typedef struct BgddlJobSlot
 	int64		rows_total;		/* the planner's estimate; -1: unknown */
 	bool		one_batch;		/* progress comes from rows_done / rows_total */
 	double		progress;
+	int			phase;			/* JobPhase, set before its transaction commits */
 } BgddlJobSlot;
 
 typedef struct BgddlSharedState
@@ -82,6 +83,7 @@ extern BgddlJobSlot *MyJobSlot;
 extern void BgddlPublishLiveRows(int64 rows);
 extern void BgddlLiveRowsCommitted(void);
 extern void BgddlLiveRowsAborted(void);
+extern void BgddlPublishPhase(int phase);
 extern void BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,
 								 int64 rows_total, bool one_batch);
 

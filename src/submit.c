@@ -21,8 +21,9 @@
  *
  * In a database without the extension, nothing here does anything but say
  * so when a job would be submitted (catalog_access.c).  With the extension,
- * and whatever background_ddl says, REFRESH and DROP of a job's target are
- * guarded (placeholder.c, job_control.c), capture triggers cannot be
+ * and whatever background_ddl says, REFRESH and DROP of a job's target, and
+ * changes to a placeholder that the job will replace, are guarded
+ * (placeholder.c, job_control.c), capture triggers cannot be
  * renamed (capture.c), DROP EXTENSION is refused while jobs are unfinished,
  * and COMMIT PREPARED wakes the scheduler for jobs the prepared transaction
  * submitted.
@@ -148,6 +149,8 @@ Submit(const JobKindRoutine *routine, PlannedStmt *pstmt, const char *queryStrin
 	submission.target_oid = submit.target_oid;
 	submission.target_name = submit.target_name;
 	submission.hidden_oid = submit.hidden_oid;
+	submission.driving_oid = submit.table_oid;
+	submission.utility_stmt = submit.utility_stmt;
 	submission.command = StatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
 	submission.strategy = submit.strategy;
 	job_id = JobInsert(&submission);
@@ -247,15 +250,35 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		case T_RefreshMatViewStmt:
 			PlaceholderCheckRefresh((RefreshMatViewStmt *) parsetree);
 			break;
+		case T_IndexStmt:
+		case T_AlterTableStmt:
+		case T_CreateStatsStmt:
+		case T_GrantStmt:
+		case T_CommentStmt:
+			PlaceholderCheckChange(parsetree);
+			break;
 		case T_DropStmt:
 			if (((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
 				GuardDropExtension((DropStmt *) parsetree);
 			else
-				JobCancelDroppedTargets((DropStmt *) parsetree);
+			{
+				List	   *left = JobCancelDroppedTargets((DropStmt *) parsetree);
+
+				if (left == NIL)
+					return;		/* all of them were placeholders, dropped */
+				if (left != ((DropStmt *) parsetree)->objects)
+				{
+					pstmt = copyObject(pstmt);
+					((DropStmt *) pstmt->utilityStmt)->objects = left;
+					readOnlyTree = false;
+				}
+			}
 			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_TRIGGER)
 				CaptureCheckRename((RenameStmt *) parsetree);
+			else
+				PlaceholderCheckChange(parsetree);
 			break;
 		case T_TransactionStmt:
 			if (((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED &&

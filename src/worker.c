@@ -157,6 +157,39 @@ CleanUpCapture(JobRun *run)
 }
 
 /*
+ * Remove what the job created (a LockingStep: dropping an index locks its
+ * table).  If the user built something on the target, RESTRICT keeps it and
+ * the reason is recorded; a lock timeout is left to the caller's retry.
+ */
+static void
+DiscardStep(JobRun *run)
+{
+	MemoryContext context = CurrentMemoryContext;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		run->routine->discard(&run->job, false);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+
+		MemoryContextSwitchTo(context);
+		error = CopyErrorData();
+		RollbackAndReleaseCurrentSubTransaction();
+		if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		run->discard_error = MemoryContextStrdup(JobContext(), error->message);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(context);
+}
+
+/*
  * End the job as failed or cancelled, leaving nothing behind: the capture
  * triggers, the kind's objects (if the user built something on them, they
  * are kept and the error says so), the checkpoints and captured changes.
@@ -165,7 +198,6 @@ static void
 EndJob(JobRun *run, JobState final_state, const JobError *error)
 {
 	JobError	final_error;
-	MemoryContext step_context;
 
 	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 	if (error != NULL)
@@ -174,34 +206,20 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 	JobStepEnd();
 
 	RemoveCapture(run);
+	run->discard_error = NULL;
+	JobRunLockingStep(run, DiscardStep, JOB_PHASE_CLEANING_UP,
+					  "background_ddl: removing what the job created");
 
-	JobStepBegin("background_ddl: removing what the job created", STEP_READ_COMMITTED);
-	step_context = CurrentMemoryContext;
 	if (error != NULL)
 		final_error = *error;
 	else
 		memset(&final_error, 0, sizeof(final_error));
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(step_context);
-	PG_TRY();
-	{
-		run->routine->discard(&run->job);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *drop_error;
-
-		MemoryContextSwitchTo(step_context);
-		drop_error = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
+	if (run->discard_error != NULL)
 		final_error.message = psprintf("%s (the target was kept: %s)",
-									   final_error.message ? final_error.message : JobStateName(final_state),
-									   drop_error->message);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(step_context);
+									   final_error.message ? final_error.message :
+									   JobStateName(final_state),
+									   run->discard_error);
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 	ChangeLogForget(run->job.id, true);
 	JobSetCleanupPending(run->job.id, false);
 	JobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL, false, -1, NULL);
@@ -273,7 +291,6 @@ LoadJob(JobRun *run)
 	{
 		run->claimed = true;
 		run->routine = JobKindRoutineFor(run->job.kind);
-		JobStepsSetIdentity(&run->job.identity);
 		if (!identity_done && !JobStateIsFinal(run->job.state))
 		{
 			JobIdentityBecome(&run->job.identity, run->job.id);

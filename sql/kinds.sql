@@ -1,0 +1,185 @@
+-- The other kinds of job: CREATE TABLE AS / SELECT INTO, REFRESH
+-- MATERIALIZED VIEW, CREATE INDEX.  What they accept and refuse at submit,
+-- and that each result is what the blocking statement makes.
+ALTER TABLE background_ddl.job ALTER COLUMN id RESTART WITH 3000;
+CREATE TABLE k AS SELECT g AS id, g % 7 AS grp, md5(g::text) AS payload FROM generate_series(1, 20000) g;
+SET background_ddl = on;
+-- k_gate() holds a job's worker while we hold advisory lock 79.
+CREATE FUNCTION k_gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(79); END IF; RETURN x; END $$;
+
+-- CREATE TABLE AS: column names, UNLOGGED, WITH, the name reserved.
+SELECT pg_advisory_lock(79);
+CREATE UNLOGGED TABLE k_ctas (a, b) WITH (fillfactor = 70) AS SELECT k_gate(id), payload FROM k WHERE grp = 1;
+SELECT last_ddl_job() AS ctas_job \gset
+SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = :ctas_job;
+CREATE TABLE k_ctas (x int);
+SELECT count(*) FROM k_ctas;
+-- Until the job succeeds the name is held by a placeholder, which the
+-- table replaces: what would be lost with it is refused, background or not.
+GRANT SELECT ON k_ctas TO PUBLIC;
+CREATE INDEX ON k_ctas (a);
+ALTER TABLE k_ctas ALTER COLUMN a SET STATISTICS 10;
+COMMENT ON COLUMN k_ctas.a IS 'lost';
+ALTER TABLE k_ctas RENAME COLUMN a TO c;
+SET background_ddl = off;
+CREATE INDEX ON k_ctas (a);
+SET background_ddl = on;
+SELECT pg_advisory_unlock(79);
+SELECT wait_ddl(:ctas_job, '60s');
+SELECT c.relkind, c.relpersistence, c.reloptions, pg_get_userbyid(c.relowner) = current_user AS owned,
+       (SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute
+         WHERE attrelid = c.oid AND attnum > 0) AS columns
+  FROM pg_class c WHERE c.oid = 'k_ctas'::regclass;
+SELECT (SELECT count(*) FROM (TABLE k_ctas EXCEPT ALL SELECT id, payload FROM k WHERE grp = 1) a)
+     + (SELECT count(*) FROM (SELECT id, payload FROM k WHERE grp = 1 EXCEPT ALL TABLE k_ctas) b) AS differences;
+-- No dependency on the base table is left, as with the blocking statement.
+SELECT count(*) AS dependencies FROM pg_depend
+ WHERE objid = 'k_ctas'::regclass AND refobjid = 'k'::regclass;
+-- Nothing of the job is left in the extension's schema.
+SELECT count(*) AS hidden_left FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
+   AND relname LIKE 'ctas%';
+
+-- SELECT ... INTO is a CREATE TABLE AS too.
+SELECT id, grp INTO k_into FROM k WHERE id <= 100;
+SELECT kind, wait_ddl(id, '60s') FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT count(*) FROM k_into;
+
+-- IF NOT EXISTS that finds the name runs as usual (skips).
+CREATE TABLE IF NOT EXISTS k_into AS SELECT 1 AS x;
+-- What only this session has is refused.
+CREATE TEMP TABLE k_temp AS SELECT 1 AS x;
+CREATE TEMP TABLE k_tmp_source (x int);
+CREATE TABLE k_from_temp AS SELECT x FROM k_tmp_source;
+DO $$ DECLARE v int := 3; BEGIN EXECUTE 'CREATE TABLE k_param AS SELECT $1 AS v' USING v; END $$;
+CREATE FUNCTION k_ctas_with_variable(v int) RETURNS void LANGUAGE plpgsql AS
+  $$ BEGIN CREATE TABLE k_param AS SELECT v AS x; END $$;
+SELECT k_ctas_with_variable(3);
+
+-- DROP TABLE of the name while the job runs cancels it, and drops both
+-- the placeholder and the hidden table.
+CREATE FUNCTION k_slow(x int) RETURNS int LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM pg_sleep(0.01); RETURN x; END $$;
+CREATE TABLE k_dropped AS SELECT k_slow(id) AS id FROM k;
+SELECT last_ddl_job() AS dropped_job \gset
+DROP TABLE k_dropped;
+SELECT state, error FROM pg_stat_background_ddl WHERE id = :dropped_job;
+SELECT count(*) AS left_over FROM pg_class WHERE relname IN ('k_dropped', 'ctas_' || :dropped_job);
+
+-- REFRESH: the old content stays readable; the new one replaces it at once.
+SET background_ddl = off;
+CREATE MATERIALIZED VIEW k_mv AS SELECT k_gate(id) AS id, grp, payload FROM k WHERE grp < 3;
+CREATE UNIQUE INDEX k_mv_id ON k_mv (id);
+CREATE INDEX k_mv_grp ON k_mv (grp) WHERE grp > 0;
+SET background_ddl = on;
+DELETE FROM k WHERE id % 2 = 0;
+SELECT oid AS mv_oid, relfilenode AS mv_filenode FROM pg_class WHERE relname = 'k_mv' \gset
+SELECT pg_advisory_lock(79);
+REFRESH MATERIALIZED VIEW CONCURRENTLY k_mv;
+SELECT last_ddl_job() AS refresh_job \gset
+SELECT kind, target FROM pg_stat_background_ddl WHERE id = :refresh_job;
+-- While it runs the old content is read, and the view is the view: a
+-- grant on it stays.
+SELECT count(*) AS old_rows FROM k_mv;
+GRANT SELECT ON k_mv TO PUBLIC;
+-- A second refresh while it runs, blocking or not, names the job.
+REFRESH MATERIALIZED VIEW k_mv;
+SET background_ddl = off;
+REFRESH MATERIALIZED VIEW k_mv;
+SET background_ddl = on;
+SELECT pg_advisory_unlock(79);
+SELECT wait_ddl(:refresh_job, '60s');
+SELECT has_table_privilege('public', 'k_mv', 'SELECT') AS grant_kept;
+SELECT (SELECT count(*) FROM (TABLE k_mv EXCEPT ALL SELECT id, grp, payload FROM k WHERE grp < 3) a)
+     + (SELECT count(*) FROM (SELECT id, grp, payload FROM k WHERE grp < 3 EXCEPT ALL TABLE k_mv) b) AS differences;
+-- The same view (OID), new storage; its indexes are complete and valid.
+SELECT oid = :mv_oid AS same_view, relfilenode <> :mv_filenode AS new_storage
+  FROM pg_class WHERE relname = 'k_mv';
+SELECT count(*) AS indexes_checked
+  FROM (SELECT bt_index_parent_check(indexrelid, true) FROM pg_index
+         WHERE indrelid = 'k_mv'::regclass) c;
+SELECT count(*) AS hidden_left FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
+   AND relname LIKE 'refresh%';
+SET enable_seqscan = off;
+SELECT count(*) FROM k_mv WHERE grp = 1;
+RESET enable_seqscan;
+-- REFRESH's own errors, as the blocking statement gives them.
+REFRESH MATERIALIZED VIEW k;
+CREATE MATERIALIZED VIEW k_mv_nodata AS SELECT id FROM k WITH NO DATA;
+REFRESH MATERIALIZED VIEW CONCURRENTLY k_mv_nodata;
+REFRESH MATERIALIZED VIEW k_mv_nodata;
+SELECT wait_ddl(last_ddl_job(), '60s');
+REFRESH MATERIALIZED VIEW CONCURRENTLY k_mv_nodata;
+SELECT relispopulated, (SELECT count(*) FROM k_mv_nodata) FROM pg_class WHERE relname = 'k_mv_nodata';
+CREATE ROLE k_stranger;
+SET ROLE k_stranger;
+REFRESH MATERIALIZED VIEW k_mv;
+RESET ROLE;
+DROP ROLE k_stranger;
+
+-- CREATE INDEX: built concurrently, unused until valid; the name is taken.
+CREATE INDEX ON k (payload);
+SELECT last_ddl_job() AS index_job \gset
+SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = :index_job;
+CREATE INDEX k_payload_idx ON k (grp);
+SELECT wait_ddl(:index_job, '60s');
+SELECT indisvalid, indisready, pg_get_indexdef(indexrelid) FROM pg_index WHERE indexrelid = 'k_payload_idx'::regclass;
+-- Unique, partial, INCLUDE, expression, other access methods.
+CREATE UNIQUE INDEX k_id ON k (id) INCLUDE (grp) WHERE id > 0;
+SELECT wait_ddl(last_ddl_job(), '60s');
+CREATE INDEX k_lower ON k (lower(payload) COLLATE "C" text_pattern_ops);
+SELECT wait_ddl(last_ddl_job(), '60s');
+CREATE INDEX CONCURRENTLY k_hash ON k USING hash (payload);
+SELECT wait_ddl(last_ddl_job(), '60s');
+CREATE INDEX k_brin ON k USING brin (id);
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT indexrelid::regclass, indisvalid, pg_get_indexdef(indexrelid) FROM pg_index
+ WHERE indrelid = 'k'::regclass ORDER BY indexrelid::regclass::text;
+-- A unique violation fails the job with PostgreSQL's error, and leaves no index.
+CREATE UNIQUE INDEX k_grp ON k (grp);
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT state, error, error_sqlstate, error_detail FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT count(*) AS invalid_left FROM pg_class WHERE relname = 'k_grp';
+-- Refused at submit, with the blocking statement's errors.
+CREATE INDEX k_bad ON k (random());
+CREATE INDEX k_bad ON k (nosuchcolumn);
+CREATE INDEX k_bad ON k USING gin (payload);
+CREATE INDEX k_bad ON k USING nosuchmethod (payload);
+CREATE INDEX k_id ON k (grp);
+CREATE TABLE k_parted (a int) PARTITION BY RANGE (a);
+CREATE INDEX ON k_parted (a);
+CREATE TEMP TABLE k_temp_for_index (a int);
+CREATE INDEX ON k_temp_for_index (a);
+CREATE ROLE k_reader;
+GRANT SELECT ON k TO k_reader;
+SET ROLE k_reader;
+CREATE INDEX ON k (grp);
+RESET ROLE;
+REVOKE SELECT ON k FROM k_reader;
+DROP ROLE k_reader;
+SELECT count(*) AS jobs_for_refused FROM pg_stat_background_ddl WHERE id > :index_job AND target LIKE '%bad%';
+-- DROP INDEX of the name while it is a placeholder cancels the job, at once.
+BEGIN;
+CREATE INDEX k_dropped_idx ON k (grp);
+SAVEPOINT s;
+CREATE INDEX ON k_dropped_idx ((1));
+ROLLBACK TO s;
+DROP INDEX k_dropped_idx;
+COMMIT;
+SELECT state, error FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT count(*) AS left_over FROM pg_class WHERE relname = 'k_dropped_idx';
+-- Cancelled before its worker has built anything, an index job holds only
+-- the placeholder of its name: cancel_ddl drops it in the caller's
+-- transaction.  (Once the index exists the job is 'cancelling' until its
+-- worker has dropped it; the TAP test 007_kinds covers that.)
+BEGIN;
+CREATE INDEX k_cancelled_idx ON k (grp);
+SELECT cancel_ddl(last_ddl_job());
+SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+COMMIT;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT count(*) AS left_over FROM pg_class WHERE relname = 'k_cancelled_idx';
+
+DROP TABLE k CASCADE;
+DROP TABLE k_ctas, k_into, k_parted;
+DROP FUNCTION k_slow(int), k_ctas_with_variable(int), k_gate(int);
