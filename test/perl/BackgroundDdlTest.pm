@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(bgddl_node submit_job wait_job_state hold_at release_hold
-  check_no_leftovers);
+  check_no_leftovers differences write_some);
 
 # A started node with the library preloaded, the extension created in
 # database postgres, and the given extra postgresql.conf lines.
@@ -85,6 +85,29 @@ sub check_no_leftovers
 			      + (SELECT count(*) FROM background_ddl.recomputed WHERE job_id = $job)
 			      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job AND tid_map IS NOT NULL)"),
 		'0', "job $job: no triggers, marks, recomputed rows or tid maps left");
+	return;
+}
+
+# How many rows a relation and a query's result differ by (as multisets)
+sub differences
+{
+	my ($node, $name, $query, $db) = @_;
+	return $node->safe_psql($db // 'postgres',
+		"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a)
+		      + (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)");
+}
+
+# Some writes to a table events(id, account, payload) of ids up to $max_id:
+# updates, deletes, and inserts of new ids above it.
+sub write_some
+{
+	my ($node, $round, $max_id) = @_;
+	$node->safe_psql('postgres', qq{
+UPDATE events SET payload = 'changed $round' WHERE id % 997 = $round % 997;
+DELETE FROM events WHERE id % 1999 = $round % 1999;
+INSERT INTO events SELECT $max_id + g * 50 + $round, g % 1000, 'new' FROM generate_series(1, 20) g
+  ON CONFLICT DO NOTHING;
+});
 	return;
 }
 

@@ -86,10 +86,7 @@ sub wait_state
 sub check_exact
 {
 	my ($name, $query) = @_;
-	is( $node->safe_psql('postgres',
-			"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a)
-			      + (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)"),
-		'0', "$name: content equals the query");
+	is(differences($node, $name, $query), '0', "$name: content equals the query");
 }
 
 sub restarts_logged

@@ -52,27 +52,6 @@ sub checkpoints
 		   FROM background_ddl.chunk WHERE job_id = $job");
 }
 
-sub differences
-{
-	my ($name, $query) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a)
-		      + (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)");
-}
-
-# Some writes to both base tables, captured if the triggers are there.
-sub write_some
-{
-	my ($round) = @_;
-	$node->safe_psql('postgres', qq{
-UPDATE events SET payload = 'changed $round' WHERE id % 997 = $round % 997;
-DELETE FROM events WHERE id % 1999 = $round % 1999;
-INSERT INTO events SELECT 300000 + g * 50 + $round, g % 1000, 'new' FROM generate_series(1, 20) g
-  ON CONFLICT DO NOTHING;
-});
-	return;
-}
-
 my $scenario = 0;
 for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching up',
 	'cutting over', 'cleaning up')
@@ -88,7 +67,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 		my $job = submit_job($node, "CREATE MATERIALIZED VIEW $name AS $query");
 		ok(held(), "$label: job $job held at the point");
 		my $already_succeeded = $point eq 'cleaning up';
-		write_some($scenario) unless $already_succeeded;
+		write_some($node, $scenario, 300000) unless $already_succeeded;
 		my $before = checkpoints($job);
 		my $attempts_before = $node->safe_psql('postgres',
 			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job");
@@ -134,7 +113,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 			is($attempts, $attempts_before, "$label: the cancel cost no attempt");
 			next;
 		}
-		is(differences($name, $query), '0', "$label: content equals the query");
+		is(differences($node, $name, $query), '0', "$label: content equals the query");
 		my $crash_restarts = ($fault ne 'cancel' && !$already_succeeded) ? 1 : 0;
 		is($attempts, $attempts_before + $crash_restarts,
 			"$label: attempts count the crash restarts only");
@@ -154,7 +133,7 @@ eval { $hold->quit };
 $node->poll_query_until('postgres', 'SELECT true');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
 ok(wait_job_state($node, $job, 'succeeded'), 'one batch: succeeded after the kill');
-is(differences('one_batch', $queries{one_batch}), '0', 'one batch: content equals the query');
+is(differences($node, 'one_batch', $queries{one_batch}), '0', 'one batch: content equals the query');
 is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
 	'2', 'one batch: two attempts');
 
@@ -175,7 +154,7 @@ is($node->safe_psql('postgres', "SELECT state || ' ' || attempts FROM pg_stat_ba
 is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', 'pause: resumed');
 ok(wait_job_state($node, $job, 'succeeded'), 'pause: succeeded after resume');
 like(checkpoints($job), qr/^\Q$before\E/, 'pause: chunks before the pause were kept');
-is(differences('paused_mv', $queries{chunked}), '0', 'pause: content equals the query');
+is(differences($node, 'paused_mv', $queries{chunked}), '0', 'pause: content equals the query');
 
 # Waiting holds no snapshot: a session in wait_ddl() advertises no xmin.
 $hold = hold_at($node, 'chunk 1');

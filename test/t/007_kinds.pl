@@ -1,0 +1,237 @@
+# The other kinds of job under faults and concurrency:
+#  - CREATE TABLE AS and REFRESH MATERIALIZED VIEW, with writers on the base
+#    table, survive a killed worker and an immediate shutdown with exactly
+#    the query's content, and a cancel leaves nothing (for REFRESH: the old
+#    content, untouched);
+#  - readers of a view being refreshed read the old content, and are not
+#    queued behind the swap while it waits for its lock;
+#  - CREATE INDEX, interrupted in the middle of its build (killed, crashed,
+#    cancelled) leaves no invalid index, and a rebuilt index is complete
+#    under concurrent writes; two index jobs on one table do not deadlock.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('kinds', q{
+background_ddl.batch_time = '20ms'
+background_ddl.lock_timeout = '50ms'
+restart_after_crash = on
+});
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION amcheck;
+CREATE TABLE events (id int PRIMARY KEY, account int NOT NULL, payload text NOT NULL);
+INSERT INTO events SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 200000) g;
+-- Holds an index build at the row with id 1000 while advisory lock 77 is held.
+CREATE FUNCTION gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN IF x = 1000 THEN PERFORM pg_advisory_xact_lock_shared(77); END IF; RETURN x; END $$;
+CREATE MATERIALIZED VIEW mv AS SELECT id, account, upper(payload) AS p FROM events WHERE account < 500;
+CREATE UNIQUE INDEX mv_id ON mv (id);
+CREATE INDEX mv_account ON mv (account);
+});
+
+my $query = 'SELECT id, account, upper(payload) AS p FROM events WHERE account < 500';
+
+sub held
+{
+	my ($objid) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $objid AND NOT granted");
+}
+
+sub crash
+{
+	my ($fault, $job, $hold) = @_;
+	if ($fault eq 'kill')
+	{
+		kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+	}
+	else
+	{
+		$node->stop('immediate');
+		$node->start;
+	}
+	eval { $hold->quit } if $hold;    # its session died with the crash
+	$node->poll_query_until('postgres', 'SELECT true');
+	return;
+}
+
+sub hidden_left
+{
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
+		   AND (relname LIKE 'ctas\\_%' OR relname LIKE 'refresh\\_%')");
+}
+
+my $round = 0;
+
+# CREATE TABLE AS, under writes: a crash mid-backfill, and at the cut-over.
+for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'chunk 2', 'cancel' ])
+{
+	my ($point, $fault) = @$case;
+	my $label = "CREATE TABLE AS, $point / $fault";
+	my $name = 'ctas_' . ++$round;
+	my $hold = hold_at($node, $point);
+	my $job = submit_job($node, "CREATE TABLE $name AS $query");
+	ok(held(4242), "$label: held");
+	write_some($node, $round, 200000);
+	if ($fault eq 'cancel')
+	{
+		is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', "$label: cancelled");
+		release_hold($node, $hold);
+		ok(wait_job_state($node, $job, 'cancelled'), "$label: job ended cancelled");
+		is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = '$name'"),
+			'0', "$label: no table left");
+	}
+	else
+	{
+		crash($fault, $job, $hold);
+		$node->safe_psql('postgres',
+			'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+		ok(wait_job_state($node, $job, 'succeeded'), "$label: job succeeded");
+		is($node->safe_psql('postgres', "SELECT relkind FROM pg_class WHERE relname = '$name'"),
+			'r', "$label: it is a table");
+		is(differences($node, $name, $query), '0', "$label: content equals the query");
+	}
+	check_no_leftovers($node, $job);
+	is(hidden_left(), '0', "$label: no hidden table left");
+}
+
+# REFRESH, under writes: crashes, and a cancel that leaves the old content.
+for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'catching up', 'cancel' ])
+{
+	my ($point, $fault) = @$case;
+	my $label = "REFRESH, $point / $fault";
+	$round++;
+	my $old = $node->safe_psql('postgres', 'SELECT md5(string_agg(mv::text, \',\' ORDER BY id)) FROM mv');
+	my $hold = hold_at($node, $point);
+	my $job = submit_job($node, 'REFRESH MATERIALIZED VIEW mv');
+	ok(held(4242), "$label: held");
+	write_some($node, $round, 200000);
+	is($node->safe_psql('postgres', 'SELECT md5(string_agg(mv::text, \',\' ORDER BY id)) FROM mv'),
+		$old, "$label: readers see the old content meanwhile");
+	if ($fault eq 'cancel')
+	{
+		is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', "$label: cancelled");
+		release_hold($node, $hold);
+		ok(wait_job_state($node, $job, 'cancelled'), "$label: job ended cancelled");
+		is($node->safe_psql('postgres', 'SELECT md5(string_agg(mv::text, \',\' ORDER BY id)) FROM mv'),
+			$old, "$label: the old content is untouched");
+	}
+	else
+	{
+		crash($fault, $job, $hold);
+		$node->safe_psql('postgres',
+			'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+		ok(wait_job_state($node, $job, 'succeeded'), "$label: job succeeded");
+		is(differences($node, 'mv', $query), '0', "$label: content equals the query");
+	}
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT bt_index_parent_check(indexrelid, true) FROM pg_index
+			                        WHERE indrelid = 'mv'::regclass AND indisvalid) c"),
+		'2', "$label: both indexes valid and complete");
+	check_no_leftovers($node, $job);
+	is(hidden_left(), '0', "$label: no hidden heap left");
+}
+
+# The swap waits for a reader of the old content with the short lock
+# timeout, retried: meanwhile other readers are not queued behind it.
+{
+	my $label = 'REFRESH swap';
+	my $hold = hold_at($node, 'cutting over');
+	my $job = submit_job($node, 'REFRESH MATERIALIZED VIEW mv');
+	ok(held(4242), "$label: held before the cut-over");
+	my $reader = $node->background_psql('postgres');
+	$reader->query_safe('BEGIN; SELECT count(*) FROM mv;');
+	release_hold($node, $hold);
+	ok( $node->poll_query_until('postgres',
+			"SELECT phase FROM pg_stat_background_ddl WHERE id = $job", 'cutting over'),
+		"$label: cutting over while a reader holds the view");
+	my $served = 0;
+	for (1 .. 5)
+	{
+		my ($ret) = $node->psql('postgres', "SET lock_timeout = '2s'; SELECT count(*) FROM mv");
+		$served++ if $ret == 0;
+	}
+	is($served, 5, "$label: other readers are served while the swap waits");
+	is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+		'running', "$label: the job waits for the reader");
+	$reader->query_safe('COMMIT');
+	$reader->quit;
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded once the reader is done");
+	is(differences($node, 'mv', $query), '0', "$label: content equals the query");
+}
+
+# CREATE INDEX: interrupted inside the build, while the invalid index
+# exists.  Rows are written during every build.
+sub invalid_indexes
+{
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_index WHERE indrelid = 'events'::regclass AND NOT indisvalid");
+}
+
+for my $fault ('kill', 'immediate', 'cancel')
+{
+	my $label = "CREATE INDEX, in the build / $fault";
+	my $name = "events_gate_$fault";
+	my $gate = $node->background_psql('postgres');
+	$gate->query_safe('SELECT pg_advisory_lock(77)');
+	my $job = submit_job($node, "CREATE INDEX $name ON events (gate(id))");
+	ok(held(77), "$label: the build is held");
+	is(invalid_indexes(), '1', "$label: the invalid index exists meanwhile");
+	write_some($node, ++$round, 200000);
+	if ($fault eq 'cancel')
+	{
+		is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', "$label: cancel_ddl");
+		ok(wait_job_state($node, $job, 'cancelled'), "$label: job ended cancelled");
+		$gate->quit;
+		is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = '$name'"),
+			'0', "$label: no index left");
+	}
+	else
+	{
+		# Either way the server restarts, and the session holding the gate
+		# ends with it.
+		crash($fault, $job, $gate);
+		ok(wait_job_state($node, $job, 'succeeded'), "$label: job succeeded");
+		like(slurp_file($node->logfile),
+			qr/background DDL job $job: dropped the invalid index "$name" left by an interrupted build/,
+			"$label: the invalid index was dropped, and the build restarted");
+		is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
+			'2', "$label: two attempts");
+		is($node->safe_psql('postgres',
+				"SELECT count(*) FROM (SELECT bt_index_parent_check('$name'::regclass, true)) c"),
+			'1', "$label: the index is consistent and holds every row");
+		is($node->safe_psql('postgres',
+				"SET enable_seqscan = off; SET enable_bitmapscan = off;
+				 SELECT count(*) FROM events WHERE gate(id) > 0"),
+			$node->safe_psql('postgres', 'SELECT count(*) FROM events'),
+			"$label: an index scan finds every row");
+		$node->safe_psql('postgres', "DROP INDEX $name");
+	}
+	is(invalid_indexes(), '0', "$label: no invalid index left");
+}
+
+# Two index jobs on one table: the second is submitted while the first
+# builds, and waits for it; neither deadlocks.
+{
+	my $label = 'two index jobs';
+	my $gate = $node->background_psql('postgres');
+	$gate->query_safe('SELECT pg_advisory_lock(77)');
+	my $first = submit_job($node, 'CREATE INDEX events_first ON events (gate(id))');
+	ok(held(77), "$label: the first build is held");
+	my $second = submit_job($node, 'CREATE INDEX events_second ON events (account)');
+	ok($second > $first, "$label: the second is submitted while the first builds");
+	$gate->quit;
+	ok(wait_job_state($node, $first, 'succeeded'), "$label: the first succeeded");
+	ok(wait_job_state($node, $second, 'succeeded'), "$label: the second succeeded");
+	is(invalid_indexes(), '0', "$label: no invalid index");
+}
+
+$node->stop;
+done_testing();
