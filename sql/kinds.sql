@@ -40,6 +40,17 @@ SELECT count(*) AS dependencies FROM pg_depend
 SELECT count(*) AS hidden_left FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
    AND relname LIKE 'ctas%';
 
+-- TABLESPACE, as the blocking statement places it.
+SET allow_in_place_tablespaces = on;
+CREATE TABLESPACE k_space LOCATION '';
+RESET allow_in_place_tablespaces;
+CREATE TABLE k_spaced TABLESPACE k_space AS SELECT id FROM k WHERE id <= 1000;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT t.spcname, (SELECT count(*) FROM k_spaced) AS rows
+  FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE c.relname = 'k_spaced';
+DROP TABLE k_spaced;
+DROP TABLESPACE k_space;
+
 -- SELECT ... INTO is a CREATE TABLE AS too.
 SELECT id, grp INTO k_into FROM k WHERE id <= 100;
 SELECT kind, wait_ddl(id, '60s') FROM pg_stat_background_ddl WHERE id = last_ddl_job();
@@ -132,6 +143,10 @@ SELECT wait_ddl(last_ddl_job(), '60s');
 CREATE INDEX CONCURRENTLY k_hash ON k USING hash (payload);
 SELECT wait_ddl(last_ddl_job(), '60s');
 CREATE INDEX k_brin ON k USING brin (id);
+SELECT wait_ddl(last_ddl_job(), '60s');
+CREATE INDEX k_gin ON k USING gin (to_tsvector('simple', payload));
+SELECT wait_ddl(last_ddl_job(), '60s');
+CREATE INDEX k_gist ON k USING gist (int4range(id, id + grp, '[]'));
 SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT indexrelid::regclass, indisvalid, pg_get_indexdef(indexrelid) FROM pg_index
  WHERE indrelid = 'k'::regclass ORDER BY indexrelid::regclass::text;

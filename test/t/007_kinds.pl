@@ -30,12 +30,15 @@ INSERT INTO events SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 2000
 -- Holds an index build at the row with id 1000 while advisory lock 77 is held.
 CREATE FUNCTION gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   $$ BEGIN IF x = 1000 THEN PERFORM pg_advisory_xact_lock_shared(77); END IF; RETURN x; END $$;
-CREATE MATERIALIZED VIEW mv AS SELECT id, account, upper(payload) AS p FROM events WHERE account < 500;
+-- A value stored out of line (TOAST) for one row in a hundred.
+CREATE FUNCTION big(x int) RETURNS text LANGUAGE sql IMMUTABLE AS
+  $$ SELECT CASE WHEN x % 100 = 0 THEN (SELECT string_agg(md5(x::text || g), '') FROM generate_series(1, 200) g) END $$;
+CREATE MATERIALIZED VIEW mv AS SELECT id, account, upper(payload) AS p, big(id) AS b FROM events WHERE account < 500;
 CREATE UNIQUE INDEX mv_id ON mv (id);
 CREATE INDEX mv_account ON mv (account);
 });
 
-my $query = 'SELECT id, account, upper(payload) AS p FROM events WHERE account < 500';
+my $query = 'SELECT id, account, upper(payload) AS p, big(id) AS b FROM events WHERE account < 500';
 
 sub held
 {
@@ -135,6 +138,12 @@ for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'catchin
 			"SELECT count(*) FROM (SELECT bt_index_parent_check(indexrelid, true) FROM pg_index
 			                        WHERE indrelid = 'mv'::regclass AND indisvalid) c"),
 		'2', "$label: both indexes valid and complete");
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM verify_heapam('mv', check_toast => true)"),
+		'0', "$label: heap and TOAST verify (no tuple older than relfrozenxid)");
+	is($node->safe_psql('postgres',
+			"SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE relname = 'mv'"),
+		't', "$label: the view's TOAST table holds its long values");
 	check_no_leftovers($node, $job);
 	is(hidden_left(), '0', "$label: no hidden heap left");
 }
@@ -184,6 +193,8 @@ for my $fault ('kill', 'immediate', 'cancel')
 	my $job = submit_job($node, "CREATE INDEX $name ON events (gate(id))");
 	ok(held(77), "$label: the build is held");
 	is(invalid_indexes(), '1', "$label: the invalid index exists meanwhile");
+	like($node->safe_psql('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job"),
+		qr/^building index/, "$label: the view shows the build's phase");
 	write_some($node, ++$round, 200000);
 	if ($fault eq 'cancel')
 	{
@@ -215,6 +226,38 @@ for my $fault ('kill', 'immediate', 'cancel')
 		$node->safe_psql('postgres', "DROP INDEX $name");
 	}
 	is(invalid_indexes(), '0', "$label: no invalid index left");
+}
+
+# Paused in the middle: REFRESH keeps its checkpoints, CREATE INDEX drops
+# its invalid index when it resumes and builds again.
+{
+	my $label = 'REFRESH paused';
+	my $hold = hold_at($node, 'chunk 2');
+	my $job = submit_job($node, 'REFRESH MATERIALIZED VIEW mv');
+	ok(held(4242), "$label: held");
+	is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', "$label: pause_ddl");
+	release_hold($node, $hold);
+	ok(wait_job_state($node, $job, 'paused'), "$label: paused");
+	write_some($node, ++$round, 200000);
+	is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', "$label: resume_ddl");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	is(differences($node, 'mv', $query), '0', "$label: content equals the query");
+	check_no_leftovers($node, $job);
+}
+{
+	my $label = 'CREATE INDEX paused';
+	my $gate = $node->background_psql('postgres');
+	$gate->query_safe('SELECT pg_advisory_lock(77)');
+	my $job = submit_job($node, 'CREATE INDEX events_paused ON events (gate(id))');
+	ok(held(77), "$label: the build is held");
+	is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', "$label: pause_ddl");
+	ok(wait_job_state($node, $job, 'paused'), "$label: paused");
+	$gate->quit;
+	is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', "$label: resume_ddl");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	is(invalid_indexes(), '0', "$label: no invalid index left");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'events_paused'"),
+		'1', "$label: one index of that name");
 }
 
 # Two index jobs on one table: the second is submitted while the first
