@@ -279,6 +279,18 @@ MarkWholeTable(JobRun *run, const char *why)
 }
 
 /*
+ * Crash recovery empties an unlogged relation (CREATE UNLOGGED TABLE ... AS)
+ * while the chunks that filled it stay checkpointed: an empty content
+ * relation after committed rows means the build starts over.
+ */
+static bool
+ContentWasReset(const JobRun *run, Relation content)
+{
+	return content->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED &&
+		run->job.rows_done > 0 && RelationGetNumberOfBlocks(content) == 0;
+}
+
+/*
  * Are the job's sources still what it captures?  Caller is in a step; takes
  * ACCESS SHARE on each base relation, so the answer holds for the step.
  */
@@ -295,7 +307,8 @@ CheckSources(JobRun *run)
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->content_oid)))
 		return JOB_STEP_TARGET_GONE;
 	content = relation_open(run->content_oid, AccessShareLock);
-	if (BgddlRelFileNumber(content) != run->job.target_filenode)
+	if (BgddlRelFileNumber(content) != run->job.target_filenode ||
+		ContentWasReset(run, content))
 	{
 		relation_close(content, NoLock);
 		return JOB_STEP_RESTART;
@@ -336,8 +349,9 @@ CheckSources(JobRun *run)
 }
 
 /*
- * The driving table or the content relation was rewritten: every tuple id
- * changed, so start the build over.  Caller is in a step.
+ * The driving table or the content relation was rewritten (every tuple id
+ * changed), or crash recovery emptied the content: start the build over.
+ * Caller is in a step.
  */
 static void
 RestartBuild(JobRun *run)
@@ -345,7 +359,11 @@ RestartBuild(JobRun *run)
 	Relation	content = table_open(run->content_oid, AccessExclusiveLock);
 	Relation	driving = table_open(run->job.driving_oid, AccessShareLock);
 
-	if (BgddlRelFileNumber(content) != run->job.target_filenode)
+	if (ContentWasReset(run, content))
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT ": crash recovery emptied the unlogged \"%s\", restarting the backfill",
+						run->job.id, RelationGetRelationName(content))));
+	else if (BgddlRelFileNumber(content) != run->job.target_filenode)
 		ereport(LOG,
 				(errmsg("background DDL job " INT64_FORMAT ": \"%s\" was rewritten, restarting the backfill",
 						run->job.id, RelationGetRelationName(content))));

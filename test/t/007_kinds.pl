@@ -74,13 +74,15 @@ sub hidden_left
 my $round = 0;
 
 # CREATE TABLE AS, under writes: a crash mid-backfill, and at the cut-over.
-for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'chunk 2', 'cancel' ])
+# Crash recovery empties an UNLOGGED table: its build starts over.
+for my $case ([ 'chunk 2', 'kill', '' ], [ 'cutting over', 'immediate', '' ],
+	[ 'chunk 2', 'immediate', 'UNLOGGED' ], [ 'chunk 2', 'cancel', '' ])
 {
-	my ($point, $fault) = @$case;
-	my $label = "CREATE TABLE AS, $point / $fault";
+	my ($point, $fault, $persistence) = @$case;
+	my $label = "CREATE $persistence TABLE AS, $point / $fault";
 	my $name = 'ctas_' . ++$round;
 	my $hold = hold_at($node, $point);
-	my $job = submit_job($node, "CREATE TABLE $name AS $query");
+	my $job = submit_job($node, "CREATE $persistence TABLE $name AS $query");
 	ok(held(4242), "$label: held");
 	write_some($node, $round, 200000);
 	if ($fault eq 'cancel')
@@ -100,6 +102,10 @@ for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'chunk 2
 		is($node->safe_psql('postgres', "SELECT relkind FROM pg_class WHERE relname = '$name'"),
 			'r', "$label: it is a table");
 		is(differences($node, $name, $query), '0', "$label: content equals the query");
+		like(slurp_file($node->logfile),
+			qr/background DDL job $job: crash recovery emptied the unlogged "ctas_\d+", restarting the backfill/,
+			"$label: the emptied table was noticed")
+		  if $persistence eq 'UNLOGGED';
 	}
 	check_no_leftovers($node, $job);
 	is(hidden_left(), '0', "$label: no hidden table left");
