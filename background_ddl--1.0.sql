@@ -36,6 +36,7 @@ CREATE TABLE background_ddl.job (
 	driving_oid		oid,		/* table whose block ranges are the chunks */
 	blocks_total	bigint,		/* driving table size when the capture began */
 	chunk_blocks	integer,	/* current adaptive chunk size */
+	blocks_done		bigint NOT NULL DEFAULT 0,	/* driving blocks in committed chunks */
 	rows_done		bigint NOT NULL DEFAULT 0,
 	rows_total		bigint,
 	chunks_done		bigint NOT NULL DEFAULT 0,

@@ -36,7 +36,7 @@ ensure_packages() {
 
 build_install() {
     echo "== building and installing background_ddl (PG_CONFIG=$PG_CONFIG)"
-    (cd "$REPO" && make -s clean && make -s && make -s install)
+    (cd "$REPO" && make -s clean && make -s COPT=-Werror && make -s install)
 }
 
 cluster_start() {

@@ -33,6 +33,7 @@ void		_PG_init(void);
 
 bool		background_ddl_enabled = false;
 int			background_ddl_max_workers = 2;
+int			background_ddl_max_workers_per_job = 2;
 int			background_ddl_batch_time_ms = 250;
 int			background_ddl_max_attempts = 10;
 int			background_ddl_lock_timeout_ms = 100;
@@ -76,6 +77,16 @@ _PG_init(void)
 							&background_ddl_max_workers,
 							2, 1, 64,
 							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_workers_per_job",
+							"Maximum number of workers that compute the chunks of one job.",
+							"A job's first worker runs all of it; while its backfill has chunks left, "
+							"more workers take chunks of it, within background_ddl.max_workers.",
+							&background_ddl_max_workers_per_job,
+							2, 1, 64,
+							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
 

@@ -14,6 +14,7 @@
 /* GUCs (background_ddl.c) */
 extern bool background_ddl_enabled;
 extern int	background_ddl_max_workers;
+extern int	background_ddl_max_workers_per_job;
 extern int	background_ddl_batch_time_ms;
 extern int	background_ddl_max_attempts;
 extern int	background_ddl_lock_timeout_ms;

@@ -362,24 +362,36 @@ JobRecordTarget(int64 job_id, Oid target_oid)
 	RecordOid(job_id, "target_oid", target_oid);
 }
 
-/* Record the progress of the backfill (the caller has updated *job) */
+/*
+ * Count a committed chunk of rows rows and blocks blocks in the job's row,
+ * in the chunk's transaction (several workers add theirs), and read back
+ * the job's totals into *job.  seconds_per_block is the job's pace (this
+ * chunk's, shared by the job's workers), for the estimate of the time left.
+ */
 void
-JobRecordProgress(const BgddlJob *job, int64 chunks_total, double rate, double eta_seconds)
+JobRecordChunkDone(BgddlJob *job, int64 rows, int64 blocks, double seconds_per_block)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT4OID, INT8OID, FLOAT8OID,
-	FLOAT8OID, FLOAT8OID};
-	Datum		values[] = {Int64GetDatum(job->id), Int64GetDatum(job->rows_done),
-		Int64GetDatum(job->chunks_done), Int32GetDatum(job->chunk_blocks),
-		Int64GetDatum(chunks_total), Float8GetDatum(job->progress),
-	Float8GetDatum(rate), Float8GetDatum(eta_seconds)};
-	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', eta_seconds >= 0 ? ' ' : 'n'};
+	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID};
+	Datum		values[] = {Int64GetDatum(job->id), Int64GetDatum(rows), Int64GetDatum(blocks),
+	Int32GetDatum(job->chunk_blocks), Float8GetDatum(seconds_per_block)};
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET rows_done = $2, chunks_done = $3, "
-				   "chunk_blocks = $4, chunks_total = $5, progress = greatest(progress, $6), "
-				   "rate = $7, eta = make_interval(secs => round($8)) WHERE id = $1",
-				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
+	CatalogExecute("UPDATE background_ddl.job SET rows_done = rows_done + $2, "
+				   "chunks_done = chunks_done + 1, blocks_done = blocks_done + $3, "
+				   "chunk_blocks = $4, "
+				   "chunks_total = chunks_done + 1 + "
+				   "  ceil(greatest(blocks_total - blocks_done - $3, 0) / $4::float8), "
+				   "progress = greatest(progress, progress_base + (99.9 - progress_base) * "
+				   "  least(1.0, (blocks_done + $3) / greatest(blocks_total, 1)::float8)), "
+				   "rate = (rows_done + $2) / "
+				   "  greatest(extract(epoch FROM clock_timestamp() - attempt_started_at), 0.001), "
+				   "eta = make_interval(secs => round(greatest(blocks_total - blocks_done - $3, 0) * $5)) "
+				   "WHERE id = $1 RETURNING rows_done, chunks_done, progress",
+				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+	job->rows_done = DatumGetInt64(CatalogColumn(0, 1, 0));
+	job->chunks_done = DatumGetInt64(CatalogColumn(0, 2, 0));
+	job->progress = DatumGetFloat8(CatalogColumn(0, 3, 0));
 	CatalogAccessEnd(&access);
 }
 
@@ -428,6 +440,26 @@ JobSetCounters(int64 job_id, int64 rows_done, int64 dirty_rows, int32 catchup_pa
 	CatalogExecute("UPDATE background_ddl.job SET rows_done = $2, dirty_rows = $3, "
 				   "catchup_passes = $4 WHERE id = $1",
 				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* Read the backfill's totals, which all the job's workers add to, into *job */
+void
+JobReadProgress(BgddlJob *job)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job->id)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT rows_done, chunks_done, progress FROM background_ddl.job WHERE id = $1",
+				   1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		job->rows_done = DatumGetInt64(CatalogColumn(0, 1, 0));
+		job->chunks_done = DatumGetInt64(CatalogColumn(0, 2, 0));
+		job->progress = DatumGetFloat8(CatalogColumn(0, 3, 0));
+	}
 	CatalogAccessEnd(&access);
 }
 
@@ -562,7 +594,8 @@ JobRestartBuild(BgddlJob *job)
 	CatalogAccessBegin(&access);
 	CatalogExecute("UPDATE background_ddl.job SET blocks_total = $2, capture_filenodes = $3, "
 				   "target_filenode = $4, progress_base = progress, rows_done = 0, "
-				   "chunks_done = 0, dirty_rows = 0, catchup_passes = 0 WHERE id = $1",
+				   "chunks_done = 0, blocks_done = 0, dirty_rows = 0, catchup_passes = 0 "
+				   "WHERE id = $1",
 				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 	job->progress_base = job->progress;

@@ -97,9 +97,10 @@ extern void JobSetState(int64 job_id, JobState state);
 extern void JobRecordPlan(const BgddlJob *job);
 extern void JobRecordHidden(int64 job_id, Oid hidden_oid);
 extern void JobRecordTarget(int64 job_id, Oid target_oid);
-extern void JobRecordProgress(const BgddlJob *job, int64 chunks_total, double rate,
-							  double eta_seconds);
+extern void JobRecordChunkDone(BgddlJob *job, int64 rows, int64 blocks,
+							   double seconds_per_block);
 extern void JobRecordCapture(const BgddlJob *job);
+extern void JobReadProgress(BgddlJob *job);
 extern void JobSetCounters(int64 job_id, int64 rows_done, int64 dirty_rows,
 						   int32 catchup_passes);
 extern void JobSetCleanupPending(int64 job_id, bool pending);

@@ -43,6 +43,7 @@ typedef struct JobSubmit
  *
  *	submit:  accepts? -> validate -> reserve -> (job row, NOTICE)
  *	worker:  start -> plan -> backfill_step* -> catch_up* -> cut_over
+ *	helper:  start -> help_step* (while the backfill has chunks to take)
  *	and, when the job fails or is cancelled, discard (in the worker, or in
  *	cancel_ddl's transaction).
  *
@@ -63,6 +64,8 @@ typedef struct JobKindRoutine
 	void		(*start) (JobRun *run); /* set up the run from the job row */
 	void		(*plan) (JobRun *run);	/* decide and record the strategy */
 	JobStepResult (*backfill_step) (JobRun *run);
+	/* optional: a chunk of the backfill, in a helper (another worker) */
+	JobStepResult (*help_step) (JobRun *run);
 	JobStepResult (*catch_up) (JobRun *run);
 	JobStepResult (*cut_over) (JobRun *run);	/* success when it commits */
 

@@ -22,7 +22,10 @@ typedef struct JobRun
 	Oid			rule_relid;		/* whose view rule is the query (query kinds) */
 	Oid			content_oid;	/* the relation that receives the rows */
 	Oid			query_role;		/* whose privileges the query runs with */
-	int64		next_block;		/* first driving block not in a chunk yet */
+	int64		next_block;		/* first driving block no chunk has reached */
+	List	   *holes;			/* ChunkRanges below it that no chunk covers */
+	uint32		build_generation;	/* of the chunk claims; 0: not open */
+	bool		helper;			/* only takes chunks (query_job.c) */
 	int32		catchup_batch_blocks;	/* adaptive size of a catch-up batch */
 	bool		whole_table_marked; /* this worker recorded a whole_table mark */
 	bool		claimed;		/* this worker has taken the job (JobClaim) */

@@ -152,6 +152,7 @@ JobStepEnd(void)
 		PopActiveSnapshot();
 	CommitTransactionCommand();
 	BgddlLiveRowsCommitted();
+	BgddlClaimSettled();
 	step_in_progress = false;
 	MemoryContextSwitchTo(job_context);
 	MemoryContextReset(step_context);
@@ -171,6 +172,7 @@ JobStepAbort(void)
 	AbortOutOfAnyTransaction();
 	RESUME_INTERRUPTS();
 	BgddlLiveRowsAborted();
+	BgddlClaimSettled();
 	step_in_progress = false;
 	query_in_progress = false;
 	MemoryContextSwitchTo(job_context);
@@ -215,6 +217,8 @@ JobStepSleep(long milliseconds)
 	CHECK_FOR_INTERRUPTS();
 }
 
+static void HoldHere(const char *point);
+
 /*
  * A point where tests can hold the worker: when
  * background_ddl.test_hold_point names it, wait for a shared lock on the
@@ -224,11 +228,39 @@ JobStepSleep(long milliseconds)
 void
 JobStepHoldPoint(const char *point)
 {
-	LOCKTAG		tag;
-
 	if (background_ddl_test_hold_point == NULL ||
 		strcmp(background_ddl_test_hold_point, point) != 0)
 		return;
+	HoldHere(point);
+}
+
+/*
+ * The hold point "chunk N": before the first chunk this worker takes once N
+ * chunks are done (helpers add theirs, so the count can pass N between two
+ * of this worker's chunks).  Once per worker.
+ */
+void
+JobStepHoldAtChunk(int64 chunks_done)
+{
+	static bool held = false;
+	long		chunk;
+	char	   *end;
+
+	if (held || background_ddl_test_hold_point == NULL ||
+		strncmp(background_ddl_test_hold_point, "chunk ", 6) != 0)
+		return;
+	chunk = strtol(background_ddl_test_hold_point + 6, &end, 10);
+	if (*end != '\0' || chunks_done < chunk)
+		return;
+	held = true;
+	HoldHere(background_ddl_test_hold_point);
+}
+
+static void
+HoldHere(const char *point)
+{
+	LOCKTAG		tag;
+
 	ereport(LOG,
 			(errmsg("background DDL job " INT64_FORMAT " reached test hold point \"%s\"",
 					step_job_id, point)));

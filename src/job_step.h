@@ -33,6 +33,7 @@ extern bool JobControlOutstanding(void);
 extern void JobControlAcknowledge(void);
 extern void JobStepSleep(long milliseconds);
 extern void JobStepHoldPoint(const char *point);
+extern void JobStepHoldAtChunk(int64 chunks_done);
 
 /* Set by the worker's SIGTERM handler: stop cleanly at the next chance */
 extern volatile sig_atomic_t JobShutdownRequested;

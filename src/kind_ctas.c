@@ -255,6 +255,7 @@ const JobKindRoutine ctas_kind_routine = {
 	.start = CtasStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
+	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
 	.cut_over = CtasCutOver,
 	.discard = CtasDiscard,

@@ -143,6 +143,7 @@ const JobKindRoutine matview_kind_routine = {
 	.start = MatviewStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
+	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
 	.cut_over = MatviewCutOver,
 	.discard = MatviewDiscard,

@@ -147,8 +147,9 @@ RefreshStart(JobRun *run)
 	JobStepBegin("background_ddl: preparing the refresh", STEP_READ_COMMITTED);
 	matview = table_open(run->job.target_oid, AccessShareLock);
 	run->query_role = matview->rd_rel->relowner;
-	if (!OidIsValid(run->job.hidden_oid) ||
-		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->job.hidden_oid)))
+	if (!run->helper &&
+		(!OidIsValid(run->job.hidden_oid) ||
+		 !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->job.hidden_oid))))
 	{
 		run->job.hidden_oid = HiddenHeapCreate(matview, CatalogRequire()->schema_oid,
 											   psprintf("refresh_%u", run->job.target_oid));
@@ -259,6 +260,7 @@ const JobKindRoutine refresh_kind_routine = {
 	.start = RefreshStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
+	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
 	.cut_over = RefreshCutOver,
 	.discard = RefreshDiscard,

@@ -28,18 +28,27 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_rewrite.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
+#include "pgstat.h"
 #include "portability/instr_time.h"
 #include "rewrite/rewriteHandler.h"
+#include "rewrite/rewriteSupport.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -157,27 +166,74 @@ JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
 	MemoryContextSwitchTo(old_context);
 }
 
-/* Where a resumed job's backfill stands: after its last checkpointed chunk */
+static void CloseClaims(JobRun *run);
+
+/*
+ * The parts of [0, end_block) that no chunk covers, given the chunks ordered
+ * by start_block (several workers commit chunks out of order: a crash can
+ * leave gaps below the last chunk).
+ */
+static List *
+UncoveredRanges(List *chunks, int64 end_block)
+{
+	List	   *holes = NIL;
+	int64		covered = 0;
+	ListCell   *lc;
+
+	foreach(lc, chunks)
+	{
+		ChunkRange *chunk = lfirst(lc);
+
+		if (chunk->start_block > covered)
+		{
+			ChunkRange *hole = palloc(sizeof(ChunkRange));
+
+			hole->start_block = covered;
+			hole->end_block = Min(chunk->start_block, end_block);
+			holes = lappend(holes, hole);
+		}
+		covered = Max(covered, chunk->end_block);
+	}
+	if (covered < end_block)
+	{
+		ChunkRange *hole = palloc(sizeof(ChunkRange));
+
+		hole->start_block = covered;
+		hole->end_block = end_block;
+		holes = lappend(holes, hole);
+	}
+	return holes;
+}
+
+/*
+ * Where a resumed job's backfill stands: after its last checkpointed chunk,
+ * with the gaps below it to fill first.
+ */
 void
 QueryJobResume(JobRun *run)
 {
+	List	   *chunks;
 	ListCell   *lc;
+	MemoryContext old_context;
 
 	run->next_block = 0;
+	run->holes = NIL;
+	run->build_generation = 0;
 	run->catchup_batch_blocks = CATCHUP_BLOCKS_INITIAL;
-	if (run->job.capture_triggers == NIL)
+	if (run->job.capture_triggers == NIL || run->helper)
 		return;
+	/* Helpers of a worker before us may still be in their chunks */
+	CloseClaims(run);
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
-	foreach(lc, ChunkRangesRead(run->job.id))
-	{
-		ChunkRange *range = lfirst(lc);
-
-		if (range->start_block != run->next_block)
-			elog(ERROR, "chunks of background DDL job " INT64_FORMAT " do not tile the table",
-				 run->job.id);
-		run->next_block = range->end_block;
-	}
+	chunks = ChunkRangesRead(run->job.id);
+	foreach(lc, chunks)
+		run->next_block = Max(run->next_block, ((ChunkRange *) lfirst(lc))->end_block);
+	old_context = MemoryContextSwitchTo(JobContext());
+	run->holes = UncoveredRanges(chunks, run->next_block);
+	MemoryContextSwitchTo(old_context);
 	JobStepEnd();
+	BgddlPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
+						 run->job.rows_total, false);
 }
 
 /* Decide how the job's content is computed, and record it */
@@ -291,8 +347,51 @@ ContentWasReset(const JobRun *run, Relation content)
 }
 
 /*
+ * Lock the relations the query reads (ACCESS SHARE, as the query will),
+ * before the job's own relations: DROP TABLE ... CASCADE of a base table
+ * locks the base table first and then the objects that depend on it (the
+ * placeholder), so taking ours in the other order could deadlock with it.
+ * The query's relations are those its view rule depends on.
+ */
+static void
+LockSources(const JobRun *run)
+{
+	HeapTuple	rule_tuple;
+	Oid			rule_oid;
+	Relation	depend;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	rule_tuple = SearchSysCache2(RULERELNAME, ObjectIdGetDatum(run->rule_relid),
+								 CStringGetDatum(ViewSelectRuleName));
+	if (!HeapTupleIsValid(rule_tuple))
+		return;					/* gone: the caller finds out */
+	rule_oid = ((Form_pg_rewrite) GETSTRUCT(rule_tuple))->oid;
+	ReleaseSysCache(rule_tuple);
+
+	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&keys[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RewriteRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(rule_oid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, keys);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
+
+		if (dependency->refclassid == RelationRelationId &&
+			dependency->refobjid != run->rule_relid)
+			LockRelationOid(dependency->refobjid, AccessShareLock);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+}
+
+/*
  * Are the job's sources still what it captures?  Caller is in a step; takes
  * ACCESS SHARE on each base relation, so the answer holds for the step.
+ * A helper only learns whether it may go on (JOB_STEP_MORE).
  */
 static JobStepResult
 CheckSources(JobRun *run)
@@ -303,6 +402,7 @@ CheckSources(JobRun *run)
 	bool		other_rewritten = false;
 	Relation	content;
 
+	LockSources(run);
 	if (!JobRunTargetExists(run) ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->content_oid)))
 		return JOB_STEP_TARGET_GONE;
@@ -331,6 +431,13 @@ CheckSources(JobRun *run)
 		if (relid == run->job.driving_oid)
 			return JOB_STEP_RESTART;
 		other_rewritten = true;
+	}
+	if (run->helper)
+	{
+		CaptureTriggers triggers = JobTriggers(run);
+
+		/* Anything to record is the job's first worker's to do */
+		return other_rewritten || !CaptureIntact(&triggers) ? JOB_STEP_RESTART : JOB_STEP_MORE;
 	}
 	if (other_rewritten)
 	{
@@ -380,14 +487,35 @@ RestartBuild(JobRun *run)
 	table_close(driving, NoLock);
 	table_close(content, NoLock);
 	run->next_block = 0;
+	run->holes = NIL;
 	run->whole_table_marked = false;
 	BgddlPublishProgress(0, 0, run->job.progress, run->job.rows_total, false);
 }
 
-/* Run the restart in a step of its own */
+/*
+ * No more chunk claims; wait until every claimed chunk's step has ended
+ * (the other workers' chunks commit, or are given up).
+ */
+static void
+CloseClaims(JobRun *run)
+{
+	BgddlClaimsClose();
+	run->build_generation = 0;
+	pgstat_report_activity(STATE_RUNNING, "background_ddl: waiting for the job's other workers");
+	while (BgddlChunksInFlight() > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Run the restart in a step of its own, once no other worker is in a chunk */
 static JobStepResult
 RestartBuildStep(JobRun *run)
 {
+	CloseClaims(run);
 	JobStepBegin("background_ddl: restarting the backfill", STEP_READ_COMMITTED);
 	if (!JobRunTargetExists(run))
 	{
@@ -399,14 +527,36 @@ RestartBuildStep(JobRun *run)
 	return JOB_STEP_RESTART;
 }
 
+/*
+ * The next chunk for this worker: the first worker fills the gaps a crash
+ * left first; then every worker takes the next blocks in turn.  False if
+ * none is left to take.
+ */
+static bool
+TakeChunk(JobRun *run, ChunkRange *range)
+{
+	if (run->holes != NIL)
+	{
+		ChunkRange *hole = linitial(run->holes);
+
+		range->start_block = hole->start_block;
+		range->end_block = Min(hole->end_block, hole->start_block + run->job.chunk_blocks);
+		hole->start_block = range->end_block;
+		if (hole->start_block >= hole->end_block)
+			run->holes = list_delete_first(run->holes);
+		return true;
+	}
+	return BgddlClaimChunk(run->build_generation, run->job.chunk_blocks,
+						   &range->start_block, &range->end_block);
+}
+
 /* Compute one chunk and checkpoint it; caller is in a step */
 static void
-BackfillChunk(JobRun *run)
+BackfillChunk(JobRun *run, const ChunkRange *range)
 {
 	Relation	content = table_open(run->content_oid, RowExclusiveLock);
 	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
 	BgddlJob   *job = &run->job;
-	ChunkRange	range;
 	Query	   *query;
 	Index		driving_rtindex;
 	TidPair    *pairs;
@@ -416,11 +566,6 @@ BackfillChunk(JobRun *run)
 	instr_time	duration;
 	double		seconds;
 	double		scale;
-	int64		remaining_blocks;
-	int64		chunks_total;
-
-	range.start_block = run->next_block;
-	range.end_block = Min(run->next_block + job->chunk_blocks, job->blocks_total);
 
 	INSTR_TIME_SET_CURRENT(start_time);
 	JobQueryBegin(run->query_role, true);
@@ -432,42 +577,84 @@ BackfillChunk(JobRun *run)
 				 errmsg("the query of background DDL job " INT64_FORMAT " can no longer be split into batches",
 						job->id),
 				 errdetail("Its driving table changed while the job was running.")));
-	rows = BackfillBlocks(content, query, driving_rtindex, range.start_block, range.end_block,
+	rows = BackfillBlocks(content, query, driving_rtindex, range->start_block, range->end_block,
 						  &pairs, &npairs);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
 	seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
 
-	ChunkRecord(job->id, &range, rows, job->attempts, seconds, TidMapEncode(pairs, npairs));
+	ChunkRecord(job->id, range, rows, job->attempts, seconds, TidMapEncode(pairs, npairs));
 
-	/* Adapt the chunk size toward the target batch time */
+	/* Adapt this worker's chunk size toward the target batch time */
 	scale = Min(4.0, Max(0.25, (background_ddl_batch_time_ms / 1000.0) / seconds));
-	remaining_blocks = job->blocks_total - range.end_block;
-	job->rows_done += rows;
-	job->chunks_done++;
-	job->progress = Max(job->progress,
-						job->progress_base + (99.9 - job->progress_base) *
-						(job->blocks_total > 0 ? (double) range.end_block / job->blocks_total : 1.0));
 	job->chunk_blocks = (int32) Min((double) CHUNK_BLOCKS_MAX, Max(1.0, job->chunk_blocks * scale));
-	chunks_total = job->chunks_done + (remaining_blocks + job->chunk_blocks - 1) / job->chunk_blocks;
-	JobRecordProgress(job, chunks_total, rows / seconds,
-					  remaining_blocks * seconds / Max(range.end_block - range.start_block, 1));
+	JobRecordChunkDone(job, rows, range->end_block - range->start_block,
+					   seconds / Max(range->end_block - range->start_block, 1) /
+					   Max(BgddlJobWorkerCount(), 1));
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);
-	run->next_block = range.end_block;
-	BgddlPublishProgress(job->rows_done, job->chunks_done, job->progress, job->rows_total, false);
+	BgddlPublishChunkDone(job->chunks_done, job->progress);
 }
 
 /*
- * One step of the backfill: install the capture first, then one chunk per
- * call.  A one-batch job has nothing to backfill: its cut-over computes all.
+ * A step that checks the sources, then takes a chunk and computes it.
+ * JOB_STEP_DONE if no chunk was left to take.
+ */
+static JobStepResult
+ChunkStep(JobRun *run, const char *activity)
+{
+	JobStepResult result;
+	ChunkRange	range;
+
+	JobStepBegin(activity, STEP_READ_COMMITTED);
+	result = CheckSources(run);
+	if (result == JOB_STEP_MORE)
+	{
+		if (TakeChunk(run, &range))
+			BackfillChunk(run, &range);
+		else
+			result = JOB_STEP_DONE;
+	}
+	JobStepEnd();
+	return result;
+}
+
+/*
+ * Once no chunk is left to take: wait for the other workers' chunks, then
+ * look for blocks that no committed chunk covers (a worker that failed
+ * gave its chunk up): the backfill is over when there are none.
+ */
+static JobStepResult
+SettleBackfill(JobRun *run)
+{
+	List	   *holes;
+	MemoryContext old_context;
+
+	CloseClaims(run);
+	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
+	old_context = MemoryContextSwitchTo(JobContext());
+	holes = UncoveredRanges(ChunkRangesRead(run->job.id), run->job.blocks_total);
+	MemoryContextSwitchTo(old_context);
+	JobReadProgress(&run->job);
+	JobStepEnd();
+	if (holes == NIL)
+		return JOB_STEP_DONE;
+	run->holes = holes;
+	run->next_block = run->job.blocks_total;	/* the rest is covered */
+	return JOB_STEP_MORE;
+}
+
+/*
+ * One step of the backfill, in the job's first worker: install the capture
+ * first, then open the chunk claims to helpers (scheduler.c), then one
+ * chunk per call.  A one-batch job has nothing to backfill: its cut-over
+ * computes all.
  */
 JobStepResult
 QueryJobBackfillStep(JobRun *run)
 {
 	JobStepResult result;
-	char		hold_point[64];
 
 	if (!OidIsValid(run->job.driving_oid))
 		return JOB_STEP_DONE;
@@ -477,21 +664,45 @@ QueryJobBackfillStep(JobRun *run)
 		JobRunLockingStep(run, InstallCaptureStep, JOB_PHASE_INSTALLING_CAPTURE,
 						  "background_ddl: installing capture");
 		run->next_block = 0;
+		run->holes = NIL;
 		return JOB_STEP_MORE;
 	}
-	if (run->next_block >= run->job.blocks_total)
-		return JOB_STEP_DONE;
+	if (run->build_generation == 0)
+	{
+		run->build_generation = BgddlClaimsOpen(run->next_block, run->job.blocks_total);
+		BgddlWakeDatabase(MyDatabaseId);
+	}
 
-	snprintf(hold_point, sizeof(hold_point), "chunk %lld", (long long) run->job.chunks_done);
-	JobStepHoldPoint(hold_point);
-	JobStepBegin("background_ddl: backfilling a chunk", STEP_READ_COMMITTED);
-	result = CheckSources(run);
-	if (result == JOB_STEP_MORE)
-		BackfillChunk(run);
-	JobStepEnd();
+	JobStepHoldAtChunk(run->job.chunks_done);
+	result = ChunkStep(run, "background_ddl: backfilling a chunk");
 	if (result == JOB_STEP_RESTART && RestartBuildStep(run) == JOB_STEP_RESTART)
 		return JOB_STEP_MORE;
+	if (result == JOB_STEP_DONE)
+		return SettleBackfill(run);
+	if (result == JOB_STEP_TARGET_GONE)
+		CloseClaims(run);
 	return result;
+}
+
+/*
+ * One chunk, in a helper: a worker that takes chunks of a job another
+ * worker runs, while their claims are open.  Anything unusual (the sources
+ * changed, a control function, a job waiting for a worker slot) and it
+ * stops: the job's first worker does the rest.
+ */
+JobStepResult
+QueryJobHelpStep(JobRun *run)
+{
+	JobStepResult result;
+
+	if (!OidIsValid(run->job.driving_oid) || BgddlHelpersShouldLeave())
+		return JOB_STEP_DONE;
+	if (run->build_generation == 0)
+		run->build_generation = BgddlBuildGeneration();
+	if (run->build_generation == 0)
+		return JOB_STEP_DONE;
+	result = ChunkStep(run, "background_ddl: backfilling a chunk (helping)");
+	return result == JOB_STEP_MORE ? JOB_STEP_MORE : JOB_STEP_DONE;
 }
 
 /*
@@ -662,6 +873,7 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 	JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ);
 	JobSetPhase(run->job.id, OidIsValid(run->job.driving_oid) ?
 				JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING);
+	LockSources(run);
 	if (!JobRunTargetExists(run))
 	{
 		JobStepEnd();

@@ -25,6 +25,7 @@ extern char *QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_b
 extern void QueryJobResume(JobRun *run);
 extern void QueryJobPlan(JobRun *run);
 extern JobStepResult QueryJobBackfillStep(JobRun *run);
+extern JobStepResult QueryJobHelpStep(JobRun *run);
 extern JobStepResult QueryJobCatchUp(JobRun *run);
 extern JobStepResult QueryJobFinalize(JobRun *run, Relation content, int64 *rows);
 

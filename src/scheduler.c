@@ -2,7 +2,10 @@
  *
  * scheduler.c
  *	  The per-database scheduler: starts a worker for every job that needs
- *	  one, up to background_ddl.max_workers over the whole server.
+ *	  one, up to background_ddl.max_workers over the whole server, and
+ *	  helpers for jobs whose backfill has chunks left, up to
+ *	  background_ddl.max_workers_per_job per job, while no job waits for a
+ *	  worker.
  *
  * A job needs a worker while its row says queued, running or cancelling,
  * or while capture triggers of an ended job are left to drop.  A running
@@ -103,12 +106,56 @@ RestartNotBefore(const JobScheduleEntry *entry)
 										   1000L << Min(entry->attempts - 1, 16)));
 }
 
+/* Does a job of any database wait for a worker slot?  Caller holds the lock. */
+static bool
+AnyJobStarved(void)
+{
+	for (int i = 0; i < BGDDL_MAX_DATABASES; i++)
+	{
+		if (BgddlShared->databases[i].database_oid != InvalidOid &&
+			BgddlShared->databases[i].jobs_starved)
+			return true;
+	}
+	return false;
+}
+
 /*
- * Start a worker for a job, if it has none, a worker slot is free and its
- * restart backoff has passed.
+ * May the job have one more worker?  Its first one, if it has none and its
+ * restart backoff has passed; a helper, if its first worker has opened its
+ * chunk claims with blocks left, it has fewer than max_workers_per_job
+ * workers, and no job is waiting for a worker.  Caller holds the lock.
  */
-static void
-LaunchWorker(const JobScheduleEntry *entry)
+static bool
+WantsWorker(const JobScheduleEntry *entry, bool helper)
+{
+	bool		has_first = false;
+	int			workers = 0;
+	BgddlJobSlot *job_slot;
+
+	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		BgddlWorkerSlot *slot = &BgddlShared->workers[i];
+
+		if (slot->in_use && slot->database_oid == MyDatabaseId && slot->job_id == entry->id)
+		{
+			workers++;
+			has_first |= !slot->helper;
+		}
+	}
+	if (!helper)
+		return !has_first;
+	job_slot = BgddlFindJobSlot(MyDatabaseId, entry->id, false);
+	return has_first && job_slot != NULL && job_slot->claims_open &&
+		job_slot->claim_next_block < job_slot->claim_end_block &&
+		workers < background_ddl_max_workers_per_job && !AnyJobStarved();
+}
+
+/*
+ * Start a worker for a job (its first, or a helper), if it wants one and a
+ * worker slot is free.  Returns false if no slot was free.
+ */
+static bool
+LaunchWorker(const JobScheduleEntry *entry, bool helper)
 {
 	BackgroundWorker worker;
 	int			slot_index = -1;
@@ -116,37 +163,37 @@ LaunchWorker(const JobScheduleEntry *entry)
 	MemoryContext old_context;
 	bool		started;
 
-	if (GetCurrentTimestamp() < RestartNotBefore(entry))
-		return;
+	if (!helper && GetCurrentTimestamp() < RestartNotBefore(entry))
+		return true;
 
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < background_ddl_max_workers; i++)
+	if (!WantsWorker(entry, helper))
 	{
-		slot = &BgddlShared->workers[i];
-		if (slot->in_use && slot->database_oid == MyDatabaseId && slot->job_id == entry->id)
-		{
-			LWLockRelease(BgddlShared->lock);
-			return;				/* already running */
-		}
-		if (!slot->in_use && slot_index < 0)
+		LWLockRelease(BgddlShared->lock);
+		return true;
+	}
+	for (int i = 0; i < background_ddl_max_workers && slot_index < 0; i++)
+	{
+		if (!BgddlShared->workers[i].in_use)
 			slot_index = i;
 	}
 	if (slot_index < 0)
 	{
 		LWLockRelease(BgddlShared->lock);
-		return;					/* all busy; a worker exit wakes us */
+		return false;			/* all busy; a worker exit wakes us */
 	}
 	slot = &BgddlShared->workers[slot_index];
 	memset(slot, 0, sizeof(BgddlWorkerSlot));
 	slot->in_use = true;
+	slot->helper = helper;
 	slot->database_oid = MyDatabaseId;
 	slot->job_id = entry->id;
 	LWLockRelease(BgddlShared->lock);
 
 	BgddlWorkerDescribe(&worker, "BgddlWorkerMain", "background_ddl worker",
 						Int32GetDatum(slot_index), true);
-	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl worker for job " INT64_FORMAT,
-			 entry->id);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl %s for job " INT64_FORMAT,
+			 helper ? "helper" : "worker", entry->id);
 
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	started = RegisterDynamicBackgroundWorker(&worker, &worker_handles[slot_index]);
@@ -161,6 +208,16 @@ LaunchWorker(const JobScheduleEntry *entry)
 				(errmsg("background_ddl could not start a worker for job " INT64_FORMAT, entry->id),
 				 errhint("Consider increasing max_worker_processes.")));
 	}
+	return true;
+}
+
+/* Note whether a job of ours found no free worker slot (helpers give theirs up) */
+static void
+SetJobsStarved(bool starved)
+{
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	my_database_slot->jobs_starved = starved;
+	LWLockRelease(BgddlShared->lock);
 }
 
 /*
@@ -173,6 +230,7 @@ ScheduleJobs(void)
 	List	   *entries = NIL;
 	ListCell   *lc;
 	int			waiting = 0;
+	bool		starved = false;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -184,6 +242,7 @@ ScheduleJobs(void)
 		JobPurgeHistory(background_ddl_history_retention_s);
 		entries = JobListSchedulable();
 	}
+	/* Every job its first worker, oldest first; then helpers */
 	foreach(lc, entries)
 	{
 		JobScheduleEntry *entry = lfirst(lc);
@@ -191,7 +250,16 @@ ScheduleJobs(void)
 		if (!entry->needs_worker)
 			continue;
 		waiting++;
-		LaunchWorker(entry);
+		if (!LaunchWorker(entry, false))
+			starved = true;
+	}
+	SetJobsStarved(starved);
+	foreach(lc, entries)
+	{
+		JobScheduleEntry *entry = lfirst(lc);
+
+		if (entry->needs_worker && !starved)
+			(void) LaunchWorker(entry, true);
 	}
 
 	PopActiveSnapshot();

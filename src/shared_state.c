@@ -242,10 +242,6 @@ BgddlLiveRowsAborted(void)
 }
 
 /*
- * Publish the job's committed progress (the build restarted: rows_done may
- * go down).  Rows of uncommitted steps keep counting on top.
- */
-/*
  * What the job's worker is doing now: the catalog's phase commits with the
  * step's transaction, too late for a long one (the cut-over).
  */
@@ -259,6 +255,145 @@ BgddlPublishPhase(int phase)
 	LWLockRelease(BgddlShared->lock);
 }
 
+/* Does this worker hold a claimed chunk whose step has not ended? */
+static bool my_claim_in_flight = false;
+
+/*
+ * The job's first worker lets the others take chunks from next_block on
+ * (it takes them there too).  Returns the build's generation.
+ */
+uint32
+BgddlClaimsOpen(int64 next_block, int64 end_block)
+{
+	uint32		generation;
+
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->build_generation++;
+	MyJobSlot->claims_open = true;
+	MyJobSlot->claim_next_block = next_block;
+	MyJobSlot->claim_end_block = end_block;
+	generation = MyJobSlot->build_generation;
+	LWLockRelease(BgddlShared->lock);
+	return generation;
+}
+
+/* No more claims (the backfill is over, or starts over) */
+void
+BgddlClaimsClose(void)
+{
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->claims_open = false;
+	MyJobSlot->build_generation++;
+	LWLockRelease(BgddlShared->lock);
+}
+
+/* The generation of the build whose chunks are claimed now (0: none) */
+uint32
+BgddlBuildGeneration(void)
+{
+	uint32		generation;
+
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	generation = MyJobSlot->claims_open ? MyJobSlot->build_generation : 0;
+	LWLockRelease(BgddlShared->lock);
+	return generation;
+}
+
+/*
+ * Take the next chunk of at most this many blocks, if claims are open for
+ * that generation of the build and blocks are left.  The claim is in flight
+ * until BgddlClaimSettled (the end of the step, either way).
+ */
+bool
+BgddlClaimChunk(uint32 generation, int32 blocks, int64 *start_block, int64 *end_block)
+{
+	bool		claimed = false;
+
+	Assert(!my_claim_in_flight);
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	if (MyJobSlot->claims_open && MyJobSlot->build_generation == generation &&
+		MyJobSlot->claim_next_block < MyJobSlot->claim_end_block)
+	{
+		*start_block = MyJobSlot->claim_next_block;
+		*end_block = Min(*start_block + blocks, MyJobSlot->claim_end_block);
+		MyJobSlot->claim_next_block = *end_block;
+		MyJobSlot->chunks_in_flight++;
+		my_claim_in_flight = true;
+		claimed = true;
+	}
+	LWLockRelease(BgddlShared->lock);
+	return claimed;
+}
+
+/* The step of this worker's claimed chunk ended (committed or not) */
+void
+BgddlClaimSettled(void)
+{
+	if (!my_claim_in_flight || MyJobSlot == NULL)
+		return;
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->chunks_in_flight--;
+	LWLockRelease(BgddlShared->lock);
+	my_claim_in_flight = false;
+}
+
+/* How many claimed chunks are still being computed */
+int
+BgddlChunksInFlight(void)
+{
+	int			in_flight;
+
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	in_flight = MyJobSlot->chunks_in_flight;
+	LWLockRelease(BgddlShared->lock);
+	return in_flight;
+}
+
+/* How many workers this worker's job has now */
+int
+BgddlJobWorkerCount(void)
+{
+	int			workers;
+
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	workers = MyJobSlot->workers;
+	LWLockRelease(BgddlShared->lock);
+	return workers;
+}
+
+/*
+ * A chunk committed: the job's totals as its row now says.  Its rows were
+ * counted live already (several workers add theirs to rows_done).
+ */
+void
+BgddlPublishChunkDone(int64 chunks_done, double progress)
+{
+	if (MyJobSlot == NULL)
+		return;
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->chunks_done = Max(MyJobSlot->chunks_done, chunks_done);
+	MyJobSlot->progress = Max(MyJobSlot->progress, progress);
+	LWLockRelease(BgddlShared->lock);
+}
+
+/* A job is waiting for a worker slot: helpers should give theirs up */
+bool
+BgddlHelpersShouldLeave(void)
+{
+	bool		starved = false;
+
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	for (int i = 0; i < BGDDL_MAX_DATABASES; i++)
+		starved |= BgddlShared->databases[i].database_oid != InvalidOid &&
+			BgddlShared->databases[i].jobs_starved;
+	LWLockRelease(BgddlShared->lock);
+	return starved;
+}
+
+/*
+ * Publish the job's committed progress (the build restarted: rows_done may
+ * go down).  Rows of uncommitted steps keep counting on top.
+ */
 void
 BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,
 					 int64 rows_total, bool one_batch)

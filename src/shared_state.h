@@ -23,6 +23,7 @@ typedef struct BgddlDatabaseSlot
 	Oid			database_oid;	/* InvalidOid: slot free */
 	bool		wake_pending;	/* a job was committed since the last scan */
 	bool		scheduler_running;	/* a scheduler is registered for it */
+	bool		jobs_starved;	/* a job of it found no free worker slot */
 	Latch	   *scheduler_latch;	/* NULL until the scheduler is up */
 } BgddlDatabaseSlot;
 
@@ -32,6 +33,7 @@ typedef struct BgddlWorkerSlot
 	bool		in_use;
 	Oid			database_oid;
 	int64		job_id;
+	bool		helper;			/* takes chunks of a job another worker runs */
 	pid_t		pid;			/* 0 until the worker has started */
 	Latch	   *latch;			/* NULL until the worker has started */
 } BgddlWorkerSlot;
@@ -56,6 +58,17 @@ typedef struct BgddlJobSlot
 	bool		one_batch;		/* progress comes from rows_done / rows_total */
 	double		progress;
 	int			phase;			/* JobPhase, set before its transaction commits */
+
+	/*
+	 * Chunk claims: while claims_open, the job's workers take block ranges
+	 * [claim_next_block, claim_end_block) of the driving table in turn.
+	 * build_generation changes when the build starts over.
+	 */
+	bool		claims_open;
+	uint32		build_generation;
+	int64		claim_next_block;
+	int64		claim_end_block;
+	int			chunks_in_flight;	/* claimed, their step not ended yet */
 } BgddlJobSlot;
 
 typedef struct BgddlSharedState
@@ -84,6 +97,16 @@ extern void BgddlPublishLiveRows(int64 rows);
 extern void BgddlLiveRowsCommitted(void);
 extern void BgddlLiveRowsAborted(void);
 extern void BgddlPublishPhase(int phase);
+extern uint32 BgddlClaimsOpen(int64 next_block, int64 end_block);
+extern void BgddlClaimsClose(void);
+extern uint32 BgddlBuildGeneration(void);
+extern bool BgddlClaimChunk(uint32 generation, int32 blocks, int64 *start_block,
+							int64 *end_block);
+extern void BgddlClaimSettled(void);
+extern int	BgddlChunksInFlight(void);
+extern bool BgddlHelpersShouldLeave(void);
+extern int	BgddlJobWorkerCount(void);
+extern void BgddlPublishChunkDone(int64 chunks_done, double progress);
 extern void BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,
 								 int64 rows_total, bool one_batch);
 

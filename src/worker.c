@@ -88,6 +88,7 @@ WorkerDetach(int code, Datum arg)
 {
 	BgddlWorkerSlot *slot = &BgddlShared->workers[my_worker_slot];
 
+	BgddlClaimSettled();
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
 	if (slot->in_use && slot->pid == MyProcPid)
 		slot->in_use = false;
@@ -375,6 +376,70 @@ target_gone:
 	}
 }
 
+/* In PG_CATCH: the error, copied into the job's memory, and the step undone */
+static ErrorData *
+CatchJobError(void)
+{
+	ErrorData  *error;
+
+	MemoryContextSwitchTo(JobContext());
+	error = CopyErrorData();
+	FlushErrorState();
+	JobStepAbort();
+	return error;
+}
+
+/*
+ * A helper takes chunks of a job whose first worker runs it, while that
+ * worker's claims are open (query_job.c).  It records nothing but its
+ * chunks: whatever stops it (no chunk left, an error, a control function,
+ * a shutdown), it exits, and the first worker takes what it left.
+ */
+static void
+RunHelper(JobRun *run)
+{
+	bool		loaded = false;
+
+	run->helper = true;
+	JobStepBegin("background_ddl: joining a job", STEP_READ_COMMITTED);
+	if (CatalogLookup() != NULL)
+	{
+		MemoryContextSwitchTo(JobContext());
+		loaded = JobLoad(run->job.id, &run->job, true) &&
+			run->job.state == JOB_STATE_RUNNING && run->job.planned;
+	}
+	if (loaded)
+	{
+		run->routine = JobKindRoutineFor(run->job.kind);
+		JobIdentityBecome(&run->job.identity, run->job.id);
+	}
+	JobStepEnd();
+	if (!loaded || run->routine->help_step == NULL)
+		return;
+	run->routine->start(run);
+	while (run->routine->help_step(run) == JOB_STEP_MORE)
+		;
+}
+
+static void
+HelperMain(JobRun *run)
+{
+	PG_TRY();
+	{
+		RunHelper(run);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error = CatchJobError();
+
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT ": a helper stopped: %s",
+						run->job.id, error->message)));
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}
+
 /*
  * Let go of the job until the controlling transactions (cancel_ddl,
  * pause_ddl, a DROP) have ended, then come back to it.
@@ -448,6 +513,7 @@ BgddlWorkerMain(Datum main_arg)
 	int64		job_id;
 	LOCKTAG		job_lock;
 	JobRun	   *run;
+	bool		helper;
 	volatile bool yield = false;
 	JobError   *volatile failure = NULL;
 
@@ -461,6 +527,7 @@ BgddlWorkerMain(Datum main_arg)
 	slot->latch = MyLatch;
 	database_oid = slot->database_oid;
 	job_id = slot->job_id;
+	helper = slot->helper;
 	MyJobSlot = BgddlFindJobSlot(database_oid, job_id, true);
 	if (MyJobSlot != NULL)
 		MyJobSlot->workers++;
@@ -480,6 +547,8 @@ BgddlWorkerMain(Datum main_arg)
 	/* Wait for a control function that holds the job to decide */
 	JobLockTagSet(&job_lock, database_oid, job_id);
 	(void) LockAcquire(&job_lock, JOB_LOCK_WORKER, true, false);
+	if (helper)
+		HelperMain(run);
 
 	for (;;)
 	{
@@ -500,12 +569,7 @@ BgddlWorkerMain(Datum main_arg)
 		}
 		PG_CATCH();
 		{
-			ErrorData  *error;
-
-			MemoryContextSwitchTo(JobContext());
-			error = CopyErrorData();
-			FlushErrorState();
-			JobStepAbort();
+			ErrorData  *error = CatchJobError();
 
 			if (JobShutdownRequested)
 				ExitCleanly(job_id);

@@ -8,8 +8,19 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(bgddl_node submit_job wait_job_state hold_at release_hold
-  check_no_leftovers differences write_some);
+our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
+  release_hold check_no_leftovers differences write_some chunks_kept);
+
+# The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
+# runs the crash and exactness tests with 1 worker per job, and with the
+# default (2).
+sub workers_per_job_conf
+{
+	my $per_job = $ENV{BGDDL_WORKERS_PER_JOB};
+	return defined $per_job && $per_job ne ''
+	  ? "background_ddl.max_workers_per_job = $per_job\n"
+	  : '';
+}
 
 # A started node with the library preloaded, the extension created in
 # database postgres, and the given extra postgresql.conf lines.
@@ -19,7 +30,7 @@ sub bgddl_node
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
 	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'background_ddl'\n" . ($conf // ''));
+		"shared_preload_libraries = 'background_ddl'\n" . workers_per_job_conf() . ($conf // ''));
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION background_ddl');
 	return $node;
@@ -86,6 +97,17 @@ sub check_no_leftovers
 			      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job AND tid_map IS NOT NULL)"),
 		'0', "job $job: no triggers, marks, recomputed rows or tid maps left");
 	return;
+}
+
+# Whether every checkpoint of $before (space-separated "start-end@committed"
+# tokens) is still in $after: kept, not computed again.  With several
+# workers per job a later checkpoint can fill a gap below earlier ones, so
+# $before need not be a prefix of $after.
+sub chunks_kept
+{
+	my ($before, $after) = @_;
+	my %after = map { $_ => 1 } split ' ', $after;
+	return !grep { !$after{$_} } split ' ', $before;
 }
 
 # How many rows a relation and a query's result differ by (as multisets)

@@ -20,6 +20,7 @@ shared_preload_libraries = 'background_ddl,pg_stat_statements'
 background_ddl.batch_time = '20ms'
 restart_after_crash = on
 });
+$node->append_conf('postgresql.conf', workers_per_job_conf());
 $node->start;
 
 $node->safe_psql('postgres', q{
@@ -64,15 +65,19 @@ sub check_resumed_job
 
 	# Chunks may have committed between our look and the crash; every one
 	# we saw must still be there, committed at the same time.
-	like(checkpoints($job), qr/^\Q$before\E/,
+	ok(chunks_kept($before, checkpoints($job)),
 		"$name: the chunks checkpointed before the crash were kept, not recomputed");
 	is( $node->safe_psql('postgres',
 			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
 		'2', "$name: one resume");
+	# With the tiling below: the resumed attempt computed exactly the blocks
+	# that no checkpoint of the first covered (with two workers per job, a
+	# gap the crash left below the last checkpoint, too).
 	is( $node->safe_psql('postgres',
-			"SELECT min(start_block) FILTER (WHERE attempt = 2) = max(end_block) FILTER (WHERE attempt = 1)
+			"SELECT count(*) FILTER (WHERE attempt = 2) > 0
+			        AND max(done_at) FILTER (WHERE attempt = 1) < min(done_at) FILTER (WHERE attempt = 2)
 			   FROM background_ddl.chunk WHERE job_id = $job"),
-		't', "$name: the resumed attempt continued right after the last checkpoint");
+		't', "$name: the resumed attempt computed only what the first left");
 	is( $node->safe_psql('postgres',
 			"SELECT bool_and(start_block = coalesce(prev_end, 0))
 			   FROM (SELECT start_block, lag(end_block) OVER (ORDER BY start_block) AS prev_end

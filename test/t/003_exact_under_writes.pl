@@ -23,6 +23,7 @@ shared_preload_libraries = 'background_ddl'
 background_ddl.batch_time = '10ms'
 max_connections = 40
 });
+$node->append_conf('postgresql.conf', workers_per_job_conf());
 $node->start;
 
 $node->safe_psql('postgres', q{

@@ -117,7 +117,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 		my $crash_restarts = ($fault ne 'cancel' && !$already_succeeded) ? 1 : 0;
 		is($attempts, $attempts_before + $crash_restarts,
 			"$label: attempts count the crash restarts only");
-		like(checkpoints($job), qr/^\Q$before\E/,
+		ok(chunks_kept($before, checkpoints($job)),
 			"$label: the chunks checkpointed before the fault were kept, not recomputed")
 		  if $before ne '';
 		$node->safe_psql('postgres', "DROP MATERIALIZED VIEW $name");
@@ -153,7 +153,7 @@ is($node->safe_psql('postgres', "SELECT state || ' ' || attempts FROM pg_stat_ba
 	'paused 1', 'pause: still paused after the restart, no attempt used');
 is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', 'pause: resumed');
 ok(wait_job_state($node, $job, 'succeeded'), 'pause: succeeded after resume');
-like(checkpoints($job), qr/^\Q$before\E/, 'pause: chunks before the pause were kept');
+ok(chunks_kept($before, checkpoints($job)), 'pause: chunks before the pause were kept');
 is(differences($node, 'paused_mv', $queries{chunked}), '0', 'pause: content equals the query');
 
 # Waiting holds no snapshot: a session in wait_ddl() advertises no xmin.
