@@ -9,7 +9,8 @@
 # seconds), autovacuum off. Prints median build times, submit latency, xmin ages, and checks the views are equal.
 #
 # Usage: bench/mv_build.sh [ROWS]     (or env ROWS, default 5000000; env QUERY to change the view;
-#        ROUNDS, default 3; WRITER_RATE, default 100; EXTRA_CONF, more postgresql.conf lines)
+#        ROUNDS, default 3; WRITER_RATE, default 100; EXTRA_CONF, more postgresql.conf lines;
+#        FIRST_BACKGROUND=1: round 1 starts with the background build)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
@@ -102,7 +103,7 @@ build_background() {
 
 : >"$B/block.times"; : >"$B/bg.times"; : >"$B/submit.times"
 for round in $(seq "$ROUNDS"); do
-    if [ $((round % 2)) = 1 ]; then order="blocking background"; else order="background blocking"; fi
+    if [ $(( (round + ${FIRST_BACKGROUND:-0}) % 2 )) = 1 ]; then order="blocking background"; else order="background blocking"; fi
     for kind in $order; do
         if [ "$kind" = blocking ]; then
             ms=$(build_blocking "$round"); echo "$ms" >>"$B/block.times"

@@ -9,7 +9,7 @@
 # background_ddl.lock_timeout for their locks).
 #
 # Usage: bench/writer_overhead.sh [ROWS]   (env ROWS, default 5000000; ROUNDS, default 3; QUERY;
-#        CLIENTS, default 4)
+#        CLIENTS, default 4; EXTRA_CONF, more postgresql.conf lines)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
@@ -23,7 +23,9 @@ need_root
 ensure_packages
 build_install
 trap cluster_stop EXIT
-cluster_start "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
+# EXTRA_CONF: more postgresql.conf lines, one per line (e.g. "background_ddl.max_workers_per_job = 1")
+mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
+cluster_start "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
 B=$CLUSTER_DIR
 
 echo "== loading $ROWS rows into events"

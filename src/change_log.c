@@ -18,6 +18,7 @@
 #include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -123,6 +124,21 @@ DirtyLogBlocks(void)
 
 	relation_close(dirty, AccessShareLock);
 	return blocks;
+}
+
+/*
+ * How many marks writers have logged into the dirty log, all jobs together,
+ * as the cumulative statistics say (writers report them about once a
+ * second): a measure of how busy the captured tables are.
+ */
+int64
+DirtyMarksLogged(void)
+{
+	PgStat_StatTabEntry *entry;
+
+	pgstat_clear_snapshot();
+	entry = pgstat_fetch_stat_tabentry(CatalogRequire()->dirty_relid);
+	return entry != NULL ? entry->tuples_inserted : 0;
 }
 
 static int

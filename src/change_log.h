@@ -36,6 +36,7 @@ extern bytea *ChunkTidMapRead(int64 job_id, int64 start_block);
 extern void ChangeLogForget(int64 job_id, bool chunks_too);
 
 extern BlockNumber DirtyLogBlocks(void);
+extern int64 DirtyMarksLogged(void);
 extern DirtyMark *DirtyMarksRead(int64 job_id, BlockNumber from_block, BlockNumber to_block,
 								 int *nmarks);
 extern bool DirtyHasWholeTable(int64 job_id);

@@ -8,6 +8,7 @@
 #ifndef BGDDL_JOB_RUN_H
 #define BGDDL_JOB_RUN_H
 
+#include "datatype/timestamp.h"
 #include "nodes/plannodes.h"
 
 #include "job_catalog.h"
@@ -26,6 +27,8 @@ typedef struct JobRun
 	List	   *holes;			/* ChunkRanges below it that no chunk covers */
 	uint32		build_generation;	/* of the chunk claims; 0: not open */
 	bool		helper;			/* only takes chunks (query_job.c) */
+	int64		marks_logged;	/* a helper's last look at DirtyMarksLogged */
+	TimestampTz marks_logged_at;
 	int32		catchup_batch_blocks;	/* adaptive size of a catch-up batch */
 	bool		whole_table_marked; /* this worker recorded a whole_table mark */
 	bool		claimed;		/* this worker has taken the job (JobClaim) */

@@ -38,6 +38,7 @@
 #include "catalog/pg_depend.h"
 #include "catalog/pg_rewrite.h"
 #include "executor/executor.h"
+#include "jit/jit.h"
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
@@ -54,6 +55,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "background_ddl.h"
 #include "backfill.h"
@@ -71,6 +73,10 @@
 #define CHUNK_BLOCKS_MAX		(1 << 20)
 #define CATCHUP_BLOCKS_INITIAL	4
 #define CATCHUP_BLOCKS_MAX		256
+
+/* Helpers leave while writers log more marks per second than this */
+#define HELPER_QUIET_MARKS_PER_SECOND	200
+#define HELPER_BACKOFF_MS				30000
 
 /* Catch-up passes stop once a pass starts with at most this many changed rows */
 #define CATCHUP_FINAL_BACKLOG	5000
@@ -95,6 +101,8 @@ QueryJobValidate(Query *query, const char *query_string, ParamListInfo params,
 		elog(ERROR, "unexpected rewrite result for a background DDL query");
 
 	plan = pg_plan_query(linitial_node(Query, rewritten), query_string, 0, params);
+	/* Nothing runs: compiling the expressions (at executor start) is waste */
+	plan->jitFlags = PGJIT_NONE;
 	query_desc = CreateQueryDesc(plan, query_string, GetActiveSnapshot(),
 								 InvalidSnapshot, None_Receiver, params, query_env, 0);
 	ExecutorStart(query_desc, EXEC_FLAG_EXPLAIN_ONLY);
@@ -685,10 +693,45 @@ QueryJobBackfillStep(JobRun *run)
 }
 
 /*
+ * Are writers busy on the captured tables?  Judged over at least a second
+ * (writers report their statistics about once a second): more than
+ * HELPER_QUIET_MARKS_PER_SECOND marks logged per second.
+ */
+static bool
+CapturedTablesBusy(JobRun *run)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int64		marks;
+	double		seconds;
+	bool		busy;
+
+	JobStepBegin("background_ddl: looking at the writers", STEP_READ_COMMITTED);
+	marks = DirtyMarksLogged();
+	JobStepEnd();
+	if (run->marks_logged_at == 0)
+	{
+		run->marks_logged = marks;
+		run->marks_logged_at = now;
+		return false;
+	}
+	seconds = (now - run->marks_logged_at) / 1000000.0;
+	if (seconds < 1.0)
+		return false;
+	busy = (marks - run->marks_logged) / seconds > HELPER_QUIET_MARKS_PER_SECOND;
+	run->marks_logged = marks;
+	run->marks_logged_at = now;
+	return busy;
+}
+
+/*
  * One chunk, in a helper: a worker that takes chunks of a job another
  * worker runs, while their claims are open.  Anything unusual (the sources
  * changed, a control function, a job waiting for a worker slot) and it
  * stops: the job's first worker does the rest.
+ *
+ * A helper makes a build faster by taking a CPU; while writers keep the
+ * captured tables busy, that CPU is theirs: the helper leaves, and no
+ * other comes for HELPER_BACKOFF_MS.
  */
 JobStepResult
 QueryJobHelpStep(JobRun *run)
@@ -697,6 +740,11 @@ QueryJobHelpStep(JobRun *run)
 
 	if (!OidIsValid(run->job.driving_oid) || BgddlHelpersShouldLeave())
 		return JOB_STEP_DONE;
+	if (CapturedTablesBusy(run))
+	{
+		BgddlHelpersBackOff(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HELPER_BACKOFF_MS));
+		return JOB_STEP_DONE;
+	}
 	if (run->build_generation == 0)
 		run->build_generation = BgddlBuildGeneration();
 	if (run->build_generation == 0)

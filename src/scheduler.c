@@ -123,7 +123,8 @@ AnyJobStarved(void)
  * May the job have one more worker?  Its first one, if it has none and its
  * restart backoff has passed; a helper, if its first worker has opened its
  * chunk claims with blocks left, it has fewer than max_workers_per_job
- * workers, and no job is waiting for a worker.  Caller holds the lock.
+ * workers, no helper left it lately because its tables were busy, and no
+ * job is waiting for a worker.  Caller holds the lock.
  */
 static bool
 WantsWorker(const JobScheduleEntry *entry, bool helper)
@@ -147,6 +148,7 @@ WantsWorker(const JobScheduleEntry *entry, bool helper)
 	job_slot = BgddlFindJobSlot(MyDatabaseId, entry->id, false);
 	return has_first && job_slot != NULL && job_slot->claims_open &&
 		job_slot->claim_next_block < job_slot->claim_end_block &&
+		GetCurrentTimestamp() >= job_slot->helpers_resume_at &&
 		workers < background_ddl_max_workers_per_job && !AnyJobStarved();
 }
 

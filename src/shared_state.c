@@ -349,6 +349,15 @@ BgddlChunksInFlight(void)
 	return in_flight;
 }
 
+/* No helper for this worker's job before that time */
+void
+BgddlHelpersBackOff(TimestampTz until)
+{
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->helpers_resume_at = until;
+	LWLockRelease(BgddlShared->lock);
+}
+
 /* How many workers this worker's job has now */
 int
 BgddlJobWorkerCount(void)

@@ -9,6 +9,7 @@
 #ifndef BGDDL_SHARED_STATE_H
 #define BGDDL_SHARED_STATE_H
 
+#include "datatype/timestamp.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "port/atomics.h"
@@ -69,6 +70,7 @@ typedef struct BgddlJobSlot
 	int64		claim_next_block;
 	int64		claim_end_block;
 	int			chunks_in_flight;	/* claimed, their step not ended yet */
+	TimestampTz helpers_resume_at;	/* no helper before (the tables were busy) */
 } BgddlJobSlot;
 
 typedef struct BgddlSharedState
@@ -105,6 +107,7 @@ extern bool BgddlClaimChunk(uint32 generation, int32 blocks, int64 *start_block,
 extern void BgddlClaimSettled(void);
 extern int	BgddlChunksInFlight(void);
 extern bool BgddlHelpersShouldLeave(void);
+extern void BgddlHelpersBackOff(TimestampTz until);
 extern int	BgddlJobWorkerCount(void);
 extern void BgddlPublishChunkDone(int64 chunks_done, double progress);
 extern void BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,

@@ -65,13 +65,23 @@ sub submit_held
 	return $job;
 }
 
-# Start a statement that will wait for the held worker; returns its handle.
+# Start statements (each its own transaction) of which one will wait for the
+# held worker's lock; returns once it waits, with the handle.
 sub start_sql
 {
-	my ($sql) = @_;
-	return IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c', $sql ],
+	my @statements = @_;
+	my $handle = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+			map { ('-c', $_) } @statements
+		],
 		'>', \my $out, '2>', \my $err);
+	ok( $node->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_stat_activity
+			  WHERE backend_type = 'client backend' AND wait_event_type = 'Lock'
+			    AND wait_event = 'relation'"),
+		"'$statements[-1]' waits for the worker");
+	return $handle;
 }
 
 sub release_gate { $gate->query_safe('SELECT pg_advisory_unlock(1)'); }
@@ -130,7 +140,7 @@ for my $rewrite ('VACUUM FULL', 'CLUSTER', 'ALTER TYPE')
 # 5. A rewrite of another base table: the cut-over recomputes.
 ($t, $u) = make_tables('other');
 $job = submit_held('mv_other', "SELECT t.id, gate(t.v) AS v, u.label FROM $t t JOIN $u u USING (v)");
-my $ddl = start_sql("UPDATE $u SET label = 'changed' WHERE v % 5 = 0; VACUUM FULL $u");
+my $ddl = start_sql("UPDATE $u SET label = 'changed' WHERE v % 5 = 0", "VACUUM FULL $u");
 release_gate();
 $ddl->finish;
 ok(wait_state($job, 'succeeded'), 'mv_other: succeeded');
@@ -140,7 +150,7 @@ check_no_leftovers($node, $job);
 # 6. TRUNCATE of the driving table is captured.
 ($t, $u) = make_tables('truncate');
 $job = submit_held('mv_truncate', "SELECT id, gate(v) AS v FROM $t");
-$ddl = start_sql("TRUNCATE $t; INSERT INTO $t VALUES (5, 5, 'after truncate')");
+$ddl = start_sql("TRUNCATE $t", "INSERT INTO $t VALUES (5, 5, 'after truncate')");
 release_gate();
 $ddl->finish;
 ok(wait_state($job, 'succeeded'), 'mv_truncate: succeeded');
