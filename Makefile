@@ -15,6 +15,7 @@ OBJS = \
 	src/catchup.o \
 	src/change_log.o \
 	src/decompose.o \
+	src/explain.o \
 	src/job_catalog.o \
 	src/job_control.o \
 	src/job_identity.o \
@@ -28,7 +29,9 @@ OBJS = \
 	src/kind_refresh.o \
 	src/kind_matview.o \
 	src/launcher.o \
+	src/partial_agg.o \
 	src/placeholder.o \
+	src/query_functions.o \
 	src/query_job.o \
 	src/scheduler.o \
 	src/session_jobs.o \

@@ -24,6 +24,7 @@ CREATE TABLE background_ddl.job (
 	target_oid		oid NOT NULL,	/* the object being built (see job_kind.h) */
 	target_name		text NOT NULL,
 	hidden_oid		oid,		/* a heap the job fills before the cut-over */
+	staging_oid		oid,		/* partial rows of an aggregating query (partial_agg.c) */
 	command			text NOT NULL,	/* the submitted statement alone */
 	utility_stmt	text,		/* the statement as the worker runs it (CREATE INDEX) */
 	settings		text[] NOT NULL,	/* name, value pairs of the submitter's settings */
@@ -156,6 +157,12 @@ CREATE FUNCTION wait_ddl(job_id bigint, timeout interval DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'wait_ddl'
 LANGUAGE C VOLATILE;
+
+/* How a statement would run in the background (the strategy column), without submitting it */
+CREATE FUNCTION explain_ddl(statement text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'explain_ddl'
+LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION last_ddl_job()
 RETURNS bigint

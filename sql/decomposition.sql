@@ -32,6 +32,31 @@ INSERT INTO cases VALUES
   ('d_full_join', 'SELECT e.id, s.name FROM events e FULL JOIN small s USING (account)'),
   ('d_aggregate', 'SELECT account, count(*) AS n FROM events GROUP BY account'),
   ('d_distinct', 'SELECT DISTINCT account FROM events'),
+  -- partial aggregation: NULL keys and values, empty groups, HAVING,
+  -- expressions in GROUP BY and around aggregates, joins, no GROUP BY
+  ('a_many', 'SELECT account, count(*) AS n, count(nullif(id % 3, 0)) AS c, sum(id) AS s, sum(id::int2 % 7) AS s2,
+              sum(id::numeric / 7) AS sn, avg(id) AS a, avg(id::numeric / 3) AS an, min(payload) AS lo,
+              max(payload) AS hi, bool_and(id % 2 = 0) AS b, bit_or(id::int) AS bo, bit_xor(id::int) AS bx
+              FROM events GROUP BY account'),
+  ('a_null_key', 'SELECT nullif(account, 3) AS k, count(*) AS n, max(nullif(payload, payload)) AS m FROM events GROUP BY 1'),
+  ('a_having', 'SELECT account % 7 AS k, sum(id) AS s FROM events GROUP BY account % 7 HAVING count(*) > 80 AND max(id) > 10'),
+  ('a_expressions', 'SELECT account * 2 + 1 AS k, (count(*) * 10 + sum(id)) / 3 AS x FROM events GROUP BY account * 2'),
+  ('a_filter', 'SELECT account, count(*) FILTER (WHERE id > 500) AS n, avg(id) FILTER (WHERE id < 0) AS none FROM events GROUP BY account'),
+  ('a_join', 'SELECT s.name, count(*) AS n, sum(e.id) AS s FROM events e JOIN small s USING (account) GROUP BY s.name'),
+  ('a_left_join', 'SELECT s.name, count(e.id) AS n FROM events e LEFT JOIN small s ON s.account = e.account + 40 GROUP BY s.name'),
+  ('a_no_group', 'SELECT count(*) AS n, sum(id) AS s, avg(id) AS a, min(payload) AS m FROM events'),
+  ('a_no_rows', 'SELECT account, count(*) AS n FROM events WHERE id < 0 GROUP BY account'),
+  ('a_no_rows_no_group', 'SELECT count(*) AS n, sum(id) AS s, max(id) AS m FROM events WHERE id < 0'),
+  ('a_group_only', 'SELECT account FROM events GROUP BY account'),
+  ('a_distinct_exprs', 'SELECT DISTINCT account % 5 AS a, length(payload) AS l FROM events'),
+  -- one batch, each for its reason
+  ('a_count_distinct', 'SELECT account, count(DISTINCT id % 3) AS n FROM events GROUP BY account'),
+  ('a_float', 'SELECT account, sum(id::float8) AS s FROM events GROUP BY account'),
+  ('a_string_agg', 'SELECT account, string_agg(payload, '','' ORDER BY id) AS s FROM events GROUP BY account'),
+  ('a_ordered_set', 'SELECT account, percentile_disc(0.5) WITHIN GROUP (ORDER BY id) AS p FROM events GROUP BY account'),
+  ('a_distinct_on', 'SELECT DISTINCT ON (account) account FROM events'),
+  ('a_grouping_sets', 'SELECT account, count(*) AS n FROM events GROUP BY ROLLUP (account)'),
+  ('a_distinct_aggregate', 'SELECT DISTINCT count(*) AS n FROM events GROUP BY account'),
   ('d_limit', 'SELECT id FROM events ORDER BY id LIMIT 10'),
   ('d_order_by', 'SELECT id FROM events ORDER BY id'),
   ('d_window', 'SELECT id, row_number() OVER (ORDER BY id) AS r FROM events'),
@@ -39,6 +64,13 @@ INSERT INTO cases VALUES
   ('d_time', 'SELECT id FROM events WHERE now() > ''2000-01-01'''),
   ('d_volatile', 'SELECT id FROM events WHERE random() < 2'),
   ('d_stable', 'SELECT id, to_char(id, ''99999'') AS t FROM events'),
+  -- functions whose result cannot change between batches, and some that can
+  ('f_to_char', 'SELECT id, to_char(''2024-01-01''::timestamptz + id * interval ''1 hour'', ''YYYY-MM-DD HH24'') AS h FROM events'),
+  ('f_setting', 'SELECT id, current_setting(''DateStyle'') AS d, current_user AS u FROM events WHERE account < 3'),
+  ('f_date_group', 'SELECT date_trunc(''day'', ''2024-01-01''::timestamptz + id * interval ''1 hour'') AS d, count(*) AS n FROM events GROUP BY 1'),
+  ('f_backend_pid', 'SELECT id FROM events WHERE pg_backend_pid() > 0'),
+  ('f_age', 'SELECT id FROM events WHERE age(''2000-01-01''::timestamp) > interval ''1 day'''),
+  ('f_current_time', 'SELECT id FROM events WHERE current_time IS NOT NULL'),
   ('d_sublink', 'SELECT id FROM events WHERE account IN (SELECT account FROM small)'),
   ('d_union', 'SELECT id FROM events UNION ALL SELECT account FROM small'),
   ('d_cte', 'WITH w AS (SELECT id FROM events) SELECT id FROM w'),
@@ -59,6 +91,32 @@ SELECT count(*) FILTER (WHERE wait_ddl(j.id, '120s') = 'succeeded') AS succeeded
   FROM background_ddl.job j JOIN cases c ON j.target_name = 'public.' || c.name;
 
 SELECT c.name, coalesce(j.driving_oid::regclass::text, '(one batch)') AS split,
-       differences(c.name::regclass, c.query) AS differences
+       differences(c.name::regclass, c.query) AS differences, j.strategy
   FROM cases c JOIN background_ddl.job j ON j.target_name = 'public.' || c.name
  ORDER BY j.id;
+
+-- now(), CURRENT_TIMESTAMP and CURRENT_DATE are the job's start, the same in every batch.
+CREATE MATERIALIZED VIEW f_now AS
+  SELECT id, now() AS n, current_timestamp AS c, current_date AS d FROM events;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT j.strategy, count(DISTINCT (v.n, v.c, v.d)) AS distinct_times,
+       min(v.n) = j.started_at AS is_start, min(v.d) = j.started_at::date AS is_start_date
+  FROM f_now v, pg_stat_background_ddl j WHERE j.id = last_ddl_job() GROUP BY j.strategy, j.started_at;
+
+-- The staging relations of partial aggregation are gone.
+SELECT count(*) FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
+   AND relname LIKE 'partial%';
+
+-- explain_ddl: the strategy of a statement, without submitting it.
+SELECT explain_ddl('CREATE MATERIALIZED VIEW x AS SELECT account, sum(id) FROM events GROUP BY account');
+SELECT explain_ddl('CREATE TABLE x AS SELECT id FROM events WHERE account = 1');
+SELECT explain_ddl('SELECT id INTO x FROM events');
+SELECT explain_ddl('SELECT account, count(DISTINCT id) FROM events GROUP BY account');
+SELECT explain_ddl('REFRESH MATERIALIZED VIEW a_join');
+SELECT explain_ddl('CREATE INDEX ON events (account)');
+SELECT count(*) FROM background_ddl.job WHERE target_name = 'public.x';
+-- errors: the normal ones of parse analysis, and statements it does not explain
+SELECT explain_ddl('SELECT nothing FROM events');
+SELECT explain_ddl('SELECT 1; SELECT 2');
+SELECT explain_ddl('DROP TABLE events');
+SELECT explain_ddl('REFRESH MATERIALIZED VIEW small');

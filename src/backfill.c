@@ -47,6 +47,7 @@
 
 #include "backfill.h"
 #include "compat.h"
+#include "query_functions.h"
 #include "shared_state.h"
 
 /* How often a long batch publishes its row count */
@@ -70,6 +71,7 @@ typedef struct ContentInsertReceiver
 	 * outputs.
 	 */
 	bool		track_sources;
+	bool		count_live;		/* publish the rows as they come (not a recompute) */
 	MemoryContext pairs_context;	/* the caller's: outlives the executor */
 	TupleTableSlot *output_slot;
 	TidPair    *pairs;
@@ -156,7 +158,7 @@ ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 		ResetPerTupleExprContext(receiver->estate);
 	}
 	receiver->rows++;
-	if (receiver->rows % LIVE_ROWS_EVERY == 0)
+	if (receiver->count_live && receiver->rows % LIVE_ROWS_EVERY == 0)
 		BgddlPublishLiveRows(LIVE_ROWS_EVERY);
 	return true;
 }
@@ -210,10 +212,11 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
  * or the materialized view's): bound to OIDs at submit, as REFRESH
  * MATERIALIZED VIEW uses it.  Its privileges are checked as check_as_role
  * (the relation cache marks them for the relation's owner, who may have
- * changed since the submit).
+ * changed since the submit).  now() and its relatives are job_start
+ * (query_functions.c).
  */
 Query *
-BackfillRuleQuery(Relation rule_relation, Oid check_as_role)
+BackfillRuleQuery(Relation rule_relation, Oid check_as_role, TimestampTz job_start)
 {
 	Query	   *query = copyObject(get_view_query(rule_relation));
 	List	   *rewritten;
@@ -224,7 +227,7 @@ BackfillRuleQuery(Relation rule_relation, Oid check_as_role)
 	if (list_length(rewritten) != 1)
 		elog(ERROR, "unexpected rewrite result for materialized view \"%s\"",
 			 RelationGetRelationName(rule_relation));
-	return linitial_node(Query, rewritten);
+	return QueryPinJobStart(linitial_node(Query, rewritten), job_start);
 }
 
 static Var *
@@ -280,13 +283,26 @@ RestrictToTids(Query *query, Index rtindex, ItemPointer tids, int ntids)
 	AddQual(query, (Expr *) saop);
 }
 
-/* Make the query also return the driving row's ctid, as a last column */
+/*
+ * Make the query also return, as a last column, the driving row's ctid; or,
+ * for a chunk of partial aggregation (whose rows come from many driving
+ * rows), the chunk's first tuple id, which stands for all of its rows.
+ */
 static void
-AppendSourceColumn(Query *query, Index rtindex)
+AppendSourceColumn(Query *query, Index rtindex, int64 partial_chunk_start)
 {
+	Expr	   *source = (Expr *) MakeCtidVar(rtindex);
+
+	if (partial_chunk_start >= 0)
+	{
+		ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+		ItemPointerSet(tid, (BlockNumber) partial_chunk_start, 0);
+		source = (Expr *) makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
+									PointerGetDatum(tid), false, false);
+	}
 	query->targetList = lappend(query->targetList,
-								makeTargetEntry((Expr *) MakeCtidVar(rtindex),
-												list_length(query->targetList) + 1,
+								makeTargetEntry(source, list_length(query->targetList) + 1,
 												pstrdup("background_ddl_source"), false));
 }
 
@@ -304,11 +320,12 @@ TidPairCompare(const void *a, const void *b)
  * Caller is in a transaction with an active snapshot, as the job's role, and
  * holds RowExclusiveLock on the content relation.  With pairs non-NULL the
  * query carries a source column (see AppendSourceColumn) and *pairs
- * receives the (source, output) tuple ids, sorted by source.  Returns the
- * number of rows inserted.
+ * receives the (source, output) tuple ids, sorted by source.  With
+ * count_live, the rows count in the job's live progress as they come.
+ * Returns the number of rows inserted.
  */
 static uint64
-RunIntoContent(Relation content, Query *query, int cursor_options,
+RunIntoContent(Relation content, Query *query, int cursor_options, bool count_live,
 			   TidPair **pairs, int *npairs)
 {
 	PlannedStmt *plan;
@@ -321,6 +338,7 @@ RunIntoContent(Relation content, Query *query, int cursor_options,
 
 	plan = pg_plan_query(query, "background_ddl backfill", cursor_options, NULL);
 	receiver = ContentInsertReceiverCreate(content, pairs != NULL);
+	receiver->count_live = count_live;
 	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
 								 InvalidSnapshot, (DestReceiver *) receiver, NULL, NULL, 0);
 	ExecutorStart(query_desc, 0);
@@ -328,7 +346,8 @@ RunIntoContent(Relation content, Query *query, int cursor_options,
 	ExecutorFinish(query_desc);
 	ExecutorEnd(query_desc);
 	rows = receiver->rows;
-	BgddlPublishLiveRows(rows % LIVE_ROWS_EVERY);
+	if (count_live)
+		BgddlPublishLiveRows(rows % LIVE_ROWS_EVERY);
 	FreeQueryDesc(query_desc);
 	if (pairs != NULL)
 	{
@@ -342,17 +361,23 @@ RunIntoContent(Relation content, Query *query, int cursor_options,
 
 /*
  * Compute the rows of driving-table blocks [start_block, end_block) into the
- * content relation; *pairs gets their (source, output) tuple ids.  Caller
- * as for RunIntoContent; query is a copy it gives away.
+ * content relation (end_block < 0: to the end of the table); *pairs gets
+ * their (source, output) tuple ids.  With partial, the query is a chunk
+ * query of partial aggregation (partial_agg.c), and every row's source is
+ * the chunk's first tuple id.  With count_live, the rows count in the
+ * job's live progress (not for a recompute: the rows it replaces go at the
+ * same time).  Caller as for RunIntoContent; query is a copy it gives away.
  */
 uint64
-BackfillBlocks(Relation content, Query *query, Index driving_rtindex,
-			   int64 start_block, int64 end_block, TidPair **pairs, int *npairs)
+BackfillBlocks(Relation content, Query *query, Index driving_rtindex, bool partial,
+			   bool count_live, int64 start_block, int64 end_block,
+			   TidPair **pairs, int *npairs)
 {
 	AddQual(query, MakeCtidBound(driving_rtindex, TIDGreaterEqOperator, start_block));
-	AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, end_block));
-	AppendSourceColumn(query, driving_rtindex);
-	return RunIntoContent(content, query, 0, pairs, npairs);
+	if (end_block >= 0)
+		AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, end_block));
+	AppendSourceColumn(query, driving_rtindex, partial ? start_block : -1);
+	return RunIntoContent(content, query, 0, count_live, pairs, npairs);
 }
 
 /*
@@ -362,7 +387,7 @@ BackfillBlocks(Relation content, Query *query, Index driving_rtindex,
 uint64
 BackfillAll(Relation content, Query *query)
 {
-	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, NULL, NULL);
+	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, true, NULL, NULL);
 }
 
 /*
@@ -377,8 +402,9 @@ BackfillRecompute(Relation content, Query *query, Index driving_rtindex,
 	TidPair    *pairs;
 
 	RestrictToTids(query, driving_rtindex, sources, nsources);
-	AppendSourceColumn(query, driving_rtindex);
-	(void) RunIntoContent(content, query, 0, &pairs, npairs);
+	AppendSourceColumn(query, driving_rtindex, -1);
+	/* Not counted live: the rows it replaces go at the same time */
+	(void) RunIntoContent(content, query, 0, false, &pairs, npairs);
 	return pairs;
 }
 

@@ -29,6 +29,12 @@
  * statement at that snapshot.  A source whose marks lie in two batches is
  * simply processed twice; each time is exact at its own snapshot.
  *
+ * For partial aggregation (partial_agg.c) a chunk's rows come from all of
+ * its driving rows at once, so the unit of recomputation is the chunk: a
+ * changed source stands for the first tuple id of the chunk that covers it
+ * (or, beyond the chunks, of the blocks added since the capture began), and
+ * recomputing it recomputes the chunk's partial rows.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -43,6 +49,7 @@
 #include "change_log.h"
 #include "decompose.h"
 #include "job_step.h"
+#include "partial_agg.h"
 
 /* The tid map of the chunk that covers the current sources */
 typedef struct LoadedChunkMap
@@ -157,6 +164,84 @@ CurrentOutputs(const CatchupTarget *target, ItemPointer sources, int nsources, i
 }
 
 /*
+ * The first tuple ids of the chunks that cover the given sources (sorted,
+ * unique): partial aggregation recomputes whole chunks.  Sources beyond the
+ * chunks (added since the capture began) fall in one more range, from
+ * blocks_total to the end of the table.
+ */
+static ItemPointer
+ChunkStarts(const CatchupTarget *target, ItemPointer sources, int nsources, int *nstarts)
+{
+	List	   *ranges = ChunkRangesRead(target->job_id);
+	ItemPointer starts = palloc(sizeof(ItemPointerData) * Max(nsources, 1));
+	int			count = 0;
+
+	for (int s = 0; s < nsources; s++)
+	{
+		BlockNumber block = ItemPointerGetBlockNumber(&sources[s]);
+		int64		start_block = target->blocks_total;
+		ListCell   *lc;
+
+		foreach(lc, ranges)
+		{
+			ChunkRange *range = lfirst(lc);
+
+			if (block >= range->start_block && block < range->end_block)
+				start_block = range->start_block;
+		}
+		if (count == 0 || ItemPointerGetBlockNumber(&starts[count - 1]) != start_block)
+		{
+			ItemPointerSet(&starts[count], (BlockNumber) start_block, 0);
+			count++;
+		}
+	}
+	list_free_deep(ranges);
+	*nstarts = count;
+	return starts;
+}
+
+/*
+ * Recompute the partial rows of the chunks that start at the given tuple
+ * ids (sorted, unique; see ChunkStarts) into the staging relation; returns
+ * their (chunk start, row) pairs, sorted.  Caller is as the job's role.
+ */
+static TidPair *
+RecomputeChunks(const CatchupTarget *target, Query *chunk_query, Index driving_rtindex,
+				ItemPointer starts, int nstarts, int *npairs)
+{
+	List	   *ranges = ChunkRangesRead(target->job_id);
+	TidPair    *all_pairs = NULL;
+	int			count = 0;
+
+	for (int i = 0; i < nstarts; i++)
+	{
+		int64		start_block = ItemPointerGetBlockNumber(&starts[i]);
+		int64		end_block = -1; /* beyond the chunks: to the end */
+		TidPair    *pairs;
+		int			chunk_pairs;
+		ListCell   *lc;
+
+		foreach(lc, ranges)
+		{
+			ChunkRange *range = lfirst(lc);
+
+			if (range->start_block == start_block)
+				end_block = range->end_block;
+		}
+		(void) BackfillBlocks(target->content, copyObject(chunk_query), driving_rtindex, true,
+							  false, start_block, end_block, &pairs, &chunk_pairs);
+		all_pairs = all_pairs == NULL ?
+			palloc(sizeof(TidPair) * Max(chunk_pairs, 1)) :
+			repalloc_huge(all_pairs, sizeof(TidPair) * (count + chunk_pairs + 1));
+		memcpy(all_pairs + count, pairs, sizeof(TidPair) * chunk_pairs);
+		count += chunk_pairs;
+		pfree(pairs);
+	}
+	*npairs = count;
+	return all_pairs;
+}
+
+/*
  * Steps 1 to 3 for a batch of sources (sorted, unique), in the current
  * transaction, at its snapshot.  Returns how many rows the result gained
  * (negative: lost).
@@ -169,16 +254,21 @@ RecomputeSources(const CatchupTarget *target, ItemPointer sources, int nsources)
 	TidPair    *pairs;
 	int			npairs;
 	Query	   *query;
+	Index		driving_rtindex;
 
 	for (int i = 0; i < noutputs; i++)
 		simple_heap_delete(target->content, &outputs[i]);
 	CommandCounterIncrement();
 
 	JobQueryBegin(target->query_role, true);
-	query = BackfillRuleQuery(target->rule_relation, target->query_role);
-	pairs = BackfillRecompute(target->content, query,
-							  DrivingRangeTableIndex(query, target->driving_oid),
-							  sources, nsources, &npairs);
+	query = BackfillRuleQuery(target->rule_relation, target->query_role, target->job_start);
+	driving_rtindex = DrivingRangeTableIndex(query, target->driving_oid);
+	if (target->partial)
+		pairs = RecomputeChunks(target, PartialAggChunkQuery(query), driving_rtindex,
+								sources, nsources, &npairs);
+	else
+		pairs = BackfillRecompute(target->content, query, driving_rtindex,
+								  sources, nsources, &npairs);
 	JobQueryEnd();
 
 	RecomputedReplace(target->job_id, sources, nsources, pairs, npairs);
@@ -221,6 +311,10 @@ CatchupProcessBlocks(const CatchupTarget *target, BlockNumber from_block,
 	int			nsources;
 	ItemPointer sources = UniqueSources(marks, nmarks, &nsources);
 	ItemPointer mark_tids;
+	int			changed_sources = nsources;
+
+	if (target->partial)
+		sources = ChunkStarts(target, sources, nsources, &nsources);
 
 	Assert(IsolationUsesXactSnapshot());
 	*rows_gained = 0;
@@ -232,5 +326,5 @@ CatchupProcessBlocks(const CatchupTarget *target, BlockNumber from_block,
 	for (int i = 0; i < nmarks; i++)
 		mark_tids[i] = marks[i].mark;
 	DirtyMarksDelete(mark_tids, nmarks);
-	return nsources;
+	return changed_sources;
 }

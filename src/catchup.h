@@ -8,6 +8,7 @@
 #ifndef BGDDL_CATCHUP_H
 #define BGDDL_CATCHUP_H
 
+#include "datatype/timestamp.h"
 #include "storage/block.h"
 #include "utils/relcache.h"
 
@@ -19,6 +20,9 @@ typedef struct CatchupTarget
 	Relation	rule_relation;	/* whose view rule is the query */
 	Oid			query_role;		/* whose privileges it runs with */
 	Oid			driving_oid;
+	bool		partial;		/* content is partial aggregation's staging relation */
+	int64		blocks_total;	/* the driving table's size when the capture began */
+	TimestampTz job_start;		/* now() in the job's query */
 } CatchupTarget;
 
 extern int	CatchupProcessBlocks(const CatchupTarget *target, BlockNumber from_block,

@@ -7,11 +7,12 @@
  * every output row comes from exactly one row of that table, and whether and
  * how it appears depends on that row alone (plus other tables, read as they
  * are).  That holds for projections, filters, inner joins and left joins that
- * preserve the driving table.  It does not hold for aggregates, DISTINCT,
- * window functions, LIMIT/OFFSET, set operations, set-returning functions in
- * the target list, sublinks, CTEs, ORDER BY (the physical order would
- * differ), TABLESAMPLE, or for any non-immutable function: now() would differ
- * between batches, and a stable function may read other tables.
+ * preserve the driving table.  Aggregates and DISTINCT are computed from
+ * per-chunk partial rows (partial_agg.c) when their aggregates combine
+ * exactly.  Chunks do not work for window functions, LIMIT/OFFSET, set
+ * operations, set-returning functions in the target list, sublinks, CTEs, ORDER BY (the physical order would
+ * differ), TABLESAMPLE, or for functions whose result may differ between
+ * batches (query_functions.c).
  *
  * Batches are only exact if every change to every relation the query reads
  * is captured (capture.c): so the driving table must be a plain heap table
@@ -39,6 +40,8 @@
 
 #include "capture.h"
 #include "decompose.h"
+#include "partial_agg.h"
+#include "query_functions.h"
 
 /* Walker state: every relation a query reads, anywhere in it */
 typedef struct BaseRelationsContext
@@ -186,13 +189,10 @@ CollectDrivingCandidates(Query *query, Node *node, List **candidates)
 static char *
 ShapeRefusal(Query *query)
 {
+	char	   *refusal;
+
 	if (query->commandType != CMD_SELECT)
 		return "it is not a plain SELECT";
-	if (query->hasAggs || query->groupClause != NIL || query->groupingSets != NIL ||
-		query->havingQual != NULL)
-		return "the query aggregates";
-	if (query->distinctClause != NIL)
-		return "the query uses DISTINCT";
 	if (query->hasWindowFuncs)
 		return "the query uses window functions";
 	if (query->hasTargetSRFs)
@@ -209,8 +209,10 @@ ShapeRefusal(Query *query)
 		return "the query uses ORDER BY";
 	if (query->rowMarks != NIL || query->hasForUpdate)
 		return "the query locks rows";
-	if (contain_mutable_functions((Node *) query))
-		return "the query calls functions that are not immutable";
+	if ((refusal = QueryFunctionRefusal(query)) != NULL)
+		return refusal;
+	if (PartialAggApplies(query))
+		return PartialAggRefusal(query);
 	return NULL;
 }
 
@@ -267,12 +269,16 @@ DecomposeQuery(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
 	}
 	if (result->driving_rtindex == 0)
 		result->reason = refusal ? pstrdup(refusal) : pstrdup("the driving table changed");
+	else
+		result->partial = PartialAggApplies(query);
 }
 
 /* The strategy as pg_stat_background_ddl shows it */
 char *
 DecompositionStrategy(const QueryDecomposition *decomposition)
 {
+	if (decomposition->partial)
+		return pstrdup(STRATEGY_PARTIAL_AGGREGATION);
 	if (decomposition->driving_rtindex > 0)
 		return pstrdup(STRATEGY_CTID_CHUNKS);
 	return psprintf("one batch: %s", decomposition->reason);

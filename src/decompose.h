@@ -16,10 +16,13 @@ typedef struct QueryDecomposition
 	Index		driving_rtindex;	/* 0: in one batch */
 	Oid			driving_oid;
 	List	   *relids;			/* relations to capture, driving first */
+	bool		partial;		/* chunks of partial aggregation (partial_agg.c) */
 	char	   *reason;			/* why one batch; NULL if chunked */
 } QueryDecomposition;
 
 #define STRATEGY_CTID_CHUNKS	"ctid chunks"
+#define STRATEGY_PARTIAL_AGGREGATION	"partial aggregation"
+#define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
 
 extern void DecomposeQuery(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
 						   QueryDecomposition *result);

@@ -26,13 +26,16 @@
 #include "job_catalog.h"
 #include "shared_state.h"
 
+/* The columns JobFromRow reads, in order; JOB_COLUMN_COUNT of them */
+#define JOB_COLUMN_COUNT 37
 #define JOB_COLUMNS \
 	"j.id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
 	"hidden_oid, strategy, driving_oid, blocks_total, chunk_blocks, rows_done, rows_total, " \
 	"chunks_done, attempts, in_flight, progress, progress_base, started_at, " \
 	"attempt_started_at, capture_relids, capture_filenodes, capture_triggers, " \
 	"capture_trigger_xmins, target_filenode, catchup_passes, cleanup_pending, " \
-	"error, error_sqlstate, error_detail, error_hint, planned, command, utility_stmt "
+	"error, error_sqlstate, error_detail, error_hint, planned, command, utility_stmt, " \
+	"staging_oid "
 
 static char *
 NullableTextColumn(uint64 row, int attno)
@@ -80,6 +83,7 @@ JobFromRow(BgddlJob *job)
 	job->planned = DatumGetBool(CatalogColumn(0, 34, BoolGetDatum(false)));
 	job->command = CatalogTextColumn(0, 35);
 	job->utility_stmt = NullableTextColumn(0, 36);
+	job->staging_oid = DatumGetObjectId(CatalogColumn(0, 37, ObjectIdGetDatum(InvalidOid)));
 }
 
 /* Read row 0 of the current SPI result into *job, in the caller's context */
@@ -273,7 +277,7 @@ JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
 	if (found)
 	{
 		JobFromRowInto(&access, job);
-		*exhausted = DatumGetBool(CatalogColumn(0, 37, BoolGetDatum(false)));
+		*exhausted = DatumGetBool(CatalogColumn(0, JOB_COLUMN_COUNT + 1, BoolGetDatum(false)));
 	}
 	CatalogAccessEnd(&access);
 	return found;
@@ -414,15 +418,16 @@ JobRecordCapture(const BgddlJob *job)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID, OIDARRAYOID, OIDARRAYOID, OIDARRAYOID, INT8ARRAYOID,
-	INT8OID};
+	INT8OID, OIDOID};
 	Datum		values[] = {Int64GetDatum(job->id), CatalogOidArray(job->capture_relids),
 		CatalogOidArray(job->capture_filenodes), CatalogOidArray(job->capture_triggers),
-	XminArray(job->capture_trigger_xmins), Int64GetDatum(job->blocks_total)};
+		XminArray(job->capture_trigger_xmins), Int64GetDatum(job->blocks_total),
+	ObjectIdGetDatum(job->staging_oid)};
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("UPDATE background_ddl.job SET capture_relids = $2, capture_filenodes = $3, "
 				   "capture_triggers = $4, capture_trigger_xmins = $5, blocks_total = $6, "
-				   "cleanup_pending = cardinality($4) > 0 WHERE id = $1",
+				   "staging_oid = NULLIF($7, 0), cleanup_pending = cardinality($4) > 0 WHERE id = $1",
 				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }

@@ -26,6 +26,7 @@ typedef struct BgddlJob
 	char	   *command;
 	char	   *utility_stmt;	/* NULL: none */
 	Oid			hidden_oid;		/* InvalidOid: none */
+	Oid			staging_oid;	/* partial aggregation's rows; InvalidOid: none */
 	char	   *strategy;		/* as guessed at submit, until planned */
 	bool		planned;		/* the worker has decided the strategy */
 	Oid			driving_oid;	/* InvalidOid: not chunked */

@@ -46,6 +46,7 @@
 #include "job_catalog.h"
 #include "job_control.h"
 #include "job_kind.h"
+#include "partial_agg.h"
 #include "session_jobs.h"
 #include "shared_state.h"
 #include "compat.h"
@@ -157,6 +158,7 @@ JobCancelRequest(int64 job_id, const char *reason, bool target_dropped)
 		CaptureDetach(&triggers, job.target_oid);
 	}
 	routine->discard(&job, target_dropped);
+	PartialAggDropStaging(job.staging_oid);
 	ChangeLogForget(job_id, true);
 	JobFinish(job_id, JOB_STATE_CANCELLED, reason ? &error : NULL, false, -1, NULL);
 	return true;

@@ -66,11 +66,11 @@
 #include "utils/syscache.h"
 #include "utils/timeout.h"
 
+#include "decompose.h"
 #include "job_kind.h"
 #include "job_step.h"
 #include "placeholder.h"
 
-#define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
 
 static IndexStmt *
 IndexStatement(JobSubmit *submit)

@@ -65,7 +65,9 @@
 #include "compat.h"
 #include "decompose.h"
 #include "job_step.h"
+#include "partial_agg.h"
 #include "placeholder.h"
+#include "query_functions.h"
 #include "query_job.h"
 #include "shared_state.h"
 
@@ -124,8 +126,10 @@ QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
 
 	if (list_length(rewritten) != 1)
 		elog(ERROR, "unexpected rewrite result for a background DDL query");
-	DecomposeQuery(linitial_node(Query, rewritten), rule_relid, GetUserId(), InvalidOid,
-				   &decomposition);
+	/* The worker takes its start as now(); any time decides alike */
+	DecomposeQuery(QueryPinJobStart(linitial_node(Query, rewritten),
+									GetCurrentTransactionStartTimestamp()),
+				   rule_relid, GetUserId(), InvalidOid, &decomposition);
 	*one_batch_reason = decomposition.reason;
 	return DecompositionStrategy(&decomposition);
 }
@@ -257,7 +261,7 @@ QueryJobPlan(JobRun *run)
 	JobSetPhase(run->job.id, JOB_PHASE_PLANNING);
 	rule_relation = table_open(run->rule_relid, AccessShareLock);
 	JobQueryBegin(run->query_role, false);
-	query = BackfillRuleQuery(rule_relation, run->query_role);
+	query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
 	DecomposeQuery(query, run->rule_relid, run->query_role, InvalidOid,
 				   &decomposition);
 	run->job.rows_total = BackfillEstimateRows(query);
@@ -289,11 +293,14 @@ InstallCaptureStep(JobRun *run)
 	QueryDecomposition decomposition;
 	CaptureTriggers triggers;
 	Relation	driving;
+	Query	   *chunk_query = NULL;
 
 	JobQueryBegin(run->query_role, false);
-	query = BackfillRuleQuery(rule_relation, run->query_role);
+	query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
 	DecomposeQuery(query, run->rule_relid, run->query_role, run->job.driving_oid,
 				   &decomposition);
+	if (decomposition.partial)
+		chunk_query = PartialAggChunkQuery(query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 
@@ -317,6 +324,8 @@ InstallCaptureStep(JobRun *run)
 	run->job.capture_triggers = JobList(triggers.trigger_oids);
 	run->job.capture_trigger_xmins = JobList(triggers.trigger_xmins);
 	run->job.cleanup_pending = true;
+	if (chunk_query != NULL)
+		run->job.staging_oid = PartialAggCreateStaging(run->job.id, chunk_query);
 	JobRecordCapture(&run->job);
 }
 
@@ -350,7 +359,9 @@ MarkWholeTable(JobRun *run, const char *why)
 static bool
 ContentWasReset(const JobRun *run, Relation content)
 {
-	return content->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED &&
+	/* Partial aggregation fills the content at the cut-over only */
+	return !OidIsValid(run->job.staging_oid) &&
+		content->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED &&
 		run->job.rows_done > 0 && RelationGetNumberOfBlocks(content) == 0;
 }
 
@@ -487,6 +498,13 @@ RestartBuild(JobRun *run)
 				(errmsg("background DDL job " INT64_FORMAT ": table \"%s\" was rewritten, restarting the backfill",
 						run->job.id, RelationGetRelationName(driving))));
 	PlaceholderTruncate(content);
+	if (OidIsValid(run->job.staging_oid))
+	{
+		Relation	staging = table_open(run->job.staging_oid, AccessExclusiveLock);
+
+		PlaceholderTruncate(staging);
+		table_close(staging, NoLock);
+	}
 	ChangeLogForget(run->job.id, true);
 	run->job.capture_filenodes = JobList(RelationFileNumbers(run->job.capture_relids));
 	run->job.blocks_total = RelationGetNumberOfBlocks(driving);
@@ -562,7 +580,9 @@ TakeChunk(JobRun *run, ChunkRange *range)
 static void
 BackfillChunk(JobRun *run, const ChunkRange *range)
 {
-	Relation	content = table_open(run->content_oid, RowExclusiveLock);
+	bool		partial = OidIsValid(run->job.staging_oid);
+	Relation	content = table_open(partial ? run->job.staging_oid : run->content_oid,
+									 RowExclusiveLock);
 	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
 	BgddlJob   *job = &run->job;
 	Query	   *query;
@@ -577,7 +597,7 @@ BackfillChunk(JobRun *run, const ChunkRange *range)
 
 	INSTR_TIME_SET_CURRENT(start_time);
 	JobQueryBegin(run->query_role, true);
-	query = BackfillRuleQuery(rule_relation, run->query_role);
+	query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
 	driving_rtindex = DrivingRangeTableIndex(query, job->driving_oid);
 	if (driving_rtindex == 0)
 		ereport(ERROR,
@@ -585,8 +605,10 @@ BackfillChunk(JobRun *run, const ChunkRange *range)
 				 errmsg("the query of background DDL job " INT64_FORMAT " can no longer be split into batches",
 						job->id),
 				 errdetail("Its driving table changed while the job was running.")));
-	rows = BackfillBlocks(content, query, driving_rtindex, range->start_block, range->end_block,
-						  &pairs, &npairs);
+	if (partial)
+		query = PartialAggChunkQuery(query);
+	rows = BackfillBlocks(content, query, driving_rtindex, partial, true,
+						  range->start_block, range->end_block, &pairs, &npairs);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
@@ -755,18 +777,24 @@ QueryJobHelpStep(JobRun *run)
 
 /*
  * Process the marks in dirty-log blocks [from_block, to_block) at the
- * current snapshot.  Caller is in a step and has checked the sources.
+ * current snapshot, in the content relation (or, for partial aggregation,
+ * the staging relation).  Caller is in a step and has checked the sources.
  */
 static int
-ProcessMarks(JobRun *run, Relation content, BlockNumber from_block, BlockNumber to_block)
+ProcessMarks(JobRun *run, BlockNumber from_block, BlockNumber to_block)
 {
+	Relation	content = table_open(OidIsValid(run->job.staging_oid) ?
+									 run->job.staging_oid : run->content_oid,
+									 RowExclusiveLock);
 	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
 	CatchupTarget target = {run->job.id, content, rule_relation, run->query_role,
-	run->job.driving_oid};
+	run->job.driving_oid, OidIsValid(run->job.staging_oid), run->job.blocks_total,
+	run->job.started_at};
 	int64		gained;
 	int			sources = CatchupProcessBlocks(&target, from_block, to_block, &gained);
 
 	table_close(rule_relation, NoLock);
+	table_close(content, NoLock);
 	run->job.rows_done += gained;
 	return sources;
 }
@@ -816,10 +844,7 @@ QueryJobCatchUp(JobRun *run)
 		check = CheckSources(run);
 		if (check == JOB_STEP_MORE && !run->whole_table_marked)
 		{
-			Relation	content = table_open(run->content_oid, RowExclusiveLock);
-
-			backlog -= ProcessMarks(run, content, from_block, to_block);
-			table_close(content, NoLock);
+			backlog -= ProcessMarks(run, from_block, to_block);
 			JobSetCounters(run->job.id, run->job.rows_done, Max(backlog, 0),
 						   run->job.catchup_passes);
 		}
@@ -884,21 +909,33 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 			BlockNumber blocks = DirtyLogBlocks();
 
 			for (BlockNumber from_block = 0; from_block < blocks; from_block += CATCHUP_BLOCKS_MAX)
-				(void) ProcessMarks(run, content, from_block,
-									Min(blocks, from_block + CATCHUP_BLOCKS_MAX));
+				(void) ProcessMarks(run, from_block, Min(blocks, from_block + CATCHUP_BLOCKS_MAX));
 			*rows = run->job.rows_done;
 		}
 		else
 			EmptyContent(content);
 	}
-	if (recompute_all)
+	if (recompute_all || OidIsValid(run->job.staging_oid))
 	{
 		Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+		Query	   *query;
 
 		JobQueryBegin(run->query_role, false);
-		*rows = (int64) BackfillAll(content, BackfillRuleQuery(rule_relation, run->query_role));
+		query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
+		/*
+		 * Partial aggregation: the result is the combine of the staging rows,
+		 * as the marks just processed left them
+		 */
+		if (!recompute_all)
+		{
+			query = PartialAggCombineQuery(query, run->job.staging_oid);
+			CommandCounterIncrement();
+			UpdateActiveSnapshotCommandId();
+		}
+		*rows = (int64) BackfillAll(content, query);
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
+		PartialAggDropStaging(run->job.staging_oid);
 	}
 	return JOB_STEP_DONE;
 }

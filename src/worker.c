@@ -66,6 +66,7 @@
 #include "job_kind.h"
 #include "job_run.h"
 #include "job_step.h"
+#include "partial_agg.h"
 #include "shared_state.h"
 #include "worker.h"
 
@@ -221,6 +222,7 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 									   JobStateName(final_state),
 									   run->discard_error);
 	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+	PartialAggDropStaging(run->job.staging_oid);
 	ChangeLogForget(run->job.id, true);
 	JobSetCleanupPending(run->job.id, false);
 	JobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL, false, -1, NULL);

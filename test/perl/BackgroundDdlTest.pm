@@ -94,8 +94,10 @@ sub check_no_leftovers
 			          WHERE tgname LIKE 'background\\_ddl\\_capture\\_${job}\\_%')
 			      + (SELECT count(*) FROM background_ddl.dirty WHERE job_id = $job)
 			      + (SELECT count(*) FROM background_ddl.recomputed WHERE job_id = $job)
-			      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job AND tid_map IS NOT NULL)"),
-		'0', "job $job: no triggers, marks, recomputed rows or tid maps left");
+			      + (SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job AND tid_map IS NOT NULL)
+			      + (SELECT count(*) FROM pg_class WHERE relname = 'partial_$job'
+			                AND relnamespace = 'background_ddl'::regnamespace)"),
+		'0', "job $job: no triggers, marks, recomputed rows, tid maps or staging relation left");
 	return;
 }
 

@@ -1,7 +1,8 @@
 # A job survives a kill -9 of its worker and an immediate shutdown in the
 # middle of its backfill: it resumes from its last checkpoint, the chunks
 # committed before the crash are not computed again, and the final content
-# equals the query.
+# equals the query; also for an aggregating view (partial aggregation: the
+# partial rows of the checkpointed chunks survive in the staging relation).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -31,7 +32,10 @@ CREATE TABLE events AS
   FROM generate_series(1, 1500000) g;
 });
 
-my $query = q{SELECT id, account, upper(payload) || md5(payload) AS p FROM events WHERE account < 700};
+my $plain_query = q{SELECT id, account, upper(payload) || md5(payload) AS p FROM events WHERE account < 700};
+my $agg_query = q{SELECT account, count(*) AS n, sum(id) AS s, max(md5(md5(payload))) AS m,
+	avg(id) AS a FROM events WHERE account < 700 GROUP BY account};
+my $query = $plain_query;
 
 # Submit a job and wait until it has checkpointed at least $min_chunks.
 sub submit_and_wait_for_chunks
@@ -113,7 +117,21 @@ $node->start;
 $before = checkpoints($job);
 check_resumed_job('mv_immediate', $job, $before);
 
-# 3. A one-batch job killed mid-batch restarts from scratch and succeeds.
+# 3. An aggregating view: partial aggregation, killed mid-build
+$query = $agg_query;
+$job = submit_and_wait_for_chunks('mv_agg_killed', 5);
+is($node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHERE id = $job"),
+	'partial aggregation', 'mv_agg_killed: partial aggregation');
+$before = checkpoints($job);
+ok($node->poll_query_until('postgres', "SELECT pid IS NOT NULL FROM pg_stat_background_ddl WHERE id = $job"),
+	'mv_agg_killed: running');
+kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+check_resumed_job('mv_agg_killed', $job, $before);
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'partial_$job'"),
+	'0', 'mv_agg_killed: the staging relation was dropped');
+$query = $plain_query;
+
+# 4. A one-batch job killed mid-batch restarts from scratch and succeeds.
 $job = $node->safe_psql('postgres', q{
 SET background_ddl = on;
 CREATE MATERIALIZED VIEW mv_one_batch AS SELECT account, count(*) AS n FROM events, pg_sleep(0) GROUP BY account;

@@ -1,6 +1,7 @@
 # Differential test of exactness: while pgbench writes to the base tables
 # (INSERT, HOT and non-HOT UPDATE, DELETE, savepoint rollbacks, COPY
-# bursts), background jobs build materialized views with tiny chunks; each
+# bursts), background jobs build materialized views with tiny chunks (plain,
+# joined, aggregated, DISTINCT); each
 # result must equal the query evaluated at the job's recorded cut-over
 # snapshot.  A snapshot cannot be re-read afterwards, so every write also
 # appends the row's new state to a history table (from a trigger, after the
@@ -133,7 +134,7 @@ sub submit
 # The result equals the query at the cut-over snapshot, both ways.
 sub check_exact
 {
-	my ($name, $job, $query_at) = @_;
+	my ($name, $job, $query_at, $min_rows) = @_;
 	ok( $node->poll_query_until('postgres',
 			"SELECT state FROM pg_stat_background_ddl WHERE id = $job", 'succeeded'),
 		"$name: job $job succeeded");
@@ -150,7 +151,7 @@ sub check_exact
 		        (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)");
 	is($diff, '0 0', "$name: content equals the query at the cut-over snapshot (extra, missing)");
 	my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $name");
-	cmp_ok($rows, '>', 1000, "$name: $rows rows");
+	cmp_ok($rows, '>', $min_rows // 1000, "$name: $rows rows");
 }
 
 # Round 1: only events changes: row-level catch-up, also for the join.
@@ -158,35 +159,50 @@ my $writers = start_writers(60, "$dir/events.sql");
 $node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE at > now() - interval '1 min' AND payload <> 'x'");
 my $filter = submit('mv_filter', 'SELECT id, account, upper(payload) AS p FROM events WHERE account < 500');
 my $join = submit('mv_join', 'SELECT e.id, a.name, e.payload FROM events e JOIN accounts a USING (account)');
+# Partial aggregation: a changed row recomputes its chunk's partial rows.
+my $agg_query = 'SELECT account, count(*) AS n, sum(id) AS s, min(payload) AS lo, max(payload) AS hi,
+	avg(length(payload)) AS len, count(*) FILTER (WHERE payload LIKE \'a%\') AS a FROM %s GROUP BY account';
+my $agg = submit('mv_agg', sprintf($agg_query, 'events'));
+my $distinct = submit('mv_distinct', 'SELECT DISTINCT account % 100 AS a, length(payload) AS l FROM events');
+is($node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT strategy, ', ') FROM pg_stat_background_ddl WHERE id IN ($agg, $distinct)"),
+	'partial aggregation', 'aggregate and DISTINCT jobs use partial aggregation');
 ok( $node->poll_query_until('postgres',
-		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join)"),
+		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join, $agg, $distinct)"),
 	'round 1 jobs finished');
 $writers->kill_kill;
 check_exact('mv_filter', $filter,
 	"SELECT id, account, upper(payload) AS p FROM events_at(SNAP) WHERE account < 500");
 check_exact('mv_join', $join,
 	"SELECT e.id, a.name, e.payload FROM events_at(SNAP) e JOIN accounts_at(SNAP) a USING (account)");
-cmp_ok($node->safe_psql('postgres', "SELECT min(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join)"),
+cmp_ok($node->safe_psql('postgres', "SELECT min(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join, $agg, $distinct)"),
 	'>=', 1, 'round 1 jobs ran catch-up passes');
 # Writers at full speed may outpace the worker: the passes are bounded, and
 # the cut-over takes the rest.
-cmp_ok($node->safe_psql('postgres', "SELECT max(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join)"),
+cmp_ok($node->safe_psql('postgres', "SELECT max(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join, $agg, $distinct)"),
 	'<=', 5, 'round 1 jobs converged within the bounded number of passes');
-check_no_leftovers($node, $filter);
-check_no_leftovers($node, $join);
+check_exact('mv_agg', $agg, sprintf($agg_query, 'events_at(SNAP)'), 900);
+check_exact('mv_distinct', $distinct,
+	'SELECT DISTINCT account % 100 AS a, length(payload) AS l FROM events_at(SNAP)', 100);
+check_no_leftovers($node, $_) for ($filter, $join, $agg, $distinct);
 
 # Round 2: the non-driving table changes too (the cut-over recomputes).
 $writers = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");
 $node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE tab = 'accounts' AND at > now() - interval '1 min'");
 my $left = submit('mv_left',
 	'SELECT e.id, a.name FROM events e LEFT JOIN accounts a ON a.account = e.account AND a.account % 2 = 0');
+# An aggregate over a join to the changing dimension table
+my $dim_query = 'SELECT a.name, count(*) AS n, sum(e.id) AS s FROM %s e JOIN %s a USING (account)
+	GROUP BY a.name HAVING count(*) > 100';
+my $dim = submit('mv_agg_dim', sprintf($dim_query, 'events', 'accounts'));
 ok( $node->poll_query_until('postgres',
-		"SELECT state = 'succeeded' FROM pg_stat_background_ddl WHERE id = $left"),
-	'round 2 job finished');
+		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($left, $dim)"),
+	'round 2 jobs finished');
 $writers->kill_kill;
 check_exact('mv_left', $left,
 	"SELECT e.id, a.name FROM events_at(SNAP) e LEFT JOIN accounts_at(SNAP) a ON a.account = e.account AND a.account % 2 = 0");
-check_no_leftovers($node, $left);
+check_exact('mv_agg_dim', $dim, sprintf($dim_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), 500);
+check_no_leftovers($node, $_) for ($left, $dim);
 
 $node->stop;
 done_testing();
