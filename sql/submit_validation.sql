@@ -48,8 +48,12 @@ SELECT kind, target, command, state IN ('queued', 'running') AS unfinished
 -- The name is reserved at once.
 CREATE MATERIALIZED VIEW mv_a AS SELECT 1 AS x;
 CREATE TABLE mv_a (x int);
--- REFRESH would publish it early: refused while the job runs.
-REFRESH MATERIALIZED VIEW mv_a;
+-- REFRESH would publish it early: refused while the job runs (checked here
+-- before the job can start, in the transaction that submits it).
+BEGIN;
+CREATE MATERIALIZED VIEW mv_a2 AS SELECT id FROM events WHERE account < 10;
+REFRESH MATERIALIZED VIEW mv_a2;
+ROLLBACK;
 SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT count(*) FROM mv_a;
 

@@ -148,6 +148,13 @@ PlaceholderCheckRefresh(RefreshMatViewStmt *stmt)
 	if (!OidIsValid(target_oid))
 		return;					/* the normal path reports it */
 	job_id = JobFindUnfinishedByTarget(target_oid);
+	if (job_id != 0 && SessionJobIsUncommitted(job_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("materialized view \"%s\" is being built by background DDL job " INT64_FORMAT,
+						stmt->relation->relname, job_id),
+				 errdetail("The job was submitted in this transaction; it starts when the transaction commits."),
+				 errhint("Refresh it after COMMIT, once the job has succeeded.")));
 	if (job_id != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),

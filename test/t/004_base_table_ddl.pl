@@ -172,8 +172,22 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = '
 check_no_leftovers($node, $job);
 
 # 8. A change that breaks the query fails the job with the query's error.
+#    Every chunk holds a gated row, so that no worker (a helper neither)
+#    computes a chunk with the old function while the first is held.
+$node->safe_psql('postgres', q{
+CREATE OR REPLACE FUNCTION gate(v int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF v % 1000 = 1 THEN PERFORM pg_advisory_xact_lock_shared(1); END IF;
+  RETURN v;
+END $$;});
 ($t, $u) = make_tables('broken');
-$job = submit_held('mv_broken', "SELECT id, gate(v) AS v FROM $t");
+$gate->query_safe('SELECT pg_advisory_lock(1)');
+$job = $node->safe_psql('postgres',
+	"SET background_ddl = on; CREATE MATERIALIZED VIEW mv_broken AS SELECT id, gate(v) AS v FROM $t;
+	 SELECT last_ddl_job();");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 1 AND NOT granted"),
+	"mv_broken: worker held at the gate");
 $node->safe_psql('postgres', q{
 CREATE OR REPLACE FUNCTION gate(v int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
