@@ -6,7 +6,9 @@
 # (background job), alternating which goes first (the second build of a pair runs on a warmer,
 # dirtier machine). A writer commits ~100 tiny transactions/s (pgbench -R 100) throughout and a
 # sampler records, every 100 ms, the oldest xmin held by any other backend (in xids and in
-# seconds), autovacuum off. Prints median build times, submit latency, xmin ages, and checks the views are equal.
+# seconds), autovacuum off. Prints median build times, submit latency, xmin ages, how many distinct
+# progress values pg_stat_background_ddl showed during each background build (polled every 100 ms),
+# and checks the views are equal.
 #
 # Usage: bench/mv_build.sh [ROWS]     (or env ROWS, default 5000000; env QUERY to change the view;
 #        ROUNDS, default 3; WRITER_RATE, default 100; EXTRA_CONF, more postgresql.conf lines;
@@ -78,11 +80,13 @@ build_background() {
     job=$(sed -n 's/^job=//p' <<<"$out")
     # Poll (not wait_ddl: a waiting session would hold an xmin and spoil the measurement).
     deadline=$(( $(date +%s) + 3600 ))
+    : >"$B/progress$1"
     while :; do
-        state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
+        read -r state progress <<<"$(sql -F ' ' -c "SELECT state, progress FROM pg_stat_background_ddl WHERE id = $job")"
+        echo "$progress" >>"$B/progress$1"
         case $state in succeeded|failed|cancelled) break ;; esac
         [ "$(date +%s)" -lt "$deadline" ] || { echo "background job $job still $state after 1 hour" >&2; exit 1; }
-        sleep 0.2
+        sleep 0.1
     done
     stop_sampler
     if [ "$state" != succeeded ]; then
@@ -134,5 +138,7 @@ printf '%-32s %14s %14s\n' "median build time (ms)" "$block_ms" "$bg_ms"
 printf '%-32s %14s %14s\n' "median submit latency (ms)" "-" "$submit_ms"
 printf '%-32s %14s %14s\n' "max oldest-xmin age (xids)" "$(xmax block 1)" "$(xmax bg 1)"
 printf '%-32s %14s %14s\n' "max oldest-xmin held (s)" "$(xmax block 2)" "$(xmax bg 2)"
+printf '%-32s %14s %14s\n' "progress values seen (min)" "-" \
+    "$(for f in "$B"/progress*; do sort -u "$f" | wc -l; done | sort -n | head -n1)"
 printf '%-32s %14s\n' "ratio background/blocking" "$(awk -v a="$bg_ms" -v b="$block_ms" 'BEGIN { printf "%.2f", a / b }')"
 echo "OK: in every round both views had equal content (EXCEPT ALL both ways: 0 rows)"
