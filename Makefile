@@ -57,9 +57,17 @@ PROVE_TESTS = test/t/*.pl
 # newer compiler's new warning.
 PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
+# pg_bgddl, the command-line client (libpq), installed next to psql
+SCRIPTS_built = client/pg_bgddl
+EXTRA_CLEAN = client/pg_bgddl
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+client/pg_bgddl: client/pg_bgddl.c
+	$(CC) $(CFLAGS) $(COPT) -Wall -Wextra -Wno-unused-parameter -I$(shell $(PG_CONFIG) --includedir) \
+		$< -L$(shell $(PG_CONFIG) --libdir) -lpq -o $@
 
 # PGXS does not track header dependencies: rebuild everything when one changes
 $(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -66,7 +66,11 @@ CREATE TABLE background_ddl.job (
 	capture_trigger_xmins bigint[],
 	target_filenode oid,		/* the content relation's relfilenode when the backfill began */
 	catchup_passes	integer NOT NULL DEFAULT 0,
-	cleanup_pending boolean NOT NULL DEFAULT false	/* capture triggers may exist */
+	cleanup_pending boolean NOT NULL DEFAULT false,	/* capture triggers may exist */
+	/* the job's own limits (alter_ddl); NULL: none, or the server's setting */
+	max_rate		float8 CHECK (max_rate > 0),	/* rows per second */
+	batch_time		interval CHECK (batch_time > '0'),
+	max_workers		integer CHECK (max_workers > 0)
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 
@@ -164,6 +168,16 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'explain_ddl'
 LANGUAGE C STRICT VOLATILE;
 
+/*
+ * Change the limits of a queued, running or paused job: NULL leaves a limit as
+ * it is; max_rate => 'infinity' lifts the rate limit.
+ */
+CREATE FUNCTION alter_ddl(job_id bigint, max_rate float8 DEFAULT NULL,
+						  batch_time interval DEFAULT NULL, workers integer DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'alter_ddl'
+LANGUAGE C VOLATILE;
+
 CREATE FUNCTION last_ddl_job()
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'last_ddl_job'
@@ -209,7 +223,33 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.cutover_at,
 		   j.dirty_rows,
 		   j.strategy,
-		   coalesce(l.workers, 0) AS workers
+		   coalesce(l.workers, 0) AS workers,
+		   j.max_rate,
+		   coalesce(j.batch_time, pg_catalog.current_setting('background_ddl.batch_time')::interval)
+			 AS batch_time,
+		   coalesce(j.max_workers,
+					pg_catalog.current_setting('background_ddl.max_workers_per_job')::integer)
+			 AS max_workers,
+		   CASE
+			 WHEN j.state = 'paused' THEN 'paused (resume_ddl resumes it)'
+			 WHEN j.state NOT IN ('queued', 'running') OR l.pid IS NOT NULL THEN
+			   CASE
+				 WHEN w.locktype = 'virtualxid'
+				   THEN 'old snapshots: transactions of pid ' || w.blockers
+				 WHEN w.locktype IS NOT NULL
+				   THEN 'a lock: ' || w.mode || ' on ' || w.what || ' held by pid ' || w.blockers
+				 WHEN l.phase = 'waiting for lock'
+				   THEN 'a lock (asked for with a short lock_timeout, and asked again)'
+				 WHEN a.query LIKE 'background_ddl: throttled%'
+				   THEN 'the rate limit of ' || j.max_rate || ' rows/s (alter_ddl)'
+				 WHEN i.phase LIKE 'waiting for%' THEN i.phase
+			   END
+			 WHEN j.in_flight AND j.attempts > 0 AND
+				  j.attempt_started_at + least(60000, 1000 * 2 ^ least(j.attempts - 1, 16)) * interval '1 ms' > now()
+			   THEN 'a restart after a crash, not before ' ||
+					(j.attempt_started_at + least(60000, 1000 * 2 ^ least(j.attempts - 1, 16)) * interval '1 ms')::text
+			 ELSE 'a free worker (' || q.position || ' in the queue of background_ddl.max_workers)'
+		   END AS waiting_on
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid
@@ -242,6 +282,17 @@ CREATE VIEW pg_stat_background_ddl AS
 								OR p.phase LIKE 'waiting for readers%' THEN 99.0
 							  ELSE 0.0 END AS progress) pp
 						  WHERE p.pid = l.pid AND j.kind = 'CREATE INDEX') i ON true
+	  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+	  LEFT JOIN LATERAL (SELECT lk.locktype, lk.mode,
+								coalesce(lk.relation::pg_catalog.regclass::text, lk.locktype) AS what,
+								pg_catalog.array_to_string(pg_catalog.pg_blocking_pids(l.pid), ', ') AS blockers
+						   FROM pg_catalog.pg_locks lk
+						  WHERE lk.pid = l.pid AND NOT lk.granted LIMIT 1) w ON true
+	  LEFT JOIN LATERAL (SELECT count(*) AS position
+						   FROM background_ddl.job q
+						   LEFT JOIN background_ddl.live_jobs() ql ON ql.job_id = q.id
+						  WHERE q.state IN ('queued', 'running') AND ql.pid IS NULL AND q.id <= j.id
+							AND j.state IN ('queued', 'running') AND l.pid IS NULL) q ON true
 	 CROSS JOIN LATERAL (SELECT CASE WHEN r.oid IS NULL THEN false
 									 ELSE pg_catalog.pg_has_role(j.owner_oid, 'USAGE') END
 							 OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')

@@ -17,6 +17,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
+#include "commands/async.h"
 #include "utils/builtins.h"
 #include "utils/elog.h"
 #include "utils/timestamp.h"
@@ -24,10 +25,16 @@
 #include "background_ddl.h"
 #include "catalog_access.h"
 #include "job_catalog.h"
+#include "session_jobs.h"
 #include "shared_state.h"
 
+/* The job's limits: max_rate, batch_time (ms), max_workers; 0 for none */
+#define JOB_LIMIT_COLUMNS \
+	"coalesce(max_rate, 0), coalesce(extract(epoch FROM batch_time) * 1000, 0)::integer, " \
+	"coalesce(max_workers, 0) "
+
 /* The columns JobFromRow reads, in order; JOB_COLUMN_COUNT of them */
-#define JOB_COLUMN_COUNT 37
+#define JOB_COLUMN_COUNT 40
 #define JOB_COLUMNS \
 	"j.id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
 	"hidden_oid, strategy, driving_oid, blocks_total, chunk_blocks, rows_done, rows_total, " \
@@ -35,12 +42,21 @@
 	"attempt_started_at, capture_relids, capture_filenodes, capture_triggers, " \
 	"capture_trigger_xmins, target_filenode, catchup_passes, cleanup_pending, " \
 	"error, error_sqlstate, error_detail, error_hint, planned, command, utility_stmt, " \
-	"staging_oid "
+	"staging_oid, " JOB_LIMIT_COLUMNS
 
 static char *
 NullableTextColumn(uint64 row, int attno)
 {
 	return CatalogColumnIsNull(row, attno) ? NULL : CatalogTextColumn(row, attno);
+}
+
+/* The three JOB_LIMIT_COLUMNS of row 0, from column first_attno on */
+static void
+LimitsFromRow(BgddlJob *job, int first_attno)
+{
+	job->max_rate = DatumGetFloat8(CatalogColumn(0, first_attno, Float8GetDatum(0)));
+	job->batch_time_ms = DatumGetInt32(CatalogColumn(0, first_attno + 1, Int32GetDatum(0)));
+	job->max_workers = DatumGetInt32(CatalogColumn(0, first_attno + 2, Int32GetDatum(0)));
 }
 
 /* Copy row 0 of the current SPI result (JOB_COLUMNS) into *job */
@@ -84,6 +100,7 @@ JobFromRow(BgddlJob *job)
 	job->command = CatalogTextColumn(0, 35);
 	job->utility_stmt = NullableTextColumn(0, 36);
 	job->staging_oid = DatumGetObjectId(CatalogColumn(0, 37, ObjectIdGetDatum(InvalidOid)));
+	LimitsFromRow(job, 38);
 }
 
 /* Read row 0 of the current SPI result into *job, in the caller's context */
@@ -94,6 +111,22 @@ JobFromRowInto(CatalogAccess *access, BgddlJob *job)
 
 	JobFromRow(job);
 	MemoryContextSwitchTo(spi_context);
+}
+
+/*
+ * NOTIFY background_ddl, '<id> <state>': delivered to listeners when the
+ * transaction that changed the job's state commits, never if it aborts.  A
+ * client backend's transaction may still be prepared: session_jobs.c adds
+ * the NOTIFY at its commit.
+ */
+static void
+JobNotifyState(int64 job_id, JobState state)
+{
+	if (IsBackgroundWorker)
+		Async_Notify(SESSION_NOTIFY_CHANNEL,
+					 psprintf(INT64_FORMAT " %s", job_id, JobStateName(state)));
+	else
+		SessionNotifyAtCommit(job_id, JobStateName(state));
 }
 
 /* Persist a new job as queued; returns its id */
@@ -132,6 +165,7 @@ JobInsert(const BgddlJobSubmission *submission)
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
 
+	JobNotifyState(job_id, JOB_STATE_QUEUED);
 	return job_id;
 }
 
@@ -174,8 +208,8 @@ JobListSchedulable(void)
 	List	   *entries = NIL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT id, state <> 'paused', in_flight, attempts, attempt_started_at "
-				   "FROM background_ddl.job "
+	CatalogExecute("SELECT id, state <> 'paused', in_flight, attempts, attempt_started_at, "
+				   "coalesce(max_workers, 0) FROM background_ddl.job "
 				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
 				   "   OR (state IN ('succeeded', 'failed', 'cancelled') AND cleanup_pending) "
 				   "ORDER BY id", 0, NULL, NULL, NULL, SPI_OK_SELECT);
@@ -190,6 +224,7 @@ JobListSchedulable(void)
 		entry->attempts = DatumGetInt32(CatalogColumn(row, 4, Int32GetDatum(0)));
 		entry->attempt_started_at =
 			DatumGetTimestampTz(CatalogColumn(row, 5, TimestampTzGetDatum(0)));
+		entry->max_workers = DatumGetInt32(CatalogColumn(row, 6, Int32GetDatum(0)));
 		entries = lappend(entries, entry);
 		MemoryContextSwitchTo(spi_context);
 	}
@@ -267,17 +302,19 @@ JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
 				   "attempt_started_at = now(), "
 				   "phase = CASE WHEN j.state IN ('queued', 'running') THEN 'starting' ELSE j.phase END, "
 				   "state = CASE WHEN j.state IN ('queued', 'running') THEN 'running' ELSE j.state END "
-				   "FROM (SELECT in_flight AND attempts >= $2 AS exhausted FROM background_ddl.job "
-				   "      WHERE id = $1) old "
+				   "FROM (SELECT in_flight AND attempts >= $2 AS exhausted, state AS old_state "
+				   "      FROM background_ddl.job WHERE id = $1) old "
 				   "WHERE j.id = $1 AND (j.state IN ('queued', 'running', 'cancelling') "
 				   "  OR (j.state IN ('succeeded', 'failed', 'cancelled') AND j.cleanup_pending)) "
-				   "RETURNING " JOB_COLUMNS ", old.exhausted",
+				   "RETURNING " JOB_COLUMNS ", old.exhausted, old.old_state <> j.state",
 				   2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
 	found = SPI_processed == 1;
 	if (found)
 	{
 		JobFromRowInto(&access, job);
 		*exhausted = DatumGetBool(CatalogColumn(0, JOB_COLUMN_COUNT + 1, BoolGetDatum(false)));
+		if (DatumGetBool(CatalogColumn(0, JOB_COLUMN_COUNT + 2, BoolGetDatum(false))))
+			JobNotifyState(job_id, job->state);
 	}
 	CatalogAccessEnd(&access);
 	return found;
@@ -316,6 +353,7 @@ JobSetState(int64 job_id, JobState state)
 				   "error = NULL, error_sqlstate = NULL, error_detail = NULL, error_hint = NULL "
 				   "WHERE id = $1", 2, argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
+	JobNotifyState(job_id, state);
 }
 
 /* Record how the job's content is computed */
@@ -391,11 +429,49 @@ JobRecordChunkDone(BgddlJob *job, int64 rows, int64 blocks, double seconds_per_b
 				   "rate = (rows_done + $2) / "
 				   "  greatest(extract(epoch FROM clock_timestamp() - attempt_started_at), 0.001), "
 				   "eta = make_interval(secs => round(greatest(blocks_total - blocks_done - $3, 0) * $5)) "
-				   "WHERE id = $1 RETURNING rows_done, chunks_done, progress",
+				   "WHERE id = $1 RETURNING rows_done, chunks_done, progress, " JOB_LIMIT_COLUMNS,
 				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
 	job->rows_done = DatumGetInt64(CatalogColumn(0, 1, 0));
 	job->chunks_done = DatumGetInt64(CatalogColumn(0, 2, 0));
 	job->progress = DatumGetFloat8(CatalogColumn(0, 3, 0));
+	LimitsFromRow(job, 4);
+	CatalogAccessEnd(&access);
+}
+
+/*
+ * Change a job's limits (alter_ddl): max_rate 0 keeps it, a negative one
+ * lifts it; batch_time_ms and max_workers 0 keep them.
+ */
+void
+JobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, FLOAT8OID, INT4OID, INT4OID};
+	Datum		values[] = {Int64GetDatum(job_id), Float8GetDatum(max_rate),
+		Int32GetDatum(batch_time_ms), Int32GetDatum(max_workers)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET "
+				   "max_rate = CASE WHEN $2 < 0 THEN NULL WHEN $2 > 0 THEN $2 ELSE max_rate END, "
+				   "batch_time = CASE WHEN $3 > 0 THEN $3 * interval '1 ms' ELSE batch_time END, "
+				   "max_workers = CASE WHEN $4 > 0 THEN $4 ELSE max_workers END "
+				   "WHERE id = $1", lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
+/* Read the job's current limits into *job.  Caller is in a transaction. */
+void
+JobReadLimits(BgddlJob *job)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job->id)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecuteLatest("SELECT " JOB_LIMIT_COLUMNS "FROM background_ddl.job WHERE id = $1",
+						 1, argtypes, values, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		LimitsFromRow(job, 1);
 	CatalogAccessEnd(&access);
 }
 
@@ -581,6 +657,7 @@ JobFinish(int64 job_id, JobState state, const JobError *error,
 				   "FROM (SELECT clock_timestamp() AS t) now_ WHERE id = $5",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
+	JobNotifyState(job_id, state);
 }
 
 /*

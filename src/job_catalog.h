@@ -52,6 +52,10 @@ typedef struct BgddlJob
 	char	   *error_sqlstate;
 	char	   *error_detail;
 	char	   *error_hint;
+	/* the job's own limits (alter_ddl); 0: none, or the server's setting */
+	double		max_rate;		/* rows per second */
+	int			batch_time_ms;
+	int			max_workers;
 } BgddlJob;
 
 /* What the submit hook knows about a new job */
@@ -76,6 +80,7 @@ typedef struct JobScheduleEntry
 	bool		in_flight;		/* its last worker died */
 	int32		attempts;
 	TimestampTz attempt_started_at;
+	int			max_workers;	/* 0: background_ddl.max_workers_per_job */
 } JobScheduleEntry;
 
 /* The error a job ended with (or last met) */
@@ -110,6 +115,8 @@ extern void JobLetGo(int64 job_id);
 extern void JobFinish(int64 job_id, JobState state, const JobError *error,
 					  bool record_cutover_snapshot, int64 rows_done, const char *target_name);
 extern void JobRestartBuild(BgddlJob *job);
+extern void JobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers);
+extern void JobReadLimits(BgddlJob *job);
 extern void JobPurgeHistory(int retention_seconds);
 
 #endif							/* BGDDL_JOB_CATALOG_H */

@@ -18,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -56,6 +58,7 @@ PG_FUNCTION_INFO_V1(pause_ddl);
 PG_FUNCTION_INFO_V1(resume_ddl);
 PG_FUNCTION_INFO_V1(wait_ddl);
 PG_FUNCTION_INFO_V1(last_ddl_job);
+PG_FUNCTION_INFO_V1(alter_ddl);
 PG_FUNCTION_INFO_V1(live_jobs);
 
 /* The job id argument, which must not be NULL */
@@ -240,6 +243,61 @@ pause_ddl(PG_FUNCTION_ARGS)
 	if (!HoldJob(job_id, &job) || job.state == JOB_STATE_PAUSED)
 		PG_RETURN_BOOL(false);
 	JobSetState(job_id, JOB_STATE_PAUSED);
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * alter_ddl(job_id, max_rate, batch_time, workers): change the limits of a
+ * job that has not ended.  The job's workers read them after every batch
+ * (and every second while the rate limit makes them wait).  Returns false
+ * if the job has ended.
+ */
+Datum
+alter_ddl(PG_FUNCTION_ARGS)
+{
+	BgddlJob	job;
+	int64		job_id = ControlledJob(fcinfo, "alter", &job);
+	double		max_rate = 0;
+	int			batch_time_ms = 0;
+	int			workers = 0;
+
+	if (!PG_ARGISNULL(1))
+	{
+		max_rate = PG_GETARG_FLOAT8(1);
+		if (isnan(max_rate) || max_rate <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_rate must be a positive number of rows per second"),
+					 errhint("To stop a job for a while, use pause_ddl(" INT64_FORMAT "); max_rate => 'infinity' lifts the limit.",
+							 job_id)));
+		if (isinf(max_rate))
+			max_rate = -1;
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		Interval   *interval = PG_GETARG_INTERVAL_P(2);
+		double		ms = (interval->time + (interval->day + interval->month * 30.0) *
+						  USECS_PER_DAY) / 1000.0;
+
+		if (ms < 1 || ms > 3600 * 1000)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch_time must be between 1 millisecond and 1 hour")));
+		batch_time_ms = (int) ms;
+	}
+	if (!PG_ARGISNULL(3))
+	{
+		workers = PG_GETARG_INT32(3);
+		if (workers < 1 || workers > background_ddl_max_workers)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("workers must be between 1 and background_ddl.max_workers (%d)",
+							background_ddl_max_workers),
+					 errhint("To stop a job for a while, use pause_ddl(" INT64_FORMAT ").", job_id)));
+	}
+	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
+		PG_RETURN_BOOL(false);
+	JobSetLimits(job_id, max_rate, batch_time_ms, workers);
 	PG_RETURN_BOOL(true);
 }
 

@@ -34,6 +34,11 @@ typedef struct JobRun
 	bool		claimed;		/* this worker has taken the job (JobClaim) */
 	bool		attempts_exhausted; /* ... after max_attempts unclean ends */
 	char	   *discard_error;	/* why the target could not be removed */
+	uint64		chunk_rows;		/* this worker's last chunk: rows, for the rate limit */
+	double		chunk_seconds;	/* ... and how long it took */
+	double		paced_rate;		/* the rate limit: this worker's share being kept */
+	TimestampTz paced_since;	/* ... since when */
+	double		paced_rows;		/* ... and the rows made since then */
 } JobRun;
 
 /* What a step of a phase found */

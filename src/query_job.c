@@ -576,6 +576,65 @@ TakeChunk(JobRun *run, ChunkRange *range)
 						   &range->start_block, &range->end_block);
 }
 
+/* The job's target batch time: its own (alter_ddl), or the server's */
+static int
+JobBatchTimeMs(const BgddlJob *job)
+{
+	return job->batch_time_ms > 0 ? job->batch_time_ms : background_ddl_batch_time_ms;
+}
+
+/*
+ * The rate limit (alter_ddl), after this worker's chunk: the worker keeps a
+ * schedule, its share of max_rate from the moment that share was set, and
+ * waits until the rows it made since then are due, so that the time spent
+ * outside the chunks (checkpoints, catalog updates) counts too.  A worker
+ * that fell more than a second behind (it waited for a lock) starts a new
+ * schedule rather than race to catch up.  The limits are read again every
+ * second while it waits (alter_ddl takes effect at once), and a control
+ * request (pause, cancel) ends the wait.
+ */
+static void
+Throttle(JobRun *run)
+{
+	for (;;)
+	{
+		double		share = run->job.max_rate / Max(BgddlJobWorkerCount(), 1);
+		TimestampTz now = GetCurrentTimestamp();
+		double		wait_seconds;
+
+		if (run->job.max_rate <= 0 || JobControlPending())
+		{
+			run->paced_rate = 0;
+			break;
+		}
+		if (share != run->paced_rate)
+		{
+			run->paced_rate = share;
+			run->paced_since = now - (TimestampTz) (run->chunk_seconds * 1000000.0);
+			run->paced_rows = 0;
+		}
+		if (run->chunk_rows > 0)
+		{
+			run->paced_rows += run->chunk_rows;
+			run->chunk_rows = 0;
+		}
+		wait_seconds = run->paced_rows / share - (now - run->paced_since) / 1000000.0;
+		if (wait_seconds < -1.0)
+		{
+			run->paced_since = now;
+			run->paced_rows = 0;
+		}
+		if (wait_seconds <= 0)
+			break;
+		pgstat_report_activity(STATE_RUNNING, "background_ddl: throttled by max_rate");
+		JobStepSleep((long) (Min(wait_seconds, 1.0) * 1000) + 1);
+		JobStepBegin("background_ddl: throttled by max_rate (reading the limits)",
+					 STEP_READ_COMMITTED);
+		JobReadLimits(&run->job);
+		JobStepEnd();
+	}
+}
+
 /* Compute one chunk and checkpoint it; caller is in a step */
 static void
 BackfillChunk(JobRun *run, const ChunkRange *range)
@@ -616,9 +675,24 @@ BackfillChunk(JobRun *run, const ChunkRange *range)
 
 	ChunkRecord(job->id, range, rows, job->attempts, seconds, TidMapEncode(pairs, npairs));
 
-	/* Adapt this worker's chunk size toward the target batch time */
-	scale = Min(4.0, Max(0.25, (background_ddl_batch_time_ms / 1000.0) / seconds));
+	/*
+	 * Adapt this worker's chunk size toward the target batch time, and under
+	 * a rate limit toward the rows the limit allows it in that time (at least
+	 * a quarter of a second's: a throttled chunk is quick to compute, and the
+	 * fixed costs of a chunk, its commit first, must not eat the rate)
+	 */
+	scale = Min(4.0, Max(0.25, (JobBatchTimeMs(job) / 1000.0) / seconds));
 	job->chunk_blocks = (int32) Min((double) CHUNK_BLOCKS_MAX, Max(1.0, job->chunk_blocks * scale));
+	if (job->max_rate > 0 && rows > 0)
+	{
+		double		allowed_rows = job->max_rate * Max(JobBatchTimeMs(job) / 1000.0, 0.25) /
+			Max(BgddlJobWorkerCount(), 1);
+		double		rows_per_block = (double) rows / Max(range->end_block - range->start_block, 1);
+
+		job->chunk_blocks = (int32) Max(1.0, Min(job->chunk_blocks, allowed_rows / rows_per_block));
+	}
+	run->chunk_rows = rows;
+	run->chunk_seconds = seconds;
 	JobRecordChunkDone(job, rows, range->end_block - range->start_block,
 					   seconds / Max(range->end_block - range->start_block, 1) /
 					   Max(BgddlJobWorkerCount(), 1));
@@ -647,6 +721,8 @@ ChunkStep(JobRun *run, const char *activity)
 			result = JOB_STEP_DONE;
 	}
 	JobStepEnd();
+	if (result == JOB_STEP_MORE)
+		Throttle(run);
 	return result;
 }
 
@@ -693,6 +769,9 @@ QueryJobBackfillStep(JobRun *run)
 		JobStepHoldPoint("installing capture");
 		JobRunLockingStep(run, InstallCaptureStep, JOB_PHASE_INSTALLING_CAPTURE,
 						  "background_ddl: installing capture");
+		JobStepBegin("background_ddl: backfilling", STEP_READ_COMMITTED);
+		JobSetPhase(run->job.id, JOB_PHASE_BACKFILLING);
+		JobStepEnd();
 		run->next_block = 0;
 		run->holes = NIL;
 		return JOB_STEP_MORE;
@@ -760,7 +839,8 @@ QueryJobHelpStep(JobRun *run)
 {
 	JobStepResult result;
 
-	if (!OidIsValid(run->job.driving_oid) || BgddlHelpersShouldLeave())
+	if (!OidIsValid(run->job.driving_oid) || BgddlHelpersShouldLeave() ||
+		(run->job.max_workers > 0 && BgddlJobWorkerCount() > run->job.max_workers))
 		return JOB_STEP_DONE;
 	if (CapturedTablesBusy(run))
 	{
@@ -864,7 +944,7 @@ QueryJobCatchUp(JobRun *run)
 		run->catchup_batch_blocks =
 			(int32) Min((double) CATCHUP_BLOCKS_MAX,
 						Max(1.0, (to_block - from_block) *
-							Min(4.0, Max(0.25, (background_ddl_batch_time_ms / 1000.0) / seconds))));
+							Min(4.0, Max(0.25, (JobBatchTimeMs(&run->job) / 1000.0) / seconds))));
 		from_block = to_block;
 	}
 	return backlog_at_start > CATCHUP_FINAL_BACKLOG ? JOB_STEP_MORE : JOB_STEP_DONE;

@@ -149,7 +149,8 @@ WantsWorker(const JobScheduleEntry *entry, bool helper)
 	return has_first && job_slot != NULL && job_slot->claims_open &&
 		job_slot->claim_next_block < job_slot->claim_end_block &&
 		GetCurrentTimestamp() >= job_slot->helpers_resume_at &&
-		workers < background_ddl_max_workers_per_job && !AnyJobStarved();
+		workers < (entry->max_workers > 0 ? entry->max_workers : background_ddl_max_workers_per_job) &&
+		!AnyJobStarved();
 }
 
 /*

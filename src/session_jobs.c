@@ -12,6 +12,13 @@
  * the current transaction", and last_ddl_job() names the last of them (it
  * exists if COMMIT PREPARED is run; that command wakes the scheduler).
  *
+ * Notifications.  A state change that this transaction makes (a submit,
+ * cancel_ddl, pause_ddl, resume_ddl) is announced with NOTIFY when it
+ * commits: queued here and handed to NOTIFY just before the commit, so that
+ * the transaction can still be prepared (PREPARE TRANSACTION refuses one
+ * that has NOTIFY pending; a prepared transaction's changes are therefore
+ * not announced, its job's later states are).
+ *
  * Held jobs.  cancel_ddl and pause_ddl (and DROP of a job's target) ask the
  * job's workers to let go of it (shared_state.h: control_requests) and then
  * wait on the job lock.  The request stands until the end of the
@@ -23,6 +30,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/async.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "utils/memutils.h"
@@ -30,15 +38,20 @@
 #include "session_jobs.h"
 #include "shared_state.h"
 
-/* A job this transaction submitted, or holds, and the subtransaction that did */
+/*
+ * A job this transaction submitted, holds, or changed the state of, and the
+ * subtransaction that did
+ */
 typedef struct SessionJob
 {
 	int64		job_id;
 	SubTransactionId subid;
+	const char *state;			/* notifications: the new state's name */
 } SessionJob;
 
 static List *submitted_jobs = NIL;	/* in TopMemoryContext */
 static List *held_jobs = NIL;	/* in TopMemoryContext */
+static List *notifications = NIL;	/* in TopMemoryContext */
 static int64 last_job_id_before_xact = 0;
 static bool wake_at_commit = false;
 
@@ -50,6 +63,7 @@ RememberJob(List *jobs, int64 job_id)
 
 	entry->job_id = job_id;
 	entry->subid = GetCurrentSubTransactionId();
+	entry->state = NULL;
 	jobs = lappend(jobs, entry);
 	MemoryContextSwitchTo(old_context);
 	return jobs;
@@ -83,6 +97,31 @@ SessionJobIsUncommitted(int64 job_id)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * NOTIFY background_ddl, '<job_id> <state>' when the current transaction
+ * commits (state: a name from JobStateName, which lives for the session)
+ */
+void
+SessionNotifyAtCommit(int64 job_id, const char *state)
+{
+	notifications = RememberJob(notifications, job_id);
+	((SessionJob *) llast(notifications))->state = state;
+}
+
+static void
+SendNotifications(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, notifications)
+	{
+		SessionJob *entry = lfirst(lc);
+
+		Async_Notify(SESSION_NOTIFY_CHANNEL,
+					 psprintf(INT64_FORMAT " %s", entry->job_id, entry->state));
+	}
 }
 
 /* Wake the scheduler when the current transaction commits */
@@ -147,6 +186,9 @@ SessionJobsXactCallback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			SendNotifications();
+			return;
 		case XACT_EVENT_COMMIT:
 			if (wake_at_commit)
 				BgddlWakeDatabase(MyDatabaseId);
@@ -162,6 +204,8 @@ SessionJobsXactCallback(XactEvent event, void *arg)
 	wake_at_commit = false;
 	list_free_deep(submitted_jobs);
 	submitted_jobs = NIL;
+	list_free_deep(notifications);
+	notifications = NIL;
 	ReleaseAllHeldJobs();
 }
 
@@ -198,6 +242,7 @@ SessionJobsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
 		return;
 	submitted_jobs = SubtransactionEnds(submitted_jobs, event, mySubid, parentSubid, false);
+	notifications = SubtransactionEnds(notifications, event, mySubid, parentSubid, false);
 	held_jobs = SubtransactionEnds(held_jobs, event, mySubid, parentSubid, true);
 }
 

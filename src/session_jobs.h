@@ -14,6 +14,10 @@ extern void SessionJobSubmitted(int64 job_id);
 extern int64 SessionLastJobId(void);
 extern bool SessionJobIsUncommitted(int64 job_id);
 extern void SessionWakeAtCommit(void);
+extern void SessionNotifyAtCommit(int64 job_id, const char *state);
+
+/* The channel of the job state notifications */
+#define SESSION_NOTIFY_CHANNEL "background_ddl"
 extern void SessionHoldJob(int64 job_id);
 
 #endif							/* BGDDL_SESSION_JOBS_H */

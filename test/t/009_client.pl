@@ -1,0 +1,258 @@
+# pg_bgddl, the command-line client: every command and exit code, watch
+# without and with a terminal, wait woken by NOTIFY, the notifications
+# themselves, the waiting_on column of pg_stat_background_ddl, and live
+# throttling with alter_ddl.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+use IPC::Run;
+use Time::HiRes qw(time);
+
+my $node = bgddl_node('client', "background_ddl.max_workers = 1\nbackground_ddl.batch_time = '20ms'\n");
+$node->safe_psql('postgres', q{
+CREATE TABLE events AS SELECT g AS id, g % 100 AS account, md5(g::text) AS payload
+  FROM generate_series(1, 200000) g;
+CREATE DATABASE without_extension;
+});
+
+# Run pg_bgddl against the node; returns (exit code, stdout, stderr)
+sub client
+{
+	my @args = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgres', @args ],
+		'>', \$out, '2>', \$err, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	return ($? >> 8, $out, $err);
+}
+
+sub client_code { my ($code) = client(@_); return $code; }
+
+# Start pg_bgddl in the background, its stdout and stderr into the given scalars
+sub start_client
+{
+	my ($out, $err, @args) = @_;
+	return IPC::Run::start([ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgres', @args ],
+		'>', $out, '2>', $err);
+}
+
+# Submit a job held at a test hold point; returns (hold session, job id)
+sub submit_held
+{
+	my ($point, $sql, $label) = @_;
+	my $hold = hold_at($node, $point);
+	my $job = submit_job($node, $sql);
+	ok($node->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
+		$label);
+	return ($hold, $job);
+}
+
+# Usage, version, help
+my ($code, $out, $err) = client('--help');
+is($code, 0, 'help: exit 0');
+like($out, qr/Exit status: 0 done/, 'help: lists the exit codes');
+($code, $out) = client('--version');
+like($out, qr/^pg_bgddl \(background_ddl\) \d/, 'version');
+($code, $out, $err) = client('frobnicate');
+is($code, 3, 'unknown command: exit 3');
+like($err, qr/^pg_bgddl: error: unknown command "frobnicate"/, 'unknown command: one clear line');
+is(client_code('--no-such-option', 'list'), 3, 'unknown option: exit 3');
+is(client_code('wait'), 3, 'wait without an id: exit 3');
+is(client_code('wait', 'abc'), 3, 'wait with a bad id: exit 3');
+is(client_code('submit'), 3, 'submit without SQL: exit 3');
+
+# Setup problems
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'pg_bgddl', '-h', $node->host, '-p', '1', 'list' ], '>', \$out, '2>', \$err);
+	is($? >> 8, 3, 'unreachable server: exit 3');
+	like($err, qr/^pg_bgddl: error: could not connect: .*\n/, 'unreachable server: says so');
+}
+($code, $out, $err) = client('-d', 'without_extension', 'list');
+is($code, 6, 'extension not installed: exit 6');
+like($err, qr/extension background_ddl is not installed in database "without_extension"/,
+	'extension not installed: says so');
+my $bare = PostgreSQL::Test::Cluster->new('bare');
+$bare->init;
+$bare->start;
+{
+	my ($o, $e) = ('', '');
+	IPC::Run::run([ 'pg_bgddl', '-h', $bare->host, '-p', $bare->port, '-d', 'postgres', 'list' ],
+		'>', \$o, '2>', \$e);
+	is($? >> 8, 7, 'library not preloaded: exit 7');
+	like($e, qr/not in shared_preload_libraries/, 'library not preloaded: says so');
+}
+$bare->stop;
+
+# submit, list, wait
+($code, $out, $err) = client('submit', 'CREATE MATERIALIZED VIEW mv1 AS SELECT account, count(*) AS n FROM events GROUP BY account');
+is($code, 0, 'submit: exit 0');
+like($out, qr/^(\d+)\n$/, 'submit: prints the job id');
+my ($job1) = $out =~ /(\d+)/;
+($code, $out) = client('wait', $job1);
+is($code, 0, 'wait for a job that succeeds: exit 0');
+is($out, "$job1 succeeded\n", 'wait: prints the final state');
+($code, $out) = client('list', '--all');
+like($out, qr/^\s+$job1\s+CREATE MATERIALIZED VIEW\s+public\.mv1\s+succeeded/m, 'list --all shows the job');
+($code, $out) = client('list');
+unlike($out, qr/public\.mv1/, 'list shows only jobs not yet ended');
+($code, $out, $err) = client('submit', 'CREATE MATERIALIZED VIEW mv1 AS SELECT 1');
+is($code, 4, 'submit refused by the server: exit 4');
+like($err, qr/^pg_bgddl: error: statement refused: relation "mv1" already exists\n$/, 'submit refused: the error');
+($code, $out, $err) = client('submit', 'SELECT 1');
+is($code, 4, 'a statement that runs in the foreground: exit 4');
+($code, $out, $err) = client('wait', '999999');
+is($code, 5, 'unknown id: exit 5');
+like($err, qr/background DDL job 999999 does not exist/, 'unknown id: says so');
+is(client_code('cancel', '999999'), 5, 'cancel of an unknown id: exit 5');
+
+# submit --wait of a job that fails (division by zero in a batch)
+($code, $out, $err) = client('submit', '--wait',
+	'CREATE TABLE t_fail AS SELECT id / (id - 150000) AS x FROM events');
+is($code, 1, 'a job that fails: exit 1');
+like($err, qr/failed: division by zero/, 'a job that fails: its error is printed');
+
+# submit -f with two statements: two jobs
+my $file = PostgreSQL::Test::Utils::tempdir() . '/migration.sql';
+open my $fh, '>', $file or die;
+print $fh "CREATE TABLE t_a AS SELECT id FROM events WHERE account = 1;\n"
+  . "CREATE INDEX ON events (account);\n";
+close $fh;
+($code, $out) = client('submit', '--wait', '-f', $file);
+is($code, 0, 'submit -f --wait: exit 0');
+like($out, qr/^\d+\n\d+\n\d+ succeeded\n\d+ succeeded\n$/, 'submit -f: both job ids, then both states');
+
+# cancel, pause, resume (held in its planning step)
+my $hold = hold_at($node, 'planning');
+($code, $out) = client('submit', 'CREATE MATERIALIZED VIEW mv2 AS SELECT id FROM events');
+my ($job2) = $out =~ /(\d+)/;
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
+	'job held');
+($code, $out) = client('pause', $job2);
+is($code, 0, 'pause: exit 0');
+ok(wait_job_state($node, $job2, 'paused'), 'pause: paused');
+like($node->safe_psql('postgres', "SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $job2"),
+	qr/^paused/, 'waiting_on: paused');
+($code, $out) = client('resume', $job2);
+is($code, 0, 'resume: exit 0');
+($code, $out) = client('cancel', $job2);
+is($code, 0, 'cancel: exit 0');
+($code, $out, $err) = client('wait', $job2);
+is($code, 2, 'wait for a cancelled job: exit 2');
+release_hold($node, $hold);
+
+# waiting_on: a free worker (max_workers = 1), and a lock held by a session
+($hold, my $first) = submit_held('planning', 'CREATE MATERIALIZED VIEW mv3 AS SELECT id FROM events',
+	'first job holds the only worker');
+my $second = submit_job($node, 'CREATE MATERIALIZED VIEW mv4 AS SELECT id FROM events');
+ok($node->poll_query_until('postgres',
+		"SELECT waiting_on LIKE 'a free worker (1 in the queue%' FROM pg_stat_background_ddl WHERE id = $second"),
+	'waiting_on: a free worker, first in the queue');
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE events IN ROW EXCLUSIVE MODE;');
+release_hold($node, $hold);
+ok($node->poll_query_until('postgres',
+		"SELECT waiting_on ~ '^a lock: ShareRowExclusiveLock on events held by pid [0-9]+' FROM pg_stat_background_ddl WHERE id = $first"),
+	'waiting_on: the lock, with the pid that holds it');
+$locker->query_safe('COMMIT');
+$locker->quit;
+ok(wait_job_state($node, $first, 'succeeded'), 'first job succeeded once the lock was gone');
+ok(wait_job_state($node, $second, 'succeeded'), 'second job succeeded');
+is($node->safe_psql('postgres', "SELECT waiting_on IS NULL FROM pg_stat_background_ddl WHERE id = $second"),
+	't', 'waiting_on: NULL once ended');
+
+# NOTIFY at each state change
+my $listener = $node->background_psql('postgres');
+$listener->query_safe('LISTEN background_ddl');
+my $job5 = submit_job($node, 'CREATE MATERIALIZED VIEW mv5 AS SELECT id FROM events');
+ok(wait_job_state($node, $job5, 'succeeded'), 'job for notifications succeeded');
+my $notes = $listener->query_safe('SELECT 1');
+$listener->quit;
+like($notes, qr/payload "$job5 queued"/, 'NOTIFY: queued');
+like($notes, qr/payload "$job5 running"/, 'NOTIFY: running');
+like($notes, qr/payload "$job5 succeeded"/, 'NOTIFY: succeeded');
+
+# wait is woken by NOTIFY: it returns within 1 s of the end, although it
+# looks at the view only every 10 s otherwise.
+($hold, my $job6) = submit_held('cutting over', 'CREATE MATERIALIZED VIEW mv6 AS SELECT id FROM events',
+	'job 6 held before its cut-over');
+my ($wait_out, $wait_err) = ('', '');
+my $waiter = start_client(\$wait_out, \$wait_err, 'wait', $job6);
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity
+		  WHERE state = 'idle' AND query LIKE '%FROM pg_stat_background_ddl WHERE id = \$1::bigint'"),
+	'wait is sleeping');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job6, 'succeeded'), 'job 6 succeeded');
+my $ended = time();
+$waiter->finish;
+my $woke_after = time() - $ended;
+cmp_ok($woke_after, '<', 1.0, sprintf('wait returned %.2f s after the job ended (NOTIFY)', $woke_after));
+is($wait_out, "$job6 succeeded\n", 'wait printed the state');
+
+# watch, not on a terminal: plain lines, until the job ends
+($hold, my $job7) = submit_held('chunk 3', 'CREATE MATERIALIZED VIEW mv7 AS SELECT id, upper(payload) FROM events',
+	'job 7 held at chunk 3');
+my ($watch_out, $watch_err) = ('', '');
+my $watcher = start_client(\$watch_out, \$watch_err, 'watch', $job7);
+release_hold($node, $hold);
+$watcher->finish;
+is($? >> 8, 0, 'watch: exit 0 when the job succeeded');
+like($watch_out, qr/^\s+$job7 \[[#.]{20}\]\s+[\d.]+% .* backfilling public\.mv7$/m, 'watch: a progress line while it runs');
+like($watch_out, qr/^\s+$job7 \[#{20}\] 100\.0% .* succeeded /m, 'watch: the last line says succeeded');
+unlike($watch_out, qr/\e\[/, 'watch: no terminal escapes when not on a terminal');
+
+# watch on a terminal: the line is redrawn in place
+($hold, my $job8) = submit_held('chunk 3', 'CREATE MATERIALIZED VIEW mv8 AS SELECT id, upper(payload) FROM events',
+	'job 8 held at chunk 3');
+my $tty_out = '';
+my $tty = IPC::Run::start(
+	[ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgres', 'watch', $job8 ],
+	'<pty<', \my $tty_in, '>pty>', \$tty_out,
+	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+$tty->pump until $tty_out =~ /backfilling/;
+release_hold($node, $hold);
+$tty->finish;
+like($tty_out, qr/\e\[1A\e\[2K\s+$job8 \[#{20}\] 100\.0%/, 'watch on a terminal: the line redrawn in place');
+
+# alter_ddl: a rate limit on a running job, held within 20 %, shown in the
+# view and in waiting_on, then lifted.
+($hold, my $job9) = submit_held('planning', 'CREATE MATERIALIZED VIEW mv9 AS SELECT id, upper(payload) FROM events',
+	'job 9 held');
+my ($ret, $stdout, $stderr) = $node->psql('postgres', "SELECT alter_ddl($job9, max_rate => 0)");
+like($stderr, qr/max_rate must be a positive number of rows per second.*\n.*HINT:  To stop a job for a while, use pause_ddl\($job9\)/s,
+	'alter_ddl: a rate of 0 is refused, with a hint to pause');
+($ret, $stdout, $stderr) = $node->psql('postgres', "SELECT alter_ddl($job9, workers => 0)");
+like($stderr, qr/workers must be between 1 and background_ddl.max_workers/, 'alter_ddl: 0 workers refused');
+is($node->safe_psql('postgres', "SELECT alter_ddl($job9, max_rate => 20000, batch_time => '50ms', workers => 1)"),
+	't', 'alter_ddl: limits set');
+is($node->safe_psql('postgres', "SELECT max_rate, batch_time, max_workers FROM pg_stat_background_ddl WHERE id = $job9"),
+	'20000|00:00:00.05|1', 'the view shows the limits');
+release_hold($node, $hold);
+# The rate over the checkpoints: the rows of chunks 5 to 14 over the time
+# from chunk 4's commit to chunk 14's (the limit was set while the job was
+# held, so it applies from its second chunk on).
+ok($node->poll_query_until('postgres', "SELECT count(*) >= 14 FROM background_ddl.chunk WHERE job_id = $job9"),
+	'throttled job made 14 chunks');
+my $rate = $node->safe_psql('postgres', qq{
+	SELECT round(sum(rows_done) FILTER (WHERE n > 4)
+	             / extract(epoch FROM max(done_at) - min(done_at) FILTER (WHERE n = 4)))
+	  FROM (SELECT rows_done, done_at, row_number() OVER (ORDER BY done_at) AS n
+	          FROM background_ddl.chunk WHERE job_id = $job9) c WHERE n <= 14});
+ok($rate > 16000 && $rate < 24000, "throttled rate $rate rows/s is within 20 % of 20000");
+ok($node->poll_query_until('postgres',
+		"SELECT waiting_on LIKE 'the rate limit of 20000 rows/s%' FROM pg_stat_background_ddl WHERE id = $job9"),
+	'waiting_on: the rate limit');
+is($node->safe_psql('postgres', "SELECT alter_ddl($job9, max_rate => 'infinity')"), 't', 'alter_ddl: limit lifted');
+ok(wait_job_state($node, $job9, 'succeeded'), 'job 9 succeeded once the limit was lifted');
+is($node->safe_psql('postgres', "SELECT alter_ddl($job9, max_rate => 100)"), 'f', 'alter_ddl of an ended job: false');
+is(differences($node, 'mv9', 'SELECT id, upper(payload) FROM events'), '0', 'throttled job: content equals the query');
+
+$node->stop;
+done_testing();
