@@ -38,6 +38,7 @@ OBJS = \
 	src/shared_state.o \
 	src/submit.o \
 	src/tid_map.o \
+	src/view_pullup.o \
 	src/worker.o
 
 EXTENSION = background_ddl

@@ -6,6 +6,11 @@ CREATE TABLE parent (id int, v int);
 CREATE TABLE child () INHERITS (parent);
 INSERT INTO child SELECT g, g FROM generate_series(1, 100) g;
 CREATE VIEW plain_view AS SELECT id, account FROM events;
+CREATE VIEW view_expr AS SELECT id, upper(payload) AS up, account * 2 AS a2 FROM events WHERE account < 20;
+CREATE VIEW view_join AS SELECT e.id, s.name FROM events e JOIN small s USING (account);
+CREATE VIEW view_nested AS SELECT id, up FROM view_expr WHERE id % 2 = 0;
+CREATE VIEW view_barrier WITH (security_barrier) AS SELECT id FROM events WHERE account < 5;
+CREATE VIEW view_grouped AS SELECT account, count(*) AS n FROM events GROUP BY account;
 
 -- Rows in the materialized view but not in the query, plus the reverse.
 CREATE FUNCTION differences(mv regclass, query text) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -76,6 +81,16 @@ INSERT INTO cases VALUES
   ('d_cte', 'WITH w AS (SELECT id FROM events) SELECT id FROM w'),
   ('d_inheritance', 'SELECT id FROM parent'),
   ('d_view', 'SELECT id FROM plain_view'),
+  -- views: pulled up into the query when simple and not nullable by an outer join
+  ('v_expr', 'SELECT id, up FROM view_expr WHERE a2 > 4'),
+  ('v_join', 'SELECT * FROM view_join'),
+  ('v_nested', 'SELECT * FROM view_nested'),
+  ('v_whole_row', 'SELECT v AS r FROM plain_view v WHERE account = 3'),
+  ('v_aggregate', 'SELECT account, count(*) AS n, max(id) AS m FROM plain_view GROUP BY account'),
+  ('v_view_and_table', 'SELECT v.id, s.name FROM view_expr v JOIN small s ON s.account = v.a2'),
+  ('v_nullable', 'SELECT s.name, v.id FROM small s LEFT JOIN view_expr v ON v.id = s.account'),
+  ('v_barrier', 'SELECT id FROM view_barrier'),
+  ('v_grouped', 'SELECT * FROM view_grouped'),
   ('d_no_table', 'SELECT x FROM (VALUES (1), (2)) v(x)'),
   ('d_tablesample', 'SELECT id FROM events TABLESAMPLE SYSTEM (100)');
 

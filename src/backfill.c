@@ -48,6 +48,7 @@
 #include "backfill.h"
 #include "compat.h"
 #include "query_functions.h"
+#include "view_pullup.h"
 #include "shared_state.h"
 
 /* How often a long batch publishes its row count */
@@ -212,8 +213,8 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
  * or the materialized view's): bound to OIDs at submit, as REFRESH
  * MATERIALIZED VIEW uses it.  Its privileges are checked as check_as_role
  * (the relation cache marks them for the relation's owner, who may have
- * changed since the submit).  now() and its relatives are job_start
- * (query_functions.c).
+ * changed since the submit).  Simple views are pulled up into it
+ * (view_pullup.c); now() and its relatives are job_start (query_functions.c).
  */
 Query *
 BackfillRuleQuery(Relation rule_relation, Oid check_as_role, TimestampTz job_start)
@@ -227,7 +228,9 @@ BackfillRuleQuery(Relation rule_relation, Oid check_as_role, TimestampTz job_sta
 	if (list_length(rewritten) != 1)
 		elog(ERROR, "unexpected rewrite result for materialized view \"%s\"",
 			 RelationGetRelationName(rule_relation));
-	return QueryPinJobStart(linitial_node(Query, rewritten), job_start);
+	query = linitial_node(Query, rewritten);
+	QueryPullUpViews(query);
+	return QueryPinJobStart(query, job_start);
 }
 
 static Var *

@@ -57,8 +57,6 @@ typedef struct BaseRelationsContext
 static char *
 UncapturableReason(RangeTblEntry *rte)
 {
-	if (rte->relkind == RELKIND_VIEW)
-		return psprintf("\"%s\" is a view", get_rel_name(rte->relid));
 	if (rte->relkind == RELKIND_MATVIEW)
 		return psprintf("\"%s\" is a materialized view", get_rel_name(rte->relid));
 	if (rte->relkind == RELKIND_FOREIGN_TABLE)
@@ -77,7 +75,12 @@ BaseRelationsWalker(Node *node, BaseRelationsContext *context)
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
 
-		if (rte->rtekind == RTE_RELATION && rte->relid != context->target_oid)
+		/*
+		 * After rewriting, a view's entry only carries the privilege checks of
+		 * the role that reads it (its query was expanded, or pulled up)
+		 */
+		if (rte->rtekind == RTE_RELATION && rte->relid != context->target_oid &&
+			rte->relkind != RELKIND_VIEW)
 		{
 			char	   *reason = UncapturableReason(rte);
 
@@ -185,6 +188,31 @@ CollectDrivingCandidates(Query *query, Node *node, List **candidates)
 	}
 }
 
+/* Does a join tree node reference a subquery (a view that was not pulled up)? */
+static bool
+SubqueryInFrom(Query *query, Node *node)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblRef))
+		return rt_fetch(((RangeTblRef *) node)->rtindex, query->rtable)->rtekind == RTE_SUBQUERY;
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+		{
+			if (SubqueryInFrom(query, lfirst(lc)))
+				return true;
+		}
+		return false;
+	}
+	if (IsA(node, JoinExpr))
+		return SubqueryInFrom(query, ((JoinExpr *) node)->larg) ||
+			SubqueryInFrom(query, ((JoinExpr *) node)->rarg);
+	return false;
+}
+
 /* Why the shape of the query forbids batches, or NULL */
 static char *
 ShapeRefusal(Query *query)
@@ -236,7 +264,9 @@ DecomposeQuery(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
 	if (refusal == NULL)
 		CollectDrivingCandidates(query, (Node *) query->jointree, &candidates);
 	if (refusal == NULL && candidates == NIL)
-		refusal = "no plain table drives the query";
+		refusal = SubqueryInFrom(query, (Node *) query->jointree) ?
+			"a view or subquery in FROM cannot be merged into the query (a security barrier, aggregates, DISTINCT, LIMIT...)" :
+			"no plain table drives the query";
 	foreach(lc, candidates)
 	{
 		Index		rtindex = lfirst_int(lc);

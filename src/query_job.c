@@ -69,6 +69,7 @@
 #include "placeholder.h"
 #include "query_functions.h"
 #include "query_job.h"
+#include "view_pullup.h"
 #include "shared_state.h"
 
 #define CHUNK_BLOCKS_INITIAL	64
@@ -123,12 +124,14 @@ QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
 {
 	List	   *rewritten = QueryRewrite(copyObject(query));
 	QueryDecomposition decomposition;
+	Query	   *rewritten_query;
 
 	if (list_length(rewritten) != 1)
 		elog(ERROR, "unexpected rewrite result for a background DDL query");
-	/* The worker takes its start as now(); any time decides alike */
-	DecomposeQuery(QueryPinJobStart(linitial_node(Query, rewritten),
-									GetCurrentTransactionStartTimestamp()),
+	/* As BackfillRuleQuery gives it to the worker; any time as now() decides alike */
+	rewritten_query = linitial_node(Query, rewritten);
+	QueryPullUpViews(rewritten_query);
+	DecomposeQuery(QueryPinJobStart(rewritten_query, GetCurrentTransactionStartTimestamp()),
 				   rule_relid, GetUserId(), InvalidOid, &decomposition);
 	*one_batch_reason = decomposition.reason;
 	return DecompositionStrategy(&decomposition);

@@ -164,11 +164,17 @@ my $agg_query = 'SELECT account, count(*) AS n, sum(id) AS s, min(payload) AS lo
 	avg(length(payload)) AS len, count(*) FILTER (WHERE payload LIKE \'a%\') AS a FROM %s GROUP BY account';
 my $agg = submit('mv_agg', sprintf($agg_query, 'events'));
 my $distinct = submit('mv_distinct', 'SELECT DISTINCT account % 100 AS a, length(payload) AS l FROM events');
+# Through a view (pulled up into the query): chunks of events, as without it.
+$node->safe_psql('postgres',
+	'CREATE VIEW events_view AS SELECT id, account, upper(payload) AS p FROM events WHERE account < 600');
+my $via_view = submit('mv_via_view', 'SELECT id, p FROM events_view WHERE account >= 100');
+is($node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHERE id = $via_view"),
+	'ctid chunks', 'a query over a view is computed in chunks');
 is($node->safe_psql('postgres',
 		"SELECT string_agg(DISTINCT strategy, ', ') FROM pg_stat_background_ddl WHERE id IN ($agg, $distinct)"),
 	'partial aggregation', 'aggregate and DISTINCT jobs use partial aggregation');
 ok( $node->poll_query_until('postgres',
-		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join, $agg, $distinct)"),
+		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join, $agg, $distinct, $via_view)"),
 	'round 1 jobs finished');
 $writers->kill_kill;
 check_exact('mv_filter', $filter,
@@ -184,7 +190,9 @@ cmp_ok($node->safe_psql('postgres', "SELECT max(catchup_passes) FROM background_
 check_exact('mv_agg', $agg, sprintf($agg_query, 'events_at(SNAP)'), 900);
 check_exact('mv_distinct', $distinct,
 	'SELECT DISTINCT account % 100 AS a, length(payload) AS l FROM events_at(SNAP)', 100);
-check_no_leftovers($node, $_) for ($filter, $join, $agg, $distinct);
+check_exact('mv_via_view', $via_view,
+	'SELECT id, upper(payload) AS p FROM events_at(SNAP) WHERE account < 600 AND account >= 100');
+check_no_leftovers($node, $_) for ($filter, $join, $agg, $distinct, $via_view);
 
 # Round 2: the non-driving table changes too (the cut-over recomputes).
 $writers = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");

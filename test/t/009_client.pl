@@ -204,7 +204,8 @@ my $watcher = start_client(\$watch_out, \$watch_err, 'watch', $job7);
 release_hold($node, $hold);
 $watcher->finish;
 is($? >> 8, 0, 'watch: exit 0 when the job succeeded');
-like($watch_out, qr/^\s+$job7 \[[#.]{20}\]\s+[\d.]+% .* backfilling public\.mv7$/m, 'watch: a progress line while it runs');
+like($watch_out, qr/^\s+$job7 \[[#.]{20}\]\s+[\d.]+% .* backfilling public\.mv7(, waiting on .*)?$/m,
+	'watch: a progress line while it runs');
 like($watch_out, qr/^\s+$job7 \[#{20}\] 100\.0% .* succeeded /m, 'watch: the last line says succeeded');
 unlike($watch_out, qr/\e\[/, 'watch: no terminal escapes when not on a terminal');
 
