@@ -282,11 +282,13 @@ CREATE VIEW pg_stat_background_ddl AS
 								OR p.phase LIKE 'waiting for readers%' THEN 99.0
 							  ELSE 0.0 END AS progress) pp
 						  WHERE p.pid = l.pid AND j.kind = 'CREATE INDEX') i ON true
-	  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+	  /* the functions behind pg_stat_activity and pg_locks: the view is read often */
+	  LEFT JOIN LATERAL (SELECT s.query FROM pg_catalog.pg_stat_get_activity(l.pid) s
+						  WHERE s.pid = l.pid) a ON true
 	  LEFT JOIN LATERAL (SELECT lk.locktype, lk.mode,
 								coalesce(lk.relation::pg_catalog.regclass::text, lk.locktype) AS what,
 								pg_catalog.array_to_string(pg_catalog.pg_blocking_pids(l.pid), ', ') AS blockers
-						   FROM pg_catalog.pg_locks lk
+						   FROM pg_catalog.pg_lock_status() lk
 						  WHERE lk.pid = l.pid AND NOT lk.granted LIMIT 1) w ON true
 	  LEFT JOIN LATERAL (SELECT count(*) AS position
 						   FROM background_ddl.job q
