@@ -233,7 +233,7 @@ ShapeRefusal(Query *query)
 		return "the query has subqueries in expressions";
 	if (query->cteList != NIL || query->hasRecursive)
 		return "the query uses WITH";
-	if (query->sortClause != NIL)
+	if (query->sortClause != NIL && !query->hasDistinctOn)
 		return "the query uses ORDER BY";
 	if (query->rowMarks != NIL || query->hasForUpdate)
 		return "the query locks rows";

@@ -25,7 +25,9 @@
  * ordered sets, and aggregates other than the built-in ones above.
  *
  * A DISTINCT query is the same with no aggregate: a chunk keeps its
- * distinct rows, the combine the distinct rows of all chunks.
+ * distinct rows, the combine the distinct rows of all chunks.  DISTINCT ON
+ * (with its ORDER BY) too: a chunk keeps its first row of each key, the
+ * combine the first of those, which is the first of all.
  *
  * The partial rows go to the job's staging relation (one per job, in the
  * extension's schema, created and dropped by the worker).  The cut-over
@@ -294,15 +296,26 @@ SplitQuery(Query *query, SplitContext *context, Node **having)
 	memset(context, 0, sizeof(SplitContext));
 	if (query->groupingSets != NIL)
 		context->refusal = "the query uses grouping sets";
-	else if (query->hasDistinctOn)
-		context->refusal = "the query uses DISTINCT ON";
 	else if (query->distinctClause != NIL && (query->hasAggs || query->groupClause != NIL))
 		context->refusal = "the query uses DISTINCT on aggregated rows";
 	if (context->refusal != NULL)
 		return NIL;
-	foreach(lc, key_clauses)
-		context->keys = lappend(context->keys,
-								get_sortgroupclause_expr(lfirst(lc), query->targetList));
+	if (query->hasDistinctOn)
+	{
+		/*
+		 * Every output column (the ORDER BY ones too) is a staging column:
+		 * each chunk keeps its first row of each DISTINCT ON key in the
+		 * query's order, and the combine the first of those
+		 */
+		foreach(lc, query->targetList)
+			context->keys = lappend(context->keys, ((TargetEntry *) lfirst(lc))->expr);
+	}
+	else
+	{
+		foreach(lc, key_clauses)
+			context->keys = lappend(context->keys,
+									get_sortgroupclause_expr(lfirst(lc), query->targetList));
+	}
 	foreach(lc, query->targetList)
 	{
 		TargetEntry *tle = flatCopyTargetEntry(lfirst(lc));
@@ -349,11 +362,16 @@ PartialAggChunkQuery(Query *query)
 
 	(void) SplitQuery(query, &context, &having);
 	Assert(context.refusal == NULL);
-	/* The keys first, keeping their sort-group references: the clauses point to them */
+	/*
+	 * The keys first (for DISTINCT ON, every column), keeping their
+	 * sort-group references: the clauses point to them
+	 */
 	chunk_query->targetList = NIL;
-	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
+	foreach(lc, query->hasDistinctOn ? query->targetList :
+			query->groupClause != NIL ? query->groupClause : query->distinctClause)
 	{
-		TargetEntry *key = flatCopyTargetEntry(get_sortgroupclause_tle(lfirst(lc),
+		TargetEntry *key = flatCopyTargetEntry(query->hasDistinctOn ? lfirst(lc) :
+											   get_sortgroupclause_tle(lfirst(lc),
 																	   query->targetList));
 
 		key->resno = ++resno;

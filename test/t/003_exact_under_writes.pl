@@ -147,8 +147,8 @@ sub check_exact
 	cmp_ok($writes, '>', 100, "$name: $writes row versions were written while the job ran");
 	(my $query = $query_at) =~ s/SNAP/'$snapshot'::pg_snapshot/g;
 	my $diff = $node->safe_psql('postgres',
-		"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a) || ' ' ||
-		        (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)");
+		"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL ($query)) a) || ' ' ||
+		        (SELECT count(*) FROM (($query) EXCEPT ALL TABLE $name) b)");
 	is($diff, '0 0', "$name: content equals the query at the cut-over snapshot (extra, missing)");
 	my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $name");
 	cmp_ok($rows, '>', $min_rows // 1000, "$name: $rows rows");
@@ -161,9 +161,11 @@ my $filter = submit('mv_filter', 'SELECT id, account, upper(payload) AS p FROM e
 my $join = submit('mv_join', 'SELECT e.id, a.name, e.payload FROM events e JOIN accounts a USING (account)');
 # Partial aggregation: a changed row recomputes its chunk's partial rows.
 my $agg_query = 'SELECT account, count(*) AS n, sum(id) AS s, min(payload) AS lo, max(payload) AS hi,
-	avg(length(payload)) AS len, count(*) FILTER (WHERE payload LIKE \'a%\') AS a FROM %s GROUP BY account';
+	avg(length(payload)) AS len, count(*) FILTER (WHERE payload LIKE \'a%%\') AS a FROM %s GROUP BY account';
 my $agg = submit('mv_agg', sprintf($agg_query, 'events'));
 my $distinct = submit('mv_distinct', 'SELECT DISTINCT account % 100 AS a, length(payload) AS l FROM events');
+my $latest_query = 'SELECT DISTINCT ON (account) account, id, payload FROM %s ORDER BY account, id DESC';
+my $latest = submit('mv_latest', sprintf($latest_query, 'events'));
 # Through a view (pulled up into the query): chunks of events, as without it.
 $node->safe_psql('postgres',
 	'CREATE VIEW events_view AS SELECT id, account, upper(payload) AS p FROM events WHERE account < 600');
@@ -171,10 +173,10 @@ my $via_view = submit('mv_via_view', 'SELECT id, p FROM events_view WHERE accoun
 is($node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHERE id = $via_view"),
 	'ctid chunks', 'a query over a view is computed in chunks');
 is($node->safe_psql('postgres',
-		"SELECT string_agg(DISTINCT strategy, ', ') FROM pg_stat_background_ddl WHERE id IN ($agg, $distinct)"),
-	'partial aggregation', 'aggregate and DISTINCT jobs use partial aggregation');
+		"SELECT string_agg(DISTINCT strategy, ', ') FROM pg_stat_background_ddl WHERE id IN ($agg, $distinct, $latest)"),
+	'partial aggregation', 'aggregate, DISTINCT and DISTINCT ON jobs use partial aggregation');
 ok( $node->poll_query_until('postgres',
-		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join, $agg, $distinct, $via_view)"),
+		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join, $agg, $distinct, $via_view, $latest)"),
 	'round 1 jobs finished');
 $writers->kill_kill;
 check_exact('mv_filter', $filter,
@@ -192,7 +194,8 @@ check_exact('mv_distinct', $distinct,
 	'SELECT DISTINCT account % 100 AS a, length(payload) AS l FROM events_at(SNAP)', 100);
 check_exact('mv_via_view', $via_view,
 	'SELECT id, upper(payload) AS p FROM events_at(SNAP) WHERE account < 600 AND account >= 100');
-check_no_leftovers($node, $_) for ($filter, $join, $agg, $distinct, $via_view);
+check_exact('mv_latest', $latest, sprintf($latest_query, 'events_at(SNAP)'), 900);
+check_no_leftovers($node, $_) for ($filter, $join, $agg, $distinct, $via_view, $latest);
 
 # Round 2: the non-driving table changes too (the cut-over recomputes).
 $writers = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");
