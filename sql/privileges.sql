@@ -67,6 +67,9 @@ SELECT last_ddl_job() AS alice_job \gset
 SET ROLE bgddl_bob;
 SELECT usename, target, command FROM pg_stat_background_ddl WHERE id = :alice_job;
 SELECT cancel_ddl(:alice_job);
+-- ... nor slow it down, or take its workers.
+SELECT alter_ddl(:alice_job, max_rate => 1);
+SELECT alter_ddl(:alice_job, workers => 1);
 
 -- A pg_signal_backend member may.
 SET ROLE bgddl_operator;
@@ -79,6 +82,7 @@ CREATE MATERIALIZED VIEW su_mv AS SELECT id FROM alice_data;
 SELECT last_ddl_job() AS su_job \gset
 SET ROLE bgddl_operator;
 SELECT cancel_ddl(:su_job);
+SELECT alter_ddl(:su_job, max_rate => 1);
 RESET ROLE;
 SELECT wait_ddl(:su_job, '60s');
 
