@@ -17,7 +17,6 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
-#include "commands/async.h"
 #include "utils/builtins.h"
 #include "utils/elog.h"
 #include "utils/timestamp.h"
@@ -115,18 +114,14 @@ JobFromRowInto(CatalogAccess *access, BgddlJob *job)
 
 /*
  * NOTIFY background_ddl, '<id> <state>': delivered to listeners when the
- * transaction that changed the job's state commits, never if it aborts.  A
- * client backend's transaction may still be prepared: session_jobs.c adds
- * the NOTIFY at its commit.
+ * transaction that changed the job's state commits, never if it aborts.
+ * session_jobs.c adds the NOTIFY just before the commit (in every process:
+ * a client's transaction may still be prepared).
  */
 static void
 JobNotifyState(int64 job_id, JobState state)
 {
-	if (IsBackgroundWorker)
-		Async_Notify(SESSION_NOTIFY_CHANNEL,
-					 psprintf(INT64_FORMAT " %s", job_id, JobStateName(state)));
-	else
-		SessionNotifyAtCommit(job_id, JobStateName(state));
+	SessionNotifyAtCommit(job_id, JobStateName(state));
 }
 
 /* Persist a new job as queued; returns its id */
