@@ -13,6 +13,7 @@ OBJS = \
 	src/capture.o \
 	src/catalog_access.o \
 	src/catchup.o \
+	src/citus.o \
 	src/change_log.o \
 	src/decompose.o \
 	src/explain.o \
@@ -20,6 +21,7 @@ OBJS = \
 	src/job_control.o \
 	src/job_identity.o \
 	src/job_kind.o \
+	src/job_messages.o \
 	src/job_run.o \
 	src/job_step.o \
 	src/job_types.o \

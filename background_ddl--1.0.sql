@@ -70,7 +70,8 @@ CREATE TABLE background_ddl.job (
 	/* the job's own limits (alter_ddl); NULL: none, or the server's setting */
 	max_rate		float8 CHECK (max_rate > 0),	/* rows per second */
 	batch_time		interval CHECK (batch_time > '0'),
-	max_workers		integer CHECK (max_workers > 0)
+	max_workers		integer CHECK (max_workers > 0),
+	messages		bigint NOT NULL DEFAULT 0	/* INFO, NOTICE, WARNING its statements raised */
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 
@@ -115,6 +116,23 @@ CREATE TABLE background_ddl.recomputed (
 	output_tid		tid
 );
 CREATE INDEX ON background_ddl.recomputed (job_id, source_tid);
+
+/*
+ * The first messages (INFO, NOTICE, WARNING) a job's own statements raised,
+ * as its client would have seen them (job_messages.c); job.messages counts
+ * all of them.  Read through ddl_messages(id).
+ */
+CREATE TABLE background_ddl.message (
+	job_id			bigint NOT NULL REFERENCES background_ddl.job ON DELETE CASCADE,
+	seq				bigint NOT NULL,
+	raised_at		timestamptz NOT NULL,
+	severity		text NOT NULL,
+	message			text NOT NULL,
+	detail			text,
+	hint			text,
+	context			text,
+	PRIMARY KEY (job_id, seq)
+);
 
 REVOKE ALL ON ALL TABLES IN SCHEMA background_ddl FROM PUBLIC;
 
@@ -178,6 +196,17 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'alter_ddl'
 LANGUAGE C VOLATILE;
 
+/*
+ * The messages a job's statements raised, for whoever may read its command
+ * (pg_stat_background_ddl): its first 100, in order.
+ */
+CREATE FUNCTION ddl_messages(job_id bigint,
+							 OUT seq bigint, OUT raised_at timestamptz, OUT severity text,
+							 OUT message text, OUT detail text, OUT hint text, OUT context text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ddl_messages'
+LANGUAGE C STRICT VOLATILE;
+
 CREATE FUNCTION last_ddl_job()
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'last_ddl_job'
@@ -224,6 +253,7 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.dirty_rows,
 		   j.strategy,
 		   coalesce(l.workers, 0) AS workers,
+		   j.messages,
 		   j.max_rate,
 		   coalesce(j.batch_time, pg_catalog.current_setting('background_ddl.batch_time')::interval)
 			 AS batch_time,

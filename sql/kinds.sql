@@ -58,14 +58,31 @@ SELECT count(*) FROM k_into;
 
 -- IF NOT EXISTS that finds the name runs as usual (skips).
 CREATE TABLE IF NOT EXISTS k_into AS SELECT 1 AS x;
--- What only this session has is refused.
+-- What only this session has or sees runs in this session, as if
+-- background_ddl were off.
 CREATE TEMP TABLE k_temp AS SELECT 1 AS x;
 CREATE TEMP TABLE k_tmp_source (x int);
+INSERT INTO k_tmp_source VALUES (7);
 CREATE TABLE k_from_temp AS SELECT x FROM k_tmp_source;
+SELECT k_temp.x, k_from_temp.x AS x_from_temp FROM k_temp, k_from_temp;
+SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE target LIKE '%k_temp' OR target LIKE '%k_from_temp';
+-- Parameters are bound at submit, as the blocking statement binds them:
+-- EXECUTE ... USING, a PL/pgSQL variable, CREATE TABLE ... AS EXECUTE.
 DO $$ DECLARE v int := 3; BEGIN EXECUTE 'CREATE TABLE k_param AS SELECT $1 AS v' USING v; END $$;
+SELECT wait_ddl(last_ddl_job(), '60s');
 CREATE FUNCTION k_ctas_with_variable(v int) RETURNS void LANGUAGE plpgsql AS
-  $$ BEGIN CREATE TABLE k_param AS SELECT v AS x; END $$;
+  $$ BEGIN CREATE TABLE k_param_var AS SELECT v AS x, id FROM k WHERE id <= v; END $$;
 SELECT k_ctas_with_variable(3);
+SELECT wait_ddl(last_ddl_job(), '60s');
+PREPARE k_prepared(int) AS SELECT id, grp FROM k WHERE id <= $1;
+CREATE TABLE k_executed AS EXECUTE k_prepared(2 + 2);
+SELECT wait_ddl(last_ddl_job(), '60s');
+CREATE TABLE k_executed_bad AS EXECUTE k_prepared('four');
+CREATE TABLE k_executed_bad AS EXECUTE k_prepared(1, 2);
+SELECT (SELECT v FROM k_param) AS param, (SELECT count(*) FROM k_param_var) AS variable,
+       (SELECT count(*) FROM k_executed) AS executed;
+DEALLOCATE k_prepared;
+DROP TABLE k_from_temp, k_param, k_param_var, k_executed;
 
 -- DROP TABLE of the name while the job runs cancels it, and drops both
 -- the placeholder and the hidden table.
@@ -161,10 +178,17 @@ CREATE INDEX k_bad ON k (nosuchcolumn);
 CREATE INDEX k_bad ON k USING gin (payload);
 CREATE INDEX k_bad ON k USING nosuchmethod (payload);
 CREATE INDEX k_id ON k (grp);
+-- A partitioned table's index (ON ONLY, or with its partitions'), and a
+-- temporary table's, are built in this session.
 CREATE TABLE k_parted (a int) PARTITION BY RANGE (a);
+CREATE TABLE k_parted_1 PARTITION OF k_parted FOR VALUES FROM (0) TO (10);
 CREATE INDEX ON k_parted (a);
+CREATE INDEX k_parted_only ON ONLY k_parted (a);
+SELECT relname, indisvalid FROM pg_index JOIN pg_class ON oid = indexrelid
+ WHERE indrelid IN ('k_parted'::regclass, 'k_parted_1'::regclass) ORDER BY relname;
 CREATE TEMP TABLE k_temp_for_index (a int);
 CREATE INDEX ON k_temp_for_index (a);
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'k_temp_for_index'::regclass;
 CREATE ROLE k_reader;
 GRANT SELECT ON k TO k_reader;
 SET ROLE k_reader;
@@ -174,6 +198,9 @@ REVOKE SELECT ON k FROM k_reader;
 DROP ROLE k_reader;
 SELECT count(*) AS jobs_for_refused FROM pg_stat_background_ddl WHERE id > :index_job AND target LIKE '%bad%';
 -- DROP INDEX of the name while it is a placeholder cancels the job, at once.
+-- (A statement on the index in the submitting transaction builds it there,
+-- as the blocking statement would have: here PostgreSQL's own error, rolled
+-- back to the savepoint, and the job with it.)
 BEGIN;
 CREATE INDEX k_dropped_idx ON k (grp);
 SAVEPOINT s;

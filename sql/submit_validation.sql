@@ -48,11 +48,12 @@ SELECT kind, target, command, state IN ('queued', 'running') AS unfinished
 -- The name is reserved at once.
 CREATE MATERIALIZED VIEW mv_a AS SELECT 1 AS x;
 CREATE TABLE mv_a (x int);
--- REFRESH would publish it early: refused while the job runs (checked here
--- before the job can start, in the transaction that submits it).
+-- REFRESH in the transaction that submits it: the view is built there, as
+-- the blocking statement would have built it, and the REFRESH is a job.
 BEGIN;
 CREATE MATERIALIZED VIEW mv_a2 AS SELECT id FROM events WHERE account < 10;
 REFRESH MATERIALIZED VIEW mv_a2;
+SELECT count(*) FROM mv_a2;
 ROLLBACK;
 SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT count(*) FROM mv_a;
@@ -86,11 +87,15 @@ CREATE MATERIALIZED VIEW mv_in_xact AS SELECT id FROM events WHERE account = 3;
 SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 SELECT wait_ddl(last_ddl_job(), '1s');  -- could never finish: an error at once
 ROLLBACK;
--- Unusable until the job succeeds: reading it says which job builds it.
+-- Read in the transaction that submits it, it is built there and then (as
+-- the blocking statement would have built it); the job succeeds at COMMIT,
+-- and a ROLLBACK leaves nothing.
 BEGIN;
 CREATE MATERIALIZED VIEW mv_unusable AS SELECT id FROM events;
 SELECT count(*) FROM mv_unusable;
+SELECT state, strategy FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 ROLLBACK;
+SELECT count(*) AS left_over FROM pg_class WHERE relname = 'mv_unusable';
 BEGIN;
 CREATE MATERIALIZED VIEW mv_in_xact AS SELECT id FROM events WHERE account = 3;
 COMMIT;

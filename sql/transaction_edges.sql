@@ -51,17 +51,29 @@ COMMIT PREPARED 'edges_p';
 SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT count(*) FROM edges_d;
 
--- Reading a placeholder fails at once, saying which job builds it; in the
--- submitting transaction, without suggesting wait_ddl (it would fail there).
+-- Used in the submitting transaction, a job's target is built there, as
+-- the blocking statement would have built it: read, or read by another
+-- job's query (which is then a job over an ordinary view).
 BEGIN;
 CREATE MATERIALIZED VIEW edges_e AS SELECT id FROM edges;
 SELECT count(*) FROM edges_e;
 ROLLBACK;
--- A view over a placeholder is refused at submit, as reading it would be.
 BEGIN;
 CREATE MATERIALIZED VIEW edges_f AS SELECT id FROM edges;
 CREATE MATERIALIZED VIEW edges_g AS SELECT id FROM edges_f;
+SELECT kind, target, state FROM pg_stat_background_ddl WHERE target LIKE '%edges_f' OR target LIKE '%edges_g' ORDER BY id;
 ROLLBACK;
+-- Reading the placeholder of a committed job fails at once, saying which
+-- job builds it.
+CREATE FUNCTION edges_slow(x int) RETURNS int LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM pg_advisory_xact_lock_shared(77); RETURN x; END $$;
+SELECT pg_advisory_lock(77);
+CREATE MATERIALIZED VIEW edges_held AS SELECT edges_slow(id) AS id FROM edges;
+SELECT last_ddl_job() AS held_job \gset
+SELECT count(*) FROM edges_held;
+SELECT cancel_ddl(:held_job);
+SELECT pg_advisory_unlock(77);
+DROP FUNCTION edges_slow(int);
 SELECT count(*) AS leftovers FROM pg_class WHERE relname IN ('edges_e', 'edges_f', 'edges_g');
 
 -- Waiting: the id must not be NULL; a job of the current transaction is an

@@ -21,6 +21,7 @@
 #include "compat.h"
 #include "capture.h"
 #include "catalog_access.h"
+#include "job_kind.h"
 #include "launcher.h"
 #include "placeholder.h"
 #include "session_jobs.h"
@@ -94,7 +95,7 @@ _PG_init(void)
 							"Target duration of one backfill batch.",
 							"Each batch is one short transaction; its size adapts toward this duration.",
 							&background_ddl_batch_time_ms,
-							250, 10, 60000,
+							250, BGDDL_BATCH_TIME_MIN_MS, BGDDL_BATCH_TIME_MAX_MS,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
@@ -149,5 +150,6 @@ _PG_init(void)
 	SubmitHookInstall();
 	CaptureCallbacksInstall();
 	PlaceholderHookInstall();
+	JobKindsLoad();
 	LauncherRegister();
 }

@@ -56,6 +56,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -299,6 +300,9 @@ CaptureRefusal(Oid relid, Oid roleid)
 {
 	char		relkind = get_rel_relkind(relid);
 
+	if (IsCatalogRelationOid(relid))
+		return psprintf("\"%s\" is a system catalog, which takes no triggers",
+						get_rel_name(relid));
 	if (relkind == RELKIND_PARTITIONED_TABLE)
 		return psprintf("\"%s\" is partitioned (row capture is per partition)",
 						get_rel_name(relid));

@@ -95,6 +95,41 @@ HiddenHeapCreate(Relation matview, Oid namespace_oid, const char *name)
 }
 
 /*
+ * Build an index copy (a REINDEX builds it, and marks it ready and valid).
+ * A unique violation is reported as the blocking REFRESH reports it: for
+ * the view's own index, on the view.
+ */
+static void
+BuildIndexCopy(Relation matview, Oid old_index, Relation hidden, Oid new_index)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ReindexParams params = {0};
+
+	PG_TRY();
+	{
+		reindex_index(new_index, false, hidden->rd_rel->relpersistence, &params);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+		char	   *index_name = get_rel_name(old_index);
+
+		MemoryContextSwitchTo(context);
+		error = CopyErrorData();
+		if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("could not create unique index \"%s\"", index_name),
+				 error->detail ? errdetail_internal("%s", error->detail) : 0,
+				 errtableconstraint(matview, index_name)));
+	}
+	PG_END_TRY();
+	CommandCounterIncrement();
+}
+
+/*
  * Build, on the hidden heap, a copy of each index of the view, from the
  * hidden heap's content.  Returns the pairs (view's index, copy) as two
  * parallel lists.  Caller holds ShareUpdateExclusive on the view (no index
@@ -112,15 +147,12 @@ HiddenHeapBuildIndexes(Relation matview, Relation hidden, List **old_indexes,
 	{
 		Oid			old_index = lfirst_oid(lc);
 		Oid			new_index;
-		ReindexParams params = {0};
 
 		new_index = index_concurrently_create_copy(hidden, old_index,
 												   get_rel_tablespace(old_index),
 												   psprintf("index_%u", old_index));
 		CommandCounterIncrement();
-		/* A REINDEX builds it, and marks it ready and valid */
-		reindex_index(new_index, false, hidden->rd_rel->relpersistence, &params);
-		CommandCounterIncrement();
+		BuildIndexCopy(matview, old_index, hidden, new_index);
 		*old_indexes = lappend_oid(*old_indexes, old_index);
 		*new_indexes = lappend_oid(*new_indexes, new_index);
 	}

@@ -371,6 +371,24 @@ JobRecordPlan(const BgddlJob *job)
 	CatalogAccessEnd(&access);
 }
 
+/*
+ * The job is built in the session that submitted it (the submitting
+ * transaction used its target): strategy says so.
+ */
+void
+JobRecordBuiltHere(int64 job_id, const char *strategy)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, TEXTOID};
+	Datum		values[] = {Int64GetDatum(job_id), CStringGetTextDatum(strategy)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET planned = true, strategy = $2, "
+				   "started_at = now(), attempt_started_at = now() WHERE id = $1",
+				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
+}
+
 /* Set one OID column of a job's row (column is a constant of ours) */
 static void
 RecordOid(int64 job_id, const char *column, Oid value)

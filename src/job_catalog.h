@@ -102,6 +102,7 @@ extern void JobSetPhase(int64 job_id, JobPhase phase);
 extern void JobSetState(int64 job_id, JobState state);
 extern void JobRecordPlan(const BgddlJob *job);
 extern void JobRecordHidden(int64 job_id, Oid hidden_oid);
+extern void JobRecordBuiltHere(int64 job_id, const char *strategy);
 extern void JobRecordTarget(int64 job_id, Oid target_oid);
 extern void JobRecordChunkDone(BgddlJob *job, int64 rows, int64 blocks,
 							   double seconds_per_block);

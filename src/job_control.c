@@ -24,6 +24,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -60,6 +61,7 @@ PG_FUNCTION_INFO_V1(wait_ddl);
 PG_FUNCTION_INFO_V1(last_ddl_job);
 PG_FUNCTION_INFO_V1(alter_ddl);
 PG_FUNCTION_INFO_V1(live_jobs);
+PG_FUNCTION_INFO_V1(ddl_messages);
 
 /* The job id argument, which must not be NULL */
 static int64
@@ -209,6 +211,31 @@ JobCancelDroppedTargets(DropStmt *stmt)
 	return left;
 }
 
+/*
+ * The transaction that submitted a job uses its target (why says how)
+ * before committing: build the object here, now, as the blocking statement
+ * would have (the job succeeds when the transaction commits, or leaves
+ * nothing if it rolls back).  Returns the relation that now stands for the
+ * target; InvalidOid if the job is not waiting for a worker (paused, or
+ * cancelled in this transaction), and the target stays what it was.
+ */
+Oid
+JobBuildHere(int64 job_id, const char *why)
+{
+	BgddlJob	job;
+
+	JobLoadOrError(job_id, &job);
+	if (job.state != JOB_STATE_QUEUED)
+		return InvalidOid;
+	ereport(NOTICE,
+			(errmsg("background DDL job " INT64_FORMAT " is built in this session, now",
+					job_id),
+			 errdetail("The transaction that submitted it %s before COMMIT.", why)));
+	JobRecordBuiltHere(job_id, psprintf("in the submitting transaction: it %s before COMMIT",
+										why));
+	return JobKindRoutineFor(job.kind)->build_here(&job);
+}
+
 /* The job a control function is called for, if the caller may control it */
 static int64
 ControlledJob(FunctionCallInfo fcinfo, const char *verb, BgddlJob *job)
@@ -279,10 +306,12 @@ alter_ddl(PG_FUNCTION_ARGS)
 		double		ms = (interval->time + (interval->day + interval->month * 30.0) *
 						  USECS_PER_DAY) / 1000.0;
 
-		if (ms < 1 || ms > 3600 * 1000)
+		if (ms < BGDDL_BATCH_TIME_MIN_MS || ms > BGDDL_BATCH_TIME_MAX_MS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("batch_time must be between 1 millisecond and 1 hour")));
+					 errmsg("batch_time must be between %d milliseconds and %d hour",
+							BGDDL_BATCH_TIME_MIN_MS, BGDDL_BATCH_TIME_MAX_MS / 3600000),
+					 errdetail("background_ddl.batch_time has the same range.")));
 		batch_time_ms = (int) ms;
 	}
 	if (!PG_ARGISNULL(3))
@@ -475,5 +504,51 @@ live_jobs(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(BgddlShared->lock);
+	return (Datum) 0;
+}
+
+/*
+ * ddl_messages(job_id): the messages the job's statements raised
+ * (job_messages.c), for a role that may read the job's command, as in
+ * pg_stat_background_ddl: the job's role or one with its privileges, or a
+ * member of pg_read_all_stats.
+ */
+Datum
+ddl_messages(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		job_id = JobIdArgument(fcinfo);
+	BgddlJob	job;
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		args[] = {Int64GetDatum(job_id)};
+
+	CatalogRequire();
+	JobLoadOrError(job_id, &job);
+	if (!has_privs_of_role(GetUserId(), job.identity.owner_oid) &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read the messages of background DDL job " INT64_FORMAT,
+						job_id),
+				 errdetail("Only the role that submitted the job, roles with its privileges and members of pg_read_all_stats may read them.")));
+	InitMaterializedSRF(fcinfo, 0);
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT seq, raised_at, severity, message, detail, hint, context "
+				   "FROM background_ddl.message WHERE job_id = $1 ORDER BY seq",
+				   1, argtypes, args, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		Datum		values[7];
+		bool		nulls[7];
+
+		for (int column = 0; column < 7; column++)
+		{
+			nulls[column] = CatalogColumnIsNull(row, column + 1);
+			values[column] = CatalogColumn(row, column + 1, (Datum) 0);
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	CatalogAccessEnd(&access);
 	return (Datum) 0;
 }

@@ -32,5 +32,6 @@ JobLockTagSet(LOCKTAG *tag, Oid database_oid, int64 job_id)
 
 extern bool JobCancelRequest(int64 job_id, const char *reason, bool target_dropped);
 extern List *JobCancelDroppedTargets(DropStmt *stmt);
+extern Oid	JobBuildHere(int64 job_id, const char *why);
 
 #endif							/* BGDDL_JOB_CONTROL_H */

@@ -327,7 +327,8 @@ JobQueryEnter(Oid role, JobQueryContext *context, bool small_batches)
 		(void) set_config_option("max_parallel_workers_per_gather", "0",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 								 true, 0, false);
-	context->timeout_armed = StatementTimeout > 0;
+	/* A worker's batch is a statement; a session's statement is armed already */
+	context->timeout_armed = IsBackgroundWorker && StatementTimeout > 0;
 	if (context->timeout_armed)
 		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
 }

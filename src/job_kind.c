@@ -16,6 +16,17 @@ static const JobKindRoutine *const job_kinds[] = {
 	&index_kind_routine,
 };
 
+/* Let each kind set up what it needs at library load */
+void
+JobKindsLoad(void)
+{
+	for (int i = 0; i < lengthof(job_kinds); i++)
+	{
+		if (job_kinds[i]->load != NULL)
+			job_kinds[i]->load();
+	}
+}
+
 const JobKindRoutine *
 JobKindRoutineFor(JobKind kind)
 {
@@ -28,14 +39,26 @@ JobKindRoutineFor(JobKind kind)
 	return NULL;				/* keep compiler quiet */
 }
 
-/* The kind that takes this statement in background mode, or NULL */
+/*
+ * The kind that takes this statement as a job in background mode, or NULL;
+ * *in_session_reason is set when the statement is of a kind but must run in
+ * this session, and says why.
+ */
 const JobKindRoutine *
-JobKindForStatement(Node *parsetree)
+JobKindForStatement(Node *parsetree, const char **in_session_reason)
 {
+	*in_session_reason = NULL;
 	for (int i = 0; i < lengthof(job_kinds); i++)
 	{
-		if (job_kinds[i]->accepts(parsetree))
-			return job_kinds[i];
+		switch (job_kinds[i]->accepts(parsetree, in_session_reason))
+		{
+			case JOB_ACCEPTED:
+				return job_kinds[i];
+			case JOB_IN_SESSION:
+				return NULL;
+			case JOB_NOT_ACCEPTED:
+				break;
+		}
 	}
 	return NULL;
 }

@@ -17,6 +17,19 @@
 
 #include "job_run.h"
 
+/*
+ * What a kind makes of a statement in background mode: not its kind at all,
+ * a job, or its kind but run in this session as if background_ddl were off
+ * (with the reason, for a NOTICE: it is session-bound, or a table it reads
+ * belongs to an engine whose statements we must leave alone).
+ */
+typedef enum JobAcceptance
+{
+	JOB_NOT_ACCEPTED,			/* not this kind's, or nothing to build */
+	JOB_ACCEPTED,				/* becomes a job */
+	JOB_IN_SESSION				/* this kind's, but runs here: see reason */
+} JobAcceptance;
+
 /* A statement being submitted, and what the kind reserves for it */
 typedef struct JobSubmit
 {
@@ -55,8 +68,12 @@ typedef struct JobKindRoutine
 	JobKind		kind;
 	ObjectType	stands_for;		/* what DROP of the target names */
 
+	/* optional: at library load, in the postmaster (hooks it needs) */
+	void		(*load) (void);
+
 	/* In the submitting backend */
-	bool		(*accepts) (Node *parsetree);	/* does this statement become a job? */
+	/* does this statement become a job?  (*reason: why it runs here) */
+	JobAcceptance (*accepts) (Node *parsetree, const char **reason);
 	void		(*validate) (JobSubmit *submit);	/* the blocking statement's errors */
 	void		(*reserve) (JobSubmit *submit); /* create the placeholder */
 
@@ -70,6 +87,12 @@ typedef struct JobKindRoutine
 	JobStepResult (*cut_over) (JobRun *run);	/* success when it commits */
 
 	/*
+	 * optional: why the target is gone, when it is (a static string, or NULL
+	 * for "the target was dropped"), in a step
+	 */
+	const char *(*gone_reason) (const BgddlJob *job);
+
+	/*
 	 * Remove what the job created (it failed, or is cancelled), in the
 	 * current transaction; with keep_target, not the target itself (the
 	 * caller is dropping it).  If discards_in_any_transaction says so (NULL:
@@ -78,11 +101,20 @@ typedef struct JobKindRoutine
 	 * done it.
 	 */
 	void		(*discard) (const BgddlJob *job, bool keep_target);
+
+	/*
+	 * In the submitting transaction, which uses the target before it has
+	 * committed: build the object here, now, as the blocking statement would
+	 * have, and end the job as succeeded (when that transaction commits).
+	 * Returns the relation that now stands for the target.
+	 */
+	Oid			(*build_here) (const BgddlJob *job);
 	bool		(*discards_in_any_transaction) (const BgddlJob *job);
 } JobKindRoutine;
 
+extern void JobKindsLoad(void);
 extern const JobKindRoutine *JobKindRoutineFor(JobKind kind);
-extern const JobKindRoutine *JobKindForStatement(Node *parsetree);
+extern const JobKindRoutine *JobKindForStatement(Node *parsetree, const char **in_session_reason);
 
 /* The kinds */
 extern const JobKindRoutine matview_kind_routine;

@@ -34,6 +34,7 @@ typedef struct JobRun
 	bool		claimed;		/* this worker has taken the job (JobClaim) */
 	bool		attempts_exhausted; /* ... after max_attempts unclean ends */
 	char	   *discard_error;	/* why the target could not be removed */
+	const char *gone_reason;	/* JOB_STEP_TARGET_GONE: why (NULL: dropped) */
 	uint64		chunk_rows;		/* this worker's last chunk: rows, for the rate limit */
 	double		chunk_seconds;	/* ... and how long it took */
 	double		paced_rate;		/* the rate limit: this worker's share being kept */

@@ -39,6 +39,7 @@
 #include "utils/timeout.h"
 
 #include "background_ddl.h"
+#include "job_messages.h"
 #include "job_step.h"
 #include "shared_state.h"
 
@@ -133,13 +134,25 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (isolation == STEP_REPEATABLE_READ)
+	if (isolation == STEP_REPEATABLE_READ || isolation == STEP_REPEATABLE_READ_LATER)
 		XactIsoLevel = XACT_REPEATABLE_READ;
-	if (isolation != STEP_NO_SNAPSHOT)
-		PushActiveSnapshot(GetTransactionSnapshot());
+	if (isolation == STEP_READ_COMMITTED || isolation == STEP_REPEATABLE_READ)
+		JobStepTakeSnapshot();
 	MemoryContextSwitchTo(step_context);
 	pgstat_report_activity(STATE_RUNNING, activity);
 	step_in_progress = true;
+}
+
+/*
+ * Take the step's snapshot (the transaction's, in REPEATABLE READ), for a
+ * step begun without one.  A step that locks what it reads first takes it
+ * after its locks: TRUNCATE and table rewrites are not MVCC-safe, so a
+ * snapshot taken before waiting behind one would see the relation empty.
+ */
+void
+JobStepTakeSnapshot(void)
+{
+	PushActiveSnapshot(GetTransactionSnapshot());
 }
 
 /* Commit the step and forget its memory */
@@ -147,6 +160,7 @@ void
 JobStepEnd(void)
 {
 	Assert(step_in_progress && !query_in_progress);
+	JobMessagesFlush(step_job_id);
 	/* A utility that commits inside (CREATE INDEX CONCURRENTLY) pops its own */
 	if (ActiveSnapshotSet())
 		PopActiveSnapshot();
@@ -167,6 +181,7 @@ void
 JobStepAbort(void)
 {
 	disable_all_timeouts(false);
+	JobMessagesDiscard();
 	QueryCancelPending = false;
 	HOLD_INTERRUPTS();
 	AbortOutOfAnyTransaction();
@@ -187,15 +202,16 @@ JobStepInProgress(void)
 }
 
 /*
- * Run the job's own statements from here to JobQueryEnd (same step), as
- * role (the submit's current user; a materialized view's owner for
- * REFRESH).
+ * Run the job's own statements from here to JobQueryEnd (same step, or
+ * same transaction of the submitting session), as role (the submit's
+ * current user; a materialized view's owner for REFRESH).
  */
 void
 JobQueryBegin(Oid role, bool small_batches)
 {
-	Assert(step_in_progress && !query_in_progress);
+	Assert(!query_in_progress);
 	JobQueryEnter(role, &query_context, small_batches);
+	JobMessagesCatch(true);
 	query_in_progress = true;
 }
 
@@ -203,6 +219,7 @@ void
 JobQueryEnd(void)
 {
 	Assert(query_in_progress);
+	JobMessagesCatch(false);
 	JobQueryLeave(&query_context);
 	query_in_progress = false;
 }

@@ -17,12 +17,15 @@ typedef enum JobStepIsolation
 {
 	STEP_READ_COMMITTED,
 	STEP_REPEATABLE_READ,		/* everything it reads shares one snapshot */
-	STEP_NO_SNAPSHOT			/* the caller pushes one when it is ready */
+	STEP_NO_SNAPSHOT,			/* read committed; the caller pushes one */
+	STEP_REPEATABLE_READ_LATER	/* repeatable read, whose snapshot the caller
+								 * takes with JobStepTakeSnapshot */
 } JobStepIsolation;
 
 extern void JobStepsInit(int64 job_id);
 extern MemoryContext JobContext(void);
 extern void JobStepBegin(const char *activity, JobStepIsolation isolation);
+extern void JobStepTakeSnapshot(void);
 extern void JobStepEnd(void);
 extern void JobStepAbort(void);
 extern bool JobStepInProgress(void);

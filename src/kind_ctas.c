@@ -25,9 +25,11 @@
  * the submitter, with no dependency on the base tables, as the blocking
  * statement leaves it.
  *
- * A CREATE TEMP TABLE ... AS, and a query that reads temporary tables or
- * uses parameters, cannot run in another session: they are refused in
- * background mode.
+ * Parameters (CREATE TABLE ... AS EXECUTE, a PL/pgSQL function's variables)
+ * are bound at submit, as the blocking statement binds them: the job's query
+ * holds their values as constants.  A CREATE TEMP TABLE ... AS, and a query
+ * that reads temporary tables, cannot run in another session: they run in
+ * the submitting session, as if background_ddl were off.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,16 +41,25 @@
 #include "catalog/namespace.h"
 #include "commands/createas.h"
 #include "commands/defrem.h"
+#include "commands/prepare.h"
+#include "executor/executor.h"
 #include "commands/tablecmds.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_expr.h"
+#include "parser/parse_node.h"
 #include "parser/parse_relation.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "background_ddl.h"
 #include "capture.h"
+#include "citus.h"
 #include "catalog_access.h"
 #include "job_kind.h"
 #include "placeholder.h"
@@ -57,71 +68,181 @@
 static CreateTableAsStmt *
 CreateStatement(JobSubmit *submit)
 {
-	return castNode(CreateTableAsStmt, submit->pstmt->utilityStmt);
+	return CheckedNode(CreateTableAsStmt, submit->pstmt->utilityStmt);
 }
 
-/* CREATE TABLE ... AS / SELECT ... INTO, unless IF NOT EXISTS finds the name */
-static bool
-CtasAccepts(Node *parsetree)
+/*
+ * The prepared statement that CREATE TABLE ... AS EXECUTE runs, if it
+ * exists and is a SELECT (otherwise PostgreSQL's own path reports it).
+ */
+static PreparedStatement *
+PreparedSelect(ExecuteStmt *execute)
+{
+	PreparedStatement *prepared = FetchPreparedStatement(execute->name, false);
+
+	if (prepared == NULL || prepared->plansource->raw_parse_tree == NULL ||
+		!IsA(prepared->plansource->raw_parse_tree->stmt, SelectStmt))
+		return NULL;
+	return prepared;
+}
+
+/*
+ * The EXECUTE of CREATE TABLE ... AS EXECUTE (which parse analysis leaves
+ * as a utility Query around it), or NULL
+ */
+static ExecuteStmt *
+StatementExecute(CreateTableAsStmt *stmt)
+{
+	Query	   *query = CheckedNode(Query, stmt->query);
+
+	if (query->commandType == CMD_UTILITY && IsA(query->utilityStmt, ExecuteStmt))
+		return (ExecuteStmt *) query->utilityStmt;
+	return NULL;
+}
+
+/*
+ * The analysed query of the statement: its own, or that of the prepared
+ * statement it executes, analysed again as EXECUTE would (its parameters
+ * still Params).  NULL if PostgreSQL's own path must report the statement.
+ */
+static Query *
+StatementQuery(CreateTableAsStmt *stmt)
+{
+	ExecuteStmt *execute = StatementExecute(stmt);
+	PreparedStatement *prepared;
+	CachedPlanSource *source;
+
+	if (execute == NULL)
+		return CheckedNode(Query, stmt->query)->commandType == CMD_SELECT ?
+			(Query *) stmt->query : NULL;
+	if ((prepared = PreparedSelect(execute)) == NULL)
+		return NULL;
+	source = prepared->plansource;
+	return parse_analyze_fixedparams(copyObject(source->raw_parse_tree), source->query_string,
+									 source->param_types, source->num_params, NULL);
+}
+
+/*
+ * CREATE TABLE ... AS / SELECT ... INTO (also AS EXECUTE), unless IF NOT
+ * EXISTS finds the name.  What only this session has or sees (a temporary
+ * table, made or read) runs here, and so does a query on Citus tables.
+ */
+static JobAcceptance
+CtasAccepts(Node *parsetree, const char **reason)
 {
 	CreateTableAsStmt *stmt;
 	Oid			namespace_oid;
+	Query	   *query;
+	Oid			citus_table;
 
 	if (!IsA(parsetree, CreateTableAsStmt))
-		return false;
+		return JOB_NOT_ACCEPTED;
 	stmt = (CreateTableAsStmt *) parsetree;
-	if (stmt->objtype != OBJECT_TABLE || stmt->into->skipData)
-		return false;
-	if (!stmt->if_not_exists || stmt->into->rel->relpersistence == RELPERSISTENCE_TEMP)
-		return true;
-	namespace_oid = RangeVarGetCreationNamespace(stmt->into->rel);
-	return !OidIsValid(get_relname_relid(stmt->into->rel->relname, namespace_oid));
-}
-
-static bool
-ContainsExternParam(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
-		return true;
-	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, ContainsExternParam, context, 0);
-	return expression_tree_walker(node, ContainsExternParam, context);
-}
-
-/* What only the submitting session has cannot be computed in another */
-static void
-RefuseSessionBound(CreateTableAsStmt *stmt, Query *query)
-{
-	const char *why = NULL;
-
+	if (stmt->objtype != OBJECT_TABLE || stmt->into->skipData ||
+		(query = StatementQuery(stmt)) == NULL)
+		return JOB_NOT_ACCEPTED;
+	if (stmt->if_not_exists && stmt->into->rel->relpersistence != RELPERSISTENCE_TEMP)
+	{
+		namespace_oid = RangeVarGetCreationNamespace(stmt->into->rel);
+		if (OidIsValid(get_relname_relid(stmt->into->rel->relname, namespace_oid)))
+			return JOB_NOT_ACCEPTED;
+	}
 	if (stmt->into->rel->relpersistence == RELPERSISTENCE_TEMP)
-		why = "a temporary table belongs to the session that creates it";
+		*reason = "A temporary table belongs to the session that creates it.";
 	else if (isQueryUsingTempRelation(query))
-		why = "the query reads temporary tables, which only this session can see";
-	else if (ContainsExternParam((Node *) query, NULL))
-		why = "the query uses parameters, which only this session has";
-	if (why != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s cannot run as a background job",
-						stmt->is_select_into ? "SELECT ... INTO" : "CREATE TABLE ... AS"),
-				 errdetail("The job would run in another session, and %s.", why),
-				 errhint("SET background_ddl = off to run it in this session.")));
+		*reason = "The query reads temporary tables, which only this session can see.";
+	else if (OidIsValid(citus_table = CitusTableInQuery(query)))
+		*reason = CitusInSessionReason(citus_table);
+	return *reason != NULL ? JOB_IN_SESSION : JOB_ACCEPTED;
 }
 
-/* The blocking statement's checks, in its order: the name, then the query */
+/*
+ * The values of the parameters of CREATE TABLE ... AS EXECUTE, evaluated
+ * once, as EXECUTE evaluates them (its EvaluateParams is not exported);
+ * or, for any other statement, the caller's (a PL/pgSQL function's
+ * variables).  Values are copied into the current memory context.
+ */
+static ParamListInfo
+StatementParams(JobSubmit *submit, CreateTableAsStmt *stmt)
+{
+	ExecuteStmt *execute;
+	CachedPlanSource *source;
+	ParseState *pstate;
+	EState	   *estate;
+	ParamListInfo values;
+	int			i = 0;
+	ListCell   *lc;
+
+	if ((execute = StatementExecute(stmt)) == NULL)
+		return submit->params;
+	source = PreparedSelect(execute)->plansource;
+	if (list_length(execute->params) != source->num_params)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("wrong number of parameters for prepared statement \"%s\"",
+						execute->name),
+				 errdetail("Expected %d parameters but got %d.",
+						   source->num_params, list_length(execute->params))));
+	if (source->num_params == 0)
+		return NULL;
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = submit->query_string;
+	estate = CreateExecutorState();
+	values = makeParamList(source->num_params);
+	foreach(lc, execute->params)
+	{
+		Node	   *expr = transformExpr(pstate, lfirst(lc), EXPR_KIND_EXECUTE_PARAMETER);
+		Oid			given_type = exprType(expr);
+		Node	   *coerced = coerce_to_target_type(pstate, expr, given_type,
+													source->param_types[i], -1,
+													COERCION_ASSIGNMENT,
+													COERCE_IMPLICIT_CAST, -1);
+		ParamExternData *value = &values->params[i];
+		int16		typlen;
+		bool		typbyval;
+
+		if (coerced == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("parameter $%d of type %s cannot be coerced to the expected type %s",
+							i + 1, format_type_be(given_type),
+							format_type_be(source->param_types[i])),
+					 errhint("You will need to rewrite or cast the expression."),
+					 parser_errposition(pstate, exprLocation(lfirst(lc)))));
+		assign_expr_collations(pstate, coerced);
+		value->value = ExecEvalExprSwitchContext(ExecPrepareExpr((Expr *) coerced, estate),
+												 GetPerTupleExprContext(estate),
+												 &value->isnull);
+		get_typlenbyval(source->param_types[i], &typlen, &typbyval);
+		if (!value->isnull)
+			value->value = datumCopy(value->value, typbyval, typlen);
+		value->ptype = source->param_types[i];
+		value->pflags = PARAM_FLAG_CONST;
+		i++;
+	}
+	FreeExecutorState(estate);
+	return values;
+}
+
+/*
+ * The blocking statement's checks, in its order: the name, then the query.
+ * The query's parameters become constants, bound once as the blocking
+ * statement binds them, so that the job's query stands on its own: the
+ * statement is rewritten to CREATE TABLE ... AS that query.
+ */
 static void
 CtasValidate(JobSubmit *submit)
 {
-	CreateTableAsStmt *stmt = CreateStatement(submit);
-	Query	   *query = castNode(Query, stmt->query);
+	CreateTableAsStmt *stmt = copyObject(CreateStatement(submit));
+	Query	   *query;
 
 	(void) CreateTableAsRelExists(stmt);
-	RefuseSessionBound(stmt, query);
-	PlaceholderCheckReads(QueryJobValidate(query, submit->query_string, submit->params,
+	query = QueryBindParams(StatementQuery(stmt), StatementParams(submit, stmt));
+	PlaceholderCheckReads(QueryJobValidate(query, submit->query_string, NULL,
 										   submit->query_env));
+	stmt->query = (Node *) query;
+	submit->pstmt = copyObject(submit->pstmt);
+	submit->pstmt->utilityStmt = (Node *) stmt;
 }
 
 /* Run a copy of the statement WITH NO DATA, as a table or a placeholder */
@@ -189,7 +310,7 @@ CtasReserve(JobSubmit *submit)
 						   true, false);
 	CommandCounterIncrement();
 
-	submit->strategy = QueryJobStrategyAtSubmit(castNode(Query, stmt->query), submit->target_oid,
+	submit->strategy = QueryJobStrategyAtSubmit(CheckedNode(Query, stmt->query), submit->target_oid,
 												&submit->one_batch_reason);
 }
 
@@ -205,13 +326,12 @@ CtasStart(JobRun *run)
 /*
  * In the cut-over transaction (query_job.c), once the content is complete:
  * the hidden table takes the placeholder's place and current name, and the
- * job succeeded.  The capture triggers are detached from the placeholder
- * first: dropping it must not lock the base tables.
+ * job succeeded.  (The capture triggers were detached from the placeholder
+ * before: dropping it must not lock the base tables.)
  */
 static void
 CtasPublish(JobRun *run, int64 rows)
 {
-	CaptureTriggers triggers = {run->job.capture_triggers, run->job.capture_trigger_xmins};
 	Oid			namespace_oid;
 	char	   *name;
 	Relation	content;
@@ -219,7 +339,6 @@ CtasPublish(JobRun *run, int64 rows)
 	PlaceholderLockExclusive(run->job.target_oid);
 	namespace_oid = get_rel_namespace(run->job.target_oid);
 	name = get_rel_name(run->job.target_oid);
-	CaptureDetach(&triggers, run->job.target_oid);
 	PlaceholderDrop(run->job.target_oid);
 
 	content = table_open(run->content_oid, AccessExclusiveLock);
@@ -236,6 +355,19 @@ static JobStepResult
 CtasCutOver(JobRun *run)
 {
 	return QueryJobCutOver(run, CtasPublish);
+}
+
+/* The hidden table, filled here, takes the placeholder's place */
+static Oid
+CtasBuildHere(const BgddlJob *job)
+{
+	JobRun		run = {.job = *job};
+
+	run.rule_relid = job->target_oid;
+	run.content_oid = job->hidden_oid;
+	run.query_role = job->identity.owner_oid;
+	QueryJobBuildHere(&run, CtasPublish);
+	return job->hidden_oid;
 }
 
 static void
@@ -259,4 +391,5 @@ const JobKindRoutine ctas_kind_routine = {
 	.catch_up = QueryJobCatchUp,
 	.cut_over = CtasCutOver,
 	.discard = CtasDiscard,
+	.build_here = CtasBuildHere,
 };

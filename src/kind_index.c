@@ -38,9 +38,14 @@
 #include "postgres.h"
 
 #include "access/amapi.h"
+#include "access/reloptions.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
+#include "catalog/dependency.h"
+#include "catalog/heap.h"
+#include "catalog/objectaccess.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
@@ -56,6 +61,7 @@
 #include "parser/analyze.h"
 #include "parser/parse_utilcmd.h"
 #include "parser/parser.h"
+#include "pgstat.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
@@ -64,10 +70,14 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/resowner.h"
 #include "utils/timeout.h"
 
+#include "background_ddl.h"
+#include "citus.h"
 #include "decompose.h"
 #include "job_kind.h"
+#include "job_messages.h"
 #include "job_step.h"
 #include "placeholder.h"
 
@@ -75,30 +85,42 @@
 static IndexStmt *
 IndexStatement(JobSubmit *submit)
 {
-	return castNode(IndexStmt, submit->pstmt->utilityStmt);
+	return CheckedNode(IndexStmt, submit->pstmt->utilityStmt);
 }
 
 /*
  * CREATE INDEX, unless IF NOT EXISTS finds the name, or the table is a
  * job's placeholder: empty, so the blocking statement is instant (and
- * placeholder.c decides whether it may run at all).
+ * placeholder.c decides whether it may run at all).  In the session: an
+ * index on a temporary table (the session's own), on a partitioned table
+ * (ON ONLY builds nothing; otherwise PostgreSQL builds one per partition
+ * in one transaction), or on a Citus table.
  */
-static bool
-IndexAccepts(Node *parsetree)
+static JobAcceptance
+IndexAccepts(Node *parsetree, const char **reason)
 {
 	IndexStmt  *stmt;
 	Oid			relid;
 
 	if (!IsA(parsetree, IndexStmt))
-		return false;
+		return JOB_NOT_ACCEPTED;
 	stmt = (IndexStmt *) parsetree;
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-	if (PlaceholderOfUnfinishedJob(relid))
-		return false;
-	if (!stmt->if_not_exists || stmt->idxname == NULL)
-		return true;
-	return !OidIsValid(relid) ||
-		!OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid)));
+	if (!OidIsValid(relid))
+		return JOB_ACCEPTED;	/* the validation reports it */
+	if (PlaceholderOfUnfinishedJob(relid) ||
+		(stmt->if_not_exists && stmt->idxname != NULL &&
+		 OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid)))))
+		return JOB_NOT_ACCEPTED;
+	if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+		*reason = "The table is temporary: it belongs to this session.";
+	else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE && !stmt->relation->inh)
+		*reason = "CREATE INDEX ... ON ONLY a partitioned table builds nothing: the index stays invalid until an index of each partition is attached to it.";
+	else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		*reason = "The index of a partitioned table is built with an index on each partition, which a background job does not do.";
+	else if (CitusTable(relid))
+		*reason = CitusInSessionReason(relid);
+	return *reason != NULL ? JOB_IN_SESSION : JOB_ACCEPTED;
 }
 
 /* The name CREATE INDEX chooses when none is given (as indexcmds.c does) */
@@ -149,37 +171,21 @@ QualifiedName(Oid namespace_oid, const char *name)
 }
 
 /*
- * Check one key column as DefineIndex would, and qualify its operator class
- * and collation names so that the worker finds the same ones.
+ * Qualify a key column's operator class and collation names, so that the
+ * worker finds the same ones whatever its search_path.
  */
 static void
-CheckKeyColumn(Relation rel, IndexElem *elem, Oid am_oid, const char *am_name)
+QualifyKeyColumn(Relation rel, IndexElem *elem, Oid am_oid, const char *am_name)
 {
-	Oid			type;
+	Oid			type = elem->expr != NULL ? exprType(elem->expr) :
+		get_atttype(RelationGetRelid(rel), get_attnum(RelationGetRelid(rel), elem->name));
+	Oid			opclass;
+	HeapTuple	tuple;
 
-	if (elem->expr != NULL)
-	{
-		type = exprType(elem->expr);
-		if (contain_mutable_functions_after_planning((Expr *) elem->expr))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("functions in index expression must be marked IMMUTABLE")));
-	}
-	else
-	{
-		AttrNumber	attno = get_attnum(RelationGetRelid(rel), elem->name);
-
-		if (attno == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" does not exist", elem->name)));
-		type = get_atttype(RelationGetRelid(rel), attno);
-	}
 	if (elem->collation != NIL)
 	{
-		Oid			collation = get_collation_oid(elem->collation, false);
-		HeapTuple	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
-
+		tuple = SearchSysCache1(COLLOID,
+								ObjectIdGetDatum(get_collation_oid(elem->collation, false)));
 		if (HeapTupleIsValid(tuple))
 		{
 			Form_pg_collation form = (Form_pg_collation) GETSTRUCT(tuple);
@@ -188,65 +194,174 @@ CheckKeyColumn(Relation rel, IndexElem *elem, Oid am_oid, const char *am_name)
 			ReleaseSysCache(tuple);
 		}
 	}
+	if (elem->opclass == NIL)
+		return;
+	opclass = ResolveOpClass(elem->opclass, type, am_name, am_oid);
+	tuple = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
+	if (HeapTupleIsValid(tuple))
 	{
-		Oid			opclass = ResolveOpClass(elem->opclass, type, am_name, am_oid);
-		HeapTuple	tuple = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
+		Form_pg_opclass form = (Form_pg_opclass) GETSTRUCT(tuple);
 
-		if (HeapTupleIsValid(tuple) && elem->opclass != NIL)
-		{
-			Form_pg_opclass form = (Form_pg_opclass) GETSTRUCT(tuple);
-
-			elem->opclass = QualifiedName(form->opcnamespace, NameStr(form->opcname));
-		}
-		if (HeapTupleIsValid(tuple))
-			ReleaseSysCache(tuple);
+		elem->opclass = QualifiedName(form->opcnamespace, NameStr(form->opcname));
+		ReleaseSysCache(tuple);
 	}
 }
 
 /*
- * The blocking statement's checks: the table (owned by the caller, not
- * partitioned, not temporary), the statement as CREATE INDEX transforms
- * it, the access method, the columns, the CREATE privileges, the name.
- * Leaves the transformed statement in submit->pstmt.
+ * A dry run of CREATE INDEX CONCURRENTLY's own definition code stops here:
+ * DefineIndex has made every check it makes before building (those of
+ * ComputeIndexAttrs, the privileges, the name) and index_create has made
+ * the catalog entries (and its own checks) when it announces the new index
+ * to object access hooks.  See DryRunDefineIndex.
  */
-static void
-IndexValidate(JobSubmit *submit)
-{
-	IndexStmt  *stmt = copyObject(IndexStatement(submit));
+static object_access_hook_type prev_object_access_hook = NULL;
+static bool dry_run_active = false;
+static MemoryContext dry_run_context = NULL;
+static char *dry_run_index_name = NULL;
 
-	/*
-	 * ACCESS SHARE, not the build's SHARE UPDATE EXCLUSIVE: another job's
-	 * build holds that for its whole length, and waits for our snapshot.
-	 */
-	Oid			relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
-												 RangeVarCallbackOwnsRelation, NULL);
-	Relation	rel = table_open(relid, NoLock);
+static void
+StopDryRunAtIndex(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
+{
+	Relation	index;
+
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (!dry_run_active || access != OAT_POST_CREATE || classId != RelationRelationId ||
+		subId != 0)
+		return;
+	dry_run_active = false;
+	index = RelationIdGetRelation(objectId);
+	dry_run_index_name = MemoryContextStrdup(dry_run_context, RelationGetRelationName(index));
+	RelationClose(index);
+	ereport(ERROR,
+			(errcode(ERRCODE_QUERY_CANCELED),
+			 errmsg("background_ddl: the definition of index \"%s\" was checked",
+					dry_run_index_name)));
+}
+
+static void
+IndexLoad(void)
+{
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = StopDryRunAtIndex;
+}
+
+/*
+ * Run PostgreSQL's own definition code for the index (DefineIndex, as
+ * CREATE INDEX CONCURRENTLY calls it) up to the catalog entries, in a
+ * subtransaction that is rolled back: every error it raises is the blocking
+ * statement's, raised at submit.  Returns the name it chose for the index.
+ *
+ * It needs SHARE UPDATE EXCLUSIVE on the table, which writers never wait
+ * for, but which VACUUM, ANALYZE and every concurrent index build (another
+ * job's among them) hold for as long as they run: asked for with
+ * background_ddl.lock_timeout, and NULL if that passed (the caller then
+ * checks what it can by itself).
+ */
+static char *
+DryRunDefineIndex(Oid relid, IndexStmt *stmt)
+{
+	MemoryContext caller_context = CurrentMemoryContext;
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	IndexStmt  *dry = copyObject(stmt);
+	volatile bool locked = false;
+	ErrorData  *error;
+
+	dry->concurrent = true;
+	dry->if_not_exists = false;
+	dry_run_context = caller_context;
+	dry_run_index_name = NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller_context);
+	PG_TRY();
+	{
+		(void) set_config_option("lock_timeout", psprintf("%d", background_ddl_lock_timeout_ms),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+		LockRelationOid(relid, ShareUpdateExclusiveLock);
+		locked = true;
+		dry_run_active = true;
+		(void) DefineIndex(relid, dry, InvalidOid, InvalidOid, InvalidOid,
+						   false, true, true, false, true);
+		elog(ERROR, "the dry run of CREATE INDEX did not stop before building");
+	}
+	PG_CATCH();
+	{
+		dry_run_active = false;
+		MemoryContextSwitchTo(caller_context);
+		error = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_context);
+		CurrentResourceOwner = caller_owner;
+		pgstat_progress_end_command();
+	}
+	PG_END_TRY();
+	if (dry_run_index_name != NULL)
+		return dry_run_index_name;
+	if (!locked && error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		return NULL;
+	ReThrowError(error);
+}
+
+/* As DefineIndex: no system column in the columns, expressions or predicate */
+static void
+CheckNoSystemColumn(Relation rel, IndexStmt *stmt)
+{
+	Bitmapset  *attnos = NULL;
+	bool		system_column = false;
+	ListCell   *lc;
+
+	foreach(lc, list_concat_copy(stmt->indexParams, stmt->indexIncludingParams))
+	{
+		IndexElem  *elem = lfirst(lc);
+
+		if (elem->expr != NULL)
+			pull_varattnos(elem->expr, 1, &attnos);
+		else
+			system_column |= get_attnum(RelationGetRelid(rel), elem->name) < 0;
+	}
+	pull_varattnos(stmt->whereClause, 1, &attnos);
+	for (int attno = FirstLowInvalidHeapAttributeNumber + 1; attno < 0; attno++)
+		system_column |= bms_is_member(attno - FirstLowInvalidHeapAttributeNumber, attnos);
+	if (system_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("index creation on system columns is not supported")));
+}
+
+/*
+ * What the caller can check by itself when the dry run could not lock the
+ * table: the checks of DefineIndex that reject definitions people write.
+ * Returns the name CREATE INDEX would choose.
+ */
+static char *
+CheckDefinitionAlone(Relation rel, IndexStmt *stmt)
+{
 	Oid			am_oid;
 	IndexAmRoutine *am;
 	ListCell   *lc;
 	AclResult	aclresult;
-	const char *refusal = NULL;
 
-	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		refusal = "CREATE INDEX CONCURRENTLY cannot build the index of a partitioned table.";
-	else if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
-		refusal = "The job would run in another session, and a temporary table belongs to this one.";
-	if (refusal != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("CREATE INDEX on \"%s\" cannot run as a background job",
-						RelationGetRelationName(rel)),
-				 errdetail("%s", refusal),
-				 errhint("SET background_ddl = off to build it in this session%s.",
-						 rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ?
-						 ", or build an index on each partition in the background" : "")));
 	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot create index on relation \"%s\"", RelationGetRelationName(rel)),
 				 errdetail_relkind_not_supported(rel->rd_rel->relkind)));
+	if (list_length(stmt->indexParams) + list_length(stmt->indexIncludingParams) > INDEX_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_TOO_MANY_COLUMNS),
+				 errmsg("cannot use more than %d columns in an index", INDEX_MAX_KEYS)));
+	aclresult = pg_namespace_aclcheck(RelationGetNamespace(rel), GetUserId(), ACL_CREATE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_SCHEMA, get_namespace_name(RelationGetNamespace(rel)));
+	if (stmt->tableSpace != NULL)
+	{
+		Oid			tablespace = get_tablespace_oid(stmt->tableSpace, false);
 
-	stmt = transformIndexStmt(relid, stmt, submit->query_string);
+		aclresult = pg_tablespace_aclcheck(tablespace, GetUserId(), ACL_CREATE);
+		if (tablespace != MyDatabaseTableSpace && aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_TABLESPACE, stmt->tableSpace);
+	}
 	am_oid = get_index_am_oid(stmt->accessMethod, false);
 	am = GetIndexAmRoutineByAmId(am_oid, false);
 	if (stmt->unique && !am->amcanunique)
@@ -261,32 +376,95 @@ IndexValidate(JobSubmit *submit)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("access method \"%s\" does not support multicolumn indexes", stmt->accessMethod)));
-	foreach(lc, stmt->indexParams)
-		CheckKeyColumn(rel, lfirst(lc), am_oid, stmt->accessMethod);
 	if (stmt->whereClause != NULL &&
 		contain_mutable_functions_after_planning((Expr *) stmt->whereClause))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("functions in index predicate must be marked IMMUTABLE")));
-
-	aclresult = pg_namespace_aclcheck(RelationGetNamespace(rel), GetUserId(), ACL_CREATE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_SCHEMA, get_namespace_name(RelationGetNamespace(rel)));
-	if (stmt->tableSpace != NULL)
+	(void) index_reloptions(am->amoptions,
+							transformRelOptions((Datum) 0, stmt->options, NULL, NULL, false, false),
+							true);
+	foreach(lc, stmt->indexParams)
 	{
-		Oid			tablespace = get_tablespace_oid(stmt->tableSpace, false);
+		IndexElem  *elem = lfirst(lc);
+		Oid			type;
 
-		aclresult = pg_tablespace_aclcheck(tablespace, GetUserId(), ACL_CREATE);
-		if (tablespace != MyDatabaseTableSpace && aclresult != ACLCHECK_OK)
-			aclcheck_error(aclresult, OBJECT_TABLESPACE, stmt->tableSpace);
+		if (elem->expr != NULL)
+		{
+			type = exprType(elem->expr);
+			if (contain_mutable_functions_after_planning((Expr *) elem->expr))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("functions in index expression must be marked IMMUTABLE")));
+			/* A type that may not be stored (a pseudo-type such as record) */
+			CheckAttributeType(elem->indexcolname ? elem->indexcolname : "expr", type,
+							   exprCollation(elem->expr), NIL, 0);
+		}
+		else
+		{
+			AttrNumber	attno = get_attnum(RelationGetRelid(rel), elem->name);
+
+			if (attno == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("column \"%s\" does not exist", elem->name)));
+			type = get_atttype(RelationGetRelid(rel), attno);
+		}
+		if (!am->amcanorder && (elem->ordering != SORTBY_DEFAULT ||
+								elem->nulls_ordering != SORTBY_NULLS_DEFAULT))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("access method \"%s\" does not support %s options",
+							stmt->accessMethod,
+							elem->ordering != SORTBY_DEFAULT ? "ASC/DESC" : "NULLS FIRST/LAST")));
+		(void) ResolveOpClass(elem->opclass, type, stmt->accessMethod, am_oid);
 	}
-
+	CheckNoSystemColumn(rel, stmt);
 	if (stmt->idxname == NULL)
-		stmt->idxname = ChooseIndexNameLikeCreateIndex(rel, stmt);
-	else if (OidIsValid(get_relname_relid(stmt->idxname, RelationGetNamespace(rel))))
+		return ChooseIndexNameLikeCreateIndex(rel, stmt);
+	if (OidIsValid(get_relname_relid(stmt->idxname, RelationGetNamespace(rel))))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_TABLE),
 				 errmsg("relation \"%s\" already exists", stmt->idxname)));
+	return stmt->idxname;
+}
+
+/*
+ * The blocking statement's checks, in its order: CONCURRENTLY outside a
+ * transaction block, the table (owned by the caller), the statement as
+ * CREATE INDEX transforms it, then everything DefineIndex checks (by
+ * running it: DryRunDefineIndex).  Leaves the transformed statement, with
+ * its name, in submit->pstmt.
+ */
+static void
+IndexValidate(JobSubmit *submit)
+{
+	IndexStmt  *stmt = copyObject(IndexStatement(submit));
+	Oid			relid;
+	Relation	rel;
+	Oid			am_oid;
+	char	   *name;
+	ListCell   *lc;
+
+	if (stmt->concurrent)
+		PreventInTransactionBlock(submit->context == PROCESS_UTILITY_TOPLEVEL,
+								  "CREATE INDEX CONCURRENTLY");
+
+	/*
+	 * ACCESS SHARE, not the build's SHARE UPDATE EXCLUSIVE: another job's
+	 * build holds that for its whole length, and waits for our snapshot.
+	 */
+	relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
+									 RangeVarCallbackOwnsRelation, NULL);
+	stmt = transformIndexStmt(relid, stmt, submit->query_string);
+	name = DryRunDefineIndex(relid, stmt);
+	rel = table_open(relid, NoLock);
+	if (name == NULL)
+		name = CheckDefinitionAlone(rel, stmt);
+	am_oid = get_index_am_oid(stmt->accessMethod, false);
+	foreach(lc, stmt->indexParams)
+		QualifyKeyColumn(rel, lfirst(lc), am_oid, stmt->accessMethod);
+	stmt->idxname = name;
 	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
 								  pstrdup(RelationGetRelationName(rel)), -1);
 	stmt->concurrent = true;
@@ -332,7 +510,7 @@ static IndexStmt *
 StatementToRun(const BgddlJob *job, const char *name)
 {
 	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
-	IndexStmt  *stmt = castNode(IndexStmt, raw->stmt);
+	IndexStmt  *stmt = CheckedNode(IndexStmt, raw->stmt);
 	List	   *parts = stringToNode(job->utility_stmt);
 	ListCell   *elem_cell;
 	int			i = 0;
@@ -362,11 +540,16 @@ StatementToRun(const BgddlJob *job, const char *name)
 /*
  * Reserve the name: an empty, unpopulated materialized view of that name in
  * the table's schema, made by running CREATE MATERIALIZED VIEW name AS
- * SELECT WITH NO DATA as the submitting role.
+ * SELECT WITH NO DATA as the submitting role.  Like the invalid index that
+ * takes its place, it goes with the table (an automatic dependency): DROP
+ * TABLE drops it, and the job ends, cancelled.
  */
 static Oid
-ReserveIndexName(JobSubmit *submit, Oid namespace_oid, const char *name)
+ReserveIndexName(JobSubmit *submit, Oid table_oid, const char *name)
 {
+	Oid			namespace_oid = get_rel_namespace(table_oid);
+	ObjectAddress placeholder;
+	ObjectAddress table;
 	RawStmt    *raw = linitial_node(RawStmt, raw_parser("SELECT", RAW_PARSE_DEFAULT));
 	Query	   *empty = parse_analyze_fixedparams(raw, "SELECT", NULL, 0, NULL);
 	CreateTableAsStmt *ctas = makeNode(CreateTableAsStmt);
@@ -387,6 +570,10 @@ ReserveIndexName(JobSubmit *submit, Oid namespace_oid, const char *name)
 	relid = get_relname_relid(name, namespace_oid);
 	if (!OidIsValid(relid))
 		elog(ERROR, "placeholder \"%s\" was not created", name);
+	ObjectAddressSet(placeholder, RelationRelationId, relid);
+	ObjectAddressSet(table, RelationRelationId, table_oid);
+	recordDependencyOn(&placeholder, &table, DEPENDENCY_AUTO);
+	CommandCounterIncrement();
 	return relid;
 }
 
@@ -396,7 +583,7 @@ IndexReserve(JobSubmit *submit)
 	IndexStmt  *stmt = IndexStatement(submit);
 	Oid			namespace_oid = get_rel_namespace(submit->table_oid);
 
-	submit->target_oid = ReserveIndexName(submit, namespace_oid, stmt->idxname);
+	submit->target_oid = ReserveIndexName(submit, submit->table_oid, stmt->idxname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 stmt->idxname);
 	submit->strategy = pstrdup(STRATEGY_CONCURRENT_INDEX);
@@ -441,7 +628,6 @@ static void
 RestartBuildStep(JobRun *run)
 {
 	char	   *name = get_rel_name(run->job.target_oid);
-	Oid			namespace_oid = get_rel_namespace(run->job.target_oid);
 	JobSubmit	reserve = {0};
 	Oid			saved_userid;
 	int			saved_sec_context;
@@ -454,9 +640,28 @@ RestartBuildStep(JobRun *run)
 	reserve.run_utility = JobRunUtility;
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	SetUserIdAndSecContext(run->query_role, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	run->job.target_oid = ReserveIndexName(&reserve, namespace_oid, name);
+	run->job.target_oid = ReserveIndexName(&reserve, run->job.driving_oid, name);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	JobRecordTarget(run->job.id, run->job.target_oid);
+}
+
+/* Why the index or its placeholder is gone: with its table, perhaps */
+static const char *
+IndexGoneReason(const BgddlJob *job)
+{
+	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(job->driving_oid)) ?
+		NULL : "the table was dropped";
+}
+
+/*
+ * Is the indexed table still there?  If not, the job is over, and says so.
+ * Caller is in a step; a lock on the table keeps the answer true.
+ */
+static bool
+TableExists(JobRun *run)
+{
+	run->gone_reason = IndexGoneReason(&run->job);
+	return run->gone_reason == NULL;
 }
 
 /*
@@ -465,7 +670,7 @@ RestartBuildStep(JobRun *run)
  * invalid index together.  Runs as the submitting role, with
  * statement_timeout armed for the whole build.
  */
-static void
+static JobStepResult
 BuildIndex(JobRun *run)
 {
 	IndexStmt  *stmt;
@@ -483,6 +688,11 @@ BuildIndex(JobRun *run)
 	 */
 	JobStepBegin("background_ddl: building the index", STEP_NO_SNAPSHOT);
 	LockRelationOid(run->job.driving_oid, ShareUpdateExclusiveLock);
+	if (!TableExists(run))
+	{
+		JobStepEnd();
+		return JOB_STEP_TARGET_GONE;
+	}
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* The placeholder's name now: it may have been renamed */
 	stmt = StatementToRun(&run->job, get_rel_name(run->job.target_oid));
@@ -501,11 +711,14 @@ BuildIndex(JobRun *run)
 						   SECURITY_RESTRICTED_OPERATION);
 	if (StatementTimeout > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
+	JobMessagesCatch(true);
 	(void) DefineIndex(run->job.driving_oid, stmt, index_oid, InvalidOid, InvalidOid,
 					   false, true, false, false, true);
+	JobMessagesCatch(false);
 	disable_timeout(STATEMENT_TIMEOUT, false);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	JobStepEnd();
+	return JOB_STEP_DONE;
 }
 
 /* The whole build is one step of the backfill */
@@ -518,7 +731,7 @@ IndexBackfillStep(JobRun *run)
 
 	JobStepHoldPoint("chunk 0");
 	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
-	exists = JobRunTargetExists(run);
+	exists = JobRunTargetExists(run) && TableExists(run);
 	is_index = IsIndex(run->job.target_oid, &valid);
 	JobStepEnd();
 	if (!exists)
@@ -531,8 +744,7 @@ IndexBackfillStep(JobRun *run)
 						  "background_ddl: dropping an invalid index");
 		return JOB_STEP_MORE;
 	}
-	BuildIndex(run);
-	return JOB_STEP_DONE;
+	return BuildIndex(run);
 }
 
 static JobStepResult
@@ -549,7 +761,7 @@ IndexCutOver(JobRun *run)
 
 	JobStepHoldPoint("cutting over");
 	JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
-	if (!IsIndex(run->job.target_oid, &valid))
+	if (!TableExists(run) || !IsIndex(run->job.target_oid, &valid))
 	{
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
@@ -560,6 +772,34 @@ IndexCutOver(JobRun *run)
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
 	JobStepEnd();
 	return JOB_STEP_DONE;
+}
+
+/*
+ * In the submitting transaction: the index, built as the blocking CREATE
+ * INDEX builds it (in a transaction block, not concurrently), in the
+ * placeholder's place.
+ */
+static Oid
+IndexBuildHere(const BgddlJob *job)
+{
+	IndexStmt  *stmt = StatementToRun(job, get_rel_name(job->target_oid));
+	JobRun		run = {.job = *job};
+	Oid			saved_userid;
+	int			saved_sec_context;
+	ObjectAddress index;
+
+	stmt->concurrent = false;
+	LockRelationOid(job->driving_oid, ShareLock);
+	PlaceholderDrop(job->target_oid);
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(job->identity.owner_oid,
+						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	index = DefineIndex(job->driving_oid, stmt, InvalidOid, InvalidOid, InvalidOid,
+						false, true, true, false, true);
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	CommandCounterIncrement();
+	JobRunSucceeded(&run, index.objectId, false, -1);
+	return index.objectId;
 }
 
 /*
@@ -585,6 +825,7 @@ IndexDiscardsInAnyTransaction(const BgddlJob *job)
 const JobKindRoutine index_kind_routine = {
 	.stands_for = OBJECT_INDEX,
 	.kind = JOB_KIND_CREATE_INDEX,
+	.load = IndexLoad,
 	.accepts = IndexAccepts,
 	.validate = IndexValidate,
 	.reserve = IndexReserve,
@@ -593,6 +834,8 @@ const JobKindRoutine index_kind_routine = {
 	.backfill_step = IndexBackfillStep,
 	.catch_up = IndexCatchUp,
 	.cut_over = IndexCutOver,
+	.gone_reason = IndexGoneReason,
 	.discard = IndexDiscard,
+	.build_here = IndexBuildHere,
 	.discards_in_any_transaction = IndexDiscardsInAnyTransaction,
 };

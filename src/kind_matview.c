@@ -32,6 +32,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "background_ddl.h"
+#include "citus.h"
 #include "job_kind.h"
 #include "placeholder.h"
 #include "query_job.h"
@@ -39,25 +41,38 @@
 static CreateTableAsStmt *
 CreateStatement(JobSubmit *submit)
 {
-	return castNode(CreateTableAsStmt, submit->pstmt->utilityStmt);
+	return CheckedNode(CreateTableAsStmt, submit->pstmt->utilityStmt);
 }
 
-/* CREATE MATERIALIZED VIEW ... WITH DATA, unless IF NOT EXISTS finds the name */
-static bool
-MatviewAccepts(Node *parsetree)
+/*
+ * CREATE MATERIALIZED VIEW ... WITH DATA, unless IF NOT EXISTS finds the
+ * name; in the session if it reads a Citus table.
+ */
+static JobAcceptance
+MatviewAccepts(Node *parsetree, const char **reason)
 {
 	CreateTableAsStmt *stmt;
 	Oid			namespace_oid;
+	Oid			citus_table;
 
 	if (!IsA(parsetree, CreateTableAsStmt))
-		return false;
+		return JOB_NOT_ACCEPTED;
 	stmt = (CreateTableAsStmt *) parsetree;
-	if (stmt->objtype != OBJECT_MATVIEW || stmt->into->skipData)
-		return false;
-	if (!stmt->if_not_exists)
-		return true;
-	namespace_oid = RangeVarGetCreationNamespace(stmt->into->rel);
-	return !OidIsValid(get_relname_relid(stmt->into->rel->relname, namespace_oid));
+	if (stmt->objtype != OBJECT_MATVIEW || stmt->into->skipData ||
+		CheckedNode(Query, stmt->query)->commandType != CMD_SELECT)
+		return JOB_NOT_ACCEPTED;
+	if (stmt->if_not_exists)
+	{
+		namespace_oid = RangeVarGetCreationNamespace(stmt->into->rel);
+		if (OidIsValid(get_relname_relid(stmt->into->rel->relname, namespace_oid)))
+			return JOB_NOT_ACCEPTED;
+	}
+	if (OidIsValid(citus_table = CitusTableInQuery((Query *) stmt->query)))
+	{
+		*reason = CitusInSessionReason(citus_table);
+		return JOB_IN_SESSION;
+	}
+	return JOB_ACCEPTED;
 }
 
 /* The blocking statement's checks, in its order: the name, then the query */
@@ -67,7 +82,7 @@ MatviewValidate(JobSubmit *submit)
 	CreateTableAsStmt *stmt = CreateStatement(submit);
 
 	(void) CreateTableAsRelExists(stmt);
-	PlaceholderCheckReads(QueryJobValidate(castNode(Query, stmt->query), submit->query_string,
+	PlaceholderCheckReads(QueryJobValidate(CheckedNode(Query, stmt->query), submit->query_string,
 										   submit->params, submit->query_env));
 }
 
@@ -90,7 +105,7 @@ MatviewReserve(JobSubmit *submit)
 		elog(ERROR, "placeholder materialized view \"%s\" was not created", name->relname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 name->relname);
-	submit->strategy = QueryJobStrategyAtSubmit(castNode(Query, CreateStatement(submit)->query),
+	submit->strategy = QueryJobStrategyAtSubmit(CheckedNode(Query, CreateStatement(submit)->query),
 												submit->target_oid, &submit->one_batch_reason);
 }
 
@@ -127,6 +142,17 @@ MatviewCutOver(JobRun *run)
 	return QueryJobCutOver(run, MatviewPublish);
 }
 
+static Oid
+MatviewBuildHere(const BgddlJob *job)
+{
+	JobRun		run = {.job = *job};
+
+	run.rule_relid = run.content_oid = job->target_oid;
+	run.query_role = job->identity.owner_oid;
+	QueryJobBuildHere(&run, MatviewPublish);
+	return job->target_oid;
+}
+
 static void
 MatviewDiscard(const BgddlJob *job, bool keep_target)
 {
@@ -147,4 +173,5 @@ const JobKindRoutine matview_kind_routine = {
 	.catch_up = QueryJobCatchUp,
 	.cut_over = MatviewCutOver,
 	.discard = MatviewDiscard,
+	.build_here = MatviewBuildHere,
 };

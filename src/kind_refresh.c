@@ -32,7 +32,10 @@
 #include "catalog/pg_index.h"
 #include "commands/matview.h"
 #include "commands/tablecmds.h"
+#include "executor/spi.h"
+#include "catalog/pg_am.h"
 #include "miscadmin.h"
+#include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -43,19 +46,45 @@
 
 #include "background_ddl.h"
 #include "catalog_access.h"
+#include "citus.h"
 #include "heap_swap.h"
 #include "job_kind.h"
 #include "job_step.h"
 #include "placeholder.h"
 #include "query_job.h"
 
-static bool
-RefreshAccepts(Node *parsetree)
+/* REFRESH ... WITH DATA; in the session if the view reads a Citus table */
+static JobAcceptance
+RefreshAccepts(Node *parsetree, const char **reason)
 {
-	return IsA(parsetree, RefreshMatViewStmt) && !((RefreshMatViewStmt *) parsetree)->skipData;
+	RefreshMatViewStmt *stmt;
+	Oid			relid;
+	Oid			citus_table = InvalidOid;
+
+	if (!IsA(parsetree, RefreshMatViewStmt) || ((RefreshMatViewStmt *) parsetree)->skipData)
+		return JOB_NOT_ACCEPTED;
+	stmt = (RefreshMatViewStmt *) parsetree;
+	if (!CitusInstalled())
+		return JOB_ACCEPTED;
+	relid = RangeVarGetRelid(stmt->relation, AccessShareLock, true);
+	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_MATVIEW)
+	{
+		Relation	matview = table_open(relid, NoLock);
+
+		citus_table = CitusTableInQuery(get_view_query(matview));
+		table_close(matview, NoLock);
+	}
+	if (!OidIsValid(citus_table))
+		return JOB_ACCEPTED;
+	*reason = CitusInSessionReason(citus_table);
+	return JOB_IN_SESSION;
 }
 
-/* Does the view have the unique index REFRESH ... CONCURRENTLY needs? */
+/*
+ * Does the view have the unique index REFRESH ... CONCURRENTLY needs (as
+ * matview.c judges it): a valid, immediate, btree unique index on plain
+ * columns, without a predicate?
+ */
 static bool
 HasUsableUniqueIndex(Relation matview)
 {
@@ -66,9 +95,12 @@ HasUsableUniqueIndex(Relation matview)
 	{
 		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
 		Form_pg_index form = index->rd_index;
+		bool		plain_columns = form->indnatts > 0;
 
-		if (form->indisunique && form->indimmediate && form->indnatts > 0 &&
-			RelationGetIndexExpressions(index) == NIL &&
+		for (int i = 0; i < form->indnatts; i++)
+			plain_columns &= form->indkey.values[i] > 0;
+		if (form->indisunique && form->indimmediate && form->indisvalid &&
+			index->rd_rel->relam == BTREE_AM_OID && plain_columns &&
 			RelationGetIndexPredicate(index) == NIL)
 			found = true;
 		index_close(index, AccessShareLock);
@@ -80,7 +112,7 @@ HasUsableUniqueIndex(Relation matview)
 static Relation
 OpenRefreshedView(JobSubmit *submit)
 {
-	RefreshMatViewStmt *stmt = castNode(RefreshMatViewStmt, submit->pstmt->utilityStmt);
+	RefreshMatViewStmt *stmt = CheckedNode(RefreshMatViewStmt, submit->pstmt->utilityStmt);
 	Oid			relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
 												 RangeVarCallbackOwnsTable, NULL);
 	Relation	matview = table_open(relid, NoLock);
@@ -130,7 +162,7 @@ RefreshValidate(JobSubmit *submit)
 static void
 RefreshReserve(JobSubmit *submit)
 {
-	RefreshMatViewStmt *stmt = castNode(RefreshMatViewStmt, submit->pstmt->utilityStmt);
+	RefreshMatViewStmt *stmt = CheckedNode(RefreshMatViewStmt, submit->pstmt->utilityStmt);
 	Oid			relid = RangeVarGetRelid(stmt->relation, AccessShareLock, false);
 
 	submit->target_oid = relid;
@@ -138,16 +170,18 @@ RefreshReserve(JobSubmit *submit)
 													 get_rel_name(relid));
 }
 
-/* The view's owner (REFRESH runs the query as the owner), and the hidden heap */
+/*
+ * The view's owner (REFRESH runs the query as the owner), and the hidden
+ * heap, made now if it is not there yet (unless helper).  Caller is in a
+ * transaction.
+ */
 static void
-RefreshStart(JobRun *run)
+PrepareRefresh(JobRun *run, bool helper)
 {
-	Relation	matview;
+	Relation	matview = table_open(run->job.target_oid, AccessShareLock);
 
-	JobStepBegin("background_ddl: preparing the refresh", STEP_READ_COMMITTED);
-	matview = table_open(run->job.target_oid, AccessShareLock);
 	run->query_role = matview->rd_rel->relowner;
-	if (!run->helper &&
+	if (!helper &&
 		(!OidIsValid(run->job.hidden_oid) ||
 		 !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->job.hidden_oid))))
 	{
@@ -156,17 +190,33 @@ RefreshStart(JobRun *run)
 		JobRecordHidden(run->job.id, run->job.hidden_oid);
 	}
 	table_close(matview, NoLock);
-	JobStepEnd();
 	run->rule_relid = run->job.target_oid;
 	run->content_oid = run->job.hidden_oid;
+}
+
+static void
+RefreshStart(JobRun *run)
+{
+	JobStepBegin("background_ddl: preparing the refresh", STEP_READ_COMMITTED);
+	PrepareRefresh(run, run->helper);
+	JobStepEnd();
 	QueryJobResume(run);
 }
 
-/* ACCESS EXCLUSIVE on the view, in attempts of lock_timeout, retried */
+/*
+ * ACCESS EXCLUSIVE on the view: in a worker, in attempts of lock_timeout,
+ * retried; in the submitting session, as REFRESH takes it.
+ */
 static void
 LockViewForSwap(Oid relid)
 {
 	volatile long delay_ms = 10;
+
+	if (!IsBackgroundWorker)
+	{
+		LockRelationOid(relid, AccessExclusiveLock);
+		return;
+	}
 
 	for (;;)
 	{
@@ -206,6 +256,75 @@ LockViewForSwap(Oid relid)
 	}
 }
 
+/* Did the user write REFRESH ... CONCURRENTLY? */
+static bool
+WrittenConcurrently(const BgddlJob *job)
+{
+	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
+
+	return CheckedNode(RefreshMatViewStmt, raw->stmt)->concurrent;
+}
+
+/*
+ * REFRESH ... CONCURRENTLY's check of the new content (matview.c's, in its
+ * words): no two rows alike without a null column, or the error names the
+ * first.  The statement is prepared as the catalog role (the hidden heap
+ * lives in our schema) and run as the view's owner, under
+ * SECURITY_RESTRICTED_OPERATION: reading the rows and printing one (the
+ * types' output functions) is the owner's doing, as in REFRESH.
+ */
+static void
+CheckNoDuplicateRows(JobRun *run, Relation matview)
+{
+	char	   *hidden = quote_qualified_identifier(get_namespace_name(get_rel_namespace(run->content_oid)),
+													get_rel_name(run->content_oid));
+	CatalogAccess access;
+	SPIPlanPtr	plan;
+	char	   *duplicate = NULL;
+
+	CatalogAccessBegin(&access);
+	plan = SPI_prepare(psprintf("SELECT newdata.*::%s FROM %s newdata "
+								"WHERE newdata.* IS NOT NULL AND EXISTS "
+								"(SELECT 1 FROM %s newdata2 WHERE newdata2.* IS NOT NULL "
+								"AND newdata2.* OPERATOR(pg_catalog.*=) newdata.* "
+								"AND newdata2.ctid OPERATOR(pg_catalog.<>) newdata.ctid)",
+								hidden, hidden, hidden), 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare the duplicate check of background DDL job " INT64_FORMAT,
+			 run->job.id);
+	JobQueryBegin(run->query_role, false);
+	/* Not read-only: it must see the rows this transaction just wrote */
+	if (SPI_execute_plan(plan, NULL, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "the duplicate check of background DDL job " INT64_FORMAT " failed",
+			 run->job.id);
+	if (SPI_processed > 0)
+		duplicate = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	JobQueryEnd();
+	CatalogAccessEnd(&access);
+	if (duplicate != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("new data for materialized view \"%s\" contains duplicate rows without any null columns",
+						RelationGetRelationName(matview)),
+				 errdetail("Row: %s", duplicate)));
+}
+
+/*
+ * What REFRESH ... CONCURRENTLY checks when it publishes, as the user wrote
+ * it: the new content has no duplicate rows, and the view still has the
+ * unique index it needs (one may have been dropped since the submit).
+ */
+static void
+CheckConcurrentRefresh(JobRun *run, Relation matview)
+{
+	CheckNoDuplicateRows(run, matview);
+	if (!HasUsableUniqueIndex(matview))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("could not find suitable unique index on materialized view \"%s\"",
+						RelationGetRelationName(matview))));
+}
+
 /*
  * In the cut-over transaction (query_job.c), once the content is complete:
  * build the view's indexes on the hidden heap, then swap the storage under
@@ -222,6 +341,8 @@ RefreshPublish(JobRun *run, int64 rows)
 	JobSetPhase(run->job.id, JOB_PHASE_BUILDING_INDEXES);
 	LockRelationOid(run->job.target_oid, ShareUpdateExclusiveLock);
 	matview = table_open(run->job.target_oid, NoLock);
+	if (WrittenConcurrently(&run->job))
+		CheckConcurrentRefresh(run, matview);
 	hidden = table_open(run->content_oid, AccessExclusiveLock);
 	HiddenHeapBuildIndexes(matview, hidden, &old_indexes, &new_indexes);
 	table_close(hidden, NoLock);
@@ -241,6 +362,16 @@ static JobStepResult
 RefreshCutOver(JobRun *run)
 {
 	return QueryJobCutOver(run, RefreshPublish);
+}
+
+static Oid
+RefreshBuildHere(const BgddlJob *job)
+{
+	JobRun		run = {.job = *job};
+
+	PrepareRefresh(&run, false);
+	QueryJobBuildHere(&run, RefreshPublish);
+	return job->target_oid;
 }
 
 /* The view itself is never dropped: only the hidden heap */
@@ -264,4 +395,5 @@ const JobKindRoutine refresh_kind_routine = {
 	.catch_up = QueryJobCatchUp,
 	.cut_over = RefreshCutOver,
 	.discard = RefreshDiscard,
+	.build_here = RefreshBuildHere,
 };

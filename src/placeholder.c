@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/index.h"
@@ -34,6 +35,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -44,18 +46,161 @@
 #include "catalog_access.h"
 #include "compat.h"
 #include "job_catalog.h"
+#include "job_control.h"
+#include "parser/analyze.h"
 #include "placeholder.h"
 #include "session_jobs.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
 
 static void PlaceholderExecutorStart(QueryDesc *queryDesc, int eflags);
+static void PlaceholderPostParseAnalyze(ParseState *pstate, Query *query,
+										JumbleState *jstate);
 
 void
 PlaceholderHookInstall(void)
 {
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = PlaceholderExecutorStart;
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = PlaceholderPostParseAnalyze;
+}
+
+/* A target of a job of the current transaction that a statement uses */
+typedef struct UsedTarget
+{
+	int64		job_id;
+	Oid			target_oid;
+	Oid			built_oid;		/* what stands for the target once built */
+} UsedTarget;
+
+/* What StatementRelationsWalker calls for each relation, with its argument */
+typedef struct RelationVisit
+{
+	void		(*visit) (RangeTblEntry *rte, void *arg);
+	void	   *arg;
+} RelationVisit;
+
+/*
+ * Visit every relation entry of an analysed statement: in its subqueries,
+ * and in the query that CREATE TABLE AS, EXPLAIN or DECLARE CURSOR holds
+ * (other utility statements name relations, which they look up later).
+ */
+static bool
+StatementRelationsWalker(Node *node, RelationVisit *visit)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		if (((RangeTblEntry *) node)->rtekind == RTE_RELATION)
+			visit->visit((RangeTblEntry *) node, visit->arg);
+		return false;
+	}
+	if (IsA(node, Query))
+	{
+		Node	   *utility = ((Query *) node)->utilityStmt;
+
+		if (utility == NULL)
+			return query_tree_walker((Query *) node, StatementRelationsWalker, visit,
+									 QTW_EXAMINE_RTES_BEFORE);
+		if (IsA(utility, CreateTableAsStmt))
+			return StatementRelationsWalker(((CreateTableAsStmt *) utility)->query, visit);
+		if (IsA(utility, ExplainStmt))
+			return StatementRelationsWalker(((ExplainStmt *) utility)->query, visit);
+		if (IsA(utility, DeclareCursorStmt))
+			return StatementRelationsWalker(((DeclareCursorStmt *) utility)->query, visit);
+		return false;
+	}
+	return expression_tree_walker(node, StatementRelationsWalker, visit);
+}
+
+/* Note a relation that is the target of a job of this transaction */
+static void
+NoteUsedTarget(RangeTblEntry *rte, void *arg)
+{
+	List	  **used = arg;
+	int64		job_id = SessionUncommittedJobOf(rte->relid);
+	UsedTarget *target;
+	ListCell   *lc;
+
+	if (job_id == 0)
+		return;
+	foreach(lc, *used)
+	{
+		if (((UsedTarget *) lfirst(lc))->job_id == job_id)
+			return;
+	}
+	target = palloc0(sizeof(UsedTarget));
+	target->job_id = job_id;
+	target->target_oid = rte->relid;
+	*used = lappend(*used, target);
+}
+
+/* Point a use of a built target to what now stands for it */
+static void
+Retarget(RangeTblEntry *rte, void *arg)
+{
+	List	   *built = arg;
+	ListCell   *lc;
+
+	foreach(lc, built)
+	{
+		UsedTarget *target = lfirst(lc);
+
+		if (rte->relid != target->target_oid || target->built_oid == target->target_oid)
+			continue;
+		LockRelationOid(target->built_oid, rte->rellockmode);
+		rte->relid = target->built_oid;
+		rte->relkind = get_rel_relkind(target->built_oid);
+		return;
+	}
+}
+
+/*
+ * A statement of the transaction that submitted a job uses the job's
+ * target before COMMIT (PostgreSQL's own scripts create a materialized view
+ * and read it in one transaction): the blocking statement would have built
+ * it already, so it is built here, now (JobBuildHere), before the statement
+ * is planned; a CREATE TABLE AS target is then a new relation, which the
+ * statement is pointed to.  Costs nothing to a transaction that submitted
+ * no job.
+ */
+static void
+PlaceholderPostParseAnalyze(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
+	if (SessionHasUncommittedJobs())
+	{
+		List	   *used = NIL;
+		RelationVisit note = {NoteUsedTarget, &used};
+		RelationVisit retarget = {Retarget, NULL};
+		ListCell   *lc;
+
+		(void) StatementRelationsWalker((Node *) query, &note);
+		/*
+		 * The analysis keeps the target of an INSERT, UPDATE or DELETE open,
+		 * which would forbid replacing it: it is no longer needed
+		 */
+		if (used != NIL && pstate->p_target_relation != NULL)
+		{
+			table_close(pstate->p_target_relation, NoLock);
+			pstate->p_target_relation = NULL;
+		}
+		foreach(lc, used)
+		{
+			UsedTarget *target = lfirst(lc);
+
+			target->built_oid = JobBuildHere(target->job_id, "read it");
+			if (!OidIsValid(target->built_oid))
+				target->built_oid = target->target_oid;
+		}
+		retarget.arg = used;
+		if (used != NIL)
+			(void) StatementRelationsWalker((Node *) query, &retarget);
+	}
 }
 
 /* Is this relation an unpopulated materialized view? */
@@ -148,13 +293,9 @@ PlaceholderCheckRefresh(RefreshMatViewStmt *stmt)
 	if (!OidIsValid(target_oid))
 		return;					/* the normal path reports it */
 	job_id = JobFindUnfinishedByTarget(target_oid);
-	if (job_id != 0 && SessionJobIsUncommitted(job_id))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("materialized view \"%s\" is being built by background DDL job " INT64_FORMAT,
-						stmt->relation->relname, job_id),
-				 errdetail("The job was submitted in this transaction; it starts when the transaction commits."),
-				 errhint("Refresh it after COMMIT, once the job has succeeded.")));
+	if (job_id != 0 && SessionJobIsUncommitted(job_id) &&
+		OidIsValid(JobBuildHere(job_id, "refreshed it")))
+		return;
 	if (job_id != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
@@ -195,6 +336,19 @@ PlaceholderOfUnfinishedJob(Oid relid)
 		JobFindUnfinishedByTarget(relid) != 0;
 }
 
+/*
+ * If the relation is the placeholder of a job of the current transaction,
+ * build the job here (JobBuildHere) and return true.
+ */
+static bool
+BuildHereIfUncommitted(RangeVar *relation, const char *why)
+{
+	Oid			relid = relation != NULL ? RangeVarGetRelid(relation, NoLock, true) : InvalidOid;
+	int64		job_id = OidIsValid(relid) ? SessionUncommittedJobOf(relid) : 0;
+
+	return job_id != 0 && OidIsValid(JobBuildHere(job_id, why));
+}
+
 static void
 RefuseChangeOfPlaceholder(RangeVar *relation, const char *statement)
 {
@@ -205,6 +359,8 @@ RefuseChangeOfPlaceholder(RangeVar *relation, const char *statement)
 		return;
 	relid = RangeVarGetRelid(relation, NoLock, true);
 	job_id = JobReplacingPlaceholder(relid);
+	if (job_id != 0 && BuildHereIfUncommitted(relation, psprintf("ran %s on it", statement)))
+		return;
 	if (job_id != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -256,7 +412,7 @@ PlaceholderCheckChange(Node *parsetree)
 				List	   *names;
 
 				if (stmt->objtype != OBJECT_TABLE && stmt->objtype != OBJECT_MATVIEW &&
-					stmt->objtype != OBJECT_COLUMN)
+					stmt->objtype != OBJECT_INDEX && stmt->objtype != OBJECT_COLUMN)
 					break;
 				names = castNode(List, stmt->object);
 				if (stmt->objtype == OBJECT_COLUMN)
@@ -268,6 +424,8 @@ PlaceholderCheckChange(Node *parsetree)
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
 				RefuseChangeOfPlaceholder(((RenameStmt *) parsetree)->relation, "RENAME COLUMN");
+			else if (((RenameStmt *) parsetree)->renameType == OBJECT_INDEX)
+				BuildHereIfUncommitted(((RenameStmt *) parsetree)->relation, "renamed it");
 			break;
 		default:
 			break;

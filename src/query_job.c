@@ -38,8 +38,11 @@
 #include "catalog/pg_depend.h"
 #include "catalog/pg_rewrite.h"
 #include "executor/executor.h"
+#include "fmgr.h"
 #include "jit/jit.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
@@ -49,6 +52,7 @@
 #include "storage/lmgr.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -112,6 +116,53 @@ QueryJobValidate(Query *query, const char *query_string, ParamListInfo params,
 	ExecutorEnd(query_desc);
 	FreeQueryDesc(query_desc);
 	return plan;
+}
+
+/* Replace external parameters by their values in params (see QueryBindParams) */
+static Node *
+BindParamsMutator(Node *node, ParamListInfo params)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+	{
+		Param	   *param = (Param *) node;
+		ParamExternData workspace;
+		ParamExternData *value = NULL;
+		int16		typlen;
+		bool		typbyval;
+		Datum		datum = (Datum) 0;
+
+		if (params != NULL && param->paramid > 0 && param->paramid <= params->numParams)
+			value = params->paramFetch != NULL ?
+				params->paramFetch(params, param->paramid, false, &workspace) :
+				&params->params[param->paramid - 1];
+		if (value == NULL || value->ptype != param->paramtype)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_PARAMETER),
+					 errmsg("there is no parameter $%d", param->paramid)));
+		get_typlenbyval(param->paramtype, &typlen, &typbyval);
+		if (!value->isnull)
+			datum = typlen == -1 ? PointerGetDatum(PG_DETOAST_DATUM_COPY(value->value)) :
+				datumCopy(value->value, typbyval, typlen);
+		return (Node *) makeConst(param->paramtype, param->paramtypmod, param->paramcollid,
+								  typlen, datum, value->isnull, typbyval);
+	}
+	if (IsA(node, Query))
+		return (Node *) query_tree_mutator((Query *) node, BindParamsMutator, params, 0);
+	return expression_tree_mutator(node, BindParamsMutator, params);
+}
+
+/*
+ * A copy of the query with every external parameter (CREATE TABLE ... AS
+ * EXECUTE's, a PL/pgSQL variable) replaced by its value in params, as a
+ * constant, bound once as the blocking statement binds them: a job's query
+ * must stand on its own in another session.
+ */
+Query *
+QueryBindParams(Query *query, ParamListInfo params)
+{
+	return (Query *) BindParamsMutator((Node *) copyObject(query), params);
 }
 
 /*
@@ -408,6 +459,18 @@ LockSources(const JobRun *run)
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
+}
+
+/*
+ * Begin a step that reads the job's sources: their locks first, then the
+ * snapshot (JobStepTakeSnapshot says why).
+ */
+static void
+SourcesStepBegin(JobRun *run, const char *activity, bool repeatable_read)
+{
+	JobStepBegin(activity, repeatable_read ? STEP_REPEATABLE_READ_LATER : STEP_NO_SNAPSHOT);
+	LockSources(run);
+	JobStepTakeSnapshot();
 }
 
 /*
@@ -714,7 +777,7 @@ ChunkStep(JobRun *run, const char *activity)
 	JobStepResult result;
 	ChunkRange	range;
 
-	JobStepBegin(activity, STEP_READ_COMMITTED);
+	SourcesStepBegin(run, activity, false);
 	result = CheckSources(run);
 	if (result == JOB_STEP_MORE)
 	{
@@ -922,7 +985,7 @@ QueryJobCatchUp(JobRun *run)
 
 		INSTR_TIME_SET_CURRENT(start_time);
 		/* The marks it reads and the rows it recomputes share one snapshot */
-		JobStepBegin("background_ddl: catching up", STEP_REPEATABLE_READ);
+		SourcesStepBegin(run, "background_ddl: catching up", true);
 		JobStepHoldPoint("catch-up batch");
 		check = CheckSources(run);
 		if (check == JOB_STEP_MORE && !run->whole_table_marked)
@@ -1036,12 +1099,13 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 	Relation	content;
 	JobStepResult result;
 	int64		rows;
+	JobPhase	phase = OidIsValid(run->job.driving_oid) ?
+		JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING;
 
 	JobStepHoldPoint("cutting over");
-	JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ);
-	JobSetPhase(run->job.id, OidIsValid(run->job.driving_oid) ?
-				JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING);
-	LockSources(run);
+	BgddlPublishPhase(phase);
+	SourcesStepBegin(run, "background_ddl: cutting over", true);
+	JobSetPhase(run->job.id, phase);
 	if (!JobRunTargetExists(run))
 	{
 		JobStepEnd();
@@ -1051,7 +1115,47 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 	result = QueryJobFinalize(run, content, &rows);
 	table_close(content, NoLock);
 	if (result == JOB_STEP_DONE)
+	{
+		CaptureTriggers triggers = JobTriggers(run);
+
+		/*
+		 * The triggers log nothing once the job has ended, and its worker
+		 * drops them next; detached from the target now, so that a DROP of
+		 * the new object right after does not drop them too, which would
+		 * lock the base tables (they are the worker's to drop, with the
+		 * short lock timeout).
+		 */
+		CaptureDetach(&triggers, run->job.target_oid);
 		publish(run, rows);
+	}
 	JobStepEnd();
 	return result;
+}
+
+/*
+ * Build a query job's content in the session that submitted it, in its
+ * still open transaction, as the blocking statement would have: that
+ * transaction uses the target before it committed.  The whole query runs
+ * here, at the session's snapshot, as the job's role; then the kind
+ * publishes it as at a cut-over, and the job succeeds when the transaction
+ * commits.  run holds the job, and the kind's rule_relid, content_oid and
+ * query_role.
+ */
+void
+QueryJobBuildHere(JobRun *run, QueryJobPublish publish)
+{
+	Relation	content = table_open(run->content_oid, RowExclusiveLock);
+	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	Query	   *query;
+	int64		rows;
+
+	JobQueryBegin(run->query_role, false);
+	query = BackfillRuleQuery(rule_relation, run->query_role,
+							  GetCurrentTransactionStartTimestamp());
+	rows = (int64) BackfillAll(content, query);
+	JobQueryEnd();
+	table_close(rule_relation, NoLock);
+	table_close(content, NoLock);
+	CommandCounterIncrement();
+	publish(run, rows);
 }

@@ -19,6 +19,7 @@
 /* Submit side */
 extern PlannedStmt *QueryJobValidate(Query *query, const char *query_string,
 									 ParamListInfo params, QueryEnvironment *query_env);
+extern Query *QueryBindParams(Query *query, ParamListInfo params);
 extern char *QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason);
 
 /* Worker side */
@@ -33,5 +34,6 @@ extern JobStepResult QueryJobFinalize(JobRun *run, Relation content, int64 *rows
 typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
 
 extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
+extern void QueryJobBuildHere(JobRun *run, QueryJobPublish publish);
 
 #endif							/* BGDDL_QUERY_JOB_H */

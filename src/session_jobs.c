@@ -47,6 +47,7 @@ typedef struct SessionJob
 	int64		job_id;
 	SubTransactionId subid;
 	const char *state;			/* notifications: the new state's name */
+	Oid			target_oid;		/* submitted jobs: their target */
 } SessionJob;
 
 static List *submitted_jobs = NIL;	/* in TopMemoryContext */
@@ -64,16 +65,41 @@ RememberJob(List *jobs, int64 job_id)
 	entry->job_id = job_id;
 	entry->subid = GetCurrentSubTransactionId();
 	entry->state = NULL;
+	entry->target_oid = InvalidOid;
 	jobs = lappend(jobs, entry);
 	MemoryContextSwitchTo(old_context);
 	return jobs;
 }
 
 void
-SessionJobSubmitted(int64 job_id)
+SessionJobSubmitted(int64 job_id, Oid target_oid)
 {
 	submitted_jobs = RememberJob(submitted_jobs, job_id);
+	((SessionJob *) llast(submitted_jobs))->target_oid = target_oid;
 	wake_at_commit = true;
+}
+
+/* The job the current transaction submitted for this target, or 0 */
+int64
+SessionUncommittedJobOf(Oid target_oid)
+{
+	ListCell   *lc;
+
+	foreach(lc, submitted_jobs)
+	{
+		SessionJob *entry = lfirst(lc);
+
+		if (entry->target_oid == target_oid)
+			return entry->job_id;
+	}
+	return 0;
+}
+
+/* Has the current transaction submitted jobs? */
+bool
+SessionHasUncommittedJobs(void)
+{
+	return submitted_jobs != NIL;
 }
 
 /* The last job this session submitted that exists (or will, at commit) */

@@ -10,7 +10,9 @@
 #define BGDDL_SESSION_JOBS_H
 
 extern void SessionJobsInstall(void);
-extern void SessionJobSubmitted(int64 job_id);
+extern void SessionJobSubmitted(int64 job_id, Oid target_oid);
+extern int64 SessionUncommittedJobOf(Oid target_oid);
+extern bool SessionHasUncommittedJobs(void);
 extern int64 SessionLastJobId(void);
 extern bool SessionJobIsUncommitted(int64 job_id);
 extern void SessionWakeAtCommit(void);

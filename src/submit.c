@@ -154,7 +154,7 @@ Submit(const JobKindRoutine *routine, PlannedStmt *pstmt, const char *queryStrin
 	submission.command = StatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
 	submission.strategy = submit.strategy;
 	job_id = JobInsert(&submission);
-	SessionJobSubmitted(job_id);
+	SessionJobSubmitted(job_id, submit.target_oid);
 
 	if (submit.one_batch_reason != NULL)
 		ereport(NOTICE,
@@ -226,23 +226,61 @@ GuardDropExtension(DropStmt *stmt)
 				 errhint("Cancel them with cancel_ddl(id) and wait for them with wait_ddl(id), or let them finish.")));
 }
 
+/*
+ * The utility statement whose execution the current one runs in (NULL at
+ * the top): see StatementIsUsers.
+ */
+static Node *enclosing_utility = NULL;
+
+/*
+ * Did the user write this statement, at the top level or in a function or DO
+ * block?  PostgreSQL runs statements of its own through ProcessUtility too:
+ * the index of a PRIMARY KEY or UNIQUE constraint in CREATE TABLE, the
+ * elements of CREATE SCHEMA, LIKE ... INCLUDING INDEXES, ALTER TABLE's
+ * follow-up statements (all PROCESS_UTILITY_SUBCOMMAND), and whatever an
+ * event trigger runs while another DDL statement executes.  Taken as a job,
+ * such a statement would be lost (a constraint without its index), so only
+ * a complete statement that runs at the top level, or from a function or
+ * procedure called by a query, DO or CALL, may become one.
+ */
+static bool
+StatementIsUsers(ProcessUtilityContext context, Node *outer_utility)
+{
+	if (context == PROCESS_UTILITY_TOPLEVEL)
+		return true;
+	if (context == PROCESS_UTILITY_SUBCOMMAND)
+		return false;
+	return outer_utility == NULL || IsA(outer_utility, DoStmt) ||
+		IsA(outer_utility, CallStmt);
+}
+
+/*
+ * A utility statement: submitted as a job if it is one (may_submit: it is
+ * the user's own, and background_ddl is on), the guards on jobs' objects
+ * otherwise.
+ */
 static void
-BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					bool readOnlyTree, ProcessUtilityContext context,
-					ParamListInfo params, QueryEnvironment *queryEnv,
-					DestReceiver *dest, QueryCompletion *qc)
+ProcessStatement(PlannedStmt *pstmt, const char *queryString,
+				 bool readOnlyTree, ProcessUtilityContext context,
+				 ParamListInfo params, QueryEnvironment *queryEnv,
+				 DestReceiver *dest, QueryCompletion *qc, bool may_submit)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	if (background_ddl_enabled)
+	if (may_submit)
 	{
-		const JobKindRoutine *routine = JobKindForStatement(parsetree);
+		const char *in_session_reason;
+		const JobKindRoutine *routine = JobKindForStatement(parsetree, &in_session_reason);
 
 		if (routine != NULL)
 		{
 			Submit(routine, pstmt, queryString, context, params, queryEnv, qc);
 			return;
 		}
+		if (in_session_reason != NULL)
+			ereport(NOTICE,
+					(errmsg("this statement runs in this session, not as a background job"),
+					 errdetail("%s", in_session_reason)));
 	}
 
 	switch (nodeTag(parsetree))
@@ -291,4 +329,27 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 						   queryEnv, dest, qc);
+}
+
+static void
+BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *outer_utility = enclosing_utility;
+	volatile bool may_submit = background_ddl_enabled &&
+		StatementIsUsers(context, outer_utility);
+
+	enclosing_utility = pstmt->utilityStmt;
+	PG_TRY();
+	{
+		ProcessStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+						 dest, qc, may_submit);
+	}
+	PG_FINALLY();
+	{
+		enclosing_utility = outer_utility;
+	}
+	PG_END_TRY();
 }

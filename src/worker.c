@@ -64,6 +64,7 @@
 #include "job_catalog.h"
 #include "job_control.h"
 #include "job_kind.h"
+#include "job_messages.h"
 #include "job_run.h"
 #include "job_step.h"
 #include "partial_agg.h"
@@ -336,6 +337,8 @@ RunJob(JobRun *run)
 
 	JobStepBegin("background_ddl: checking the job", STEP_READ_COMMITTED);
 	target_exists = JobRunTargetExists(run);
+	if (!target_exists && run->routine->gone_reason != NULL)
+		run->gone_reason = run->routine->gone_reason(&run->job);
 	JobStepEnd();
 	if (!target_exists)
 		goto target_gone;
@@ -372,7 +375,8 @@ RunJob(JobRun *run)
 
 target_gone:
 	{
-		JobError	reason = {"the target was dropped", NULL, NULL, NULL};
+		JobError	reason = {run->gone_reason ? run->gone_reason : "the target was dropped",
+		NULL, NULL, NULL};
 
 		EndJob(run, JOB_STATE_CANCELLED, &reason);
 	}
@@ -543,6 +547,7 @@ BgddlWorkerMain(Datum main_arg)
 	pgstat_report_appname(psprintf("background_ddl job " INT64_FORMAT, job_id));
 
 	JobStepsInit(job_id);
+	JobMessagesInstall();
 	run = MemoryContextAllocZero(JobContext(), sizeof(JobRun));
 	run->job.id = job_id;
 
