@@ -53,6 +53,12 @@ REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_c
 ISOLATION = capture_races
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check_iso
 
+# The parity suite (test/parity): the same scripts run with background_ddl off
+# and on, against one expected output (make parity-check).
+PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index
+PARITY_OPTS = --inputdir=$(srcdir)/test/parity --temp-config=$(srcdir)/test/regress.conf \
+	--dbname=parity $(PARITY)
+
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
@@ -62,7 +68,8 @@ PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializer
 
 # pg_bgddl, the command-line client (libpq), installed next to psql
 SCRIPTS_built = client/pg_bgddl
-EXTRA_CLEAN = client/pg_bgddl
+EXTRA_CLEAN = client/pg_bgddl output_parity_off output_parity_on tmp_check_parity_off \
+	tmp_check_parity_on
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -74,3 +81,13 @@ client/pg_bgddl: client/pg_bgddl.c
 
 # PGXS does not track header dependencies: rebuild everything when one changes
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
+
+parity-check:
+	rc=0; \
+	export PGOPTIONS='-c client_min_messages=warning'; \
+	$(pg_regress_installcheck) --temp-instance=./tmp_check_parity_off \
+		--outputdir=./output_parity_off $(PARITY_OPTS) || rc=1; \
+	export PGOPTIONS='-c client_min_messages=warning -c background_ddl=on'; \
+	$(pg_regress_installcheck) --temp-instance=./tmp_check_parity_on \
+		--outputdir=./output_parity_on $(PARITY_OPTS) || rc=1; \
+	exit $$rc

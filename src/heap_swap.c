@@ -39,6 +39,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/toasting.h"
 #include "commands/tablecmds.h"
+#include "common/string.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -97,10 +98,11 @@ HiddenHeapCreate(Relation matview, Oid namespace_oid, const char *name)
 /*
  * Build an index copy (a REINDEX builds it, and marks it ready and valid).
  * A unique violation is reported as the blocking REFRESH reports it: for
- * the view's own index, on the view.
+ * the view's own index, on the view; with as_merge, as REFRESH ...
+ * CONCURRENTLY does, whose merge inserts the duplicate key.
  */
 static void
-BuildIndexCopy(Relation matview, Oid old_index, Relation hidden, Oid new_index)
+BuildIndexCopy(Relation matview, Oid old_index, Relation hidden, Oid new_index, bool as_merge)
 {
 	MemoryContext context = CurrentMemoryContext;
 	ReindexParams params = {0};
@@ -119,6 +121,15 @@ BuildIndexCopy(Relation matview, Oid old_index, Relation hidden, Oid new_index)
 		if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
 			PG_RE_THROW();
 		FlushErrorState();
+		if (as_merge && error->detail != NULL &&
+			pg_str_endswith(error->detail, " is duplicated."))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("duplicate key value violates unique constraint \"%s\"", index_name),
+					 errdetail_internal("%.*s already exists.",
+										(int) strlen(error->detail) - (int) strlen(" is duplicated."),
+										error->detail),
+					 errtableconstraint(matview, index_name)));
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
 				 errmsg("could not create unique index \"%s\"", index_name),
@@ -131,13 +142,13 @@ BuildIndexCopy(Relation matview, Oid old_index, Relation hidden, Oid new_index)
 
 /*
  * Build, on the hidden heap, a copy of each index of the view, from the
- * hidden heap's content.  Returns the pairs (view's index, copy) as two
+ * hidden heap's content (for REFRESH ... CONCURRENTLY if concurrently).  Returns the pairs (view's index, copy) as two
  * parallel lists.  Caller holds ShareUpdateExclusive on the view (no index
  * comes or goes) and ACCESS EXCLUSIVE on the hidden heap.
  */
 void
-HiddenHeapBuildIndexes(Relation matview, Relation hidden, List **old_indexes,
-					   List **new_indexes)
+HiddenHeapBuildIndexes(Relation matview, Relation hidden, bool concurrently,
+					   List **old_indexes, List **new_indexes)
 {
 	ListCell   *lc;
 
@@ -152,7 +163,7 @@ HiddenHeapBuildIndexes(Relation matview, Relation hidden, List **old_indexes,
 												   get_rel_tablespace(old_index),
 												   psprintf("index_%u", old_index));
 		CommandCounterIncrement();
-		BuildIndexCopy(matview, old_index, hidden, new_index);
+		BuildIndexCopy(matview, old_index, hidden, new_index, concurrently);
 		*old_indexes = lappend_oid(*old_indexes, old_index);
 		*new_indexes = lappend_oid(*new_indexes, new_index);
 	}

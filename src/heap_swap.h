@@ -13,8 +13,8 @@
 #include "utils/relcache.h"
 
 extern Oid	HiddenHeapCreate(Relation matview, Oid namespace_oid, const char *name);
-extern void HiddenHeapBuildIndexes(Relation matview, Relation hidden, List **old_indexes,
-								   List **new_indexes);
+extern void HiddenHeapBuildIndexes(Relation matview, Relation hidden, bool concurrently,
+								   List **old_indexes, List **new_indexes);
 extern void HiddenHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes,
 						   List *new_indexes);
 

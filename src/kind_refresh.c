@@ -337,14 +337,15 @@ RefreshPublish(JobRun *run, int64 rows)
 	Relation	hidden;
 	List	   *old_indexes;
 	List	   *new_indexes;
+	bool		concurrently = WrittenConcurrently(&run->job);
 
 	JobSetPhase(run->job.id, JOB_PHASE_BUILDING_INDEXES);
 	LockRelationOid(run->job.target_oid, ShareUpdateExclusiveLock);
 	matview = table_open(run->job.target_oid, NoLock);
-	if (WrittenConcurrently(&run->job))
+	if (concurrently)
 		CheckConcurrentRefresh(run, matview);
 	hidden = table_open(run->content_oid, AccessExclusiveLock);
-	HiddenHeapBuildIndexes(matview, hidden, &old_indexes, &new_indexes);
+	HiddenHeapBuildIndexes(matview, hidden, concurrently, &old_indexes, &new_indexes);
 	table_close(hidden, NoLock);
 	table_close(matview, NoLock);
 
