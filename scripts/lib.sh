@@ -7,6 +7,7 @@
 #                             mktemp dir (unix socket only, background_ddl preloaded), export PG* vars
 #   cluster_stop              stop it and remove its directory (safe to call twice; use in a trap)
 #   sql ARGS...               psql -X -At -v ON_ERROR_STOP=1 against that cluster
+#   citus_build_script        where the script that builds Citus is, if anywhere
 
 PG_MAJOR=15
 PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
@@ -37,6 +38,19 @@ ensure_packages() {
 build_install() {
     echo "== building and installing background_ddl (PG_CONFIG=$PG_CONFIG)"
     (cd "$REPO" && make -s clean && make -s COPT=-Werror && make -s install)
+}
+
+# The script that builds and installs Citus (a test dependency): $BGDDL_CITUS_BUILD, or the
+# shared dependencies next to the repository.  Fails if there is none.
+citus_build_script() {
+    local candidate
+    for candidate in "${BGDDL_CITUS_BUILD:-}" "$REPO/../shared/deps/citus/build.sh"; do
+        if [ -n "$candidate" ] && [ -f "$candidate" ]; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
 }
 
 cluster_start() {

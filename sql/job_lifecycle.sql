@@ -103,3 +103,24 @@ SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT count(*) AS differences FROM
   (SELECT * FROM mv_settings EXCEPT ALL SELECT * FROM mv_settings_blocking) x;
 SELECT t FROM mv_settings WHERE id = 1;
+
+-- What the job's own statements say (INFO, NOTICE, WARNING) is kept with the
+-- job: all of it counted, the first 100 kept, readable by its role.
+CREATE FUNCTION noisy(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF x <= 3 THEN
+    RAISE WARNING 'row % is early', x USING HINT = 'Just saying.';
+  ELSIF x <= 150 THEN
+    RAISE NOTICE 'row %', x;
+  END IF;
+  RETURN x;
+END $$;
+CREATE MATERIALIZED VIEW mv_noisy AS SELECT noisy(id) AS id FROM events WHERE id <= 1000;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT messages FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT count(*) AS kept, count(DISTINCT seq) AS distinct_seq, min(seq), max(seq)
+  FROM ddl_messages(last_ddl_job());
+SELECT severity, message, hint, context FROM ddl_messages(last_ddl_job())
+ WHERE severity = 'WARNING' ORDER BY message;
+SELECT * FROM ddl_messages(NULL);
+SELECT * FROM ddl_messages(-1);

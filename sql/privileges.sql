@@ -63,9 +63,11 @@ CREATE FUNCTION alice_slow(x int) RETURNS int LANGUAGE plpgsql AS
 CREATE MATERIALIZED VIEW alice_mv AS SELECT alice_slow(id) FROM alice_data WHERE alice_secret(id) > 0;
 SELECT last_ddl_job() AS alice_job \gset
 
--- Bob sees alice's job, but not its command; he may not cancel it.
+-- Bob sees alice's job, but not its command, nor its messages; he may not
+-- cancel it.
 SET ROLE bgddl_bob;
 SELECT usename, target, command FROM pg_stat_background_ddl WHERE id = :alice_job;
+SELECT * FROM ddl_messages(:alice_job);
 SELECT cancel_ddl(:alice_job);
 -- ... nor slow it down, or take its workers.
 SELECT alter_ddl(:alice_job, max_rate => 1);

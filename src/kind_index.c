@@ -214,6 +214,8 @@ QualifyKeyColumn(Relation rel, IndexElem *elem, Oid am_oid, const char *am_name)
  * the catalog entries (and its own checks) when it announces the new index
  * to object access hooks.  See DryRunDefineIndex.
  */
+#define DRY_RUN_LOCK_RETRY_MS	10
+
 static object_access_hook_type prev_object_access_hook = NULL;
 static bool dry_run_active = false;
 static MemoryContext dry_run_context = NULL;
@@ -254,9 +256,11 @@ IndexLoad(void)
  *
  * It needs SHARE UPDATE EXCLUSIVE on the table, which writers never wait
  * for, but which VACUUM, ANALYZE and every concurrent index build (another
- * job's among them) hold for as long as they run: asked for with
- * background_ddl.lock_timeout, and NULL if that passed (the caller then
- * checks what it can by itself).
+ * job's among them) hold for as long as they run: it is tried without
+ * queueing for it (a build waits for our snapshot: waiting for its lock
+ * could deadlock), again every few milliseconds for as long as
+ * background_ddl.lock_timeout, and if it never comes free, NULL (the caller
+ * then checks what it can by itself).
  */
 static char *
 DryRunDefineIndex(Oid relid, IndexStmt *stmt)
@@ -275,9 +279,17 @@ DryRunDefineIndex(Oid relid, IndexStmt *stmt)
 	MemoryContextSwitchTo(caller_context);
 	PG_TRY();
 	{
-		(void) set_config_option("lock_timeout", psprintf("%d", background_ddl_lock_timeout_ms),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-		LockRelationOid(relid, ShareUpdateExclusiveLock);
+		for (int waited_ms = 0;; waited_ms += DRY_RUN_LOCK_RETRY_MS)
+		{
+			if (ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+				break;
+			if (waited_ms >= background_ddl_lock_timeout_ms)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not lock relation %u for a dry run", relid)));
+			pg_usleep(DRY_RUN_LOCK_RETRY_MS * 1000L);
+			CHECK_FOR_INTERRUPTS();
+		}
 		locked = true;
 		dry_run_active = true;
 		(void) DefineIndex(relid, dry, InvalidOid, InvalidOid, InvalidOid,

@@ -7,7 +7,8 @@
 #    queued behind the swap while it waits for its lock;
 #  - CREATE INDEX, interrupted in the middle of its build (killed, crashed,
 #    cancelled) leaves no invalid index, and a rebuilt index is complete
-#    under concurrent writes; two index jobs on one table do not deadlock.
+#    under concurrent writes; two index jobs on one table do not deadlock;
+#    an index job whose table is dropped ends cancelled.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -280,6 +281,24 @@ for my $fault ('kill', 'immediate', 'cancel')
 	ok(wait_job_state($node, $first, 'succeeded'), "$label: the first succeeded");
 	ok(wait_job_state($node, $second, 'succeeded'), "$label: the second succeeded");
 	is(invalid_indexes(), '0', "$label: no invalid index");
+}
+
+# The table of an index job is dropped before the build: the job ends
+# cancelled, saying why, and leaves nothing.
+{
+	my $label = 'CREATE INDEX, table dropped';
+	$node->safe_psql('postgres',
+		'CREATE TABLE doomed (a int); INSERT INTO doomed SELECT generate_series(1, 1000)');
+	my $hold = hold_at($node, 'chunk 0');
+	my $job = submit_job($node, 'CREATE INDEX doomed_a ON doomed (a)');
+	ok(held(4242), "$label: held before the build");
+	$node->safe_psql('postgres', 'DROP TABLE doomed');
+	release_hold($node, $hold);
+	ok(wait_job_state($node, $job, 'cancelled'), "$label: cancelled");
+	is($node->safe_psql('postgres', "SELECT error FROM pg_stat_background_ddl WHERE id = $job"),
+		'the table was dropped', "$label: the error says why");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'doomed_a'"),
+		'0', "$label: nothing left");
 }
 
 $node->stop;
