@@ -67,6 +67,9 @@ CREATE TABLE background_ddl.job (
 	target_filenode oid,		/* the content relation's relfilenode when the backfill began */
 	catchup_passes	integer NOT NULL DEFAULT 0,
 	cleanup_pending boolean NOT NULL DEFAULT false,	/* capture triggers may exist */
+	capture_stopped boolean NOT NULL DEFAULT false,	/* its backlog outgrew its bound */
+	not_before		timestamptz,	/* its worker gave it back, to be started again then */
+	given_back_for	text,		/* ... and why (waiting_on) */
 	/* the job's own limits (alter_ddl); NULL: none, or the server's setting */
 	max_rate		float8 CHECK (max_rate > 0),	/* rows per second */
 	batch_time		interval CHECK (batch_time > '0'),
@@ -274,6 +277,8 @@ CREATE VIEW pg_stat_background_ddl AS
 				   THEN 'the rate limit of ' || j.max_rate || ' rows/s (alter_ddl)'
 				 WHEN i.phase LIKE 'waiting for%' THEN i.phase
 			   END
+			 WHEN j.not_before > now()
+			   THEN j.given_back_for || ' (its worker was given back until ' || j.not_before::text || ')'
 			 WHEN j.in_flight AND j.attempts > 0 AND
 				  j.attempt_started_at + least(60000, 1000 * 2 ^ least(j.attempts - 1, 16)) * interval '1 ms' > now()
 			   THEN 'a restart after a crash, not before ' ||

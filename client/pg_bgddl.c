@@ -8,9 +8,29 @@
  * -h, -p, -U, the PG* environment variables, .pgpass) and runs only the
  * extension's SQL interface: SET background_ddl = on and the statement for
  * submit, pg_stat_background_ddl for list and watch, cancel_ddl, pause_ddl
- * and resume_ddl.  wait and watch LISTEN on the background_ddl channel,
- * where the extension sends '<id> <state>' at every state change, and look
- * again at the view when woken (and every few seconds in any case).
+ * and resume_ddl, and with -v ddl_messages for the messages of ended jobs.
+ * Any role may use it: it needs no privilege beyond those the extension
+ * grants to PUBLIC.
+ *
+ * Like PostgreSQL's own client programs it runs its queries with an empty
+ * search_path, and it names every object of the extension by the schema the
+ * extension is installed in (found in pg_extension), so that a role that
+ * can create objects in a schema of the user's search_path cannot stand in
+ * for them.  Only the statements given to submit run with the user's
+ * search_path.  Whether the library was preloaded is found by calling one
+ * of its C functions (last_ddl_job), which fails when it was not.
+ *
+ * Everything that came from the server is printed through Printable: a
+ * role can put any byte into the name of the object a job builds, into the
+ * errors and messages its statements raise, and into a NOTIFY payload, and
+ * raw control characters would let it clear the screen of whoever runs
+ * pg_bgddl or fake lines of its output.
+ *
+ * wait and watch LISTEN on the background_ddl channel, where the extension
+ * sends '<id> <state>' at every state change, and look again at the view
+ * when notified (and every few seconds in any case).  Any role may NOTIFY
+ * on that channel, so a notification is only a hint to look again: the
+ * view is the truth, and a payload of another shape is ignored.
  *
  * Exit codes: see the EXIT_* constants and --help.
  *
@@ -18,12 +38,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,46 +64,263 @@
 #define POLL_SECONDS_WAIT	10
 #define POLL_SECONDS_WATCH	1
 
+/* How many of a job's messages ddl_messages returns (job_messages.c) */
+#define JOB_MESSAGES_KEPT	100
+
+/* What _PG_init says when the library is loaded other than at server start */
+#define NOT_PRELOADED_ERROR	"must be loaded via shared_preload_libraries"
+
 static const char *progname = "pg_bgddl";
 static bool quiet = false;
 static bool verbose = false;
 
-/* One job as pg_stat_background_ddl shows it */
+/*
+ * The connection's client encoding, for Printable; until there is a
+ * connection (the text is then the user's own), UTF-8.
+ */
+static int	client_encoding = -1;
+static bool client_encoding_utf8 = true;
+
+/* The extension's schema, quoted, to qualify its objects with */
+static char *extension_schema = NULL;
+
+/* The user's search_path, for the statements of submit alone */
+static char *user_search_path = NULL;
+
+/* The states of a job, as the extension names them in the view and in NOTIFY */
+static const char *const job_states[] = {
+	"queued", "running", "paused", "cancelling", "succeeded", "failed", "cancelled"
+};
+
+#define lengthof(array) ((int) (sizeof(array) / sizeof((array)[0])))
+
+#define UNENDED_JOBS "state NOT IN ('succeeded', 'failed', 'cancelled')"
+
+/*
+ * One job as pg_stat_background_ddl shows it.  Every text field is as
+ * Printable made it, never as the server sent it.
+ */
 typedef struct Job
 {
 	long long	id;
-	char		kind[64];
-	char		target[256];
-	char		state[32];
-	char		phase[64];
+	char	   *kind;
+	char	   *target;
+	char	   *state;
+	char	   *phase;
 	double		progress;
 	long long	rows_done;
 	double		rate;
-	char		eta[64];
-	char		error[1024];
-	char		waiting_on[256];
+	char	   *eta;
+	char	   *error;
+	char	   *error_detail;
+	char	   *error_hint;
+	char	   *waiting_on;
+	long long	messages;		/* how many its statements raised */
 } Job;
+
+/* The columns of JOB_QUERY, in its order */
+typedef enum JobColumn
+{
+	JOB_ID,
+	JOB_KIND,
+	JOB_TARGET,
+	JOB_STATE,
+	JOB_PHASE,
+	JOB_PROGRESS,
+	JOB_ROWS_DONE,
+	JOB_RATE,
+	JOB_ETA,
+	JOB_ERROR,
+	JOB_ERROR_DETAIL,
+	JOB_ERROR_HINT,
+	JOB_WAITING_ON,
+	JOB_MESSAGES
+} JobColumn;
+
+/* Jobs from the view; its schema (the extension's) is the one %s */
+#define JOB_QUERY \
+	"SELECT id, kind, target, state, coalesce(phase, ''), coalesce(progress, 0), " \
+	"coalesce(rows_done, 0), coalesce(rate, 0), coalesce(to_char(eta, 'HH24:MI:SS'), ''), " \
+	"coalesce(error, ''), coalesce(error_detail, ''), coalesce(error_hint, ''), " \
+	"coalesce(waiting_on, ''), coalesce(messages, 0) FROM %s.pg_stat_background_ddl "
 
 static void fail(int code, const char *format,...)
 			__attribute__((format(printf, 2, 3), noreturn));
 
+/*
+ * The length of the valid UTF-8 character at text, and its code point; 0
+ * if the bytes there are not one (a stray continuation byte, an overlong
+ * form, a surrogate, or a sequence cut short by the string's end).
+ */
+static int
+Utf8CharLength(const unsigned char *text, unsigned int *code)
+{
+	int			length;
+
+	/* the lead byte says how many continuation bytes follow */
+	if (text[0] < 0x80)
+		length = 1;
+	else if (text[0] >= 0xc2 && text[0] <= 0xdf)
+		length = 2;
+	else if ((text[0] & 0xf0) == 0xe0)
+		length = 3;
+	else if (text[0] >= 0xf0 && text[0] <= 0xf4)
+		length = 4;
+	else
+		return 0;
+	*code = length == 1 ? text[0] : text[0] & (0x7f >> length);
+	for (int i = 1; i < length; i++)
+	{
+		/* the terminating zero byte is no continuation byte either */
+		if ((text[i] & 0xc0) != 0x80)
+			return 0;
+		*code = (*code << 6) | (text[i] & 0x3f);
+	}
+	if ((length == 3 && *code < 0x800) || (*code >= 0xd800 && *code <= 0xdfff) ||
+		(length == 4 && (*code < 0x10000 || *code > 0x10ffff)))
+		return 0;
+	return length;
+}
+
+/*
+ * Text from the server made safe to print, the way psql shows such
+ * characters in its output: newline as \n, carriage return as \r, tab as
+ * \t, any other control byte (below 0x20, and 0x7f) as \xHH.  A multibyte
+ * character is kept as it is if it is valid in the client encoding and no
+ * control character; a C1 control in UTF-8 becomes \uHHHH, as in psql.
+ * SQL_ASCII text is taken as UTF-8 (which it usually is) and a byte that is
+ * not part of a valid UTF-8 character becomes \xHH; in the other
+ * single-byte encodings, the bytes 0x80 to 0x9f, the C1 controls of the
+ * ISO 8859 encodings that some terminals obey, also become \xHH.
+ *
+ * Returns a malloc'd string (an empty one for NULL).
+ */
+static char *
+Printable(const char *text)
+{
+	const unsigned char *from = (const unsigned char *) (text ? text : "");
+	/* the longest escape, \xHH, is four bytes in place of one */
+	char	   *printable = malloc(strlen((const char *) from) * 4 + 1);
+	char	   *to = printable;
+
+	if (printable == NULL)
+	{
+		/* not fail(), which escapes its message with this function */
+		fprintf(stderr, "%s: error: out of memory\n", progname);
+		exit(EXIT_USAGE);
+	}
+	while (*from != '\0')
+	{
+		unsigned int code;
+		int			length;
+
+		if (*from == '\n' || *from == '\r' || *from == '\t')
+		{
+			*to++ = '\\';
+			*to++ = *from == '\n' ? 'n' : *from == '\r' ? 'r' : 't';
+			from++;
+			continue;
+		}
+		if (*from < 0x20 || *from == 0x7f)
+		{
+			to += sprintf(to, "\\x%02X", *from++);
+			continue;
+		}
+		if (client_encoding_utf8)
+		{
+			length = Utf8CharLength(from, &code);
+			if (length == 0)
+				to += sprintf(to, "\\x%02X", *from++);
+			else if (code >= 0x80 && code <= 0x9f)
+			{
+				to += sprintf(to, "\\u%04X", code);
+				from += length;
+			}
+			else
+			{
+				memcpy(to, from, length);
+				to += length;
+				from += length;
+			}
+			continue;
+		}
+		length = PQmblenBounded((const char *) from, client_encoding);
+		if (length <= 1)
+		{
+			if (*from >= 0x80 && *from <= 0x9f)
+				to += sprintf(to, "\\x%02X", *from++);
+			else
+				*to++ = *from++;
+			continue;
+		}
+		/* the server checks its text, but a control byte inside stays escaped */
+		for (int i = 1; i < length; i++)
+			if (from[i] < 0x20 || from[i] == 0x7f)
+				length = 0;
+		if (length == 0)
+			to += sprintf(to, "\\x%02X", *from++);
+		else
+		{
+			memcpy(to, from, length);
+			to += length;
+			from += length;
+		}
+	}
+	*to = '\0';
+	return printable;
+}
+
+/*
+ * Print the error on one line and exit.  The message may hold text from the
+ * server or from libpq, which quotes the server: escaped with Printable
+ * (libpq's trailing newline dropped first).
+ */
 static void
 fail(int code, const char *format,...)
 {
 	va_list		args;
-
 	char		message[4096];
 	size_t		length;
 
 	va_start(args, format);
 	vsnprintf(message, sizeof(message), format, args);
 	va_end(args);
-	/* libpq's messages end with a newline: one line each */
 	length = strlen(message);
 	while (length > 0 && message[length - 1] == '\n')
 		message[--length] = '\0';
-	fprintf(stderr, "%s: error: %s\n", progname, message);
+	fprintf(stderr, "%s: error: %s\n", progname, Printable(message));
 	exit(code);
+}
+
+/*
+ * A message from the server as psql shows it: "SEVERITY:  message", then
+ * DETAIL and HINT lines; each part escaped.  prefix goes before the first
+ * line (which job raised it).
+ */
+static void
+PrintServerMessage(const char *prefix, const char *severity, const char *message,
+				   const char *detail, const char *hint)
+{
+	char	   *printable_severity = Printable(severity);
+	char	   *printable_message = Printable(message);
+
+	fprintf(stderr, "%s%s:  %s\n", prefix, printable_severity, printable_message);
+	free(printable_severity);
+	free(printable_message);
+	if (detail != NULL && detail[0] != '\0')
+	{
+		char	   *printable_detail = Printable(detail);
+
+		fprintf(stderr, "DETAIL:  %s\n", printable_detail);
+		free(printable_detail);
+	}
+	if (hint != NULL && hint[0] != '\0')
+	{
+		char	   *printable_hint = Printable(hint);
+
+		fprintf(stderr, "HINT:  %s\n", printable_hint);
+		free(printable_hint);
+	}
 }
 
 static void
@@ -104,15 +341,117 @@ usage(void)
 	printf("  -U, --username=USERNAME  user name to connect as\n");
 	printf("\nOther options:\n");
 	printf("  -q, --quiet              print nothing but errors (and job ids from submit)\n");
-	printf("  -v, --verbose            print what is being done\n");
+	printf("  -v, --verbose            print what is being done; for wait and watch, also the\n");
+	printf("                           messages (INFO, NOTICE, WARNING) each ended job's\n");
+	printf("                           statements raised, and notifications ignored\n");
 	printf("  -V, --version            output version information, then exit\n");
 	printf("  -?, --help               show this help, then exit\n");
+	printf("\nControl characters in what the server sends (names, errors, messages) are shown\n");
+	printf("escaped, as \\n, \\r, \\t or \\xHH.\n");
 	printf("\nExit status: 0 done (wait: every job succeeded), 1 a job failed, 2 a job was cancelled,\n");
 	printf("3 usage or connection error, 4 statement or command refused by the server, 5 no such job,\n");
 	printf("6 extension not installed in the database, 7 library not in shared_preload_libraries.\n");
 }
 
-/* Connect with the options given (NULL: libpq's default) and check the extension */
+/*
+ * Run a statement built from format (its %s stand for the arguments, in
+ * practice the extension's schema) and return the result, also when the
+ * server raised an error; only a lost connection is fatal.
+ */
+static PGresult *TryQueryV(PGconn *conn, int nparams, const char *const *params, const char *format,
+							va_list args)
+			__attribute__((format(printf, 4, 0)));
+
+static PGresult *
+TryQueryV(PGconn *conn, int nparams, const char *const *params, const char *format, va_list args)
+{
+	char		sql[2048];
+	PGresult   *result;
+
+	vsnprintf(sql, sizeof(sql), format, args);
+	result = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(result) != PGRES_TUPLES_OK && PQresultStatus(result) != PGRES_COMMAND_OK &&
+		PQresultErrorField(result, PG_DIAG_SQLSTATE) == NULL)
+		fail(EXIT_USAGE, "lost the connection: %s", PQerrorMessage(conn));
+	return result;
+}
+
+static PGresult *TryQuery(PGconn *conn, int nparams, const char *const *params, const char *format,...)
+			__attribute__((format(printf, 4, 5)));
+
+static PGresult *
+TryQuery(PGconn *conn, int nparams, const char *const *params, const char *format,...)
+{
+	va_list		args;
+	PGresult   *result;
+
+	va_start(args, format);
+	result = TryQueryV(conn, nparams, params, format, args);
+	va_end(args);
+	return result;
+}
+
+static PGresult *Query(PGconn *conn, int error_code, int nparams, const char *const *params,
+					   const char *format,...)
+			__attribute__((format(printf, 5, 6)));
+
+/* As TryQuery, but an error is fatal, with the given exit code */
+static PGresult *
+Query(PGconn *conn, int error_code, int nparams, const char *const *params, const char *format,...)
+{
+	va_list		args;
+	PGresult   *result;
+
+	va_start(args, format);
+	result = TryQueryV(conn, nparams, params, format, args);
+	va_end(args);
+	if (PQresultStatus(result) != PGRES_TUPLES_OK && PQresultStatus(result) != PGRES_COMMAND_OK)
+		fail(error_code, "%s", PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
+	return result;
+}
+
+static void
+SetSearchPath(PGconn *conn, const char *search_path)
+{
+	const char *params[] = {search_path};
+
+	PQclear(Query(conn, EXIT_USAGE, 1, params,
+				  "SELECT pg_catalog.set_config('search_path', $1, false)"));
+}
+
+/* Job ids announced by the submit NOTICEs */
+static char **submitted_ids;
+static int	nsubmitted;
+
+/*
+ * The notices of the session: the submit NOTICE of each job is collected,
+ * any other notice printed (escaped) unless -q.  Installed for the whole
+ * connection, as libpq's default would print the text raw.
+ */
+static void
+ReceiveNotice(void *arg, const PGresult *result)
+{
+	const char *message = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+	long long	id;
+
+	if (message != NULL && sscanf(message, "background DDL job %lld submitted", &id) == 1)
+	{
+		submitted_ids = realloc(submitted_ids, sizeof(char *) * (nsubmitted + 1));
+		submitted_ids[nsubmitted] = malloc(32);
+		snprintf(submitted_ids[nsubmitted++], 32, "%lld", id);
+	}
+	else if (!quiet)
+		PrintServerMessage("", PQresultErrorField(result, PG_DIAG_SEVERITY), message,
+						   PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL),
+						   PQresultErrorField(result, PG_DIAG_MESSAGE_HINT));
+}
+
+/*
+ * Connect with the options given (NULL: libpq's default) and check that the
+ * library is preloaded and the extension installed in the database.  On
+ * return the session's search_path is empty (the user's is kept in
+ * user_search_path) and extension_schema is set.
+ */
 static PGconn *
 Connect(const char *dbname, const char *host, const char *port, const char *user)
 {
@@ -120,55 +459,90 @@ Connect(const char *dbname, const char *host, const char *port, const char *user
 	const char *values[] = {host, port, user, dbname, progname, NULL};
 	PGconn	   *conn = PQconnectdbParams(keywords, values, true);
 	PGresult   *result;
+	const char *encoding;
+	const char *schema;
 
 	if (PQstatus(conn) != CONNECTION_OK)
 		fail(EXIT_USAGE, "could not connect: %s", PQerrorMessage(conn));
-	result = PQexec(conn,
-					"SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'background_ddl'), "
-					"'background_ddl' = ANY (string_to_array(replace("
-					"current_setting('shared_preload_libraries'), ' ', ''), ','))");
-	if (PQresultStatus(result) != PGRES_TUPLES_OK)
-		fail(EXIT_USAGE, "%s", PQerrorMessage(conn));
-	if (strcmp(PQgetvalue(result, 0, 1), "t") != 0)
-		fail(EXIT_NOT_PRELOADED,
-			 "background_ddl is not in shared_preload_libraries of the server (add it and restart)");
-	if (strcmp(PQgetvalue(result, 0, 0), "t") != 0)
+	client_encoding = PQclientEncoding(conn);
+	encoding = PQparameterStatus(conn, "client_encoding");
+	client_encoding_utf8 = encoding != NULL &&
+		(strcmp(encoding, "UTF8") == 0 || strcmp(encoding, "SQL_ASCII") == 0);
+	PQsetNoticeReceiver(conn, ReceiveNotice, NULL);
+
+	/*
+	 * With an empty search_path (as pg_dump and vacuumdb run since
+	 * CVE-2018-1058), a name the client's queries do not qualify resolves in
+	 * pg_catalog only, whatever a role created in the user's schemas.
+	 */
+	result = Query(conn, EXIT_USAGE, 0, NULL,
+				   "SELECT pg_catalog.current_setting('search_path'), "
+				   "pg_catalog.set_config('search_path', '', false)");
+	user_search_path = strdup(PQgetvalue(result, 0, 0));
+	PQclear(result);
+
+	result = Query(conn, EXIT_USAGE, 0, NULL,
+				   "SELECT n.nspname FROM pg_extension e "
+				   "JOIN pg_namespace n ON n.oid = e.extnamespace "
+				   "WHERE e.extname = 'background_ddl'");
+	if (PQntuples(result) == 0)
+	{
+		PQclear(result);
+
+		/*
+		 * Which of the two to fix first: a preloaded library defines its
+		 * settings in every backend, and pg_settings (readable by any role)
+		 * does not show a mere placeholder that a postgresql.conf line of a
+		 * library not loaded makes.
+		 */
+		result = Query(conn, EXIT_USAGE, 0, NULL,
+					   "SELECT EXISTS (SELECT FROM pg_settings "
+					   "WHERE name = 'background_ddl.max_workers')");
+		if (strcmp(PQgetvalue(result, 0, 0), "t") != 0)
+			fail(EXIT_NOT_PRELOADED,
+				 "background_ddl is not in shared_preload_libraries of the server (add it and restart)");
 		fail(EXIT_NOT_INSTALLED,
 			 "extension background_ddl is not installed in database \"%s\" (CREATE EXTENSION background_ddl)",
 			 PQdb(conn));
+	}
+	schema = PQgetvalue(result, 0, 0);
+	extension_schema = PQescapeIdentifier(conn, schema, strlen(schema));
+	if (extension_schema == NULL)
+		fail(EXIT_USAGE, "%s", PQerrorMessage(conn));
+	PQclear(result);
+
+	/*
+	 * A C function of the extension loads the library in this backend if
+	 * the server did not preload it, and its _PG_init then refuses.  (Reading
+	 * shared_preload_libraries instead would need pg_read_all_settings.)
+	 */
+	result = TryQuery(conn, 0, NULL, "SELECT %s.last_ddl_job()", extension_schema);
+	if (PQresultStatus(result) != PGRES_TUPLES_OK)
+	{
+		const char *message = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+
+		if (message != NULL && strstr(message, NOT_PRELOADED_ERROR) != NULL)
+			fail(EXIT_NOT_PRELOADED,
+				 "background_ddl is not in shared_preload_libraries of the server (add it and restart)");
+		fail(EXIT_USAGE, "%s", message);
+	}
 	PQclear(result);
 	if (verbose)
-		fprintf(stderr, "%s: connected to database \"%s\"\n", progname, PQdb(conn));
+	{
+		char	   *database = Printable(PQdb(conn));
+
+		fprintf(stderr, "%s: connected to database \"%s\"\n", progname, database);
+		free(database);
+	}
 	return conn;
 }
 
-/* Run a query that returns rows; any error is fatal with the given code */
-static PGresult *
-Query(PGconn *conn, int error_code, const char *sql, int nparams, const char *const *params)
+/* A text column, escaped; "" for NULL */
+static char *
+PrintableField(PGresult *result, int row, int column)
 {
-	PGresult   *result = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
-
-	if (PQresultStatus(result) != PGRES_TUPLES_OK && PQresultStatus(result) != PGRES_COMMAND_OK)
-	{
-		const char *sqlstate = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-
-		if (sqlstate == NULL)
-			fail(EXIT_USAGE, "lost the connection: %s", PQerrorMessage(conn));
-		fail(error_code, "%s", PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
-	}
-	return result;
+	return Printable(PQgetisnull(result, row, column) ? "" : PQgetvalue(result, row, column));
 }
-
-static void
-CopyField(char *into, size_t size, PGresult *result, int row, int column)
-{
-	snprintf(into, size, "%s", PQgetisnull(result, row, column) ? "" : PQgetvalue(result, row, column));
-}
-
-#define JOB_QUERY \
-	"SELECT id, kind, target, state, coalesce(phase, ''), coalesce(progress, 0), " \
-	"coalesce(rows_done, 0), coalesce(rate, 0), coalesce(to_char(eta, 'HH24:MI:SS'), ''), " \
-	"coalesce(error, ''), coalesce(waiting_on, '') FROM pg_stat_background_ddl "
 
 /* Read jobs (the rows of a JOB_QUERY result) */
 static Job *
@@ -180,20 +554,41 @@ ReadJobs(PGresult *result, int *njobs)
 	{
 		Job		   *job = &jobs[row];
 
-		job->id = atoll(PQgetvalue(result, row, 0));
-		CopyField(job->kind, sizeof(job->kind), result, row, 1);
-		CopyField(job->target, sizeof(job->target), result, row, 2);
-		CopyField(job->state, sizeof(job->state), result, row, 3);
-		CopyField(job->phase, sizeof(job->phase), result, row, 4);
-		job->progress = atof(PQgetvalue(result, row, 5));
-		job->rows_done = atoll(PQgetvalue(result, row, 6));
-		job->rate = atof(PQgetvalue(result, row, 7));
-		CopyField(job->eta, sizeof(job->eta), result, row, 8);
-		CopyField(job->error, sizeof(job->error), result, row, 9);
-		CopyField(job->waiting_on, sizeof(job->waiting_on), result, row, 10);
+		job->id = atoll(PQgetvalue(result, row, JOB_ID));
+		job->kind = PrintableField(result, row, JOB_KIND);
+		job->target = PrintableField(result, row, JOB_TARGET);
+		job->state = PrintableField(result, row, JOB_STATE);
+		job->phase = PrintableField(result, row, JOB_PHASE);
+		job->progress = atof(PQgetvalue(result, row, JOB_PROGRESS));
+		job->rows_done = atoll(PQgetvalue(result, row, JOB_ROWS_DONE));
+		job->rate = atof(PQgetvalue(result, row, JOB_RATE));
+		job->eta = PrintableField(result, row, JOB_ETA);
+		job->error = PrintableField(result, row, JOB_ERROR);
+		job->error_detail = PrintableField(result, row, JOB_ERROR_DETAIL);
+		job->error_hint = PrintableField(result, row, JOB_ERROR_HINT);
+		job->waiting_on = PrintableField(result, row, JOB_WAITING_ON);
+		job->messages = atoll(PQgetvalue(result, row, JOB_MESSAGES));
 	}
 	*njobs = PQntuples(result);
 	return jobs;
+}
+
+static void
+FreeJobs(Job *jobs, int njobs)
+{
+	for (int i = 0; i < njobs; i++)
+	{
+		free(jobs[i].kind);
+		free(jobs[i].target);
+		free(jobs[i].state);
+		free(jobs[i].phase);
+		free(jobs[i].eta);
+		free(jobs[i].error);
+		free(jobs[i].error_detail);
+		free(jobs[i].error_hint);
+		free(jobs[i].waiting_on);
+	}
+	free(jobs);
 }
 
 /* The jobs with the given ids (all of them must exist), in that order */
@@ -205,7 +600,8 @@ LoadJobs(PGconn *conn, char **ids, int nids)
 	for (int i = 0; i < nids; i++)
 	{
 		const char *params[] = {ids[i]};
-		PGresult   *result = Query(conn, EXIT_USAGE, JOB_QUERY "WHERE id = $1::bigint", 1, params);
+		PGresult   *result = Query(conn, EXIT_USAGE, 1, params,
+								   JOB_QUERY "WHERE id = $1::bigint", extension_schema);
 		int			found;
 		Job		   *job = ReadJobs(result, &found);
 
@@ -243,38 +639,161 @@ CheckIds(char **ids, int nids)
 static void
 Listen(PGconn *conn)
 {
-	PQclear(Query(conn, EXIT_USAGE, "LISTEN background_ddl", 0, NULL));
+	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "LISTEN background_ddl"));
 }
 
 /*
- * Sleep until a notification on the channel arrives or seconds pass; returns
- * whether one came.
+ * The job id and state of a notification payload of the extension's shape,
+ * '<job id> <state>' (digits, one space, a state); false for anything else.
  */
 static bool
-AwaitNotification(PGconn *conn, double seconds)
+ParseNotification(const char *payload, long long *id, const char **state)
 {
-	int			socket = PQsocket(conn);
-	fd_set		readable;
-	struct timeval timeout;
-	PGnotify   *notify;
+	char	   *end;
+
+	if (payload[0] < '0' || payload[0] > '9')
+		return false;
+	errno = 0;
+	*id = strtoll(payload, &end, 10);
+	if (errno != 0 || *end != ' ')
+		return false;
+	for (int i = 0; i < lengthof(job_states); i++)
+	{
+		if (strcmp(end + 1, job_states[i]) == 0)
+		{
+			*state = job_states[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+static double
+SecondsNow(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec + now.tv_nsec / 1e9;
+}
+
+/*
+ * Sleep until a notification about one of the jobs arrives or seconds pass;
+ * returns whether one came.  Any role may notify on the channel: a payload
+ * that is not '<job id> <state>' is ignored (reported, escaped, with -v),
+ * one about another job too, and the caller only takes a notification as
+ * the hint to look at the view again, never its state as the job's.
+ */
+static bool
+AwaitNotification(PGconn *conn, double seconds, char **ids, int nids)
+{
+	double		deadline = SecondsNow() + seconds;
 	bool		notified = false;
 
-	FD_ZERO(&readable);
-	FD_SET(socket, &readable);
-	timeout.tv_sec = (long) seconds;
-	timeout.tv_usec = (long) ((seconds - (long) seconds) * 1e6);
-	if (select(socket + 1, &readable, NULL, NULL, &timeout) < 0 && errno != EINTR)
-		fail(EXIT_USAGE, "select() failed: %s", strerror(errno));
-	if (!PQconsumeInput(conn))
-		fail(EXIT_USAGE, "lost the connection: %s", PQerrorMessage(conn));
-	while ((notify = PQnotifies(conn)) != NULL)
+	while (!notified)
 	{
-		if (verbose)
-			fprintf(stderr, "%s: notified: %s\n", progname, notify->extra);
-		notified = true;
-		PQfreemem(notify);
+		double		left = deadline - SecondsNow();
+		struct pollfd readable;
+		PGnotify   *notify;
+
+		if (left <= 0)
+			break;
+		readable.fd = PQsocket(conn);
+		readable.events = POLLIN;
+		if (poll(&readable, 1, (int) (left * 1000) + 1) < 0 && errno != EINTR)
+			fail(EXIT_USAGE, "poll() failed: %s", strerror(errno));
+		if (!PQconsumeInput(conn))
+			fail(EXIT_USAGE, "lost the connection: %s", PQerrorMessage(conn));
+		while ((notify = PQnotifies(conn)) != NULL)
+		{
+			long long	id;
+			const char *state;
+
+			if (!ParseNotification(notify->extra, &id, &state))
+			{
+				if (verbose)
+				{
+					char	   *payload = Printable(notify->extra);
+
+					fprintf(stderr, "%s: ignored a notification from pid %d that is not \"<job id> <state>\": \"%s\"\n",
+							progname, notify->be_pid, payload);
+					free(payload);
+				}
+			}
+			else
+			{
+				for (int i = 0; i < nids; i++)
+				{
+					if (atoll(ids[i]) == id)
+					{
+						if (verbose)
+							fprintf(stderr, "%s: notified: job %lld %s\n", progname, id, state);
+						notified = true;
+						break;
+					}
+				}
+			}
+			PQfreemem(notify);
+		}
 	}
 	return notified;
+}
+
+/*
+ * -v: the messages (INFO, NOTICE, WARNING) an ended job's own statements
+ * raised, which a session that ran the statement in the foreground would
+ * have seen; as psql shows them, after "job <id>: ".  The extension keeps
+ * the first JOB_MESSAGES_KEPT and counts all; a role that may not read the
+ * job's command may not read them either (one line says so).
+ */
+static void
+PrintJobMessages(PGconn *conn, const Job *job)
+{
+	char		id[32];
+	char		prefix[48];
+	const char *params[] = {id};
+	PGresult   *result;
+	int			printed;
+
+	if (job->messages == 0)
+		return;
+	snprintf(id, sizeof(id), "%lld", job->id);
+	snprintf(prefix, sizeof(prefix), "job %lld: ", job->id);
+	result = TryQuery(conn, 1, params,
+					  "SELECT severity, message, detail, hint FROM %s.ddl_messages($1::bigint) "
+					  "ORDER BY seq", extension_schema);
+	if (PQresultStatus(result) != PGRES_TUPLES_OK)
+	{
+		char	   *why = Printable(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
+
+		fprintf(stderr, "%sits %lld messages are not readable: %s\n", prefix, job->messages, why);
+		free(why);
+		PQclear(result);
+		return;
+	}
+	printed = PQntuples(result);
+	for (int row = 0; row < printed; row++)
+		PrintServerMessage(prefix, PQgetvalue(result, row, 0), PQgetvalue(result, row, 1),
+						   PQgetisnull(result, row, 2) ? NULL : PQgetvalue(result, row, 2),
+						   PQgetisnull(result, row, 3) ? NULL : PQgetvalue(result, row, 3));
+	if (job->messages > printed)
+		fprintf(stderr, "%s%lld more messages (only the first %d are kept)\n",
+				prefix, job->messages - printed, JOB_MESSAGES_KEPT);
+	PQclear(result);
+}
+
+/* -v: the messages of the jobs that have ended and not been reported yet */
+static void
+ReportEndedJobs(PGconn *conn, Job *jobs, int njobs, bool *reported)
+{
+	for (int i = 0; i < njobs; i++)
+	{
+		if (reported[i] || !StateIsFinal(jobs[i].state))
+			continue;
+		if (verbose)
+			PrintJobMessages(conn, &jobs[i]);
+		reported[i] = true;
+	}
 }
 
 /* The exit code for ended jobs: any failure first, then any cancel */
@@ -289,6 +808,10 @@ EndedJobsExitCode(Job *jobs, int njobs)
 		{
 			fprintf(stderr, "%s: job %lld (%s %s) failed: %s\n", progname, jobs[i].id,
 					jobs[i].kind, jobs[i].target, jobs[i].error);
+			if (jobs[i].error_detail[0] != '\0')
+				fprintf(stderr, "DETAIL:  %s\n", jobs[i].error_detail);
+			if (jobs[i].error_hint[0] != '\0')
+				fprintf(stderr, "HINT:  %s\n", jobs[i].error_hint);
 			code = EXIT_JOB_FAILED;
 		}
 		else if (strcmp(jobs[i].state, "cancelled") == 0)
@@ -307,6 +830,8 @@ EndedJobsExitCode(Job *jobs, int njobs)
 static int
 WaitForJobs(PGconn *conn, char **ids, int nids)
 {
+	bool	   *reported = calloc(nids + 1, sizeof(bool));
+
 	Listen(conn);
 	for (;;)
 	{
@@ -315,6 +840,8 @@ WaitForJobs(PGconn *conn, char **ids, int nids)
 
 		for (int i = 0; i < nids; i++)
 			all_ended &= StateIsFinal(jobs[i].state);
+		/* each job's messages as soon as it has ended */
+		ReportEndedJobs(conn, jobs, nids, reported);
 		if (all_ended)
 		{
 			int			code = EndedJobsExitCode(jobs, nids);
@@ -322,11 +849,12 @@ WaitForJobs(PGconn *conn, char **ids, int nids)
 			if (!quiet)
 				for (int i = 0; i < nids; i++)
 					printf("%lld %s\n", jobs[i].id, jobs[i].state);
-			free(jobs);
+			FreeJobs(jobs, nids);
+			free(reported);
 			return code;
 		}
-		free(jobs);
-		(void) AwaitNotification(conn, POLL_SECONDS_WAIT);
+		FreeJobs(jobs, nids);
+		(void) AwaitNotification(conn, POLL_SECONDS_WAIT, ids, nids);
 	}
 }
 
@@ -355,13 +883,13 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 	int			nwatched = nids;
 	int			lines_drawn = 0;
 	char	   *last = NULL;
+	bool	   *reported;
 
 	if (nids == 0)
 	{
-		PGresult   *result = Query(conn, EXIT_USAGE,
-								   "SELECT id FROM pg_stat_background_ddl "
-								   "WHERE state NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY id",
-								   0, NULL);
+		PGresult   *result = Query(conn, EXIT_USAGE, 0, NULL,
+								   "SELECT id FROM %s.pg_stat_background_ddl "
+								   "WHERE " UNENDED_JOBS " ORDER BY id", extension_schema);
 
 		nwatched = PQntuples(result);
 		watched = calloc(nwatched + 1, sizeof(char *));
@@ -375,6 +903,7 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 			return EXIT_OK;
 		}
 	}
+	reported = calloc(nwatched + 1, sizeof(bool));
 	Listen(conn);
 	for (;;)
 	{
@@ -404,17 +933,26 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 				PrintProgressLine(&jobs[i], false);
 		}
 		fflush(stdout);
+
+		/*
+		 * Messages of ended jobs: on a terminal only once every line has been
+		 * drawn for the last time, since they would push the lines that the
+		 * next redraw goes back up to.
+		 */
+		if (!terminal || all_ended)
+			ReportEndedJobs(conn, jobs, nwatched, reported);
 		free(last);
 		last = strdup(snapshot);
 		if (all_ended)
 		{
 			int			code = EndedJobsExitCode(jobs, nwatched);
 
-			free(jobs);
+			FreeJobs(jobs, nwatched);
+			free(reported);
 			return code;
 		}
-		free(jobs);
-		(void) AwaitNotification(conn, POLL_SECONDS_WATCH);
+		FreeJobs(jobs, nwatched);
+		(void) AwaitNotification(conn, POLL_SECONDS_WATCH, watched, nwatched);
 	}
 }
 
@@ -422,10 +960,10 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 static int
 ListJobs(PGconn *conn, bool all)
 {
-	PGresult   *result = Query(conn, EXIT_USAGE,
+	PGresult   *result = Query(conn, EXIT_USAGE, 0, NULL,
 							   all ? JOB_QUERY "ORDER BY id" :
-							   JOB_QUERY "WHERE state NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY id",
-							   0, NULL);
+							   JOB_QUERY "WHERE " UNENDED_JOBS " ORDER BY id",
+							   extension_schema);
 	int			njobs;
 	Job		   *jobs = ReadJobs(result, &njobs);
 
@@ -439,47 +977,26 @@ ListJobs(PGconn *conn, bool all)
 			   jobs[i].waiting_on[0] ? jobs[i].waiting_on : "-");
 	if (!quiet)
 		printf("(%d job%s)\n", njobs, njobs == 1 ? "" : "s");
-	free(jobs);
+	FreeJobs(jobs, njobs);
 	PQclear(result);
 	return EXIT_OK;
 }
 
-/* cancel|pause|resume ID */
+/* cancel|pause|resume ID (verb is one of these three) */
 static int
 ControlJob(PGconn *conn, const char *verb, char *id)
 {
-	char		sql[64];
 	const char *params[] = {id};
 	PGresult   *result;
 
-	(void) LoadJobs(conn, &id, 1);	/* unknown ids: EXIT_NO_SUCH_JOB */
-	snprintf(sql, sizeof(sql), "SELECT %s_ddl($1::bigint)", verb);
-	result = Query(conn, EXIT_REJECTED, sql, 1, params);
+	FreeJobs(LoadJobs(conn, &id, 1), 1);	/* unknown ids: EXIT_NO_SUCH_JOB */
+	result = Query(conn, EXIT_REJECTED, 1, params, "SELECT %s.%s_ddl($1::bigint)",
+				   extension_schema, verb);
 	if (!quiet)
 		printf("%s %s: %s\n", verb, id,
 			   strcmp(PQgetvalue(result, 0, 0), "t") == 0 ? "done" : "nothing to do (the job has ended, or is already so)");
 	PQclear(result);
 	return EXIT_OK;
-}
-
-/* Job ids announced by the submit NOTICEs */
-static char **submitted_ids;
-static int	nsubmitted;
-
-static void
-CollectSubmittedJob(void *arg, const PGresult *result)
-{
-	const char *message = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
-	long long	id;
-
-	if (message != NULL && sscanf(message, "background DDL job %lld submitted", &id) == 1)
-	{
-		submitted_ids = realloc(submitted_ids, sizeof(char *) * (nsubmitted + 1));
-		submitted_ids[nsubmitted] = malloc(32);
-		snprintf(submitted_ids[nsubmitted++], 32, "%lld", id);
-	}
-	else if (!quiet)
-		fprintf(stderr, "%s", PQresultErrorMessage(result));
 }
 
 static char *
@@ -511,8 +1028,14 @@ SubmitStatements(PGconn *conn, const char *sql, bool wait)
 {
 	PGresult   *result;
 
-	PQclear(Query(conn, EXIT_USAGE, "SET background_ddl = on", 0, NULL));
-	PQsetNoticeReceiver(conn, CollectSubmittedJob, NULL);
+	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "SET background_ddl = on"));
+
+	/*
+	 * The statements run as the user wrote them, with the user's search_path
+	 * (which the job keeps for its worker too); the client's own queries
+	 * after them again without.
+	 */
+	SetSearchPath(conn, user_search_path);
 	result = PQexec(conn, sql);
 	if (PQresultStatus(result) != PGRES_COMMAND_OK && PQresultStatus(result) != PGRES_TUPLES_OK)
 	{
@@ -521,6 +1044,7 @@ SubmitStatements(PGconn *conn, const char *sql, bool wait)
 		fail(EXIT_REJECTED, "statement refused: %s", PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
 	}
 	PQclear(result);
+	SetSearchPath(conn, "");
 	if (nsubmitted == 0)
 		fail(EXIT_REJECTED, "the statement ran in the foreground: no background DDL job was submitted");
 	for (int i = 0; i < nsubmitted; i++)

@@ -23,9 +23,14 @@
  *	  subtransaction logged it: when that subtransaction rolls back, its
  *	  marks vanish with it, so it must forget them too, or a later change of
  *	  the same row in the same transaction would go unlogged;
- *	- once its job has ended (or is being cancelled) it logs nothing: the
- *	  first time it fires for a job in a transaction, it reads the job's
- *	  state.
+ *	- once its job has ended (or is being cancelled, or paused, or its
+ *	  capture stopped) it logs nothing: the first time it fires for a job in
+ *	  a transaction, it reads the job's state.  What stops a capture also
+ *	  logs a whole_table mark, so that nothing goes unrecomputed;
+ *	- the log stays bounded: a transaction that changes more rows than
+ *	  CAPTURE_ROW_MARKS_PER_TRANSACTION logs a whole_table mark instead of
+ *	  the rest, and a job whose backlog grows past its bound stops its
+ *	  capture (change_log.c: ChangeLogBoundBacklogs).
  *
  * The triggers are internal triggers (like those of foreign keys), with an
  * internal dependency on the job's target: the table owner cannot drop or
@@ -82,6 +87,9 @@
 
 PG_FUNCTION_INFO_V1(capture_changes);
 
+/* Row marks one transaction logs for a job before it logs a whole_table mark */
+#define CAPTURE_ROW_MARKS_PER_TRANSACTION	100000
+
 /* A mark already written by this transaction: (job, tid); an invalid tid is a whole_table mark */
 typedef struct LoggedMarkKey
 {
@@ -95,11 +103,15 @@ typedef struct LoggedMark
 	SubTransactionId subid;		/* the subtransaction that wrote it */
 } LoggedMark;
 
-/* Whether a job still captures, as read once per transaction */
+/*
+ * Whether a job still captures, as read once per transaction, and how many
+ * row marks this transaction has logged for it
+ */
 typedef struct CapturingJob
 {
 	int64		job_id;
 	bool		capturing;
+	int64		row_marks;
 } CapturingJob;
 
 /* Marks and jobs of the current top-level transaction; in TopTransactionContext */
@@ -137,12 +149,19 @@ CaptureSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	hash_seq_init(&status, logged_marks);
 	while ((mark = hash_seq_search(&status)) != NULL)
 	{
+		CapturingJob *job;
+
 		if (mark->subid != mySubid)
 			continue;
 		if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
 			mark->subid = parentSubid;
-		else
-			(void) hash_search(logged_marks, &mark->key, HASH_REMOVE, NULL);
+			continue;
+		}
+		job = hash_search(capturing_jobs, &mark->key.job_id, HASH_FIND, NULL);
+		if (job != NULL && ItemPointerIsValid(&mark->key.tid))
+			job->row_marks--;
+		(void) hash_search(logged_marks, &mark->key, HASH_REMOVE, NULL);
 	}
 }
 
@@ -154,7 +173,8 @@ CaptureCallbacksInstall(void)
 }
 
 /*
- * Is the job still capturing changes: not ended, not being cancelled?  Read
+ * Is the job still capturing changes: queued or running (not paused, ended
+ * or being cancelled), and its capture not stopped (CaptureStop)?  Read
  * from its row through the primary key, under the catalog snapshot.
  */
 static bool
@@ -163,6 +183,7 @@ JobIsCapturing(const BgddlCatalog *catalog, int64 job_id)
 	Relation	job_rel = table_open(catalog->job_relid, AccessShareLock);
 	Relation	pkey = index_open(RelationGetPrimaryKeyIndex(job_rel), AccessShareLock);
 	AttrNumber	state_attno = get_attnum(catalog->job_relid, "state");
+	AttrNumber	stopped_attno = get_attnum(catalog->job_relid, "capture_stopped");
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
@@ -171,17 +192,20 @@ JobIsCapturing(const BgddlCatalog *catalog, int64 job_id)
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(job_id));
 	scan = systable_beginscan_ordered(job_rel, pkey, NULL, 1, &key);
 	tuple = systable_getnext_ordered(scan, ForwardScanDirection);
-	if (HeapTupleIsValid(tuple) && state_attno != InvalidAttrNumber)
+	if (HeapTupleIsValid(tuple) && state_attno != InvalidAttrNumber &&
+		stopped_attno != InvalidAttrNumber)
 	{
 		bool		isnull;
 		Datum		state = heap_getattr(tuple, state_attno, RelationGetDescr(job_rel), &isnull);
+		bool		stopped_isnull;
+		Datum		stopped = heap_getattr(tuple, stopped_attno, RelationGetDescr(job_rel),
+										   &stopped_isnull);
 
-		if (!isnull)
+		if (!isnull && !stopped_isnull && !DatumGetBool(stopped))
 		{
 			char	   *name = TextDatumGetCString(state);
 
-			capturing = strcmp(name, "queued") == 0 || strcmp(name, "running") == 0 ||
-				strcmp(name, "paused") == 0;
+			capturing = strcmp(name, "queued") == 0 || strcmp(name, "running") == 0;
 		}
 	}
 	systable_endscan_ordered(scan);
@@ -237,9 +261,25 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 		return;					/* extension dropped: nothing to capture for */
 	job = hash_search(capturing_jobs, &job_id, HASH_ENTER, &found);
 	if (!found)
+	{
 		job->capturing = JobIsCapturing(catalog, job_id);
+		job->row_marks = 0;
+	}
 	if (!job->capturing)
 		return;
+
+	/*
+	 * A transaction that changes more rows than this logs one whole_table
+	 * mark instead of the rest: the log stays bounded, whatever one
+	 * statement does, and the job recomputes everything
+	 */
+	if (tid != NULL && job->row_marks >= CAPTURE_ROW_MARKS_PER_TRANSACTION)
+	{
+		LogDirtyMark(job_id, NULL);
+		return;
+	}
+	if (tid != NULL)
+		job->row_marks++;
 
 	mark = hash_search(logged_marks, &key, HASH_ENTER, NULL);
 	mark->subid = GetCurrentSubTransactionId();

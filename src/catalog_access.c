@@ -18,7 +18,12 @@
  *	   extension is not installed, whatever objects of that name exist.
  *	2. Run nothing a session could redirect: a fixed search_path (pg_catalog
  *	   first, pg_temp last), SECURITY_RESTRICTED_OPERATION, values bound as
- *	   parameters, and no user-supplied SQL text.
+ *	   parameters, and no user-supplied SQL text; and create nothing where
+ *	   the session's settings would put it (default_tablespace and
+ *	   default_table_access_method are pinned).
+ *	3. Own nothing that holds a user's data: a relation we create for a job
+ *	   belongs to the role whose query fills it (partial_agg.c), because
+ *	   ANALYZE and autovacuum run a column type's code as its owner.
  *
  * The lookup is cached per backend and forgotten at any relcache
  * invalidation, so creating or dropping the extension is seen at the next
@@ -28,6 +33,7 @@
  */
 #include "postgres.h"
 
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
@@ -158,6 +164,13 @@ CatalogAccessBegin(CatalogAccess *access)
 						   SECURITY_RESTRICTED_OPERATION);
 	access->guc_nest_level = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	/* What we create lands where we say, not where the session's settings say */
+	(void) set_config_option("default_tablespace", "",
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	(void) set_config_option("default_table_access_method", DEFAULT_TABLE_ACCESS_METHOD,
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 							 true, 0, false);
 	if (IsBackgroundWorker)

@@ -26,6 +26,7 @@
 
 #include "catalog_access.h"
 #include "change_log.h"
+#include "job_catalog.h"
 
 /* Checkpoint a chunk: its range, rows, and tid map */
 void
@@ -113,6 +114,92 @@ ChangeLogForget(int64 job_id, bool chunks_too)
 	static const int results[] = {SPI_OK_DELETE, SPI_OK_DELETE, SPI_OK_UPDATE, SPI_OK_DELETE};
 
 	CatalogExecuteForJob(job_id, chunks_too ? 4 : 3, statements, results);
+}
+
+/*
+ * Start over: forget a job's chunks and what it captured, except whole_table
+ * marks, which still stand (changes logged by nobody meanwhile, while the
+ * capture was paused or stopped, are recomputed by the cut-over).
+ */
+void
+ChangeLogRestart(int64 job_id)
+{
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT whole_table",
+		"DELETE FROM background_ddl.recomputed WHERE job_id = $1",
+		"DELETE FROM background_ddl.chunk WHERE job_id = $1"};
+	static const int results[] = {SPI_OK_DELETE, SPI_OK_DELETE, SPI_OK_DELETE};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
+/*
+ * From now on the job's changes need not be known row by row: one
+ * whole_table mark stands for all of them (the cut-over recomputes the
+ * whole result), and its row marks go.
+ */
+void
+ChangeLogCoverAll(int64 job_id)
+{
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT whole_table",
+		"INSERT INTO background_ddl.dirty (job_id, whole_table) SELECT $1, true "
+		"WHERE NOT EXISTS (SELECT FROM background_ddl.dirty WHERE job_id = $1 AND whole_table)"};
+	static const int results[] = {SPI_OK_DELETE, SPI_OK_INSERT};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
+/*
+ * Keep every job's dirty log bounded: writers may change rows faster than a
+ * job recomputes them (a throttled job, one whose worker is gone for a
+ * while).  A job whose row marks outnumber its bound (twice its driving
+ * table's rows, and at least BACKLOG_MIN_BOUND) stops its capture
+ * (JobStopCapture): one whole_table mark stands for every change, and its
+ * cut-over recomputes the whole result.  Counting scans the log, so it is
+ * done only once writers have logged a quarter of the smallest bound since
+ * the last count (as the statistics say).  Called by the scheduler, in a
+ * transaction; returns how many jobs stopped their capture.
+ */
+int
+ChangeLogBoundBacklogs(void)
+{
+	static int64 logged_at_last_count = 0;
+	int64		logged = DirtyMarksLogged();
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(BACKLOG_MIN_BOUND)};
+	int64	   *stopped;
+	int			nstopped;
+
+	if (logged >= logged_at_last_count && logged - logged_at_last_count < BACKLOG_MIN_BOUND / 4)
+		return 0;
+	logged_at_last_count = logged;
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT j.id, m.marks FROM background_ddl.job j "
+				   "JOIN (SELECT job_id, count(*) AS marks FROM background_ddl.dirty "
+				   "      WHERE NOT whole_table GROUP BY job_id) m ON m.job_id = j.id "
+				   "WHERE NOT j.capture_stopped AND j.state IN ('queued', 'running') "
+				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT c.reltuples FROM pg_class c "
+				   "                                           WHERE c.oid = j.driving_oid), 0))",
+				   1, argtypes, values, NULL, SPI_OK_SELECT);
+	nstopped = (int) SPI_processed;
+	stopped = MemoryContextAlloc(access.caller_context, sizeof(int64) * Max(nstopped, 1));
+	for (int row = 0; row < nstopped; row++)
+	{
+		stopped[row] = DatumGetInt64(CatalogColumn(row, 1, 0));
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT " stops capturing changes: " INT64_FORMAT " of them wait, more than it may keep",
+						stopped[row], DatumGetInt64(CatalogColumn(row, 2, 0))),
+				 errdetail("Its cut-over will recompute the whole result.")));
+	}
+	CatalogAccessEnd(&access);
+	for (int i = 0; i < nstopped; i++)
+	{
+		JobStopCapture(stopped[i]);
+		ChangeLogCoverAll(stopped[i]);
+	}
+	return nstopped;
 }
 
 /* The number of blocks of the dirty log now */

@@ -34,6 +34,12 @@ extern void ChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32
 extern List *ChunkRangesRead(int64 job_id);
 extern bytea *ChunkTidMapRead(int64 job_id, int64 start_block);
 extern void ChangeLogForget(int64 job_id, bool chunks_too);
+extern void ChangeLogRestart(int64 job_id);
+extern void ChangeLogCoverAll(int64 job_id);
+extern int	ChangeLogBoundBacklogs(void);
+
+/* A job's backlog of changed rows is bounded by at least this (ChangeLogBoundBacklogs) */
+#define BACKLOG_MIN_BOUND		100000
 
 extern BlockNumber DirtyLogBlocks(void);
 extern int64 DirtyMarksLogged(void);

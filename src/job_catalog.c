@@ -33,7 +33,7 @@
 	"coalesce(max_workers, 0) "
 
 /* The columns JobFromRow reads, in order; JOB_COLUMN_COUNT of them */
-#define JOB_COLUMN_COUNT 40
+#define JOB_COLUMN_COUNT 41
 #define JOB_COLUMNS \
 	"j.id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
 	"hidden_oid, strategy, driving_oid, blocks_total, chunk_blocks, rows_done, rows_total, " \
@@ -41,7 +41,7 @@
 	"attempt_started_at, capture_relids, capture_filenodes, capture_triggers, " \
 	"capture_trigger_xmins, target_filenode, catchup_passes, cleanup_pending, " \
 	"error, error_sqlstate, error_detail, error_hint, planned, command, utility_stmt, " \
-	"staging_oid, " JOB_LIMIT_COLUMNS
+	"staging_oid, capture_stopped, " JOB_LIMIT_COLUMNS
 
 static char *
 NullableTextColumn(uint64 row, int attno)
@@ -99,7 +99,8 @@ JobFromRow(BgddlJob *job)
 	job->command = CatalogTextColumn(0, 35);
 	job->utility_stmt = NullableTextColumn(0, 36);
 	job->staging_oid = DatumGetObjectId(CatalogColumn(0, 37, ObjectIdGetDatum(InvalidOid)));
-	LimitsFromRow(job, 38);
+	job->capture_stopped = DatumGetBool(CatalogColumn(0, 38, BoolGetDatum(false)));
+	LimitsFromRow(job, 39);
 }
 
 /* Read row 0 of the current SPI result into *job, in the caller's context */
@@ -204,7 +205,8 @@ JobListSchedulable(void)
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("SELECT id, state <> 'paused', in_flight, attempts, attempt_started_at, "
-				   "coalesce(max_workers, 0) FROM background_ddl.job "
+				   "coalesce(max_workers, 0), owner_oid, coalesce(not_before, '-infinity') "
+				   "FROM background_ddl.job "
 				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
 				   "   OR (state IN ('succeeded', 'failed', 'cancelled') AND cleanup_pending) "
 				   "ORDER BY id", 0, NULL, NULL, NULL, SPI_OK_SELECT);
@@ -220,6 +222,8 @@ JobListSchedulable(void)
 		entry->attempt_started_at =
 			DatumGetTimestampTz(CatalogColumn(row, 5, TimestampTzGetDatum(0)));
 		entry->max_workers = DatumGetInt32(CatalogColumn(row, 6, Int32GetDatum(0)));
+		entry->owner_oid = DatumGetObjectId(CatalogColumn(row, 7, ObjectIdGetDatum(InvalidOid)));
+		entry->not_before = DatumGetTimestampTz(CatalogColumn(row, 8, TimestampTzGetDatum(0)));
 		entries = lappend(entries, entry);
 		MemoryContextSwitchTo(spi_context);
 	}
@@ -294,7 +298,7 @@ JobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
 				   "in_flight = j.state IN ('queued', 'running'), "
 				   "started_at = CASE WHEN j.state IN ('queued', 'running') "
 				   "  THEN coalesce(j.started_at, now()) ELSE j.started_at END, "
-				   "attempt_started_at = now(), "
+				   "attempt_started_at = now(), not_before = NULL, given_back_for = NULL, "
 				   "phase = CASE WHEN j.state IN ('queued', 'running') THEN 'starting' ELSE j.phase END, "
 				   "state = CASE WHEN j.state IN ('queued', 'running') THEN 'running' ELSE j.state END "
 				   "FROM (SELECT in_flight AND attempts >= $2 AS exhausted, state AS old_state "
@@ -453,7 +457,8 @@ JobRecordChunkDone(BgddlJob *job, int64 rows, int64 blocks, double seconds_per_b
 
 /*
  * Change a job's limits (alter_ddl): max_rate 0 keeps it, a negative one
- * lifts it; batch_time_ms and max_workers 0 keep them.
+ * lifts it; batch_time_ms and max_workers 0 keep them.  A job whose worker
+ * was given back (waiting for its rate limit) may have one at once.
  */
 void
 JobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers)
@@ -467,7 +472,9 @@ JobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers)
 	CatalogExecute("UPDATE background_ddl.job SET "
 				   "max_rate = CASE WHEN $2 < 0 THEN NULL WHEN $2 > 0 THEN $2 ELSE max_rate END, "
 				   "batch_time = CASE WHEN $3 > 0 THEN $3 * interval '1 ms' ELSE batch_time END, "
-				   "max_workers = CASE WHEN $4 > 0 THEN $4 ELSE max_workers END "
+				   "max_workers = CASE WHEN $4 > 0 THEN $4 ELSE max_workers END, "
+				   /* a worker given back may be wanted now */
+				   "not_before = NULL, given_back_for = NULL "
 				   "WHERE id = $1", lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);
 }
@@ -557,6 +564,21 @@ JobReadProgress(BgddlJob *job)
 	CatalogAccessEnd(&access);
 }
 
+/*
+ * The job's backlog outgrew its bound: its capture triggers log nothing
+ * more for it (capture.c; change_log.c logs the whole_table mark that
+ * stands for every change).
+ */
+void
+JobStopCapture(int64 job_id)
+{
+	static const char *const statements[] = {
+		"UPDATE background_ddl.job SET capture_stopped = true, dirty_rows = 0 WHERE id = $1"};
+	static const int results[] = {SPI_OK_UPDATE};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
 /* Mark (or clear) that capture triggers of the job remain to be dropped */
 void
 JobSetCleanupPending(int64 job_id, bool pending)
@@ -614,15 +636,25 @@ JobRecordError(int64 job_id, const JobError *error, bool in_flight)
 	CatalogAccessEnd(&access);
 }
 
-/* The worker lets go of the job cleanly (shutdown): not an attempt */
+/*
+ * The worker lets go of the job cleanly (shutdown, or it gives its worker
+ * back): not an attempt.  With not_before (not 0), no worker starts on it
+ * again before then; why says what it waits for meanwhile.
+ */
 void
-JobLetGo(int64 job_id)
+JobLetGo(int64 job_id, TimestampTz not_before, const char *why)
 {
-	static const char *const statements[] = {
-		"UPDATE background_ddl.job SET in_flight = false WHERE id = $1"};
-	static const int results[] = {SPI_OK_UPDATE};
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, TIMESTAMPTZOID, TEXTOID};
+	Datum		values[] = {Int64GetDatum(job_id), TimestampTzGetDatum(not_before),
+	why ? CStringGetTextDatum(why) : (Datum) 0};
+	char		nulls[] = {' ', not_before != 0 ? ' ' : 'n', why ? ' ' : 'n'};
 
-	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job SET in_flight = false, not_before = $2, "
+				   "given_back_for = $3 WHERE id = $1",
+				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
+	CatalogAccessEnd(&access);
 }
 
 /*
@@ -666,7 +698,9 @@ JobFinish(int64 job_id, JobState state, const JobError *error,
 				   "rate = CASE WHEN $6 = 'succeeded' THEN coalesce($8, rows_done) / "
 				   "  greatest(extract(epoch FROM now_.t - started_at), 0.001) ELSE rate END, "
 				   "cutover_snapshot = CASE WHEN $7 THEN pg_current_snapshot()::text END, "
-				   "cutover_at = CASE WHEN $6 = 'succeeded' THEN now_.t END "
+				   "cutover_at = CASE WHEN $6 = 'succeeded' THEN now_.t END, "
+				   /* the submitter's settings are needed no more: not kept in the history */
+				   "settings = '{}' "
 				   "FROM (SELECT clock_timestamp() AS t) now_ WHERE id = $5",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
 	CatalogAccessEnd(&access);

@@ -48,6 +48,7 @@ typedef struct BgddlJob
 	Oid			target_filenode;	/* content relation's, when the backfill began */
 	int32		catchup_passes;
 	bool		cleanup_pending;
+	bool		capture_stopped;	/* its backlog outgrew its bound */
 	char	   *error;			/* NULL: none recorded */
 	char	   *error_sqlstate;
 	char	   *error_detail;
@@ -81,6 +82,8 @@ typedef struct JobScheduleEntry
 	int32		attempts;
 	TimestampTz attempt_started_at;
 	int			max_workers;	/* 0: background_ddl.max_workers_per_job */
+	Oid			owner_oid;		/* whose job it is (fairness between roles) */
+	TimestampTz not_before;		/* no worker before (it gave its worker back) */
 } JobScheduleEntry;
 
 /* The error a job ended with (or last met) */
@@ -111,8 +114,9 @@ extern void JobReadProgress(BgddlJob *job);
 extern void JobSetCounters(int64 job_id, int64 rows_done, int64 dirty_rows,
 						   int32 catchup_passes);
 extern void JobSetCleanupPending(int64 job_id, bool pending);
+extern void JobStopCapture(int64 job_id);
 extern void JobRecordError(int64 job_id, const JobError *error, bool in_flight);
-extern void JobLetGo(int64 job_id);
+extern void JobLetGo(int64 job_id, TimestampTz not_before, const char *why);
 extern void JobFinish(int64 job_id, JobState state, const JobError *error,
 					  bool record_cutover_snapshot, int64 rows_done, const char *target_name);
 extern void JobRestartBuild(BgddlJob *job);

@@ -40,6 +40,7 @@
 #include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "background_ddl.h"
@@ -53,6 +54,9 @@
 #include "session_jobs.h"
 #include "shared_state.h"
 #include "compat.h"
+
+/* The smallest rate limit (alter_ddl): a job is never held for ever */
+#define JOB_MIN_RATE	1
 
 PG_FUNCTION_INFO_V1(cancel_ddl);
 PG_FUNCTION_INFO_V1(pause_ddl);
@@ -85,13 +89,31 @@ JobLoadOrError(int64 job_id, BgddlJob *job)
 				 errhint("pg_stat_background_ddl lists the jobs of this database.")));
 }
 
+/* Does the current user own a table whose changes the job captures? */
+static bool
+OwnsCapturedTable(const BgddlJob *job)
+{
+	ListCell   *lc;
+
+	foreach(lc, job->capture_relids)
+	{
+		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(lfirst_oid(lc))) &&
+			BgddlRelationOwnerCheck(lfirst_oid(lc), GetUserId()))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The job's role (the current user at submit, pg_stat_background_ddl's
  * usename) or a role with its privileges, a member of pg_signal_backend, or
- * a superuser may control a job; a superuser's job only a superuser.
+ * a superuser may control a job; a superuser's job only a superuser.  A
+ * job's capture triggers sit on tables of other roles (with their TRIGGER
+ * privilege), whose owners cannot drop them: the owner of such a table may
+ * cancel the job (captured_owner_may).
  */
 static void
-CheckControlPermission(const BgddlJob *job, const char *verb)
+CheckControlPermission(const BgddlJob *job, const char *verb, bool captured_owner_may)
 {
 	Oid			userid = GetUserId();
 	Oid			owner = job->identity.owner_oid;
@@ -100,11 +122,15 @@ CheckControlPermission(const BgddlJob *job, const char *verb)
 		return;
 	if (!superuser_arg(owner) &&
 		(has_privs_of_role(userid, owner) ||
-		 has_privs_of_role(userid, ROLE_PG_SIGNAL_BACKEND)))
+		 has_privs_of_role(userid, ROLE_PG_SIGNAL_BACKEND) ||
+		 (captured_owner_may && OwnsCapturedTable(job))))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to %s background DDL job " INT64_FORMAT, verb, job->id),
+			 captured_owner_may ?
+			 errdetail("Only the role that submitted the job, members of pg_signal_backend, superusers and the owners of the tables whose changes it captures may %s it; only superusers may %s a superuser's job.",
+					   verb, verb) :
 			 errdetail("Only the role that submitted the job, members of pg_signal_backend and superusers may %s it; only superusers may %s a superuser's job.",
 					   verb, verb)));
 }
@@ -244,7 +270,7 @@ ControlledJob(FunctionCallInfo fcinfo, const char *verb, BgddlJob *job)
 
 	CatalogRequire();
 	JobLoadOrError(job_id, job);
-	CheckControlPermission(job, verb);
+	CheckControlPermission(job, verb, strcmp(verb, "cancel") == 0);
 	return job_id;
 }
 
@@ -270,6 +296,13 @@ pause_ddl(PG_FUNCTION_ARGS)
 	if (!HoldJob(job_id, &job) || job.state == JOB_STATE_PAUSED)
 		PG_RETURN_BOOL(false);
 	JobSetState(job_id, JOB_STATE_PAUSED);
+
+	/*
+	 * A paused job costs writers nothing: its triggers log no change while
+	 * it is paused (capture.c), and one whole_table mark stands for them all
+	 */
+	if (job.capture_triggers != NIL && !job.capture_stopped)
+		ChangeLogCoverAll(job_id);
 	PG_RETURN_BOOL(true);
 }
 
@@ -291,10 +324,10 @@ alter_ddl(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 	{
 		max_rate = PG_GETARG_FLOAT8(1);
-		if (isnan(max_rate) || max_rate <= 0)
+		if (isnan(max_rate) || max_rate < JOB_MIN_RATE)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("max_rate must be a positive number of rows per second"),
+					 errmsg("max_rate must be at least %d row per second", JOB_MIN_RATE),
 					 errhint("To stop a job for a while, use pause_ddl(" INT64_FORMAT "); max_rate => 'infinity' lifts the limit.",
 							 job_id)));
 		if (isinf(max_rate))
@@ -327,6 +360,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
 	JobSetLimits(job_id, max_rate, batch_time_ms, workers);
+	SessionWakeAtCommit();
 	PG_RETURN_BOOL(true);
 }
 

@@ -16,7 +16,8 @@
  *	2. The settings of ALTER ROLE ... SET and ALTER DATABASE ... SET for that
  *	   role and database are in force, as at login; settings the bootstrap
  *	   superuser's own role carries (which the connection applied) are put
- *	   back to what the submitter's login would have had.
+ *	   back to what the submitter's login would have had, and emptied if
+ *	   only that role's settings define them (a custom app.token).
  *	3. The recorded session settings are applied on top, as the session user
  *	   (a non-superuser cannot apply a superuser-only setting this way).
  *
@@ -59,14 +60,18 @@
 /*
  * Settings never taken from the submitting session: identity (set apart),
  * transaction control (the worker runs its own transactions), what belongs
- * to the client connection, and our own.
+ * to the client connection, and our own.  What is taken is kept with the
+ * job only until it ends (job_catalog.c: JobFinish), readable meanwhile by
+ * superusers and pg_read_all_data, as the session's own settings are.
  */
 static const char *const uncaptured_settings[] = {
 	"session_authorization", "role", "is_superuser",
 	"transaction_isolation", "transaction_read_only", "transaction_deferrable",
 	"default_transaction_isolation", "default_transaction_read_only",
 	"default_transaction_deferrable", "session_replication_role",
-	"client_encoding", "application_name"
+	"client_encoding", "application_name", "client_min_messages",
+	"idle_in_transaction_session_timeout", "idle_session_timeout",
+	"transaction_timeout"
 };
 
 /* Settings the worker fixes for its own transactions, whatever the job says */
@@ -254,9 +259,14 @@ ApplyLoginSettings(Oid role_oid)
 			if (entry != NULL)
 				value = entry->value;
 		}
-		if (value != NULL)
-			(void) set_config_option(name, value, PGC_SUSET, PGC_S_DATABASE_USER,
-									 GUC_ACTION_SET, true, WARNING, false);
+
+		/*
+		 * A setting the server does not know either: a custom one (app.token)
+		 * that only the bootstrap superuser's role settings made exist.  It
+		 * cannot be made not to exist; it is emptied.
+		 */
+		(void) set_config_option(name, value != NULL ? value : "", PGC_SUSET,
+								 PGC_S_DATABASE_USER, GUC_ACTION_SET, true, WARNING, false);
 	}
 }
 

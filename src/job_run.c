@@ -15,6 +15,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "background_ddl.h"
 #include "job_kind.h"
@@ -26,13 +27,17 @@
  * triggers) in its own transaction with lock_timeout =
  * background_ddl.lock_timeout, retrying with backoff until it gets its
  * locks: a queued lock request then never stalls the tables' writers for
- * longer than that timeout.  The phase says "waiting for lock" meanwhile.
- * What the step records in run->job must be allocated in JobContext().
+ * longer than that timeout.  The phase says "waiting for lock" meanwhile;
+ * after JOB_GIVE_BACK_SECONDS the worker gives its slot back (the job asks
+ * again later).  What the step records in run->job must be allocated in
+ * JobContext().
  */
 void
 JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *activity)
 {
 	volatile long delay_ms = 10;
+	TimestampTz give_back_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   JOB_GIVE_BACK_SECONDS * 1000);
 
 	for (;;)
 	{
@@ -71,6 +76,10 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 		JobStepEnd();
 		if (done)
 			return;
+		if (GetCurrentTimestamp() >= give_back_at)
+			JobStepGiveBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														JOB_GIVE_BACK_SECONDS * 1000),
+							"a lock (asked for with a short lock_timeout, and asked again)");
 		JobStepSleep(delay_ms);
 		delay_ms = Min(delay_ms * 2, 1000);
 	}

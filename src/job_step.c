@@ -37,6 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
+#include "utils/timestamp.h"
 
 #include "background_ddl.h"
 #include "job_messages.h"
@@ -44,6 +45,7 @@
 #include "shared_state.h"
 
 volatile sig_atomic_t JobShutdownRequested = false;
+JobGiveBack JobGivingBack = {false, 0, NULL};
 
 static int64 step_job_id = 0;
 static MemoryContext job_context = NULL;
@@ -52,6 +54,7 @@ static bool step_in_progress = false;
 static bool query_in_progress = false;
 static JobQueryContext query_context;
 static uint64 acknowledged_generation = 0;
+static bool job_stopping = false;	/* only the steps that record the stop remain */
 
 /* Create the job's and the steps' memory contexts; once per worker */
 void
@@ -64,6 +67,16 @@ JobStepsInit(int64 job_id)
 										 ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(job_context);
 	JobControlAcknowledge();
+}
+
+/*
+ * The worker is stopping (shutdown, or giving its slot back): the steps that
+ * record it must run, whatever asked it to stop.
+ */
+void
+JobStepsStopping(void)
+{
+	job_stopping = true;
 }
 
 /* Memory that lives for the whole job */
@@ -126,11 +139,13 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 {
 	Assert(!step_in_progress);
 	CHECK_FOR_INTERRUPTS();
-	if (JobShutdownRequested || JobControlPending())
+	if (!job_stopping && (JobShutdownRequested || JobControlPending()))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("background DDL job " INT64_FORMAT " is letting go of its work",
 						step_job_id)));
+	if (!job_stopping && BgddlGiveBackRequested())
+		JobStepGiveBack(GetCurrentTimestamp(), "a fair share of the workers for other roles");
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -222,6 +237,25 @@ JobQueryEnd(void)
 	JobMessagesCatch(false);
 	JobQueryLeave(&query_context);
 	query_in_progress = false;
+}
+
+/*
+ * Give the worker slot back, between steps: the job is queued again, and no
+ * worker starts on it before until (it would only wait: for its rate limit,
+ * a lock; or the scheduler wants the slot for another role's job).  Raises
+ * an error that the worker's loop recognises (JobGivingBack): it records
+ * this as a clean stop, not an attempt, and exits.
+ */
+void
+JobStepGiveBack(TimestampTz until, const char *why)
+{
+	JobGivingBack.giving_back = true;
+	JobGivingBack.until = until;
+	JobGivingBack.why = MemoryContextStrdup(job_context, why);
+	ereport(ERROR,
+			(errcode(ERRCODE_QUERY_CANCELED),
+			 errmsg("background DDL job " INT64_FORMAT " gives its worker back: %s",
+					step_job_id, why)));
 }
 
 /* Sleep between steps, waking for interrupts, control requests and shutdown */

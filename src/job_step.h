@@ -10,6 +10,8 @@
 
 #include <signal.h>
 
+#include "datatype/timestamp.h"
+
 #include "job_identity.h"
 
 /* How a step's transaction reads */
@@ -24,6 +26,7 @@ typedef enum JobStepIsolation
 
 extern void JobStepsInit(int64 job_id);
 extern MemoryContext JobContext(void);
+extern void JobStepsStopping(void);
 extern void JobStepBegin(const char *activity, JobStepIsolation isolation);
 extern void JobStepTakeSnapshot(void);
 extern void JobStepEnd(void);
@@ -40,5 +43,19 @@ extern void JobStepHoldAtChunk(int64 chunks_done);
 
 /* Set by the worker's SIGTERM handler: stop cleanly at the next chance */
 extern volatile sig_atomic_t JobShutdownRequested;
+
+/* A worker that gives its slot back (JobStepGiveBack): until when, and why */
+typedef struct JobGiveBack
+{
+	bool		giving_back;
+	TimestampTz until;
+	const char *why;
+} JobGiveBack;
+
+extern JobGiveBack JobGivingBack;
+
+/* A worker that would wait longer than this (a rate limit, a lock) gives its slot back */
+#define JOB_GIVE_BACK_SECONDS	5
+extern void JobStepGiveBack(TimestampTz until, const char *why) pg_attribute_noreturn();
 
 #endif							/* BGDDL_JOB_STEP_H */

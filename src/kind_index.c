@@ -743,7 +743,7 @@ IndexBackfillStep(JobRun *run)
 
 	JobStepHoldPoint("chunk 0");
 	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
-	exists = JobRunTargetExists(run) && TableExists(run);
+	exists = TableExists(run) && JobRunTargetExists(run);
 	is_index = IsIndex(run->job.target_oid, &valid);
 	JobStepEnd();
 	if (!exists)

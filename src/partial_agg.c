@@ -30,7 +30,8 @@
  * combine the first of those, which is the first of all.
  *
  * The partial rows go to the job's staging relation (one per job, in the
- * extension's schema, created and dropped by the worker).  The cut-over
+ * extension's schema, created and dropped by the worker, owned by the role
+ * whose query fills it).  The cut-over
  * computes the result with the combine query: the job's query with its
  * relations replaced by the staging relation, each group key by its
  * staging column and each aggregate by its combine expression; HAVING and
@@ -49,6 +50,8 @@
 #include "catalog/pg_type.h"
 #include "catalog/toasting.h"
 #include "commands/tablecmds.h"
+#include "commands/tablespace.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -56,6 +59,7 @@
 #include "parser/parse_func.h"
 #include "parser/parse_oper.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -431,16 +435,30 @@ PartialAggCombineQuery(Query *query, Oid staging_oid)
 
 /*
  * Create the staging relation of a job, for the rows of its chunk query:
- * background_ddl.partial_<job id>, owned by the extension's owner.  Caller
- * is in a transaction.  Returns its OID.
+ * background_ddl.partial_<job id>.  It holds the user's data, of the user's
+ * types: it belongs to owner, the role whose query produces the rows (ANALYZE
+ * and autovacuum run a type's code, a range's subtype_diff for one, as the
+ * relation's owner), and lives in tablespace (the result's), which owner
+ * must be allowed to create in, as for any relation it would create.  It is
+ * created as the catalog role, in our schema, where nobody else can reach
+ * it.  Caller is in a transaction.  Returns its OID.
  */
 Oid
-PartialAggCreateStaging(int64 job_id, Query *chunk_query)
+PartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid tablespace)
 {
 	CatalogAccess access;
 	CreateStmt *create = makeNode(CreateStmt);
 	ListCell   *lc;
 	ObjectAddress address;
+
+	if (OidIsValid(tablespace) && tablespace != MyDatabaseTableSpace)
+	{
+		AclResult	aclresult = pg_tablespace_aclcheck(tablespace, owner, ACL_CREATE);
+
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_TABLESPACE, get_tablespace_name(tablespace));
+		create->tablespacename = get_tablespace_name(tablespace);
+	}
 
 	foreach(lc, chunk_query->targetList)
 	{
@@ -457,7 +475,7 @@ PartialAggCreateStaging(int64 job_id, Query *chunk_query)
 	create->if_not_exists = false;
 
 	CatalogAccessBegin(&access);
-	address = DefineRelation(create, RELKIND_RELATION, InvalidOid, NULL, NULL);
+	address = DefineRelation(create, RELKIND_RELATION, owner, NULL, NULL);
 	CommandCounterIncrement();
 	NewRelationCreateToastTable(address.objectId, (Datum) 0);
 	CommandCounterIncrement();

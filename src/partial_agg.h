@@ -15,7 +15,8 @@ extern bool PartialAggApplies(Query *query);
 extern char *PartialAggRefusal(Query *query);
 extern Query *PartialAggChunkQuery(Query *query);
 extern Query *PartialAggCombineQuery(Query *query, Oid staging_oid);
-extern Oid	PartialAggCreateStaging(int64 job_id, Query *chunk_query);
+extern Oid	PartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner,
+									Oid tablespace);
 extern void PartialAggDropStaging(Oid staging_oid);
 
 #endif							/* BGDDL_PARTIAL_AGG_H */

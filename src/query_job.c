@@ -35,6 +35,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_rewrite.h"
 #include "executor/executor.h"
@@ -52,6 +53,7 @@
 #include "storage/lmgr.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -379,7 +381,8 @@ InstallCaptureStep(JobRun *run)
 	run->job.capture_trigger_xmins = JobList(triggers.trigger_xmins);
 	run->job.cleanup_pending = true;
 	if (chunk_query != NULL)
-		run->job.staging_oid = PartialAggCreateStaging(run->job.id, chunk_query);
+		run->job.staging_oid = PartialAggCreateStaging(run->job.id, chunk_query, run->query_role,
+													   get_rel_tablespace(run->content_oid));
 	JobRecordCapture(&run->job);
 }
 
@@ -462,6 +465,31 @@ LockSources(const JobRun *run)
 }
 
 /*
+ * May the job's role still capture changes of each base table (it owns it
+ * or has TRIGGER on it)?  A revoked privilege ends the job with the
+ * privilege error: the owner has taken back what let the job put triggers
+ * there.  Caller is in a step.
+ */
+static void
+CheckCapturePrivileges(const JobRun *run)
+{
+	ListCell   *lc;
+
+	foreach(lc, run->job.capture_relids)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		if (!BgddlRelationOwnerCheck(relid, run->query_role) &&
+			pg_class_aclcheck(relid, run->query_role, ACL_TRIGGER) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for table %s", get_rel_name(relid)),
+					 errdetail("Background DDL job " INT64_FORMAT " captures the changes of the table, which needs the TRIGGER privilege that role %s no longer has.",
+							   run->job.id, GetUserNameFromId(run->query_role, false))));
+	}
+}
+
+/*
  * Begin a step that reads the job's sources: their locks first, then the
  * snapshot (JobStepTakeSnapshot says why).
  */
@@ -491,6 +519,7 @@ CheckSources(JobRun *run)
 	if (!JobRunTargetExists(run) ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->content_oid)))
 		return JOB_STEP_TARGET_GONE;
+	CheckCapturePrivileges(run);
 	content = relation_open(run->content_oid, AccessShareLock);
 	if (BgddlRelFileNumber(content) != run->job.target_filenode ||
 		ContentWasReset(run, content))
@@ -571,7 +600,7 @@ RestartBuild(JobRun *run)
 		PlaceholderTruncate(staging);
 		table_close(staging, NoLock);
 	}
-	ChangeLogForget(run->job.id, true);
+	ChangeLogRestart(run->job.id);
 	run->job.capture_filenodes = JobList(RelationFileNumbers(run->job.capture_relids));
 	run->job.blocks_total = RelationGetNumberOfBlocks(driving);
 	run->job.target_filenode = BgddlRelFileNumber(content);
@@ -580,7 +609,6 @@ RestartBuild(JobRun *run)
 	table_close(content, NoLock);
 	run->next_block = 0;
 	run->holes = NIL;
-	run->whole_table_marked = false;
 	BgddlPublishProgress(0, 0, run->job.progress, run->job.rows_total, false);
 }
 
@@ -657,7 +685,9 @@ JobBatchTimeMs(const BgddlJob *job)
  * that fell more than a second behind (it waited for a lock) starts a new
  * schedule rather than race to catch up.  The limits are read again every
  * second while it waits (alter_ddl takes effect at once), and a control
- * request (pause, cancel) ends the wait.
+ * request (pause, cancel) ends the wait.  A worker that would wait longer
+ * than JOB_GIVE_BACK_SECONDS gives its slot back until then: a slow job
+ * must not hold a worker that other jobs could use.
  */
 static void
 Throttle(JobRun *run)
@@ -692,6 +722,9 @@ Throttle(JobRun *run)
 		}
 		if (wait_seconds <= 0)
 			break;
+		if (wait_seconds > JOB_GIVE_BACK_SECONDS)
+			JobStepGiveBack(TimestampTzPlusMilliseconds(now, (int64) (wait_seconds * 1000)),
+							psprintf("the rate limit of %g rows/s (alter_ddl)", run->job.max_rate));
 		pgstat_report_activity(STATE_RUNNING, "background_ddl: throttled by max_rate");
 		JobStepSleep((long) (Min(wait_seconds, 1.0) * 1000) + 1);
 		JobStepBegin("background_ddl: throttled by max_rate (reading the limits)",

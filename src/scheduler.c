@@ -18,6 +18,13 @@
  * cannot loop forever.  Everything the scheduler decides comes from the job
  * rows, so it remembers nothing between passes.
  *
+ * Workers are shared fairly between roles: a job of the role with the
+ * fewest workers starts first, and while a job waits for a worker, a role
+ * that runs two jobs more than the waiting job's role is asked to give one
+ * worker back (at that job's next step; it is queued again, in its place).
+ * A worker that would only wait (for its rate limit, for a lock) gives its
+ * slot back too, with a time before which the job needs none.
+ *
  * The scheduler exits as soon as its database has no job that needs a
  * worker and no worker, following the wake-up protocol of shared_state.c.
  *
@@ -39,6 +46,7 @@
 
 #include "background_ddl.h"
 #include "catalog_access.h"
+#include "change_log.h"
 #include "job_catalog.h"
 #include "launcher.h"
 #include "shared_state.h"
@@ -166,7 +174,7 @@ LaunchWorker(const JobScheduleEntry *entry, bool helper)
 	MemoryContext old_context;
 	bool		started;
 
-	if (!helper && GetCurrentTimestamp() < RestartNotBefore(entry))
+	if (!helper && GetCurrentTimestamp() < Max(RestartNotBefore(entry), entry->not_before))
 		return true;
 
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
@@ -191,6 +199,7 @@ LaunchWorker(const JobScheduleEntry *entry, bool helper)
 	slot->helper = helper;
 	slot->database_oid = MyDatabaseId;
 	slot->job_id = entry->id;
+	slot->role_oid = entry->owner_oid;
 	LWLockRelease(BgddlShared->lock);
 
 	BgddlWorkerDescribe(&worker, "BgddlWorkerMain", "background_ddl worker",
@@ -224,6 +233,101 @@ SetJobsStarved(bool starved)
 }
 
 /*
+ * The first workers (helpers aside) of a role's jobs running now, in any
+ * database.  Caller holds the lock.
+ */
+static int
+RoleWorkers(Oid role_oid)
+{
+	int			workers = 0;
+
+	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		BgddlWorkerSlot *slot = &BgddlShared->workers[i];
+
+		workers += slot->in_use && !slot->helper && slot->role_oid == role_oid;
+	}
+	return workers;
+}
+
+/*
+ * The job to start a first worker for next: of those that need one, the job
+ * of the role with the fewest workers now, oldest first among equals (a
+ * role's jobs keep their order).
+ */
+static JobScheduleEntry *
+NextJob(List *candidates)
+{
+	JobScheduleEntry *next = NULL;
+	int			next_workers = INT_MAX;
+	ListCell   *lc;
+
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	foreach(lc, candidates)
+	{
+		JobScheduleEntry *entry = lfirst(lc);
+		int			workers = RoleWorkers(entry->owner_oid);
+
+		if (workers < next_workers)
+		{
+			next = entry;
+			next_workers = workers;
+		}
+	}
+	LWLockRelease(BgddlShared->lock);
+	return next;
+}
+
+/*
+ * Every worker slot is taken and the job waits: if another role runs at
+ * least two jobs more than the waiting job's role, ask the newest of them to
+ * give its slot back at its next step (JobStepGiveBack; it is queued again,
+ * in its place).  So no role runs more than its fair share of the workers
+ * while another role's job waits.
+ */
+static void
+AskForFairShare(const JobScheduleEntry *waiting)
+{
+	BgddlWorkerSlot *newest = NULL;
+	int			waiting_workers;
+	int			newest_role_workers = 0;
+
+	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
+	waiting_workers = RoleWorkers(waiting->owner_oid);
+	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		BgddlWorkerSlot *slot = &BgddlShared->workers[i];
+		int			role_workers;
+
+		if (!slot->in_use || slot->helper || slot->role_oid == waiting->owner_oid)
+			continue;
+		if (slot->give_back)
+		{
+			newest = NULL;		/* one is giving its slot back already */
+			break;
+		}
+		role_workers = RoleWorkers(slot->role_oid);
+		if (role_workers >= waiting_workers + 2 &&
+			(newest == NULL || role_workers > newest_role_workers ||
+			 (role_workers == newest_role_workers && slot->job_id > newest->job_id)))
+		{
+			newest = slot;
+			newest_role_workers = role_workers;
+		}
+	}
+	if (newest != NULL)
+	{
+		newest->give_back = true;
+		if (newest->latch != NULL)
+			SetLatch(newest->latch);
+		ereport(LOG,
+				(errmsg("background_ddl asks the worker of job " INT64_FORMAT " to give its slot back, for job " INT64_FORMAT " of another role",
+						newest->job_id, waiting->id)));
+	}
+	LWLockRelease(BgddlShared->lock);
+}
+
+/*
  * One scan of the job table: purge old history and start workers for the
  * jobs that need one.  Returns the number of such jobs.
  */
@@ -231,6 +335,7 @@ static int
 ScheduleJobs(void)
 {
 	List	   *entries = NIL;
+	List	   *candidates = NIL;
 	ListCell   *lc;
 	int			waiting = 0;
 	bool		starved = false;
@@ -243,18 +348,32 @@ ScheduleJobs(void)
 	if (CatalogLookup() != NULL)
 	{
 		JobPurgeHistory(background_ddl_history_retention_s);
+		(void) ChangeLogBoundBacklogs();
 		entries = JobListSchedulable();
 	}
-	/* Every job its first worker, oldest first; then helpers */
+	/*
+	 * Every job its first worker, the roles with the fewest workers first,
+	 * each role's jobs oldest first; then helpers
+	 */
 	foreach(lc, entries)
 	{
 		JobScheduleEntry *entry = lfirst(lc);
 
-		if (!entry->needs_worker)
-			continue;
-		waiting++;
-		if (!LaunchWorker(entry, false))
+		if (entry->needs_worker)
+			candidates = lappend(candidates, entry);
+	}
+	waiting = list_length(candidates);
+	while (candidates != NIL)
+	{
+		JobScheduleEntry *next = NextJob(candidates);
+
+		if (!LaunchWorker(next, false))
+		{
 			starved = true;
+			AskForFairShare(next);
+			break;
+		}
+		candidates = list_delete_ptr(candidates, next);
 	}
 	SetJobsStarved(starved);
 	foreach(lc, entries)

@@ -30,6 +30,7 @@
 
 BgddlSharedState *BgddlShared = NULL;
 BgddlJobSlot *MyJobSlot = NULL;
+BgddlWorkerSlot *MyWorkerSlot = NULL;
 
 /* Rows this worker inserted in its current (uncommitted) step */
 static int64 live_rows_uncommitted = 0;
@@ -416,4 +417,18 @@ BgddlPublishProgress(int64 rows_done, int64 chunks_done, double progress,
 	MyJobSlot->rows_total = rows_total;
 	MyJobSlot->one_batch = one_batch;
 	LWLockRelease(BgddlShared->lock);
+}
+
+/* Has the scheduler asked this worker to give its slot back (fairness)? */
+bool
+BgddlGiveBackRequested(void)
+{
+	bool		requested;
+
+	if (MyWorkerSlot == NULL)
+		return false;
+	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	requested = MyWorkerSlot->give_back;
+	LWLockRelease(BgddlShared->lock);
+	return requested;
 }

@@ -35,6 +35,8 @@ typedef struct BgddlWorkerSlot
 	Oid			database_oid;
 	int64		job_id;
 	bool		helper;			/* takes chunks of a job another worker runs */
+	Oid			role_oid;		/* the job's role (fairness between roles) */
+	bool		give_back;		/* asked to give the slot back (a fairer use) */
 	pid_t		pid;			/* 0 until the worker has started */
 	Latch	   *latch;			/* NULL until the worker has started */
 } BgddlWorkerSlot;
@@ -93,8 +95,10 @@ extern void BgddlWakeDatabase(Oid database_oid);
 extern BgddlJobSlot *BgddlFindJobSlot(Oid database_oid, int64 job_id, bool create);
 extern void BgddlSignalJobWorkers(Oid database_oid, int64 job_id, bool interrupt);
 
-/* The job slot of this worker's job (NULL outside job workers) */
+/* The job slot of this worker's job, and its own slot (NULL outside job workers) */
 extern BgddlJobSlot *MyJobSlot;
+extern BgddlWorkerSlot *MyWorkerSlot;
+extern bool BgddlGiveBackRequested(void);
 extern void BgddlPublishLiveRows(int64 rows);
 extern void BgddlLiveRowsCommitted(void);
 extern void BgddlLiveRowsAborted(void);

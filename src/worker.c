@@ -56,6 +56,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "background_ddl.h"
 #include "capture.h"
@@ -94,6 +95,7 @@ WorkerDetach(int code, Datum arg)
 	LWLockAcquire(BgddlShared->lock, LW_EXCLUSIVE);
 	if (slot->in_use && slot->pid == MyProcPid)
 		slot->in_use = false;
+	MyWorkerSlot = NULL;
 	if (MyJobSlot != NULL && --MyJobSlot->workers <= 0)
 		MyJobSlot->database_oid = InvalidOid;
 	MyJobSlot = NULL;
@@ -470,15 +472,24 @@ YieldJob(LOCKTAG *job_lock)
 	JobControlAcknowledge();
 }
 
-/* Record a clean stop (not an attempt) and exit */
+/*
+ * Record a clean stop (not an attempt) and exit; given back (JobGivingBack),
+ * with when the job may have a worker again, and why.
+ */
 static void
 ExitCleanly(int64 job_id)
 {
+	JobStepsStopping();
+	if (JobGivingBack.why != NULL)
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT " gives its worker back until %s: %s",
+						job_id, timestamptz_to_str(JobGivingBack.until), JobGivingBack.why)));
 	PG_TRY();
 	{
 		JobStepBegin("background_ddl: stopping", STEP_READ_COMMITTED);
 		if (CatalogLookup() != NULL)
-			JobLetGo(job_id);
+			JobLetGo(job_id, JobGivingBack.why != NULL ? JobGivingBack.until : 0,
+					 JobGivingBack.why);
 		JobStepEnd();
 	}
 	PG_CATCH();
@@ -535,6 +546,7 @@ BgddlWorkerMain(Datum main_arg)
 	job_id = slot->job_id;
 	helper = slot->helper;
 	MyJobSlot = BgddlFindJobSlot(database_oid, job_id, true);
+	MyWorkerSlot = slot;
 	if (MyJobSlot != NULL)
 		MyJobSlot->workers++;
 	LWLockRelease(BgddlShared->lock);
@@ -578,7 +590,7 @@ BgddlWorkerMain(Datum main_arg)
 		{
 			ErrorData  *error = CatchJobError();
 
-			if (JobShutdownRequested)
+			if (JobShutdownRequested || JobGivingBack.giving_back)
 				ExitCleanly(job_id);
 			if (JobControlPending())
 				yield = true;	/* try again from the last checkpoint */

@@ -1,7 +1,10 @@
 # pg_bgddl, the command-line client: every command and exit code, watch
 # without and with a terminal, wait woken by NOTIFY, the notifications
 # themselves, the waiting_on column of pg_stat_background_ddl, and live
-# throttling with alter_ddl.
+# throttling with alter_ddl.  What a role can make the server send (names,
+# errors, messages, NOTIFY payloads) is printed escaped, never raw; any role
+# can use the client, and look-alike objects in its search_path do not
+# fool it; -v prints the messages of ended jobs.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -18,6 +21,13 @@ $node->safe_psql('postgres', q{
 CREATE TABLE events AS SELECT g AS id, g % 100 AS account, md5(g::text) AS payload
   FROM generate_series(1, 200000) g;
 CREATE DATABASE without_extension;
+CREATE ROLE plain LOGIN;
+CREATE SCHEMA lookalike;
+CREATE VIEW lookalike.pg_stat_background_ddl AS SELECT * FROM public.pg_stat_background_ddl WHERE false;
+CREATE FUNCTION lookalike.last_ddl_job() RETURNS bigint LANGUAGE sql AS 'SELECT NULL::bigint';
+GRANT USAGE ON SCHEMA lookalike TO plain;
+GRANT SELECT ON lookalike.pg_stat_background_ddl TO plain;
+ALTER ROLE plain SET search_path = lookalike, public;
 });
 
 # Run pg_bgddl against the node; returns (exit code, stdout, stderr)
@@ -37,7 +47,18 @@ sub start_client
 {
 	my ($out, $err, @args) = @_;
 	return IPC::Run::start([ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgres', @args ],
-		'>', $out, '2>', $err);
+		'>', $out, '2>', $err, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+}
+
+# Poll until a pg_bgddl waiting for a job has looked at the view and sleeps
+sub client_sleeping
+{
+	my ($label) = @_;
+	return ok($node->poll_query_until('postgres',
+			"SELECT count(*) > 0 FROM pg_stat_activity
+			  WHERE state = 'idle'
+			    AND query LIKE '%pg_stat_background_ddl WHERE id = \$1::bigint'"),
+		$label);
 }
 
 # Submit a job held at a test hold point; returns (hold session, job id)
@@ -101,6 +122,23 @@ is($out, "$job1 succeeded\n", 'wait: prints the final state');
 like($out, qr/^\s+$job1\s+CREATE MATERIALIZED VIEW\s+public\.mv1\s+succeeded/m, 'list --all shows the job');
 ($code, $out) = client('list');
 unlike($out, qr/public\.mv1/, 'list shows only jobs not yet ended');
+
+# Any role can use the client (it reads no superuser-only setting), and the
+# objects of a look-alike schema first in its search_path are not used.
+($code, $out, $err) = client('-U', 'plain', 'list', '--all');
+is($code, 0, 'list as an ordinary role: exit 0');
+is($err, '', 'list as an ordinary role: no error');
+like($out, qr/^\s+$job1\s+CREATE MATERIALIZED VIEW\s+public\.mv1\s+succeeded/m,
+	'list as an ordinary role: the extension\'s view, not the look-alike');
+
+# submit runs the statement with the user's search_path (only the client's
+# own queries run without)
+$node->safe_psql('postgres', 'CREATE SCHEMA app');
+($code, $out) = client('-d', 'dbname=postgres options=-csearch_path=app,public', 'submit', '--wait',
+	'CREATE MATERIALIZED VIEW in_app AS SELECT id FROM events WHERE id <= 10');
+is($code, 0, 'submit with a search_path: exit 0');
+is($node->safe_psql('postgres', "SELECT count(*) FROM app.in_app"), '10',
+	'submit: the statement ran with the user\'s search_path');
 ($code, $out, $err) = client('submit', 'CREATE MATERIALIZED VIEW mv1 AS SELECT 1');
 is($code, 4, 'submit refused by the server: exit 4');
 like($err, qr/^pg_bgddl: error: statement refused: relation "mv1" already exists\n$/, 'submit refused: the error');
@@ -116,6 +154,40 @@ is(client_code('cancel', '999999'), 5, 'cancel of an unknown id: exit 5');
 	'CREATE TABLE t_fail AS SELECT id / (id - 150000) AS x FROM events');
 is($code, 1, 'a job that fails: exit 1');
 like($err, qr/failed: division by zero/, 'a job that fails: its error is printed');
+
+# Control characters that a role put into a job's target name and into the
+# error (detail, hint) that makes it fail are printed escaped, never raw:
+# they could clear the screen of whoever runs pg_bgddl, or fake its lines.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION hostile(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF x = 150000 THEN
+    RAISE EXCEPTION E'bad\x1b[2J\nroot: all jobs succeeded'
+      USING DETAIL = E'de\x1btail\r', HINT = E'hi\tnt';
+  END IF;
+  RETURN x;
+END $$;
+});
+my $evil = "evil\x1b[2J\nname";
+($code, $out, $err) = client('submit', qq{CREATE MATERIALIZED VIEW "$evil" AS SELECT hostile(id) AS id FROM events});
+is($code, 0, 'a job with control characters in its target: submitted');
+my ($job_evil) = $out =~ /^(\d+)$/m;
+($code, $out, $err) = client('wait', $job_evil);
+is($code, 1, 'a job whose error has control characters fails: exit 1');
+unlike($out . $err, qr/\e/, 'wait: no raw ESC');
+like($err,
+	qr/^pg_bgddl: job $job_evil \(CREATE MATERIALIZED VIEW \S*evil\\x1B\[2J\\nname\S*\) failed: bad\\x1B\[2J\\nroot: all jobs succeeded\n/m,
+	'wait: target and error escaped, on one line');
+like($err, qr/^DETAIL:  de\\x1Btail\\r\nHINT:  hi\\tnt\n/m, 'wait: detail and hint escaped');
+($code, $out, $err) = client('list', '--all');
+is($code, 0, 'list --all with such a job: exit 0');
+unlike($out, qr/\e/, 'list --all: no raw ESC');
+like($out, qr/^\s+$job_evil\s+CREATE MATERIALIZED VIEW\s+\S*evil\\x1B\[2J\\nname\S*\s+failed\s/m,
+	'list --all: the target escaped, on the job\'s line');
+($code, $out, $err) = client('submit', qq{CREATE MATERIALIZED VIEW mv_refused AS SELECT * FROM "no\x1bsuch\ntable"});
+is($code, 4, 'a refused statement naming control characters: exit 4');
+like($err, qr/^pg_bgddl: error: statement refused: relation "no\\x1Bsuch\\ntable" does not exist\n$/,
+	'a refused statement: its error escaped, on one line');
 
 # submit -f with two statements: two jobs
 my $file = PostgreSQL::Test::Utils::tempdir() . '/migration.sql';
@@ -184,10 +256,7 @@ like($notes, qr/payload "$job5 succeeded"/, 'NOTIFY: succeeded');
 	'job 6 held before its cut-over');
 my ($wait_out, $wait_err) = ('', '');
 my $waiter = start_client(\$wait_out, \$wait_err, 'wait', $job6);
-ok($node->poll_query_until('postgres',
-		"SELECT count(*) > 0 FROM pg_stat_activity
-		  WHERE state = 'idle' AND query LIKE '%FROM pg_stat_background_ddl WHERE id = \$1::bigint'"),
-	'wait is sleeping');
+client_sleeping('wait is sleeping');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job6, 'succeeded'), 'job 6 succeeded');
 my $ended = time();
@@ -195,6 +264,24 @@ $waiter->finish;
 my $woke_after = time() - $ended;
 cmp_ok($woke_after, '<', 1.0, sprintf('wait returned %.2f s after the job ended (NOTIFY)', $woke_after));
 is($wait_out, "$job6 succeeded\n", 'wait printed the state');
+
+# Any role can NOTIFY on the channel: a payload that is not "<job id>
+# <state>" is ignored, never printed raw (with -v, reported escaped).
+($hold, my $job_n) = submit_held('cutting over', 'CREATE MATERIALIZED VIEW mv_notify AS SELECT id FROM events',
+	'job held before its cut-over (notify)');
+my ($n_out, $n_err) = ('', '');
+my $n_waiter = start_client(\$n_out, \$n_err, '-v', 'wait', $job_n);
+client_sleeping('wait -v is sleeping');
+$node->safe_psql('postgres', q{NOTIFY background_ddl, E'\x1b[2J fake'}, extra_params => [ '-U', 'plain' ]);
+# (until it has printed anything about the notification)
+$n_waiter->pump until $n_err =~ /notif/;
+release_hold($node, $hold);
+$n_waiter->finish;
+is($? >> 8, 0, 'wait after a hostile NOTIFY: exit 0');
+unlike($n_out . $n_err, qr/\e/, 'a hostile NOTIFY: no raw ESC printed');
+like($n_err, qr/^pg_bgddl: ignored a notification from pid \d+ that is not "<job id> <state>": "\\x1B\[2J fake"$/m,
+	'a hostile NOTIFY: reported escaped with -v');
+is($n_out, "$job_n succeeded\n", 'wait after a hostile NOTIFY: the state from the view');
 
 # watch, not on a terminal: plain lines, until the job ends
 ($hold, my $job7) = submit_held('chunk 3', 'CREATE MATERIALIZED VIEW mv7 AS SELECT id, upper(payload) FROM events',
@@ -227,7 +314,7 @@ like($tty_out, qr/\e\[1A\e\[2K\s+$job8 \[#{20}\] 100\.0%/, 'watch on a terminal:
 ($hold, my $job9) = submit_held('planning', 'CREATE MATERIALIZED VIEW mv9 AS SELECT id, upper(payload) FROM events',
 	'job 9 held');
 my ($ret, $stdout, $stderr) = $node->psql('postgres', "SELECT alter_ddl($job9, max_rate => 0)");
-like($stderr, qr/max_rate must be a positive number of rows per second.*\n.*HINT:  To stop a job for a while, use pause_ddl\($job9\)/s,
+like($stderr, qr/ERROR:  max_rate must be .*\n.*HINT:  To stop a job for a while, use pause_ddl\($job9\)/s,
 	'alter_ddl: a rate of 0 is refused, with a hint to pause');
 ($ret, $stdout, $stderr) = $node->psql('postgres', "SELECT alter_ddl($job9, workers => 0)");
 like($stderr, qr/workers must be between 1 and background_ddl.max_workers/, 'alter_ddl: 0 workers refused');
@@ -254,6 +341,51 @@ is($node->safe_psql('postgres', "SELECT alter_ddl($job9, max_rate => 'infinity')
 ok(wait_job_state($node, $job9, 'succeeded'), 'job 9 succeeded once the limit was lifted');
 is($node->safe_psql('postgres', "SELECT alter_ddl($job9, max_rate => 100)"), 'f', 'alter_ddl of an ended job: false');
 is(differences($node, 'mv9', 'SELECT id, upper(payload) FROM events'), '0', 'throttled job: content equals the query');
+
+# -v: once a job has ended, the messages its own statements raised, as
+# psql shows them (escaped), and how many more there were than it keeps;
+# only for a role that may read them.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION chatty(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF x = 1 THEN
+    RAISE WARNING E'first\x1b[31m row' USING DETAIL = E'line one\nline two', HINT = 'Just saying.';
+  ELSIF x <= 150 THEN
+    RAISE NOTICE 'row %', x;
+  END IF;
+  RETURN x;
+END $$;
+});
+my $job_chatty = submit_job($node, 'CREATE MATERIALIZED VIEW mv_chatty AS SELECT chatty(id) AS id FROM events WHERE id <= 1000');
+($code, $out, $err) = client('-v', 'wait', $job_chatty);
+is($code, 0, 'wait -v for a job that raised messages: exit 0');
+is($out, "$job_chatty succeeded\n", 'wait -v: the state on stdout');
+unlike($err, qr/\e/, 'wait -v: no raw ESC');
+like($err, qr/^job $job_chatty: WARNING:  first\\x1B\[31m row\nDETAIL:  line one\\nline two\nHINT:  Just saying\.\n/m,
+	'wait -v: a warning with its detail and hint, escaped');
+like($err, qr/^job $job_chatty: NOTICE:  row 2\n/m, 'wait -v: a notice');
+my $raised = $node->safe_psql('postgres', "SELECT messages FROM pg_stat_background_ddl WHERE id = $job_chatty");
+is($raised, '150', 'the job raised 150 messages');
+like($err, qr/^job $job_chatty: 50 more messages \(only the first 100 are kept\)$/m,
+	'wait -v: how many more messages there were');
+($code, $out, $err) = client('-v', 'watch', $job_chatty);
+is($code, 0, 'watch -v of an ended job: exit 0');
+like($err, qr/^job $job_chatty: NOTICE:  row 2\n/m, 'watch -v: the messages');
+($code, $out, $err) = client('-U', 'plain', '-v', 'wait', $job_chatty);
+is($code, 0, 'wait -v by a role that may not read the messages: exit 0');
+like($err, qr/^job $job_chatty: its 150 messages are not readable: permission denied/m,
+	'wait -v by another role: one line says the messages are not readable');
+unlike($err, qr/NOTICE/, 'wait -v by another role: no message');
+
+# The library not preloaded, the extension installed: found by calling its
+# C function (qualified: the look-alike first in the search_path does not
+# answer instead), which any role may.
+$node->adjust_conf('postgresql.conf', 'shared_preload_libraries', "''");
+$node->restart;
+($code, $out, $err) = client('-U', 'plain', 'list');
+is($code, 7, 'library not preloaded, extension installed: exit 7 for an ordinary role');
+like($err, qr/^pg_bgddl: error: background_ddl is not in shared_preload_libraries/,
+	'library not preloaded, extension installed: says so');
 
 $node->stop;
 done_testing();
