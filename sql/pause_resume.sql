@@ -98,6 +98,15 @@ SELECT resume_ddl(:job);
 RESET ROLE;
 DROP ROLE pr_other;
 
+-- A job's limits (alter_ddl) have the ranges of the settings: batch_time
+-- from 10 ms to 1 hour, as background_ddl.batch_time; max_rate at least
+-- 1 row per second.
+SELECT min_val, max_val, unit FROM pg_settings WHERE name = 'background_ddl.batch_time';
+SELECT alter_ddl(:job, batch_time => '9 ms');
+SELECT alter_ddl(:job, batch_time => '61 min');
+SELECT alter_ddl(:job, max_rate => 0.5);
+SELECT alter_ddl(:job, batch_time => '10 ms', max_rate => 1) AS ended_job_unchanged;
+
 DROP MATERIALIZED VIEW pr_mv;
 DROP TABLE pr;
 DROP FUNCTION pr_gate(int), pr_wait_for_gate(), pr_wait_for_no_worker(bigint);
