@@ -9,39 +9,39 @@
 MODULE_big = background_ddl
 OBJS = \
 	src/background_ddl.o \
-	src/backfill.o \
-	src/capture.o \
+	src/query_backfill.o \
+	src/capture_trigger.o \
 	src/catalog_access.o \
-	src/catchup.o \
-	src/citus.o \
-	src/change_log.o \
-	src/decompose.o \
-	src/explain.o \
-	src/job_catalog.o \
-	src/job_control.o \
+	src/query_catchup.o \
+	src/pg_citus.o \
+	src/capture_log.o \
+	src/query_decompose.o \
+	src/sql_explain.o \
+	src/catalog_job.o \
+	src/sql_control.o \
 	src/job_identity.o \
-	src/job_kind.o \
+	src/kind.o \
 	src/job_messages.o \
 	src/job_run.o \
 	src/job_step.o \
-	src/job_types.o \
-	src/heap_swap.o \
+	src/catalog_types.o \
+	src/pg_heap_swap.o \
 	src/kind_ctas.o \
 	src/kind_index.o \
 	src/kind_refresh.o \
 	src/kind_matview.o \
-	src/launcher.o \
-	src/partial_agg.o \
-	src/placeholder.o \
+	src/job_launcher.o \
+	src/query_partial_agg.o \
+	src/kind_placeholder.o \
 	src/query_functions.o \
 	src/query_job.o \
-	src/scheduler.o \
-	src/session_jobs.o \
-	src/shared_state.o \
-	src/submit.o \
-	src/tid_map.o \
-	src/view_pullup.o \
-	src/worker.o
+	src/job_scheduler.o \
+	src/job_xact.o \
+	src/job_shmem.o \
+	src/session_submit.o \
+	src/capture_tid_map.o \
+	src/query_view_pullup.o \
+	src/job_worker.o
 
 EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql

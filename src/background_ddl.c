@@ -18,15 +18,15 @@
 #include "utils/guc.h"
 
 #include "background_ddl.h"
-#include "compat.h"
-#include "capture.h"
+#include "pg_compat.h"
+#include "capture_trigger.h"
 #include "catalog_access.h"
-#include "job_kind.h"
-#include "launcher.h"
-#include "placeholder.h"
-#include "session_jobs.h"
-#include "shared_state.h"
-#include "submit.h"
+#include "kind.h"
+#include "job_launcher.h"
+#include "kind_placeholder.h"
+#include "job_xact.h"
+#include "job_shmem.h"
+#include "session_submit.h"
 
 PG_MODULE_MAGIC;
 
@@ -49,7 +49,7 @@ BgddlShmemRequest(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	BgddlSharedStateRequest();
+	JobShmemRequest();
 }
 #endif
 
@@ -142,14 +142,14 @@ _PG_init(void)
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = BgddlShmemRequest;
 #else
-	BgddlSharedStateRequest();
+	JobShmemRequest();
 #endif
-	BgddlSharedStateInit();
+	JobShmemInit();
 	CatalogCacheInstall();
-	SessionJobsInstall();
-	SubmitHookInstall();
+	JobXactInstall();
+	SessionSubmitInstall();
 	CaptureCallbacksInstall();
-	PlaceholderHookInstall();
-	JobKindsLoad();
-	LauncherRegister();
+	KindPlaceholderHooksInstall();
+	KindsLoad();
+	JobLauncherRegister();
 }

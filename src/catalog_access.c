@@ -22,7 +22,7 @@
  *	   the session's settings would put it (default_tablespace and
  *	   default_table_access_method are pinned).
  *	3. Own nothing that holds a user's data: a relation we create for a job
- *	   belongs to the role whose query fills it (partial_agg.c), because
+ *	   belongs to the role whose query fills it (query_partial_agg.c), because
  *	   ANALYZE and autovacuum run a column type's code as its owner.
  *
  * The lookup is cached per backend and forgotten at any relcache

@@ -61,7 +61,7 @@
  * Settings never taken from the submitting session: identity (set apart),
  * transaction control (the worker runs its own transactions), what belongs
  * to the client connection, and our own.  What is taken is kept with the
- * job only until it ends (job_catalog.c: JobFinish), readable meanwhile by
+ * job only until it ends (catalog_job.c: CatalogJobFinish), readable meanwhile by
  * superusers and pg_read_all_data, as the session's own settings are.
  */
 static const char *const uncaptured_settings[] = {

@@ -18,7 +18,7 @@
 #include "utils/timestamp.h"
 
 #include "background_ddl.h"
-#include "job_kind.h"
+#include "kind.h"
 #include "job_run.h"
 #include "job_step.h"
 
@@ -46,7 +46,7 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 
 		JobStepBegin(activity, STEP_READ_COMMITTED);
 		step_context = CurrentMemoryContext;
-		JobSetPhase(run->job.id, phase);
+		CatalogJobSetPhase(run->job.id, phase);
 		(void) set_config_option("lock_timeout",
 								 psprintf("%d", background_ddl_lock_timeout_ms),
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
@@ -69,7 +69,7 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 			FlushErrorState();
 			RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(step_context);
-			JobSetPhase(run->job.id, JOB_PHASE_WAITING_FOR_LOCK);
+			CatalogJobSetPhase(run->job.id, JOB_PHASE_WAITING_FOR_LOCK);
 			done = false;
 		}
 		PG_END_TRY();
@@ -86,12 +86,12 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 }
 
 /*
- * JobSubmit.run_utility for a worker: run a statement the job derives (a
+ * KindSubmit.run_utility for a worker: run a statement the job derives (a
  * placeholder it reserves again) through the ProcessUtility chain, as the
  * current user, in the current transaction.
  */
 void
-JobRunUtility(struct JobSubmit *submit, PlannedStmt *pstmt)
+JobRunUtility(struct KindSubmit *submit, PlannedStmt *pstmt)
 {
 	ProcessUtility(pstmt, submit->query_string, false, PROCESS_UTILITY_SUBCOMMAND,
 				   NULL, NULL, None_Receiver, NULL);
@@ -111,7 +111,7 @@ JobRunTargetExists(const JobRun *run)
 void
 JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot, int64 rows)
 {
-	JobFinish(run->job.id, JOB_STATE_SUCCEEDED, NULL, record_cutover_snapshot, rows,
+	CatalogJobFinish(run->job.id, JOB_STATE_SUCCEEDED, NULL, record_cutover_snapshot, rows,
 			  quote_qualified_identifier(get_namespace_name(get_rel_namespace(object_oid)),
 										 get_rel_name(object_oid)));
 }

@@ -11,15 +11,15 @@
 #include "datatype/timestamp.h"
 #include "nodes/plannodes.h"
 
-#include "job_catalog.h"
+#include "catalog_job.h"
 
-struct JobKindRoutine;
+struct KindRoutine;
 
 /* What a worker knows of the job it runs; lives in JobContext() */
 typedef struct JobRun
 {
 	BgddlJob	job;			/* the row, kept current by the worker */
-	const struct JobKindRoutine *routine;
+	const struct KindRoutine *routine;
 	Oid			rule_relid;		/* whose view rule is the query (query kinds) */
 	Oid			content_oid;	/* the relation that receives the rows */
 	Oid			query_role;		/* whose privileges the query runs with */
@@ -27,11 +27,11 @@ typedef struct JobRun
 	List	   *holes;			/* ChunkRanges below it that no chunk covers */
 	uint32		build_generation;	/* of the chunk claims; 0: not open */
 	bool		helper;			/* only takes chunks (query_job.c) */
-	int64		marks_logged;	/* a helper's last look at DirtyMarksLogged */
+	int64		marks_logged;	/* a helper's last look at CaptureMarksLogged */
 	TimestampTz marks_logged_at;
 	int32		catchup_batch_blocks;	/* adaptive size of a catch-up batch */
 	bool		whole_table_marked; /* this worker recorded a whole_table mark */
-	bool		claimed;		/* this worker has taken the job (JobClaim) */
+	bool		claimed;		/* this worker has taken the job (CatalogJobClaim) */
 	bool		attempts_exhausted; /* ... after max_attempts unclean ends */
 	char	   *discard_error;	/* why the target could not be removed */
 	const char *gone_reason;	/* JOB_STEP_TARGET_GONE: why (NULL: dropped) */
@@ -59,7 +59,7 @@ extern bool JobRunTargetExists(const JobRun *run);
 extern void JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,
 							int64 rows);
 
-struct JobSubmit;
-extern void JobRunUtility(struct JobSubmit *submit, PlannedStmt *pstmt);
+struct KindSubmit;
+extern void JobRunUtility(struct KindSubmit *submit, PlannedStmt *pstmt);
 
 #endif							/* BGDDL_JOB_RUN_H */

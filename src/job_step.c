@@ -42,7 +42,7 @@
 #include "background_ddl.h"
 #include "job_messages.h"
 #include "job_step.h"
-#include "shared_state.h"
+#include "job_shmem.h"
 
 volatile sig_atomic_t JobShutdownRequested = false;
 JobGiveBack JobGivingBack = {false, 0, NULL};
@@ -95,15 +95,15 @@ JobContext(void)
 static bool
 ControlRequested(bool outstanding_only)
 {
-	BgddlJobSlot *slot = MyJobSlot;
+	JobSlot *slot = MyJobSlot;
 	bool		requested;
 
 	if (slot == NULL)
 		return false;
-	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	LWLockAcquire(JobShared->lock, LW_SHARED);
 	requested = slot->control_requests > 0 ||
 		(!outstanding_only && slot->control_generation != acknowledged_generation);
-	LWLockRelease(BgddlShared->lock);
+	LWLockRelease(JobShared->lock);
 	return requested;
 }
 
@@ -125,9 +125,9 @@ JobControlAcknowledge(void)
 {
 	if (MyJobSlot == NULL)
 		return;
-	LWLockAcquire(BgddlShared->lock, LW_SHARED);
+	LWLockAcquire(JobShared->lock, LW_SHARED);
 	acknowledged_generation = MyJobSlot->control_generation;
-	LWLockRelease(BgddlShared->lock);
+	LWLockRelease(JobShared->lock);
 }
 
 /*
@@ -144,7 +144,7 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("background DDL job " INT64_FORMAT " is letting go of its work",
 						step_job_id)));
-	if (!job_stopping && BgddlGiveBackRequested())
+	if (!job_stopping && JobGiveBackRequested())
 		JobStepGiveBack(GetCurrentTimestamp(), "a fair share of the workers for other roles");
 
 	SetCurrentStatementStartTimestamp();
@@ -180,8 +180,8 @@ JobStepEnd(void)
 	if (ActiveSnapshotSet())
 		PopActiveSnapshot();
 	CommitTransactionCommand();
-	BgddlLiveRowsCommitted();
-	BgddlClaimSettled();
+	JobLiveRowsCommitted();
+	JobClaimSettled();
 	step_in_progress = false;
 	MemoryContextSwitchTo(job_context);
 	MemoryContextReset(step_context);
@@ -201,8 +201,8 @@ JobStepAbort(void)
 	HOLD_INTERRUPTS();
 	AbortOutOfAnyTransaction();
 	RESUME_INTERRUPTS();
-	BgddlLiveRowsAborted();
-	BgddlClaimSettled();
+	JobLiveRowsAborted();
+	JobClaimSettled();
 	step_in_progress = false;
 	query_in_progress = false;
 	MemoryContextSwitchTo(job_context);

@@ -58,15 +58,15 @@
 #include "utils/rel.h"
 
 #include "background_ddl.h"
-#include "capture.h"
-#include "citus.h"
+#include "capture_trigger.h"
+#include "pg_citus.h"
 #include "catalog_access.h"
-#include "job_kind.h"
-#include "placeholder.h"
+#include "kind.h"
+#include "kind_placeholder.h"
 #include "query_job.h"
 
 static CreateTableAsStmt *
-CreateStatement(JobSubmit *submit)
+CreateStatement(KindSubmit *submit)
 {
 	return CheckedNode(CreateTableAsStmt, submit->pstmt->utilityStmt);
 }
@@ -127,7 +127,7 @@ StatementQuery(CreateTableAsStmt *stmt)
  * EXISTS finds the name.  What only this session has or sees (a temporary
  * table, made or read) runs here, and so does a query on Citus tables.
  */
-static JobAcceptance
+static KindAcceptance
 CtasAccepts(Node *parsetree, const char **reason)
 {
 	CreateTableAsStmt *stmt;
@@ -136,24 +136,24 @@ CtasAccepts(Node *parsetree, const char **reason)
 	Oid			citus_table;
 
 	if (!IsA(parsetree, CreateTableAsStmt))
-		return JOB_NOT_ACCEPTED;
+		return KIND_NOT_ACCEPTED;
 	stmt = (CreateTableAsStmt *) parsetree;
 	if (stmt->objtype != OBJECT_TABLE || stmt->into->skipData ||
 		(query = StatementQuery(stmt)) == NULL)
-		return JOB_NOT_ACCEPTED;
+		return KIND_NOT_ACCEPTED;
 	if (stmt->if_not_exists && stmt->into->rel->relpersistence != RELPERSISTENCE_TEMP)
 	{
 		namespace_oid = RangeVarGetCreationNamespace(stmt->into->rel);
 		if (OidIsValid(get_relname_relid(stmt->into->rel->relname, namespace_oid)))
-			return JOB_NOT_ACCEPTED;
+			return KIND_NOT_ACCEPTED;
 	}
 	if (stmt->into->rel->relpersistence == RELPERSISTENCE_TEMP)
 		*reason = "A temporary table belongs to the session that creates it.";
 	else if (isQueryUsingTempRelation(query))
 		*reason = "The query reads temporary tables, which only this session can see.";
-	else if (OidIsValid(citus_table = CitusTableInQuery(query)))
-		*reason = CitusInSessionReason(citus_table);
-	return *reason != NULL ? JOB_IN_SESSION : JOB_ACCEPTED;
+	else if (OidIsValid(citus_table = PgCitusTableInQuery(query)))
+		*reason = PgCitusInSessionReason(citus_table);
+	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }
 
 /*
@@ -163,7 +163,7 @@ CtasAccepts(Node *parsetree, const char **reason)
  * variables).  Values are copied into the current memory context.
  */
 static ParamListInfo
-StatementParams(JobSubmit *submit, CreateTableAsStmt *stmt)
+StatementParams(KindSubmit *submit, CreateTableAsStmt *stmt)
 {
 	ExecuteStmt *execute;
 	CachedPlanSource *source;
@@ -231,14 +231,14 @@ StatementParams(JobSubmit *submit, CreateTableAsStmt *stmt)
  * statement is rewritten to CREATE TABLE ... AS that query.
  */
 static void
-CtasValidate(JobSubmit *submit)
+CtasValidate(KindSubmit *submit)
 {
 	CreateTableAsStmt *stmt = copyObject(CreateStatement(submit));
 	Query	   *query;
 
 	(void) CreateTableAsRelExists(stmt);
 	query = QueryBindParams(StatementQuery(stmt), StatementParams(submit, stmt));
-	PlaceholderCheckReads(QueryJobValidate(query, submit->query_string, NULL,
+	KindCheckPlaceholderReads(QueryJobValidate(query, submit->query_string, NULL,
 										   submit->query_env));
 	stmt->query = (Node *) query;
 	submit->pstmt = copyObject(submit->pstmt);
@@ -247,7 +247,7 @@ CtasValidate(JobSubmit *submit)
 
 /* Run a copy of the statement WITH NO DATA, as a table or a placeholder */
 static Oid
-CreateWithNoData(JobSubmit *submit, RangeVar *name, bool placeholder)
+CreateWithNoData(KindSubmit *submit, RangeVar *name, bool placeholder)
 {
 	PlannedStmt *pstmt = copyObject(submit->pstmt);
 	CreateTableAsStmt *stmt = (CreateTableAsStmt *) pstmt->utilityStmt;
@@ -283,7 +283,7 @@ CreateWithNoData(JobSubmit *submit, RangeVar *name, bool placeholder)
  * into the extension's schema as ctas_<placeholder oid>.
  */
 static void
-CtasReserve(JobSubmit *submit)
+CtasReserve(KindSubmit *submit)
 {
 	CreateTableAsStmt *stmt = CreateStatement(submit);
 	RangeVar   *final_name = copyObject(stmt->into->rel);
@@ -336,10 +336,10 @@ CtasPublish(JobRun *run, int64 rows)
 	char	   *name;
 	Relation	content;
 
-	PlaceholderLockExclusive(run->job.target_oid);
+	KindPlaceholderLock(run->job.target_oid);
 	namespace_oid = get_rel_namespace(run->job.target_oid);
 	name = get_rel_name(run->job.target_oid);
-	PlaceholderDrop(run->job.target_oid);
+	PgRelationDrop(run->job.target_oid);
 
 	content = table_open(run->content_oid, AccessExclusiveLock);
 	AlterTableNamespaceInternal(content, RelationGetNamespace(content), namespace_oid,
@@ -374,11 +374,11 @@ static void
 CtasDiscard(const BgddlJob *job, bool keep_target)
 {
 	if (!keep_target)
-		PlaceholderDrop(job->target_oid);
-	PlaceholderDrop(job->hidden_oid);
+		PgRelationDrop(job->target_oid);
+	PgRelationDrop(job->hidden_oid);
 }
 
-const JobKindRoutine ctas_kind_routine = {
+const KindRoutine kind_ctas_routine = {
 	.stands_for = OBJECT_TABLE,
 	.kind = JOB_KIND_CREATE_TABLE_AS,
 	.accepts = CtasAccepts,

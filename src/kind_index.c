@@ -74,16 +74,16 @@
 #include "utils/timeout.h"
 
 #include "background_ddl.h"
-#include "citus.h"
-#include "decompose.h"
-#include "job_kind.h"
+#include "pg_citus.h"
+#include "query_decompose.h"
+#include "kind.h"
 #include "job_messages.h"
 #include "job_step.h"
-#include "placeholder.h"
+#include "kind_placeholder.h"
 
 
 static IndexStmt *
-IndexStatement(JobSubmit *submit)
+IndexStatement(KindSubmit *submit)
 {
 	return CheckedNode(IndexStmt, submit->pstmt->utilityStmt);
 }
@@ -91,36 +91,36 @@ IndexStatement(JobSubmit *submit)
 /*
  * CREATE INDEX, unless IF NOT EXISTS finds the name, or the table is a
  * job's placeholder: empty, so the blocking statement is instant (and
- * placeholder.c decides whether it may run at all).  In the session: an
+ * kind_placeholder.c decides whether it may run at all).  In the session: an
  * index on a temporary table (the session's own), on a partitioned table
  * (ON ONLY builds nothing; otherwise PostgreSQL builds one per partition
  * in one transaction), or on a Citus table.
  */
-static JobAcceptance
+static KindAcceptance
 IndexAccepts(Node *parsetree, const char **reason)
 {
 	IndexStmt  *stmt;
 	Oid			relid;
 
 	if (!IsA(parsetree, IndexStmt))
-		return JOB_NOT_ACCEPTED;
+		return KIND_NOT_ACCEPTED;
 	stmt = (IndexStmt *) parsetree;
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(relid))
-		return JOB_ACCEPTED;	/* the validation reports it */
-	if (PlaceholderOfUnfinishedJob(relid) ||
+		return KIND_ACCEPTED;	/* the validation reports it */
+	if (KindPlaceholderOfUnfinishedJob(relid) ||
 		(stmt->if_not_exists && stmt->idxname != NULL &&
 		 OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid)))))
-		return JOB_NOT_ACCEPTED;
+		return KIND_NOT_ACCEPTED;
 	if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
 		*reason = "The table is temporary: it belongs to this session.";
 	else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE && !stmt->relation->inh)
 		*reason = "CREATE INDEX ... ON ONLY a partitioned table builds nothing: the index stays invalid until an index of each partition is attached to it.";
 	else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
 		*reason = "The index of a partitioned table is built with an index on each partition, which a background job does not do.";
-	else if (CitusTable(relid))
-		*reason = CitusInSessionReason(relid);
-	return *reason != NULL ? JOB_IN_SESSION : JOB_ACCEPTED;
+	else if (PgCitusTable(relid))
+		*reason = PgCitusInSessionReason(relid);
+	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }
 
 /* The name CREATE INDEX chooses when none is given (as indexcmds.c does) */
@@ -449,7 +449,7 @@ CheckDefinitionAlone(Relation rel, IndexStmt *stmt)
  * its name, in submit->pstmt.
  */
 static void
-IndexValidate(JobSubmit *submit)
+IndexValidate(KindSubmit *submit)
 {
 	IndexStmt  *stmt = copyObject(IndexStatement(submit));
 	Oid			relid;
@@ -557,7 +557,7 @@ StatementToRun(const BgddlJob *job, const char *name)
  * TABLE drops it, and the job ends, cancelled.
  */
 static Oid
-ReserveIndexName(JobSubmit *submit, Oid table_oid, const char *name)
+ReserveIndexName(KindSubmit *submit, Oid table_oid, const char *name)
 {
 	Oid			namespace_oid = get_rel_namespace(table_oid);
 	ObjectAddress placeholder;
@@ -590,7 +590,7 @@ ReserveIndexName(JobSubmit *submit, Oid table_oid, const char *name)
 }
 
 static void
-IndexReserve(JobSubmit *submit)
+IndexReserve(KindSubmit *submit)
 {
 	IndexStmt  *stmt = IndexStatement(submit);
 	Oid			namespace_oid = get_rel_namespace(submit->table_oid);
@@ -613,7 +613,7 @@ IndexPlan(JobRun *run)
 {
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
 	run->job.planned = true;
-	JobRecordPlan(&run->job);
+	CatalogJobRecordPlan(&run->job);
 	JobStepEnd();
 }
 
@@ -640,11 +640,11 @@ static void
 RestartBuildStep(JobRun *run)
 {
 	char	   *name = get_rel_name(run->job.target_oid);
-	JobSubmit	reserve = {0};
+	KindSubmit	reserve = {0};
 	Oid			saved_userid;
 	int			saved_sec_context;
 
-	PlaceholderDrop(run->job.target_oid);
+	PgRelationDrop(run->job.target_oid);
 	ereport(LOG,
 			(errmsg("background DDL job " INT64_FORMAT ": dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
 					run->job.id, name)));
@@ -654,7 +654,7 @@ RestartBuildStep(JobRun *run)
 	SetUserIdAndSecContext(run->query_role, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	run->job.target_oid = ReserveIndexName(&reserve, run->job.driving_oid, name);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
-	JobRecordTarget(run->job.id, run->job.target_oid);
+	CatalogJobRecordTarget(run->job.id, run->job.target_oid);
 }
 
 /* Why the index or its placeholder is gone: with its table, perhaps */
@@ -708,14 +708,14 @@ BuildIndex(JobRun *run)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* The placeholder's name now: it may have been renamed */
 	stmt = StatementToRun(&run->job, get_rel_name(run->job.target_oid));
-	PlaceholderDrop(run->job.target_oid);
+	PgRelationDrop(run->job.target_oid);
 	tablespace = stmt->tableSpace ? get_tablespace_oid(stmt->tableSpace, false) :
 		GetDefaultTablespace(get_rel_persistence(run->job.driving_oid), false);
 	pg_class = table_open(RelationRelationId, RowExclusiveLock);
 	index_oid = GetNewRelFileNode(tablespace, pg_class, get_rel_persistence(run->job.driving_oid));
 	table_close(pg_class, RowExclusiveLock);
 	run->job.target_oid = index_oid;
-	JobRecordTarget(run->job.id, index_oid);
+	CatalogJobRecordTarget(run->job.id, index_oid);
 
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	SetUserIdAndSecContext(run->query_role,
@@ -802,7 +802,7 @@ IndexBuildHere(const BgddlJob *job)
 
 	stmt->concurrent = false;
 	LockRelationOid(job->driving_oid, ShareLock);
-	PlaceholderDrop(job->target_oid);
+	PgRelationDrop(job->target_oid);
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	SetUserIdAndSecContext(job->identity.owner_oid,
 						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
@@ -817,14 +817,14 @@ IndexBuildHere(const BgddlJob *job)
 /*
  * Drop the index (valid or not) or the placeholder.  Dropping an index
  * takes ACCESS EXCLUSIVE on its table, so the caller runs this with the
- * short lock timeout (worker.c): it is never done in cancel_ddl's
+ * short lock timeout (job_worker.c): it is never done in cancel_ddl's
  * transaction.
  */
 static void
 IndexDiscard(const BgddlJob *job, bool keep_target)
 {
 	if (!keep_target)
-		PlaceholderDrop(job->target_oid);
+		PgRelationDrop(job->target_oid);
 }
 
 /* A placeholder can go in any transaction; an index needs its table locked */
@@ -834,7 +834,7 @@ IndexDiscardsInAnyTransaction(const BgddlJob *job)
 	return get_rel_relkind(job->target_oid) != RELKIND_INDEX;
 }
 
-const JobKindRoutine index_kind_routine = {
+const KindRoutine kind_index_routine = {
 	.stands_for = OBJECT_INDEX,
 	.kind = JOB_KIND_CREATE_INDEX,
 	.load = IndexLoad,

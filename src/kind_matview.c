@@ -33,13 +33,13 @@
 #include "utils/rel.h"
 
 #include "background_ddl.h"
-#include "citus.h"
-#include "job_kind.h"
-#include "placeholder.h"
+#include "pg_citus.h"
+#include "kind.h"
+#include "kind_placeholder.h"
 #include "query_job.h"
 
 static CreateTableAsStmt *
-CreateStatement(JobSubmit *submit)
+CreateStatement(KindSubmit *submit)
 {
 	return CheckedNode(CreateTableAsStmt, submit->pstmt->utilityStmt);
 }
@@ -48,7 +48,7 @@ CreateStatement(JobSubmit *submit)
  * CREATE MATERIALIZED VIEW ... WITH DATA, unless IF NOT EXISTS finds the
  * name; in the session if it reads a Citus table.
  */
-static JobAcceptance
+static KindAcceptance
 MatviewAccepts(Node *parsetree, const char **reason)
 {
 	CreateTableAsStmt *stmt;
@@ -56,39 +56,39 @@ MatviewAccepts(Node *parsetree, const char **reason)
 	Oid			citus_table;
 
 	if (!IsA(parsetree, CreateTableAsStmt))
-		return JOB_NOT_ACCEPTED;
+		return KIND_NOT_ACCEPTED;
 	stmt = (CreateTableAsStmt *) parsetree;
 	if (stmt->objtype != OBJECT_MATVIEW || stmt->into->skipData ||
 		CheckedNode(Query, stmt->query)->commandType != CMD_SELECT)
-		return JOB_NOT_ACCEPTED;
+		return KIND_NOT_ACCEPTED;
 	if (stmt->if_not_exists)
 	{
 		namespace_oid = RangeVarGetCreationNamespace(stmt->into->rel);
 		if (OidIsValid(get_relname_relid(stmt->into->rel->relname, namespace_oid)))
-			return JOB_NOT_ACCEPTED;
+			return KIND_NOT_ACCEPTED;
 	}
-	if (OidIsValid(citus_table = CitusTableInQuery((Query *) stmt->query)))
+	if (OidIsValid(citus_table = PgCitusTableInQuery((Query *) stmt->query)))
 	{
-		*reason = CitusInSessionReason(citus_table);
-		return JOB_IN_SESSION;
+		*reason = PgCitusInSessionReason(citus_table);
+		return KIND_IN_SESSION;
 	}
-	return JOB_ACCEPTED;
+	return KIND_ACCEPTED;
 }
 
 /* The blocking statement's checks, in its order: the name, then the query */
 static void
-MatviewValidate(JobSubmit *submit)
+MatviewValidate(KindSubmit *submit)
 {
 	CreateTableAsStmt *stmt = CreateStatement(submit);
 
 	(void) CreateTableAsRelExists(stmt);
-	PlaceholderCheckReads(QueryJobValidate(CheckedNode(Query, stmt->query), submit->query_string,
+	KindCheckPlaceholderReads(QueryJobValidate(CheckedNode(Query, stmt->query), submit->query_string,
 										   submit->params, submit->query_env));
 }
 
 /* The placeholder: the same statement WITH NO DATA */
 static void
-MatviewReserve(JobSubmit *submit)
+MatviewReserve(KindSubmit *submit)
 {
 	PlannedStmt *placeholder_stmt = copyObject(submit->pstmt);
 	CreateTableAsStmt *placeholder = (CreateTableAsStmt *) placeholder_stmt->utilityStmt;
@@ -129,7 +129,7 @@ MatviewPublish(JobRun *run, int64 rows)
 {
 	Relation	target;
 
-	PlaceholderLockExclusive(run->job.target_oid);
+	KindPlaceholderLock(run->job.target_oid);
 	target = table_open(run->job.target_oid, NoLock);
 	SetMatViewPopulatedState(target, true);
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
@@ -157,10 +157,10 @@ static void
 MatviewDiscard(const BgddlJob *job, bool keep_target)
 {
 	if (!keep_target)
-		PlaceholderDrop(job->target_oid);
+		PgRelationDrop(job->target_oid);
 }
 
-const JobKindRoutine matview_kind_routine = {
+const KindRoutine kind_matview_routine = {
 	.stands_for = OBJECT_MATVIEW,
 	.kind = JOB_KIND_CREATE_MATVIEW,
 	.accepts = MatviewAccepts,

@@ -8,7 +8,7 @@
  * other job refreshing or building it, and the view's query as its owner
  * would run it (privileges, row security).
  *
- * The worker computes the new content into a hidden heap (heap_swap.c) in
+ * The worker computes the new content into a hidden heap (pg_heap_swap.c) in
  * checkpointed batches, capturing changes like any query job
  * (query_job.c), while the old content stays readable.  With or without
  * CONCURRENTLY written, the view is never locked against readers during
@@ -46,15 +46,15 @@
 
 #include "background_ddl.h"
 #include "catalog_access.h"
-#include "citus.h"
-#include "heap_swap.h"
-#include "job_kind.h"
+#include "pg_citus.h"
+#include "pg_heap_swap.h"
+#include "kind.h"
 #include "job_step.h"
-#include "placeholder.h"
+#include "kind_placeholder.h"
 #include "query_job.h"
 
 /* REFRESH ... WITH DATA; in the session if the view reads a Citus table */
-static JobAcceptance
+static KindAcceptance
 RefreshAccepts(Node *parsetree, const char **reason)
 {
 	RefreshMatViewStmt *stmt;
@@ -62,22 +62,22 @@ RefreshAccepts(Node *parsetree, const char **reason)
 	Oid			citus_table = InvalidOid;
 
 	if (!IsA(parsetree, RefreshMatViewStmt) || ((RefreshMatViewStmt *) parsetree)->skipData)
-		return JOB_NOT_ACCEPTED;
+		return KIND_NOT_ACCEPTED;
 	stmt = (RefreshMatViewStmt *) parsetree;
-	if (!CitusInstalled())
-		return JOB_ACCEPTED;
+	if (!PgCitusInstalled())
+		return KIND_ACCEPTED;
 	relid = RangeVarGetRelid(stmt->relation, AccessShareLock, true);
 	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_MATVIEW)
 	{
 		Relation	matview = table_open(relid, NoLock);
 
-		citus_table = CitusTableInQuery(get_view_query(matview));
+		citus_table = PgCitusTableInQuery(get_view_query(matview));
 		table_close(matview, NoLock);
 	}
 	if (!OidIsValid(citus_table))
-		return JOB_ACCEPTED;
-	*reason = CitusInSessionReason(citus_table);
-	return JOB_IN_SESSION;
+		return KIND_ACCEPTED;
+	*reason = PgCitusInSessionReason(citus_table);
+	return KIND_IN_SESSION;
 }
 
 /*
@@ -110,7 +110,7 @@ HasUsableUniqueIndex(Relation matview)
 
 /* The view and the statement's checks, in the blocking statement's order */
 static Relation
-OpenRefreshedView(JobSubmit *submit)
+OpenRefreshedView(KindSubmit *submit)
 {
 	RefreshMatViewStmt *stmt = CheckedNode(RefreshMatViewStmt, submit->pstmt->utilityStmt);
 	Oid			relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
@@ -132,12 +132,12 @@ OpenRefreshedView(JobSubmit *submit)
 						quote_qualified_identifier(get_namespace_name(RelationGetNamespace(matview)),
 												   RelationGetRelationName(matview))),
 				 errhint("Create a unique index with no WHERE clause on one or more columns of the materialized view.")));
-	PlaceholderCheckRefresh(stmt);
+	KindCheckPlaceholderRefresh(stmt);
 	return matview;
 }
 
 static void
-RefreshValidate(JobSubmit *submit)
+RefreshValidate(KindSubmit *submit)
 {
 	Relation	matview = OpenRefreshedView(submit);
 	Oid			saved_userid;
@@ -160,7 +160,7 @@ RefreshValidate(JobSubmit *submit)
 
 /* Nothing to reserve: the view exists; its job makes a second REFRESH fail */
 static void
-RefreshReserve(JobSubmit *submit)
+RefreshReserve(KindSubmit *submit)
 {
 	RefreshMatViewStmt *stmt = CheckedNode(RefreshMatViewStmt, submit->pstmt->utilityStmt);
 	Oid			relid = RangeVarGetRelid(stmt->relation, AccessShareLock, false);
@@ -185,9 +185,9 @@ PrepareRefresh(JobRun *run, bool helper)
 		(!OidIsValid(run->job.hidden_oid) ||
 		 !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->job.hidden_oid))))
 	{
-		run->job.hidden_oid = HiddenHeapCreate(matview, CatalogRequire()->schema_oid,
+		run->job.hidden_oid = PgHeapCreateLike(matview, CatalogRequire()->schema_oid,
 											   psprintf("refresh_%u", run->job.target_oid));
-		JobRecordHidden(run->job.id, run->job.hidden_oid);
+		CatalogJobRecordHidden(run->job.id, run->job.hidden_oid);
 	}
 	table_close(matview, NoLock);
 	run->rule_relid = run->job.target_oid;
@@ -339,19 +339,19 @@ RefreshPublish(JobRun *run, int64 rows)
 	List	   *new_indexes;
 	bool		concurrently = WrittenConcurrently(&run->job);
 
-	JobSetPhase(run->job.id, JOB_PHASE_BUILDING_INDEXES);
+	CatalogJobSetPhase(run->job.id, JOB_PHASE_BUILDING_INDEXES);
 	LockRelationOid(run->job.target_oid, ShareUpdateExclusiveLock);
 	matview = table_open(run->job.target_oid, NoLock);
 	if (concurrently)
 		CheckConcurrentRefresh(run, matview);
 	hidden = table_open(run->content_oid, AccessExclusiveLock);
-	HiddenHeapBuildIndexes(matview, hidden, concurrently, &old_indexes, &new_indexes);
+	PgHeapBuildIndexCopies(matview, hidden, concurrently, &old_indexes, &new_indexes);
 	table_close(hidden, NoLock);
 	table_close(matview, NoLock);
 
-	JobSetPhase(run->job.id, JOB_PHASE_CUTTING_OVER);
+	CatalogJobSetPhase(run->job.id, JOB_PHASE_CUTTING_OVER);
 	LockViewForSwap(run->job.target_oid);
-	HiddenHeapSwap(run->job.target_oid, run->content_oid, old_indexes, new_indexes);
+	PgHeapSwap(run->job.target_oid, run->content_oid, old_indexes, new_indexes);
 	matview = table_open(run->job.target_oid, NoLock);
 	if (!RelationIsPopulated(matview))
 		SetMatViewPopulatedState(matview, true);
@@ -380,10 +380,10 @@ static void
 RefreshDiscard(const BgddlJob *job, bool keep_target)
 {
 	if (OidIsValid(job->hidden_oid))
-		PlaceholderDrop(job->hidden_oid);
+		PgRelationDrop(job->hidden_oid);
 }
 
-const JobKindRoutine refresh_kind_routine = {
+const KindRoutine kind_refresh_routine = {
 	.stands_for = OBJECT_MATVIEW,
 	.kind = JOB_KIND_REFRESH_MATVIEW,
 	.accepts = RefreshAccepts,

@@ -6,13 +6,13 @@
  * A materialized view, a CREATE TABLE AS table and a REFRESH all compute a
  * query (the view rule of rule_relid, bound to OIDs at submit) into a
  * content relation (content_oid), then publish it.  This file runs that
- * computation in the phases of job_kind.h:
+ * computation in the phases of kind.h:
  *
- *	plan		decompose.c decides: chunks of a driving table, or one batch
- *	backfill	install the capture triggers (capture.c), recording the
+ *	plan		query_decompose.c decides: chunks of a driving table, or one batch
+ *	backfill	install the capture triggers (capture_trigger.c), recording the
  *				driving table's size under the lock that installs them;
  *				then one step per chunk, each checkpointed
- *	catch up	passes over the dirty log (catchup.c), until the backlog is
+ *	catch up	passes over the dirty log (query_catchup.c), until the backlog is
  *				small
  *	cut over	(QueryJobFinalize, inside the kind's cut-over step) the last
  *				marks at the cut-over snapshot, or, for one batch or after a
@@ -64,19 +64,19 @@
 #include "utils/timestamp.h"
 
 #include "background_ddl.h"
-#include "backfill.h"
-#include "capture.h"
-#include "catchup.h"
-#include "change_log.h"
-#include "compat.h"
-#include "decompose.h"
+#include "query_backfill.h"
+#include "capture_trigger.h"
+#include "query_catchup.h"
+#include "capture_log.h"
+#include "pg_compat.h"
+#include "query_decompose.h"
 #include "job_step.h"
-#include "partial_agg.h"
-#include "placeholder.h"
+#include "query_partial_agg.h"
+#include "kind_placeholder.h"
 #include "query_functions.h"
 #include "query_job.h"
-#include "view_pullup.h"
-#include "shared_state.h"
+#include "query_view_pullup.h"
+#include "job_shmem.h"
 
 #define CHUNK_BLOCKS_INITIAL	64
 #define CHUNK_BLOCKS_MAX		(1 << 20)
@@ -181,13 +181,13 @@ QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
 
 	if (list_length(rewritten) != 1)
 		elog(ERROR, "unexpected rewrite result for a background DDL query");
-	/* As BackfillRuleQuery gives it to the worker; any time as now() decides alike */
+	/* As QueryOfRule gives it to the worker; any time as now() decides alike */
 	rewritten_query = linitial_node(Query, rewritten);
 	QueryPullUpViews(rewritten_query);
-	DecomposeQuery(QueryPinJobStart(rewritten_query, GetCurrentTransactionStartTimestamp()),
+	QueryDecompose(QueryPinJobStart(rewritten_query, GetCurrentTransactionStartTimestamp()),
 				   rule_relid, GetUserId(), InvalidOid, &decomposition);
 	*one_batch_reason = decomposition.reason;
-	return DecompositionStrategy(&decomposition);
+	return QueryStrategy(&decomposition);
 }
 
 /* The relfilenodes of the given relations (taking ACCESS SHARE on each) */
@@ -201,7 +201,7 @@ RelationFileNumbers(List *relids)
 	{
 		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
 
-		filenodes = lappend_oid(filenodes, BgddlRelFileNumber(rel));
+		filenodes = lappend_oid(filenodes, PgRelFileNumber(rel));
 		relation_close(rel, NoLock);
 	}
 	return filenodes;
@@ -229,7 +229,7 @@ JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
 {
 	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
 
-	run->job.strategy = DecompositionStrategy(decomposition);
+	run->job.strategy = QueryStrategy(decomposition);
 	run->job.driving_oid = decomposition->driving_oid;
 	MemoryContextSwitchTo(old_context);
 }
@@ -293,14 +293,14 @@ QueryJobResume(JobRun *run)
 	/* Helpers of a worker before us may still be in their chunks */
 	CloseClaims(run);
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
-	chunks = ChunkRangesRead(run->job.id);
+	chunks = CaptureChunkRanges(run->job.id);
 	foreach(lc, chunks)
 		run->next_block = Max(run->next_block, ((ChunkRange *) lfirst(lc))->end_block);
 	old_context = MemoryContextSwitchTo(JobContext());
 	run->holes = UncoveredRanges(chunks, run->next_block);
 	MemoryContextSwitchTo(old_context);
 	JobStepEnd();
-	BgddlPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
+	JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
 						 run->job.rows_total, false);
 }
 
@@ -314,13 +314,13 @@ QueryJobPlan(JobRun *run)
 
 	JobStepHoldPoint("planning");
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
-	JobSetPhase(run->job.id, JOB_PHASE_PLANNING);
+	CatalogJobSetPhase(run->job.id, JOB_PHASE_PLANNING);
 	rule_relation = table_open(run->rule_relid, AccessShareLock);
 	JobQueryBegin(run->query_role, false);
-	query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
-	DecomposeQuery(query, run->rule_relid, run->query_role, InvalidOid,
+	query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
+	QueryDecompose(query, run->rule_relid, run->query_role, InvalidOid,
 				   &decomposition);
-	run->job.rows_total = BackfillEstimateRows(query);
+	run->job.rows_total = QueryEstimateRows(query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 
@@ -328,8 +328,8 @@ QueryJobPlan(JobRun *run)
 	run->job.chunk_blocks = CHUNK_BLOCKS_INITIAL;
 	run->job.blocks_total = 0;
 	run->job.target_filenode = RelationFileNumberOf(run->content_oid);
-	JobRecordPlan(&run->job);
-	BgddlPublishProgress(0, 0, run->job.progress, run->job.rows_total,
+	CatalogJobRecordPlan(&run->job);
+	JobPublishProgress(0, 0, run->job.progress, run->job.rows_total,
 						 !OidIsValid(run->job.driving_oid));
 	JobStepEnd();
 }
@@ -352,11 +352,11 @@ InstallCaptureStep(JobRun *run)
 	Query	   *chunk_query = NULL;
 
 	JobQueryBegin(run->query_role, false);
-	query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
-	DecomposeQuery(query, run->rule_relid, run->query_role, run->job.driving_oid,
+	query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
+	QueryDecompose(query, run->rule_relid, run->query_role, run->job.driving_oid,
 				   &decomposition);
 	if (decomposition.partial)
-		chunk_query = PartialAggChunkQuery(query);
+		chunk_query = QueryPartialAggChunk(query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 
@@ -366,7 +366,7 @@ InstallCaptureStep(JobRun *run)
 				(errmsg("background DDL job " INT64_FORMAT " runs in one batch: %s",
 						run->job.id, decomposition.reason)));
 		JobSetStrategy(run, &decomposition);
-		JobRecordPlan(&run->job);
+		CatalogJobRecordPlan(&run->job);
 		return;
 	}
 
@@ -381,12 +381,12 @@ InstallCaptureStep(JobRun *run)
 	run->job.capture_trigger_xmins = JobList(triggers.trigger_xmins);
 	run->job.cleanup_pending = true;
 	if (chunk_query != NULL)
-		run->job.staging_oid = PartialAggCreateStaging(run->job.id, chunk_query, run->query_role,
+		run->job.staging_oid = QueryPartialAggCreateStaging(run->job.id, chunk_query, run->query_role,
 													   get_rel_tablespace(run->content_oid));
-	JobRecordCapture(&run->job);
+	CatalogJobRecordCapture(&run->job);
 }
 
-/* The job's capture triggers, as capture.c takes them */
+/* The job's capture triggers, as capture_trigger.c takes them */
 static CaptureTriggers
 JobTriggers(const JobRun *run)
 {
@@ -404,7 +404,7 @@ MarkWholeTable(JobRun *run, const char *why)
 	ereport(LOG,
 			(errmsg("background DDL job " INT64_FORMAT ": %s; the result will be recomputed at cut-over",
 					run->job.id, why)));
-	DirtyMarkWholeTable(run->job.id);
+	CaptureMarkWholeTable(run->job.id);
 	run->whole_table_marked = true;
 }
 
@@ -479,7 +479,7 @@ CheckCapturePrivileges(const JobRun *run)
 	{
 		Oid			relid = lfirst_oid(lc);
 
-		if (!BgddlRelationOwnerCheck(relid, run->query_role) &&
+		if (!PgRelationOwnerCheck(relid, run->query_role) &&
 			pg_class_aclcheck(relid, run->query_role, ACL_TRIGGER) != ACLCHECK_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -521,7 +521,7 @@ CheckSources(JobRun *run)
 		return JOB_STEP_TARGET_GONE;
 	CheckCapturePrivileges(run);
 	content = relation_open(run->content_oid, AccessShareLock);
-	if (BgddlRelFileNumber(content) != run->job.target_filenode ||
+	if (PgRelFileNumber(content) != run->job.target_filenode ||
 		ContentWasReset(run, content))
 	{
 		relation_close(content, NoLock);
@@ -537,7 +537,7 @@ CheckSources(JobRun *run)
 
 		if (rel == NULL)
 			return JOB_STEP_TARGET_GONE;
-		filenode = BgddlRelFileNumber(rel);
+		filenode = PgRelFileNumber(rel);
 		relation_close(rel, NoLock);
 		filenodes = lappend_oid(filenodes, filenode);
 		if (filenode == lfirst_oid(filenode_cell))
@@ -557,7 +557,7 @@ CheckSources(JobRun *run)
 	{
 		MarkWholeTable(run, "a base table was rewritten");
 		run->job.capture_filenodes = JobList(filenodes);
-		JobRecordCapture(&run->job);
+		CatalogJobRecordCapture(&run->job);
 	}
 	if (!run->whole_table_marked)
 	{
@@ -584,7 +584,7 @@ RestartBuild(JobRun *run)
 		ereport(LOG,
 				(errmsg("background DDL job " INT64_FORMAT ": crash recovery emptied the unlogged \"%s\", restarting the backfill",
 						run->job.id, RelationGetRelationName(content))));
-	else if (BgddlRelFileNumber(content) != run->job.target_filenode)
+	else if (PgRelFileNumber(content) != run->job.target_filenode)
 		ereport(LOG,
 				(errmsg("background DDL job " INT64_FORMAT ": \"%s\" was rewritten, restarting the backfill",
 						run->job.id, RelationGetRelationName(content))));
@@ -592,24 +592,24 @@ RestartBuild(JobRun *run)
 		ereport(LOG,
 				(errmsg("background DDL job " INT64_FORMAT ": table \"%s\" was rewritten, restarting the backfill",
 						run->job.id, RelationGetRelationName(driving))));
-	PlaceholderTruncate(content);
+	PgRelationTruncate(content);
 	if (OidIsValid(run->job.staging_oid))
 	{
 		Relation	staging = table_open(run->job.staging_oid, AccessExclusiveLock);
 
-		PlaceholderTruncate(staging);
+		PgRelationTruncate(staging);
 		table_close(staging, NoLock);
 	}
-	ChangeLogRestart(run->job.id);
+	CaptureRestart(run->job.id);
 	run->job.capture_filenodes = JobList(RelationFileNumbers(run->job.capture_relids));
 	run->job.blocks_total = RelationGetNumberOfBlocks(driving);
-	run->job.target_filenode = BgddlRelFileNumber(content);
-	JobRestartBuild(&run->job);
+	run->job.target_filenode = PgRelFileNumber(content);
+	CatalogJobRestartBuild(&run->job);
 	table_close(driving, NoLock);
 	table_close(content, NoLock);
 	run->next_block = 0;
 	run->holes = NIL;
-	BgddlPublishProgress(0, 0, run->job.progress, run->job.rows_total, false);
+	JobPublishProgress(0, 0, run->job.progress, run->job.rows_total, false);
 }
 
 /*
@@ -619,10 +619,10 @@ RestartBuild(JobRun *run)
 static void
 CloseClaims(JobRun *run)
 {
-	BgddlClaimsClose();
+	JobClaimsClose();
 	run->build_generation = 0;
 	pgstat_report_activity(STATE_RUNNING, "background_ddl: waiting for the job's other workers");
-	while (BgddlChunksInFlight() > 0)
+	while (JobChunksInFlight() > 0)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
@@ -666,7 +666,7 @@ TakeChunk(JobRun *run, ChunkRange *range)
 			run->holes = list_delete_first(run->holes);
 		return true;
 	}
-	return BgddlClaimChunk(run->build_generation, run->job.chunk_blocks,
+	return JobClaimChunk(run->build_generation, run->job.chunk_blocks,
 						   &range->start_block, &range->end_block);
 }
 
@@ -694,7 +694,7 @@ Throttle(JobRun *run)
 {
 	for (;;)
 	{
-		double		share = run->job.max_rate / Max(BgddlJobWorkerCount(), 1);
+		double		share = run->job.max_rate / Max(JobWorkerCount(), 1);
 		TimestampTz now = GetCurrentTimestamp();
 		double		wait_seconds;
 
@@ -729,7 +729,7 @@ Throttle(JobRun *run)
 		JobStepSleep((long) (Min(wait_seconds, 1.0) * 1000) + 1);
 		JobStepBegin("background_ddl: throttled by max_rate (reading the limits)",
 					 STEP_READ_COMMITTED);
-		JobReadLimits(&run->job);
+		CatalogJobReadLimits(&run->job);
 		JobStepEnd();
 	}
 }
@@ -755,8 +755,8 @@ BackfillChunk(JobRun *run, const ChunkRange *range)
 
 	INSTR_TIME_SET_CURRENT(start_time);
 	JobQueryBegin(run->query_role, true);
-	query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
-	driving_rtindex = DrivingRangeTableIndex(query, job->driving_oid);
+	query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
+	driving_rtindex = QueryDrivingRtindex(query, job->driving_oid);
 	if (driving_rtindex == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -764,15 +764,15 @@ BackfillChunk(JobRun *run, const ChunkRange *range)
 						job->id),
 				 errdetail("Its driving table changed while the job was running.")));
 	if (partial)
-		query = PartialAggChunkQuery(query);
-	rows = BackfillBlocks(content, query, driving_rtindex, partial, true,
+		query = QueryPartialAggChunk(query);
+	rows = QueryBackfillBlocks(content, query, driving_rtindex, partial, true,
 						  range->start_block, range->end_block, &pairs, &npairs);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
 	seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
 
-	ChunkRecord(job->id, range, rows, job->attempts, seconds, TidMapEncode(pairs, npairs));
+	CaptureChunkRecord(job->id, range, rows, job->attempts, seconds, CaptureTidMapEncode(pairs, npairs));
 
 	/*
 	 * Adapt this worker's chunk size toward the target batch time, and under
@@ -785,19 +785,19 @@ BackfillChunk(JobRun *run, const ChunkRange *range)
 	if (job->max_rate > 0 && rows > 0)
 	{
 		double		allowed_rows = job->max_rate * Max(JobBatchTimeMs(job) / 1000.0, 0.25) /
-			Max(BgddlJobWorkerCount(), 1);
+			Max(JobWorkerCount(), 1);
 		double		rows_per_block = (double) rows / Max(range->end_block - range->start_block, 1);
 
 		job->chunk_blocks = (int32) Max(1.0, Min(job->chunk_blocks, allowed_rows / rows_per_block));
 	}
 	run->chunk_rows = rows;
 	run->chunk_seconds = seconds;
-	JobRecordChunkDone(job, rows, range->end_block - range->start_block,
+	CatalogJobRecordChunk(job, rows, range->end_block - range->start_block,
 					   seconds / Max(range->end_block - range->start_block, 1) /
-					   Max(BgddlJobWorkerCount(), 1));
+					   Max(JobWorkerCount(), 1));
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);
-	BgddlPublishChunkDone(job->chunks_done, job->progress);
+	JobPublishChunkDone(job->chunks_done, job->progress);
 }
 
 /*
@@ -839,9 +839,9 @@ SettleBackfill(JobRun *run)
 	CloseClaims(run);
 	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
 	old_context = MemoryContextSwitchTo(JobContext());
-	holes = UncoveredRanges(ChunkRangesRead(run->job.id), run->job.blocks_total);
+	holes = UncoveredRanges(CaptureChunkRanges(run->job.id), run->job.blocks_total);
 	MemoryContextSwitchTo(old_context);
-	JobReadProgress(&run->job);
+	CatalogJobReadProgress(&run->job);
 	JobStepEnd();
 	if (holes == NIL)
 		return JOB_STEP_DONE;
@@ -852,7 +852,7 @@ SettleBackfill(JobRun *run)
 
 /*
  * One step of the backfill, in the job's first worker: install the capture
- * first, then open the chunk claims to helpers (scheduler.c), then one
+ * first, then open the chunk claims to helpers (job_scheduler.c), then one
  * chunk per call.  A one-batch job has nothing to backfill: its cut-over
  * computes all.
  */
@@ -869,7 +869,7 @@ QueryJobBackfillStep(JobRun *run)
 		JobRunLockingStep(run, InstallCaptureStep, JOB_PHASE_INSTALLING_CAPTURE,
 						  "background_ddl: installing capture");
 		JobStepBegin("background_ddl: backfilling", STEP_READ_COMMITTED);
-		JobSetPhase(run->job.id, JOB_PHASE_BACKFILLING);
+		CatalogJobSetPhase(run->job.id, JOB_PHASE_BACKFILLING);
 		JobStepEnd();
 		run->next_block = 0;
 		run->holes = NIL;
@@ -877,8 +877,8 @@ QueryJobBackfillStep(JobRun *run)
 	}
 	if (run->build_generation == 0)
 	{
-		run->build_generation = BgddlClaimsOpen(run->next_block, run->job.blocks_total);
-		BgddlWakeDatabase(MyDatabaseId);
+		run->build_generation = JobClaimsOpen(run->next_block, run->job.blocks_total);
+		JobWakeScheduler(MyDatabaseId);
 	}
 
 	JobStepHoldAtChunk(run->job.chunks_done);
@@ -906,7 +906,7 @@ CapturedTablesBusy(JobRun *run)
 	bool		busy;
 
 	JobStepBegin("background_ddl: looking at the writers", STEP_READ_COMMITTED);
-	marks = DirtyMarksLogged();
+	marks = CaptureMarksLogged();
 	JobStepEnd();
 	if (run->marks_logged_at == 0)
 	{
@@ -938,16 +938,16 @@ QueryJobHelpStep(JobRun *run)
 {
 	JobStepResult result;
 
-	if (!OidIsValid(run->job.driving_oid) || BgddlHelpersShouldLeave() ||
-		(run->job.max_workers > 0 && BgddlJobWorkerCount() > run->job.max_workers))
+	if (!OidIsValid(run->job.driving_oid) || JobHelpersShouldLeave() ||
+		(run->job.max_workers > 0 && JobWorkerCount() > run->job.max_workers))
 		return JOB_STEP_DONE;
 	if (CapturedTablesBusy(run))
 	{
-		BgddlHelpersBackOff(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HELPER_BACKOFF_MS));
+		JobHelpersBackOff(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HELPER_BACKOFF_MS));
 		return JOB_STEP_DONE;
 	}
 	if (run->build_generation == 0)
-		run->build_generation = BgddlBuildGeneration();
+		run->build_generation = JobBuildGeneration();
 	if (run->build_generation == 0)
 		return JOB_STEP_DONE;
 	result = ChunkStep(run, "background_ddl: backfilling a chunk (helping)");
@@ -966,11 +966,11 @@ ProcessMarks(JobRun *run, BlockNumber from_block, BlockNumber to_block)
 									 run->job.staging_oid : run->content_oid,
 									 RowExclusiveLock);
 	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
-	CatchupTarget target = {run->job.id, content, rule_relation, run->query_role,
+	QueryCatchUpTarget target = {run->job.id, content, rule_relation, run->query_role,
 	run->job.driving_oid, OidIsValid(run->job.staging_oid), run->job.blocks_total,
 	run->job.started_at};
 	int64		gained;
-	int			sources = CatchupProcessBlocks(&target, from_block, to_block, &gained);
+	int			sources = QueryCatchUpBlocks(&target, from_block, to_block, &gained);
 
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);
@@ -998,12 +998,12 @@ QueryJobCatchUp(JobRun *run)
 	JobStepHoldPoint("catching up");
 	run->job.catchup_passes++;
 	JobStepBegin("background_ddl: catching up", STEP_READ_COMMITTED);
-	JobSetPhase(run->job.id, JOB_PHASE_CATCHING_UP);
-	pass_blocks = DirtyLogBlocks();
-	whole_table = DirtyHasWholeTable(run->job.id);
-	backlog = whole_table ? 0 : DirtyCount(run->job.id);
+	CatalogJobSetPhase(run->job.id, JOB_PHASE_CATCHING_UP);
+	pass_blocks = CaptureLogBlocks();
+	whole_table = CaptureHasWholeTable(run->job.id);
+	backlog = whole_table ? 0 : CaptureBacklog(run->job.id);
 	backlog_at_start = backlog;
-	JobSetCounters(run->job.id, run->job.rows_done, backlog, run->job.catchup_passes);
+	CatalogJobSetCounters(run->job.id, run->job.rows_done, backlog, run->job.catchup_passes);
 	JobStepEnd();
 	if (whole_table)
 		return JOB_STEP_DONE;
@@ -1024,7 +1024,7 @@ QueryJobCatchUp(JobRun *run)
 		if (check == JOB_STEP_MORE && !run->whole_table_marked)
 		{
 			backlog -= ProcessMarks(run, from_block, to_block);
-			JobSetCounters(run->job.id, run->job.rows_done, Max(backlog, 0),
+			CatalogJobSetCounters(run->job.id, run->job.rows_done, Max(backlog, 0),
 						   run->job.catchup_passes);
 		}
 		JobStepEnd();
@@ -1034,7 +1034,7 @@ QueryJobCatchUp(JobRun *run)
 			return check;
 		if (run->whole_table_marked)
 			return JOB_STEP_DONE;
-		BgddlPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
+		JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
 							 run->job.rows_total, false);
 
 		INSTR_TIME_SET_CURRENT(duration);
@@ -1082,10 +1082,10 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 
 		if (check != JOB_STEP_MORE)
 			return check;
-		recompute_all = run->whole_table_marked || DirtyHasWholeTable(run->job.id);
+		recompute_all = run->whole_table_marked || CaptureHasWholeTable(run->job.id);
 		if (!recompute_all)
 		{
-			BlockNumber blocks = DirtyLogBlocks();
+			BlockNumber blocks = CaptureLogBlocks();
 
 			for (BlockNumber from_block = 0; from_block < blocks; from_block += CATCHUP_BLOCKS_MAX)
 				(void) ProcessMarks(run, from_block, Min(blocks, from_block + CATCHUP_BLOCKS_MAX));
@@ -1100,21 +1100,21 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 		Query	   *query;
 
 		JobQueryBegin(run->query_role, false);
-		query = BackfillRuleQuery(rule_relation, run->query_role, run->job.started_at);
+		query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
 		/*
 		 * Partial aggregation: the result is the combine of the staging rows,
 		 * as the marks just processed left them
 		 */
 		if (!recompute_all)
 		{
-			query = PartialAggCombineQuery(query, run->job.staging_oid);
+			query = QueryPartialAggCombine(query, run->job.staging_oid);
 			CommandCounterIncrement();
 			UpdateActiveSnapshotCommandId();
 		}
-		*rows = (int64) BackfillAll(content, query);
+		*rows = (int64) QueryBackfillAll(content, query);
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
-		PartialAggDropStaging(run->job.staging_oid);
+		QueryPartialAggDropStaging(run->job.staging_oid);
 	}
 	return JOB_STEP_DONE;
 }
@@ -1122,7 +1122,7 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 /*
  * The cut-over of a query job: one REPEATABLE READ transaction that
  * finishes the computation (QueryJobFinalize), then lets the kind publish
- * the content (publish must end the job as succeeded, with JobFinish), and
+ * the content (publish must end the job as succeeded, with CatalogJobFinish), and
  * commits.  For a one-batch job this is the batch, so its phase says
  * backfilling.
  */
@@ -1136,9 +1136,9 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 		JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING;
 
 	JobStepHoldPoint("cutting over");
-	BgddlPublishPhase(phase);
+	JobPublishPhase(phase);
 	SourcesStepBegin(run, "background_ddl: cutting over", true);
-	JobSetPhase(run->job.id, phase);
+	CatalogJobSetPhase(run->job.id, phase);
 	if (!JobRunTargetExists(run))
 	{
 		JobStepEnd();
@@ -1183,9 +1183,9 @@ QueryJobBuildHere(JobRun *run, QueryJobPublish publish)
 	int64		rows;
 
 	JobQueryBegin(run->query_role, false);
-	query = BackfillRuleQuery(rule_relation, run->query_role,
+	query = QueryOfRule(rule_relation, run->query_role,
 							  GetCurrentTransactionStartTimestamp());
-	rows = (int64) BackfillAll(content, query);
+	rows = (int64) QueryBackfillAll(content, query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);

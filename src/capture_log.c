@@ -1,0 +1,411 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture_log.c
+ *	  Reads and writes of what a job records about its content and the
+ *	  changes to its sources: chunks (the backfill's checkpoints, each with
+ *	  the tid map of its rows), dirty marks (written by the capture trigger,
+ *	  read and deleted here) and recomputed rows.
+ *
+ * Like catalog_job.c, every statement runs through catalog_access.c.  The
+ * dirty log has no index: it is read by block ranges of its own heap (a
+ * TID range scan), so that a catch-up batch holds the marks of a few
+ * blocks in memory, never the whole log.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+#include "catalog_access.h"
+#include "capture_log.h"
+#include "catalog_job.h"
+
+/* Checkpoint a chunk: its range, rows, and tid map */
+void
+CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,
+			double seconds, bytea *tid_map)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID, BYTEAOID};
+	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(range->start_block),
+		Int64GetDatum(range->end_block), Int64GetDatum(rows), Int32GetDatum(attempt),
+	Float8GetDatum(seconds), PointerGetDatum(tid_map)};
+	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', tid_map ? ' ' : 'n'};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("INSERT INTO background_ddl.chunk "
+				   "(job_id, start_block, end_block, rows_done, attempt, duration, tid_map) "
+				   "VALUES ($1, $2, $3, $4, $5, make_interval(secs => $6), $7)",
+				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT);
+	CatalogAccessEnd(&access);
+}
+
+/* The block ranges of a job's chunks, ordered, as a List of ChunkRange */
+List *
+CaptureChunkRanges(int64 job_id)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	List	   *ranges = NIL;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT start_block, end_block FROM background_ddl.chunk "
+				   "WHERE job_id = $1 ORDER BY start_block", 1, argtypes, values, NULL,
+				   SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
+		ChunkRange *range = palloc(sizeof(ChunkRange));
+
+		range->start_block = DatumGetInt64(CatalogColumn(row, 1, 0));
+		range->end_block = DatumGetInt64(CatalogColumn(row, 2, 0));
+		ranges = lappend(ranges, range);
+		MemoryContextSwitchTo(spi_context);
+	}
+	CatalogAccessEnd(&access);
+	return ranges;
+}
+
+/* A chunk's tid map (detoasted, in the caller's context), or NULL */
+bytea *
+CaptureChunkTidMap(int64 job_id, int64 start_block)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(start_block)};
+	bytea	   *map = NULL;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT tid_map FROM background_ddl.chunk WHERE job_id = $1 AND start_block = $2",
+				   2, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1 && !CatalogColumnIsNull(0, 1))
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
+
+		map = DatumGetByteaPCopy(CatalogColumn(0, 1, (Datum) 0));
+		MemoryContextSwitchTo(spi_context);
+	}
+	CatalogAccessEnd(&access);
+	return map;
+}
+
+/*
+ * Forget a job's captured changes: its marks, recomputed rows and tid maps;
+ * with chunks_too, its chunks as well (the build starts over, or is
+ * cancelled).
+ */
+void
+CaptureForget(int64 job_id, bool chunks_too)
+{
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1",
+		"DELETE FROM background_ddl.recomputed WHERE job_id = $1",
+		"UPDATE background_ddl.chunk SET tid_map = NULL WHERE job_id = $1 AND tid_map IS NOT NULL",
+		"DELETE FROM background_ddl.chunk WHERE job_id = $1"};
+	static const int results[] = {SPI_OK_DELETE, SPI_OK_DELETE, SPI_OK_UPDATE, SPI_OK_DELETE};
+
+	CatalogExecuteForJob(job_id, chunks_too ? 4 : 3, statements, results);
+}
+
+/*
+ * Start over: forget a job's chunks and what it captured, except whole_table
+ * marks, which still stand (changes logged by nobody meanwhile, while the
+ * capture was paused or stopped, are recomputed by the cut-over).
+ */
+void
+CaptureRestart(int64 job_id)
+{
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT whole_table",
+		"DELETE FROM background_ddl.recomputed WHERE job_id = $1",
+		"DELETE FROM background_ddl.chunk WHERE job_id = $1"};
+	static const int results[] = {SPI_OK_DELETE, SPI_OK_DELETE, SPI_OK_DELETE};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
+/*
+ * From now on the job's changes need not be known row by row: one
+ * whole_table mark stands for all of them (the cut-over recomputes the
+ * whole result), and its row marks go.
+ */
+void
+CaptureCoverAll(int64 job_id)
+{
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT whole_table",
+		"INSERT INTO background_ddl.dirty (job_id, whole_table) SELECT $1, true "
+		"WHERE NOT EXISTS (SELECT FROM background_ddl.dirty WHERE job_id = $1 AND whole_table)"};
+	static const int results[] = {SPI_OK_DELETE, SPI_OK_INSERT};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
+/*
+ * Keep every job's dirty log bounded: writers may change rows faster than a
+ * job recomputes them (a throttled job, one whose worker is gone for a
+ * while).  A job whose row marks outnumber its bound (twice its driving
+ * table's rows, and at least BACKLOG_MIN_BOUND) stops its capture
+ * (CatalogJobStopCapture): one whole_table mark stands for every change, and its
+ * cut-over recomputes the whole result.  Counting scans the log, so it is
+ * done only once writers have logged a quarter of the smallest bound since
+ * the last count (as the statistics say).  Called by the scheduler, in a
+ * transaction; returns how many jobs stopped their capture.
+ */
+int
+CaptureBoundBacklogs(void)
+{
+	static int64 logged_at_last_count = 0;
+	int64		logged = CaptureMarksLogged();
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(BACKLOG_MIN_BOUND)};
+	int64	   *stopped;
+	int			nstopped;
+
+	if (logged >= logged_at_last_count && logged - logged_at_last_count < BACKLOG_MIN_BOUND / 4)
+		return 0;
+	logged_at_last_count = logged;
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT j.id, m.marks FROM background_ddl.job j "
+				   "JOIN (SELECT job_id, count(*) AS marks FROM background_ddl.dirty "
+				   "      WHERE NOT whole_table GROUP BY job_id) m ON m.job_id = j.id "
+				   "WHERE NOT j.capture_stopped AND j.state IN ('queued', 'running') "
+				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT c.reltuples FROM pg_class c "
+				   "                                           WHERE c.oid = j.driving_oid), 0))",
+				   1, argtypes, values, NULL, SPI_OK_SELECT);
+	nstopped = (int) SPI_processed;
+	stopped = MemoryContextAlloc(access.caller_context, sizeof(int64) * Max(nstopped, 1));
+	for (int row = 0; row < nstopped; row++)
+	{
+		stopped[row] = DatumGetInt64(CatalogColumn(row, 1, 0));
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT " stops capturing changes: " INT64_FORMAT " of them wait, more than it may keep",
+						stopped[row], DatumGetInt64(CatalogColumn(row, 2, 0))),
+				 errdetail("Its cut-over will recompute the whole result.")));
+	}
+	CatalogAccessEnd(&access);
+	for (int i = 0; i < nstopped; i++)
+	{
+		CatalogJobStopCapture(stopped[i]);
+		CaptureCoverAll(stopped[i]);
+	}
+	return nstopped;
+}
+
+/* The number of blocks of the dirty log now */
+BlockNumber
+CaptureLogBlocks(void)
+{
+	Relation	dirty = relation_open(CatalogRequire()->dirty_relid, AccessShareLock);
+	BlockNumber blocks = RelationGetNumberOfBlocks(dirty);
+
+	relation_close(dirty, AccessShareLock);
+	return blocks;
+}
+
+/*
+ * How many marks writers have logged into the dirty log, all jobs together,
+ * as the cumulative statistics say (writers report them about once a
+ * second): a measure of how busy the captured tables are.
+ */
+int64
+CaptureMarksLogged(void)
+{
+	PgStat_StatTabEntry *entry;
+
+	pgstat_clear_snapshot();
+	entry = pgstat_fetch_stat_tabentry(CatalogRequire()->dirty_relid);
+	return entry != NULL ? entry->tuples_inserted : 0;
+}
+
+static int
+DirtyMarkCompare(const void *a, const void *b)
+{
+	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
+}
+
+static Datum
+BlockTidDatum(BlockNumber block)
+{
+	ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+	ItemPointerSet(tid, block, 0);
+	return ItemPointerGetDatum(tid);
+}
+
+/*
+ * The row marks of a job visible to the current snapshot that lie in blocks
+ * [from_block, to_block) of the dirty log, sorted by source tuple id
+ * (whole_table marks are not returned).  Allocated in the caller's context.
+ */
+DirtyMark *
+CaptureMarksRead(int64 job_id, BlockNumber from_block, BlockNumber to_block, int *nmarks)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, TIDOID, TIDOID};
+	Datum		values[] = {Int64GetDatum(job_id), BlockTidDatum(from_block),
+	BlockTidDatum(to_block)};
+	DirtyMark  *marks;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT ctid, source_tid FROM background_ddl.dirty "
+				   "WHERE ctid >= $2 AND ctid < $3 AND job_id = $1 AND NOT whole_table",
+				   lengthof(values), argtypes, values, NULL, SPI_OK_SELECT);
+	marks = MemoryContextAlloc(access.caller_context,
+							   sizeof(DirtyMark) * Max(SPI_processed, 1));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &marks[row].source);
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &marks[row].mark);
+	}
+	*nmarks = (int) SPI_processed;
+	CatalogAccessEnd(&access);
+	qsort(marks, *nmarks, sizeof(DirtyMark), DirtyMarkCompare);
+	return marks;
+}
+
+/* Is a whole_table mark of the job visible? */
+bool
+CaptureHasWholeTable(int64 job_id)
+{
+	return DatumGetBool(CatalogValueForJob("SELECT true FROM background_ddl.dirty "
+										   "WHERE job_id = $1 AND whole_table LIMIT 1",
+										   job_id, BoolGetDatum(false)));
+}
+
+/* How many source rows of the job have visible marks (the backlog) */
+int64
+CaptureBacklog(int64 job_id)
+{
+	return DatumGetInt64(CatalogValueForJob("SELECT count(DISTINCT source_tid) "
+											"FROM background_ddl.dirty "
+											"WHERE job_id = $1 AND NOT whole_table",
+											job_id, Int64GetDatum(0)));
+}
+
+/* Delete processed dirty marks, by their own tuple ids */
+void
+CaptureMarksDelete(ItemPointer marks, int nmarks)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {TIDARRAYOID};
+	Datum		values[1];
+
+	if (nmarks == 0)
+		return;
+	values[0] = CatalogTidArray(marks, nmarks);
+	CatalogAccessBegin(&access);
+	CatalogExecute("DELETE FROM background_ddl.dirty WHERE ctid = ANY($1)",
+				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogAccessEnd(&access);
+}
+
+/* Record a change that cannot be pinned to driving rows (a table rewrite) */
+void
+CaptureMarkWholeTable(int64 job_id)
+{
+	static const char *const statements[] = {
+		"INSERT INTO background_ddl.dirty (job_id, whole_table) VALUES ($1, true)"};
+	static const int results[] = {SPI_OK_INSERT};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
+/*
+ * The recomputed outputs of those of the given sources that have been
+ * recomputed; a pair with an invalid output means "recomputed, produced
+ * nothing".  Allocated in the caller's context.
+ */
+TidPair *
+CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npairs)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, TIDARRAYOID};
+	Datum		values[] = {Int64GetDatum(job_id), CatalogTidArray(sources, nsources)};
+	TidPair    *pairs;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT source_tid, output_tid FROM background_ddl.recomputed "
+				   "WHERE job_id = $1 AND source_tid = ANY($2) ORDER BY source_tid",
+				   2, argtypes, values, NULL, SPI_OK_SELECT);
+	pairs = MemoryContextAlloc(access.caller_context, sizeof(TidPair) * Max(SPI_processed, 1));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &pairs[row].source);
+		if (!CatalogColumnIsNull(row, 2))
+			ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &pairs[row].output);
+		else
+			ItemPointerSetInvalid(&pairs[row].output);
+	}
+	*npairs = (int) SPI_processed;
+	CatalogAccessEnd(&access);
+	return pairs;
+}
+
+/*
+ * Replace the recomputed outputs of the given sources (sorted) with pairs
+ * (sorted by source); a source without a pair gets a "produced nothing" row.
+ */
+void
+CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
+				  TidPair *pairs, int npairs)
+{
+	CatalogAccess access;
+	Oid			delete_types[] = {INT8OID, TIDARRAYOID};
+	Datum		delete_values[] = {Int64GetDatum(job_id), CatalogTidArray(sources, nsources)};
+	int			capacity = nsources + npairs;
+	ItemPointerData *row_sources = palloc(sizeof(ItemPointerData) * Max(capacity, 1));
+	Datum	   *row_outputs = palloc(sizeof(Datum) * Max(capacity, 1));
+	bool	   *output_nulls = palloc(sizeof(bool) * Max(capacity, 1));
+	int			nrows = 0;
+	int			p = 0;
+	Oid			insert_types[] = {INT8OID, TIDARRAYOID, TIDARRAYOID};
+	Datum		insert_values[3];
+	int			dims[1];
+	int			lbs[1] = {1};
+
+	for (int s = 0; s < nsources; s++)
+	{
+		bool		any = false;
+
+		while (p < npairs && ItemPointerCompare(&pairs[p].source, &sources[s]) < 0)
+			p++;
+		for (; p < npairs && ItemPointerEquals(&pairs[p].source, &sources[s]); p++)
+		{
+			row_sources[nrows] = sources[s];
+			row_outputs[nrows] = ItemPointerGetDatum(&pairs[p].output);
+			output_nulls[nrows++] = false;
+			any = true;
+		}
+		if (!any)
+		{
+			row_sources[nrows] = sources[s];
+			row_outputs[nrows] = (Datum) 0;
+			output_nulls[nrows++] = true;
+		}
+	}
+	dims[0] = nrows;
+	insert_values[0] = Int64GetDatum(job_id);
+	insert_values[1] = CatalogTidArray(row_sources, nrows);
+	insert_values[2] = PointerGetDatum(construct_md_array(row_outputs, output_nulls, 1, dims, lbs,
+														  TIDOID, sizeof(ItemPointerData),
+														  false, TYPALIGN_SHORT));
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1 AND source_tid = ANY($2)",
+				   2, delete_types, delete_values, NULL, SPI_OK_DELETE);
+	CatalogExecute("INSERT INTO background_ddl.recomputed (job_id, source_tid, output_tid) "
+				   "SELECT $1, s, o FROM unnest($2::tid[], $3::tid[]) AS u(s, o)",
+				   3, insert_types, insert_values, NULL, SPI_OK_INSERT);
+	CatalogAccessEnd(&access);
+}

@@ -1,0 +1,58 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture_log.h
+ *	  What a job records about its content and the changes to its sources:
+ *	  chunks and their tid maps, dirty marks, recomputed rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_CHANGE_LOG_H
+#define BGDDL_CHANGE_LOG_H
+
+#include "nodes/pg_list.h"
+#include "storage/block.h"
+#include "storage/itemptr.h"
+
+#include "capture_tid_map.h"
+
+/* A dirty mark: the changed source tuple id, and where the mark itself is */
+typedef struct DirtyMark
+{
+	ItemPointerData source;
+	ItemPointerData mark;
+} DirtyMark;
+
+/* A committed chunk: blocks [start_block, end_block) of the driving table */
+typedef struct ChunkRange
+{
+	int64		start_block;
+	int64		end_block;
+} ChunkRange;
+
+extern void CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,
+						double seconds, bytea *tid_map);
+extern List *CaptureChunkRanges(int64 job_id);
+extern bytea *CaptureChunkTidMap(int64 job_id, int64 start_block);
+extern void CaptureForget(int64 job_id, bool chunks_too);
+extern void CaptureRestart(int64 job_id);
+extern void CaptureCoverAll(int64 job_id);
+extern int	CaptureBoundBacklogs(void);
+
+/* A job's backlog of changed rows is bounded by at least this (CaptureBoundBacklogs) */
+#define BACKLOG_MIN_BOUND		100000
+
+extern BlockNumber CaptureLogBlocks(void);
+extern int64 CaptureMarksLogged(void);
+extern DirtyMark *CaptureMarksRead(int64 job_id, BlockNumber from_block, BlockNumber to_block,
+								 int *nmarks);
+extern bool CaptureHasWholeTable(int64 job_id);
+extern int64 CaptureBacklog(int64 job_id);
+extern void CaptureMarksDelete(ItemPointer marks, int nmarks);
+extern void CaptureMarkWholeTable(int64 job_id);
+
+extern TidPair *CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources,
+							   int *npairs);
+extern void CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
+							  TidPair *pairs, int npairs);
+
+#endif							/* BGDDL_CHANGE_LOG_H */

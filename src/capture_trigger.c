@@ -1,0 +1,553 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture_trigger.c
+ *	  Change capture for exact results while the base tables are written.
+ *
+ * A chunked job reads each chunk at its own snapshot.  To end up with the
+ * query's result at one snapshot (the cut-over's), every change committed to
+ * a base table after a row was read must be known, down to the row: the
+ * capture trigger appends, in the writer's own transaction, the tuple ids
+ * of the OLD and NEW versions of every changed row of the driving table to
+ * background_ddl.dirty.  A change the log cannot pin to driving rows (a row
+ * of another base table, a TRUNCATE) appends one whole_table mark.  Since
+ * the marks commit or abort with the change itself, a mark is visible in a
+ * snapshot exactly when its change is.  query_catchup.c consumes them.
+ *
+ * The trigger must see every write and never fail one:
+ *	- it fires ALWAYS, so also under session_replication_role = replica
+ *	  (logical replication apply, restores);
+ *	- it writes the log with a plain heap insert, not through SQL, so no
+ *	  privilege of the writer on our schema is involved, and no SPI runs per
+ *	  row;
+ *	- it logs each tuple id once per transaction, remembering which
+ *	  subtransaction logged it: when that subtransaction rolls back, its
+ *	  marks vanish with it, so it must forget them too, or a later change of
+ *	  the same row in the same transaction would go unlogged;
+ *	- once its job has ended (or is being cancelled, or paused, or its
+ *	  capture stopped) it logs nothing: the first time it fires for a job in
+ *	  a transaction, it reads the job's state.  What stops a capture also
+ *	  logs a whole_table mark, so that nothing goes unrecomputed;
+ *	- the log stays bounded: a transaction that changes more rows than
+ *	  CAPTURE_ROW_MARKS_PER_TRANSACTION logs a whole_table mark instead of
+ *	  the rest, and a job whose backlog grows past its bound stops its
+ *	  capture (capture_log.c: CaptureBoundBacklogs).
+ *
+ * The triggers are internal triggers (like those of foreign keys), with an
+ * internal dependency on the job's target: the table owner cannot drop or
+ * disable them (only a superuser can), pg_dump does not dump them, and
+ * dropping the target drops them.  We know them by OID, and remember the
+ * version (raw xmin) of each one's pg_trigger row, so that any change to
+ * one, even disabled and enabled again between two checks, is seen.
+ *
+ * They go only on tables where the job's role may create triggers (owner,
+ * or the TRIGGER privilege): a role with only SELECT cannot make us add
+ * work and lock requests to another role's table.
+ *
+ * Installing the triggers takes SHARE ROW EXCLUSIVE on each base table (and
+ * removing them ACCESS EXCLUSIVE): both run with a short lock_timeout and
+ * are retried with backoff (job_worker.c), so a queued lock request never stalls
+ * the table's writers for longer than that timeout.  Once the install has
+ * committed, every later write fires the trigger: writers that held a lock
+ * on the table when we asked for ours had to finish first, and any later
+ * writer sees the new trigger when it locks the table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "background_ddl.h"
+#include "capture_trigger.h"
+#include "catalog_access.h"
+#include "pg_compat.h"
+
+PG_FUNCTION_INFO_V1(capture_changes);
+
+/* Row marks one transaction logs for a job before it logs a whole_table mark */
+#define CAPTURE_ROW_MARKS_PER_TRANSACTION	100000
+
+/* A mark already written by this transaction: (job, tid); an invalid tid is a whole_table mark */
+typedef struct LoggedMarkKey
+{
+	int64		job_id;
+	ItemPointerData tid;
+} LoggedMarkKey;
+
+typedef struct LoggedMark
+{
+	LoggedMarkKey key;
+	SubTransactionId subid;		/* the subtransaction that wrote it */
+} LoggedMark;
+
+/*
+ * Whether a job still captures, as read once per transaction, and how many
+ * row marks this transaction has logged for it
+ */
+typedef struct CapturingJob
+{
+	int64		job_id;
+	bool		capturing;
+	int64		row_marks;
+} CapturingJob;
+
+/* Marks and jobs of the current top-level transaction; in TopTransactionContext */
+static HTAB *logged_marks = NULL;
+static HTAB *capturing_jobs = NULL;
+
+static void
+CaptureXactCallback(XactEvent event, void *arg)
+{
+	/* The tables themselves go away with TopTransactionContext */
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		logged_marks = NULL;
+		capturing_jobs = NULL;
+	}
+}
+
+/*
+ * A committed subtransaction's marks now belong to its parent; an aborted
+ * one's were rolled back and must be written again if the row changes again.
+ */
+static void
+CaptureSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	LoggedMark *mark;
+
+	if (logged_marks == NULL ||
+		(event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB))
+		return;
+
+	hash_seq_init(&status, logged_marks);
+	while ((mark = hash_seq_search(&status)) != NULL)
+	{
+		CapturingJob *job;
+
+		if (mark->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			mark->subid = parentSubid;
+			continue;
+		}
+		job = hash_search(capturing_jobs, &mark->key.job_id, HASH_FIND, NULL);
+		if (job != NULL && ItemPointerIsValid(&mark->key.tid))
+			job->row_marks--;
+		(void) hash_search(logged_marks, &mark->key, HASH_REMOVE, NULL);
+	}
+}
+
+void
+CaptureCallbacksInstall(void)
+{
+	RegisterXactCallback(CaptureXactCallback, NULL);
+	RegisterSubXactCallback(CaptureSubXactCallback, NULL);
+}
+
+/*
+ * Is the job still capturing changes: queued or running (not paused, ended
+ * or being cancelled), and its capture not stopped (CaptureStop)?  Read
+ * from its row through the primary key, under the catalog snapshot.
+ */
+static bool
+JobIsCapturing(const BgddlCatalog *catalog, int64 job_id)
+{
+	Relation	job_rel = table_open(catalog->job_relid, AccessShareLock);
+	Relation	pkey = index_open(RelationGetPrimaryKeyIndex(job_rel), AccessShareLock);
+	AttrNumber	state_attno = get_attnum(catalog->job_relid, "state");
+	AttrNumber	stopped_attno = get_attnum(catalog->job_relid, "capture_stopped");
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		capturing = false;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(job_id));
+	scan = systable_beginscan_ordered(job_rel, pkey, NULL, 1, &key);
+	tuple = systable_getnext_ordered(scan, ForwardScanDirection);
+	if (HeapTupleIsValid(tuple) && state_attno != InvalidAttrNumber &&
+		stopped_attno != InvalidAttrNumber)
+	{
+		bool		isnull;
+		Datum		state = heap_getattr(tuple, state_attno, RelationGetDescr(job_rel), &isnull);
+		bool		stopped_isnull;
+		Datum		stopped = heap_getattr(tuple, stopped_attno, RelationGetDescr(job_rel),
+										   &stopped_isnull);
+
+		if (!isnull && !stopped_isnull && !DatumGetBool(stopped))
+		{
+			char	   *name = TextDatumGetCString(state);
+
+			capturing = strcmp(name, "queued") == 0 || strcmp(name, "running") == 0;
+		}
+	}
+	systable_endscan_ordered(scan);
+	index_close(pkey, AccessShareLock);
+	table_close(job_rel, AccessShareLock);
+	return capturing;
+}
+
+/*
+ * Append one mark to background_ddl.dirty, unless this transaction already
+ * did (and has not rolled it back), or the job no longer captures.  tid
+ * NULL: a whole_table mark.
+ */
+static void
+LogDirtyMark(int64 job_id, ItemPointer tid)
+{
+	const BgddlCatalog *catalog;
+	LoggedMarkKey key;
+	LoggedMark *mark;
+	CapturingJob *job;
+	bool		found;
+	Relation	dirty;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (logged_marks == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(LoggedMarkKey);
+		ctl.entrysize = sizeof(LoggedMark);
+		ctl.hcxt = TopTransactionContext;
+		logged_marks = hash_create("background_ddl logged marks", 256, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(CapturingJob);
+		capturing_jobs = hash_create("background_ddl capturing jobs", 8, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+
+	memset(&key, 0, sizeof(key));
+	key.job_id = job_id;
+	if (tid != NULL)
+		ItemPointerCopy(tid, &key.tid);
+	else
+		ItemPointerSetInvalid(&key.tid);
+	mark = hash_search(logged_marks, &key, HASH_FIND, NULL);
+	if (mark != NULL)
+		return;
+
+	catalog = CatalogLookup();
+	if (catalog == NULL)
+		return;					/* extension dropped: nothing to capture for */
+	job = hash_search(capturing_jobs, &job_id, HASH_ENTER, &found);
+	if (!found)
+	{
+		job->capturing = JobIsCapturing(catalog, job_id);
+		job->row_marks = 0;
+	}
+	if (!job->capturing)
+		return;
+
+	/*
+	 * A transaction that changes more rows than this logs one whole_table
+	 * mark instead of the rest: the log stays bounded, whatever one
+	 * statement does, and the job recomputes everything
+	 */
+	if (tid != NULL && job->row_marks >= CAPTURE_ROW_MARKS_PER_TRANSACTION)
+	{
+		LogDirtyMark(job_id, NULL);
+		return;
+	}
+	if (tid != NULL)
+		job->row_marks++;
+
+	mark = hash_search(logged_marks, &key, HASH_ENTER, NULL);
+	mark->subid = GetCurrentSubTransactionId();
+
+	dirty = table_open(catalog->dirty_relid, RowExclusiveLock);
+	values[0] = Int64GetDatum(job_id);
+	values[1] = tid != NULL ? PointerGetDatum(&key.tid) : (Datum) 0;
+	nulls[1] = (tid == NULL);
+	values[2] = BoolGetDatum(tid == NULL);
+	simple_heap_insert(dirty, heap_form_tuple(RelationGetDescr(dirty), values, nulls));
+	table_close(dirty, NoLock);
+}
+
+/*
+ * The capture trigger.  Arguments: the job id, and "driving" (row trigger
+ * on the driving table), "other" (row trigger on another base table) or
+ * "truncate" (statement trigger on any base table).
+ */
+Datum
+capture_changes(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Trigger    *trigger;
+	int64		job_id;
+	TriggerEvent event;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("capture_changes() must be called as a trigger")));
+	trigger = trigdata->tg_trigger;
+	if (trigger->tgnargs != 2)
+		elog(ERROR, "capture_changes() expects 2 trigger arguments, got %d",
+			 trigger->tgnargs);
+	job_id = pg_strtoint64(trigger->tgargs[0]);
+	event = trigdata->tg_event;
+
+	if (strcmp(trigger->tgargs[1], "driving") != 0 || TRIGGER_FIRED_BY_TRUNCATE(event))
+		LogDirtyMark(job_id, NULL);
+	else if (TRIGGER_FIRED_BY_UPDATE(event))
+	{
+		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid);
+		LogDirtyMark(job_id, &trigdata->tg_newslot->tts_tid);
+	}
+	else
+		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid);
+
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * Why the job's role may not have capture triggers on a relation, or NULL
+ * if it may (it owns the relation or has TRIGGER on it, and the relation is
+ * a plain table).  Caller is in a transaction.
+ */
+char *
+CaptureRefusal(Oid relid, Oid roleid)
+{
+	char		relkind = get_rel_relkind(relid);
+
+	if (IsCatalogRelationOid(relid))
+		return psprintf("\"%s\" is a system catalog, which takes no triggers",
+						get_rel_name(relid));
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		return psprintf("\"%s\" is partitioned (row capture is per partition)",
+						get_rel_name(relid));
+	if (relkind != RELKIND_RELATION)
+		return psprintf("\"%s\" is not a table", get_rel_name(relid));
+	if (!PgRelationOwnerCheck(relid, roleid) &&
+		pg_class_aclcheck(relid, roleid, ACL_TRIGGER) != ACLCHECK_OK)
+		return psprintf("no TRIGGER privilege on table \"%s\"", get_rel_name(relid));
+	return NULL;
+}
+
+/*
+ * ALTER TRIGGER ... RENAME of a capture trigger is refused: it would look
+ * like a change to the trigger (CaptureIntact), and make the job recompute
+ * everything.  Caller is in a transaction.
+ */
+void
+CaptureCheckRename(RenameStmt *stmt)
+{
+	const BgddlCatalog *catalog = CatalogLookup();
+	Oid			relid;
+	Relation	rel;
+	bool		ours = false;
+
+	if (catalog == NULL)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, AccessShareLock, true);
+	if (!OidIsValid(relid))
+		return;					/* the normal path reports it */
+	rel = relation_open(relid, NoLock);
+	for (int i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *trigger = &rel->trigdesc->triggers[i];
+
+		if (strcmp(trigger->tgname, stmt->subname) == 0 &&
+			trigger->tgfoid == catalog->capture_function_oid)
+			ours = true;
+	}
+	relation_close(rel, NoLock);
+	if (ours)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot rename trigger \"%s\" on table \"%s\"",
+						stmt->subname, get_rel_name(relid)),
+				 errdetail("It captures changes for a background DDL job, and is dropped when the job ends.")));
+}
+
+/* The raw xmin of a trigger's pg_trigger row, or InvalidTransactionId if gone */
+static TransactionId
+TriggerRowVersion(Relation pg_trigger, Oid trigger_oid, char *enabled)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	TransactionId version = InvalidTransactionId;
+
+	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(trigger_oid));
+	scan = systable_beginscan(pg_trigger, TriggerOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		version = HeapTupleHeaderGetRawXmin(tuple->t_data);
+		*enabled = ((Form_pg_trigger) GETSTRUCT(tuple))->tgenabled;
+	}
+	systable_endscan(scan);
+	return version;
+}
+
+/* Create one internal capture trigger, firing ALWAYS; returns its oid */
+static Oid
+CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
+					 const char *role)
+{
+	const BgddlCatalog *catalog = CatalogRequire();
+	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+	ObjectAddress trigger;
+	ObjectAddress target;
+
+	stmt->trigname = psprintf("background_ddl_capture_" INT64_FORMAT "%s", job_id,
+							  truncate ? "_truncate" : "");
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+								  get_rel_name(relid), -1);
+	stmt->args = list_make2(makeString(psprintf(INT64_FORMAT, job_id)),
+							makeString(pstrdup(truncate ? "truncate" : role)));
+	stmt->row = !truncate;
+	stmt->timing = TRIGGER_TYPE_AFTER;
+	stmt->events = truncate ? TRIGGER_TYPE_TRUNCATE :
+		(TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+
+	trigger = CreateTriggerFiringOn(stmt, "background_ddl capture", relid, InvalidOid,
+									InvalidOid, InvalidOid, catalog->capture_function_oid,
+									InvalidOid, NULL, true, false, TRIGGER_FIRES_ALWAYS);
+	ObjectAddressSet(target, RelationRelationId, target_oid);
+	recordDependencyOn(&trigger, &target, DEPENDENCY_INTERNAL);
+	return trigger.objectId;
+}
+
+/*
+ * Create the capture triggers of a job on its base relations (the driving
+ * table among them) and return them with their row versions.  Caller is in
+ * a transaction, as a superuser, with lock_timeout set, and has checked
+ * CaptureRefusal for each relation.
+ */
+void
+CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
+			   CaptureTriggers *triggers)
+{
+	Relation	pg_trigger;
+	ListCell   *lc;
+
+	triggers->trigger_oids = NIL;
+	triggers->trigger_xmins = NIL;
+	foreach(lc, relids)
+	{
+		Oid			relid = lfirst_oid(lc);
+		const char *role = relid == driving_oid ? "driving" : "other";
+
+		triggers->trigger_oids = lappend_oid(triggers->trigger_oids,
+											 CreateCaptureTrigger(job_id, target_oid, relid,
+																  false, role));
+		triggers->trigger_oids = lappend_oid(triggers->trigger_oids,
+											 CreateCaptureTrigger(job_id, target_oid, relid,
+																  true, role));
+	}
+	CommandCounterIncrement();
+
+	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	foreach(lc, triggers->trigger_oids)
+	{
+		char		enabled;
+
+		triggers->trigger_xmins = lappend_oid(triggers->trigger_xmins,
+											  TriggerRowVersion(pg_trigger, lfirst_oid(lc),
+																&enabled));
+	}
+	table_close(pg_trigger, AccessShareLock);
+}
+
+/*
+ * Are all capture triggers of a job still there, firing ALWAYS, and never
+ * changed since the install (not even disabled and enabled again)?
+ */
+bool
+CaptureIntact(const CaptureTriggers *triggers)
+{
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ListCell   *oid_cell;
+	ListCell   *xmin_cell;
+	bool		intact = list_length(triggers->trigger_oids) ==
+		list_length(triggers->trigger_xmins);
+
+	forboth(oid_cell, triggers->trigger_oids, xmin_cell, triggers->trigger_xmins)
+	{
+		char		enabled = TRIGGER_DISABLED;
+		TransactionId version = TriggerRowVersion(pg_trigger, lfirst_oid(oid_cell), &enabled);
+
+		if (version != (TransactionId) lfirst_oid(xmin_cell) || enabled != TRIGGER_FIRES_ALWAYS)
+			intact = false;
+	}
+	table_close(pg_trigger, AccessShareLock);
+	return intact;
+}
+
+/*
+ * Detach a job's capture triggers from its target, so that dropping the
+ * target does not drop them (which would lock the base tables in ACCESS
+ * EXCLUSIVE mode).  For a job that has ended: its triggers log nothing any
+ * more, and are dropped later (CaptureRemove).  Caller is in a transaction.
+ */
+void
+CaptureDetach(const CaptureTriggers *triggers, Oid target_oid)
+{
+	ListCell   *lc;
+
+	foreach(lc, triggers->trigger_oids)
+		(void) deleteDependencyRecordsForSpecific(TriggerRelationId, lfirst_oid(lc),
+												  DEPENDENCY_INTERNAL,
+												  RelationRelationId, target_oid);
+	CommandCounterIncrement();
+}
+
+/*
+ * Drop a job's capture triggers that still exist.  Caller is in a
+ * transaction, as a superuser, with lock_timeout set (each drop takes
+ * ACCESS EXCLUSIVE on its table).
+ */
+void
+CaptureRemove(const CaptureTriggers *triggers, Oid target_oid)
+{
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	ListCell   *lc;
+
+	CaptureDetach(triggers, target_oid);
+	foreach(lc, triggers->trigger_oids)
+	{
+		Oid			trigger_oid = lfirst_oid(lc);
+		char		enabled;
+		ObjectAddress trigger;
+
+		if (!TransactionIdIsValid(TriggerRowVersion(pg_trigger, trigger_oid, &enabled)))
+			continue;			/* dropped with its table or the target */
+		ObjectAddressSet(trigger, TriggerRelationId, trigger_oid);
+		performDeletion(&trigger, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	}
+	table_close(pg_trigger, AccessShareLock);
+	CommandCounterIncrement();
+}

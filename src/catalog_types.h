@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_types.h
+ *	  The states, phases and kinds of a background DDL job, and their names.
+ *
+ * The names are what the job catalog stores and pg_stat_background_ddl
+ * shows; catalog_types.c holds the one table of them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_JOB_TYPES_H
+#define BGDDL_JOB_TYPES_H
+
+/*
+ * queued -> running -> succeeded | failed, with paused (pause_ddl) and
+ * cancelling (cancel_ddl committed, the job's objects still being removed)
+ * -> cancelled on the side.  A terminal state other than succeeded means
+ * that nothing of the job is left.
+ */
+typedef enum JobState
+{
+	JOB_STATE_QUEUED,
+	JOB_STATE_RUNNING,
+	JOB_STATE_PAUSED,
+	JOB_STATE_CANCELLING,
+	JOB_STATE_SUCCEEDED,
+	JOB_STATE_FAILED,
+	JOB_STATE_CANCELLED
+} JobState;
+
+#define JOB_STATE_COUNT (JOB_STATE_CANCELLED + 1)
+#define JobStateIsFinal(state) ((state) >= JOB_STATE_SUCCEEDED)
+
+/* What a job is doing; NONE once it has ended */
+typedef enum JobPhase
+{
+	JOB_PHASE_NONE,
+	JOB_PHASE_STARTING,
+	JOB_PHASE_PLANNING,
+	JOB_PHASE_INSTALLING_CAPTURE,
+	JOB_PHASE_WAITING_FOR_LOCK,
+	JOB_PHASE_BACKFILLING,
+	JOB_PHASE_BUILDING_INDEXES,
+	JOB_PHASE_CATCHING_UP,
+	JOB_PHASE_CUTTING_OVER,
+	JOB_PHASE_CLEANING_UP
+} JobPhase;
+
+#define JOB_PHASE_COUNT (JOB_PHASE_CLEANING_UP + 1)
+
+/* The statements that become jobs (kind.h has their routines) */
+typedef enum JobKind
+{
+	JOB_KIND_CREATE_MATVIEW,
+	JOB_KIND_CREATE_TABLE_AS,
+	JOB_KIND_CREATE_INDEX,
+	JOB_KIND_REFRESH_MATVIEW
+} JobKind;
+
+#define JOB_KIND_COUNT (JOB_KIND_REFRESH_MATVIEW + 1)
+
+extern const char *CatalogStateName(JobState state);
+extern JobState CatalogStateFromName(const char *name);
+extern const char *CatalogPhaseName(JobPhase phase);
+extern const char *JobKindName(JobKind kind);
+extern JobKind JobKindFromName(const char *name);
+
+#endif							/* BGDDL_JOB_TYPES_H */

@@ -1,0 +1,120 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_shmem.h
+ *	  Shared memory through which submitters, the launcher, the schedulers,
+ *	  the job workers and the control functions find and wake each other.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_SHARED_STATE_H
+#define BGDDL_SHARED_STATE_H
+
+#include "datatype/timestamp.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+/* How many databases can have a scheduler at the same time */
+#define BGDDL_MAX_DATABASES		64
+
+/* One database that has, or may have, unfinished jobs */
+typedef struct JobDatabaseSlot
+{
+	Oid			database_oid;	/* InvalidOid: slot free */
+	bool		wake_pending;	/* a job was committed since the last scan */
+	bool		scheduler_running;	/* a scheduler is registered for it */
+	bool		jobs_starved;	/* a job of it found no free worker slot */
+	Latch	   *scheduler_latch;	/* NULL until the scheduler is up */
+} JobDatabaseSlot;
+
+/* One job worker; the scheduler fills it in before starting the worker */
+typedef struct JobWorkerSlot
+{
+	bool		in_use;
+	Oid			database_oid;
+	int64		job_id;
+	bool		helper;			/* takes chunks of a job another worker runs */
+	Oid			role_oid;		/* the job's role (fairness between roles) */
+	bool		give_back;		/* asked to give the slot back (a fairer use) */
+	pid_t		pid;			/* 0 until the worker has started */
+	Latch	   *latch;			/* NULL until the worker has started */
+} JobWorkerSlot;
+
+/*
+ * A job that has workers.  control_requests counts the cancel_ddl and
+ * pause_ddl calls (and DROPs of the target) whose transactions are in
+ * progress: the job's workers let go of the job until it is back to zero.
+ * The counters are the live progress of the job's workers.
+ */
+typedef struct JobSlot
+{
+	Oid			database_oid;	/* InvalidOid: slot free */
+	int64		job_id;
+	int			workers;		/* worker slots attached to it */
+	int			control_requests;
+	uint64		control_generation; /* bumped by every request */
+	/* live progress */
+	pg_atomic_uint64 rows_done; /* committed rows, plus those of running batches */
+	int64		chunks_done;
+	int64		rows_total;		/* the planner's estimate; -1: unknown */
+	bool		one_batch;		/* progress comes from rows_done / rows_total */
+	double		progress;
+	int			phase;			/* JobPhase, set before its transaction commits */
+
+	/*
+	 * Chunk claims: while claims_open, the job's workers take block ranges
+	 * [claim_next_block, claim_end_block) of the driving table in turn.
+	 * build_generation changes when the build starts over.
+	 */
+	bool		claims_open;
+	uint32		build_generation;
+	int64		claim_next_block;
+	int64		claim_end_block;
+	int			chunks_in_flight;	/* claimed, their step not ended yet */
+	TimestampTz helpers_resume_at;	/* no helper before (the tables were busy) */
+} JobSlot;
+
+typedef struct JobSharedState
+{
+	LWLock	   *lock;			/* protects everything below */
+	pid_t		launcher_pid;
+	Latch	   *launcher_latch;
+	ConditionVariable job_finished; /* broadcast whenever a job's worker exits */
+	JobDatabaseSlot databases[BGDDL_MAX_DATABASES];
+	JobSlot *jobs;			/* max_workers of them */
+	JobWorkerSlot workers[FLEXIBLE_ARRAY_MEMBER];	/* max_workers of them */
+} JobSharedState;
+
+extern JobSharedState *JobShared;
+
+extern void JobShmemRequest(void);
+extern void JobShmemInit(void);
+extern JobDatabaseSlot *JobDatabaseSlotFind(Oid database_oid, bool create);
+extern void JobWakeScheduler(Oid database_oid);
+extern JobSlot *JobSlotFind(Oid database_oid, int64 job_id, bool create);
+extern void JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt);
+
+/* The job slot of this worker's job, and its own slot (NULL outside job workers) */
+extern JobSlot *MyJobSlot;
+extern JobWorkerSlot *MyWorkerSlot;
+extern bool JobGiveBackRequested(void);
+extern void JobPublishLiveRows(int64 rows);
+extern void JobLiveRowsCommitted(void);
+extern void JobLiveRowsAborted(void);
+extern void JobPublishPhase(int phase);
+extern uint32 JobClaimsOpen(int64 next_block, int64 end_block);
+extern void JobClaimsClose(void);
+extern uint32 JobBuildGeneration(void);
+extern bool JobClaimChunk(uint32 generation, int32 blocks, int64 *start_block,
+							int64 *end_block);
+extern void JobClaimSettled(void);
+extern int	JobChunksInFlight(void);
+extern bool JobHelpersShouldLeave(void);
+extern void JobHelpersBackOff(TimestampTz until);
+extern int	JobWorkerCount(void);
+extern void JobPublishChunkDone(int64 chunks_done, double progress);
+extern void JobPublishProgress(int64 rows_done, int64 chunks_done, double progress,
+								 int64 rows_total, bool one_batch);
+
+#endif							/* BGDDL_SHARED_STATE_H */

@@ -1,0 +1,621 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_worker.c
+ *	  The job worker: one dynamic background worker per running job.
+ *
+ * A worker drives its job's kind (kind.h) through one life cycle, each
+ * phase restartable from the job row alone:
+ *
+ *	planning	 decide how the content is computed (recorded once)
+ *	backfilling  the kind's backfill steps (for a query: capture first, then
+ *				 one checkpointed chunk per step)
+ *	catching up  the kind's catch-up passes
+ *	cutting over one transaction: the result becomes visible, succeeded
+ *	cleaning up  drop the capture triggers, forget the captured changes
+ *
+ * and, for a job that fails or is cancelled, removes everything the job
+ * created (capture triggers first, then the kind's objects) before marking
+ * it failed or cancelled: a terminal state other than succeeded means that
+ * nothing of the job is left.
+ *
+ * The worker is connected as the bootstrap superuser (on PostgreSQL 15 a
+ * worker cannot connect as a NOLOGIN role), and becomes the submitter's
+ * session at once (job_identity.c).
+ *
+ * How a worker stops working on its job:
+ *	- cancel_ddl, pause_ddl, a DROP of the target: the worker lets go (its
+ *	  transaction aborts, it releases the job lock), waits for the
+ *	  controlling transaction to end, and reloads the job: if the control
+ *	  rolled back it goes on from its last checkpoint, in the same process,
+ *	  so this costs no attempt;
+ *	- SIGTERM (server shutdown, pg_terminate_backend): it records that it
+ *	  let go cleanly and exits; the next start is not an attempt either;
+ *	- an error a retry may cure (serialization failure, deadlock, lock
+ *	  timeout, lack of resources): the error is recorded and the worker
+ *	  exits; the scheduler starts another with backoff, and that counts as
+ *	  an attempt, as a crash does;
+ *	- any other error fails the job, with the error's message, SQLSTATE,
+ *	  detail and hint;
+ *	- after background_ddl.max_attempts attempts the job fails with the
+ *	  last error it met.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "tcop/tcopprot.h"
+#include "utils/elog.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "background_ddl.h"
+#include "capture_trigger.h"
+#include "catalog_access.h"
+#include "capture_log.h"
+#include "catalog_job.h"
+#include "sql_control.h"
+#include "kind.h"
+#include "job_messages.h"
+#include "job_run.h"
+#include "job_step.h"
+#include "query_partial_agg.h"
+#include "job_shmem.h"
+#include "job_worker.h"
+
+static int	my_worker_slot = -1;
+
+static void
+WorkerSigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	JobShutdownRequested = true;
+	InterruptPending = true;
+	QueryCancelPending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+static void
+WorkerDetach(int code, Datum arg)
+{
+	JobWorkerSlot *slot = &JobShared->workers[my_worker_slot];
+
+	JobClaimSettled();
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	if (slot->in_use && slot->pid == MyProcPid)
+		slot->in_use = false;
+	MyWorkerSlot = NULL;
+	if (MyJobSlot != NULL && --MyJobSlot->workers <= 0)
+		MyJobSlot->database_oid = InvalidOid;
+	MyJobSlot = NULL;
+	LWLockRelease(JobShared->lock);
+	ConditionVariableBroadcast(&JobShared->job_finished);
+}
+
+/* Errors that a later attempt may not meet again */
+static bool
+ErrorIsTransient(int sqlerrcode)
+{
+	int			sqlclass = ERRCODE_TO_CATEGORY(sqlerrcode);
+
+	return sqlclass == ERRCODE_TRANSACTION_ROLLBACK ||
+		sqlclass == ERRCODE_INSUFFICIENT_RESOURCES ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_CANNOT_CONNECT_NOW;
+}
+
+/* A JobError (in JobContext()) from an ErrorData */
+static JobError *
+JobErrorFrom(const ErrorData *error)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+	JobError   *job_error = palloc0(sizeof(JobError));
+
+	job_error->message = pstrdup(error->message ? error->message : "unknown error");
+	job_error->sqlstate = pstrdup(unpack_sql_state(error->sqlerrcode));
+	job_error->detail = error->detail ? pstrdup(error->detail) : NULL;
+	job_error->hint = error->hint ? pstrdup(error->hint) : NULL;
+	MemoryContextSwitchTo(old_context);
+	return job_error;
+}
+
+static void
+RemoveCaptureStep(JobRun *run)
+{
+	CaptureTriggers triggers = {run->job.capture_triggers, run->job.capture_trigger_xmins};
+
+	CaptureRemove(&triggers, run->job.target_oid);
+}
+
+/* Drop the job's capture triggers (with the lock timeout and retries) */
+static void
+RemoveCapture(JobRun *run)
+{
+	if (run->job.capture_triggers == NIL)
+		return;
+	JobStepHoldPoint("cleaning up");
+	JobRunLockingStep(run, RemoveCaptureStep, JOB_PHASE_CLEANING_UP,
+					  "background_ddl: dropping capture triggers");
+	run->job.capture_triggers = NIL;
+}
+
+/* After the end (success, or a cancel that removed the rest): drop the triggers */
+static void
+CleanUpCapture(JobRun *run)
+{
+	RemoveCapture(run);
+	JobStepBegin("background_ddl: cleaning up", STEP_READ_COMMITTED);
+	CaptureForget(run->job.id, false);
+	CatalogJobSetCleanupPending(run->job.id, false);
+	JobStepEnd();
+}
+
+/*
+ * Remove what the job created (a LockingStep: dropping an index locks its
+ * table).  If the user built something on the target, RESTRICT keeps it and
+ * the reason is recorded; a lock timeout is left to the caller's retry.
+ */
+static void
+DiscardStep(JobRun *run)
+{
+	MemoryContext context = CurrentMemoryContext;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		run->routine->discard(&run->job, false);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+
+		MemoryContextSwitchTo(context);
+		error = CopyErrorData();
+		RollbackAndReleaseCurrentSubTransaction();
+		if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		run->discard_error = MemoryContextStrdup(JobContext(), error->message);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(context);
+}
+
+/*
+ * End the job as failed or cancelled, leaving nothing behind: the capture
+ * triggers, the kind's objects (if the user built something on them, they
+ * are kept and the error says so), the checkpoints and captured changes.
+ */
+static void
+EndJob(JobRun *run, JobState final_state, const JobError *error)
+{
+	JobError	final_error;
+
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+	if (error != NULL)
+		CatalogJobRecordError(run->job.id, error, true);
+	CatalogJobSetPhase(run->job.id, JOB_PHASE_CLEANING_UP);
+	JobStepEnd();
+
+	RemoveCapture(run);
+	run->discard_error = NULL;
+	JobRunLockingStep(run, DiscardStep, JOB_PHASE_CLEANING_UP,
+					  "background_ddl: removing what the job created");
+
+	if (error != NULL)
+		final_error = *error;
+	else
+		memset(&final_error, 0, sizeof(final_error));
+	if (run->discard_error != NULL)
+		final_error.message = psprintf("%s (the target was kept: %s)",
+									   final_error.message ? final_error.message :
+									   CatalogStateName(final_state),
+									   run->discard_error);
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+	QueryPartialAggDropStaging(run->job.staging_oid);
+	CaptureForget(run->job.id, true);
+	CatalogJobSetCleanupPending(run->job.id, false);
+	CatalogJobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL, false, -1, NULL);
+	JobStepEnd();
+	ereport(LOG,
+			(errmsg("background DDL job " INT64_FORMAT " for %s %s%s%s",
+					run->job.id, run->job.target_name, CatalogStateName(final_state),
+					final_error.message ? ": " : "",
+					final_error.message ? final_error.message : "")));
+}
+
+/* The job was started too often: fail it with the last error it met */
+static void
+GiveUp(JobRun *run)
+{
+	JobError	error;
+	char	   *started = psprintf("The job was started %d times without finishing.",
+								   run->job.attempts);
+
+	if (run->job.error != NULL)
+	{
+		error.message = run->job.error;
+		error.sqlstate = run->job.error_sqlstate;
+		error.detail = run->job.error_detail ?
+			psprintf("%s %s", run->job.error_detail, started) : started;
+		error.hint = run->job.error_hint;
+	}
+	else
+	{
+		error.message = psprintf("the job was started %d times without finishing",
+								 run->job.attempts);
+		error.sqlstate = NULL;
+		error.detail = NULL;
+		error.hint = "Its worker or the server stopped each time; the server log says why.";
+	}
+	EndJob(run, JOB_STATE_FAILED, &error);
+}
+
+/* Set the phase in a step of its own */
+static void
+SetPhase(JobRun *run, JobPhase phase)
+{
+	JobStepBegin("background_ddl: starting a phase", STEP_READ_COMMITTED);
+	CatalogJobSetPhase(run->job.id, phase);
+	JobStepEnd();
+}
+
+/*
+ * Take the job (the first time) or read it again (after letting go), and
+ * become its submitter's session (once).  Returns false if there is
+ * nothing to do.
+ */
+static bool
+LoadJob(JobRun *run)
+{
+	static bool identity_done = false;
+	bool		loaded;
+
+	JobStepBegin("background_ddl: starting job", STEP_READ_COMMITTED);
+	if (CatalogLookup() == NULL)
+	{
+		JobStepEnd();
+		return false;			/* the extension was dropped */
+	}
+	MemoryContextSwitchTo(JobContext());
+	loaded = run->claimed ? CatalogJobLoad(run->job.id, &run->job, true) :
+		CatalogJobClaim(run->job.id, background_ddl_max_attempts, &run->job, &run->attempts_exhausted);
+	if (loaded)
+	{
+		run->claimed = true;
+		run->routine = KindRoutineFor(run->job.kind);
+		if (!identity_done && !JobStateIsFinal(run->job.state))
+		{
+			JobIdentityBecome(&run->job.identity, run->job.id);
+			identity_done = true;
+		}
+	}
+	JobStepEnd();
+	return loaded;
+}
+
+/* Take the job through what is left of its life; returns when the worker may exit */
+static void
+RunJob(JobRun *run)
+{
+	JobStepResult result;
+	bool		target_exists;
+
+	if (!LoadJob(run))
+		return;
+	if (JobStateIsFinal(run->job.state))
+	{
+		if (run->job.cleanup_pending)
+			CleanUpCapture(run);
+		return;
+	}
+	if (run->job.state == JOB_STATE_PAUSED)
+		return;
+	if (run->job.state == JOB_STATE_CANCELLING)
+	{
+		JobError	reason = {run->job.error, NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, run->job.error ? &reason : NULL);
+		return;
+	}
+	if (run->attempts_exhausted)
+	{
+		GiveUp(run);
+		return;
+	}
+
+	JobStepBegin("background_ddl: checking the job", STEP_READ_COMMITTED);
+	target_exists = JobRunTargetExists(run);
+	if (!target_exists && run->routine->gone_reason != NULL)
+		run->gone_reason = run->routine->gone_reason(&run->job);
+	JobStepEnd();
+	if (!target_exists)
+		goto target_gone;
+
+	run->routine->start(run);
+	if (!run->job.planned)
+		run->routine->plan(run);
+
+	for (;;)
+	{
+		SetPhase(run, JOB_PHASE_BACKFILLING);
+		while ((result = run->routine->backfill_step(run)) == JOB_STEP_MORE)
+			;
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		while ((result = run->routine->catch_up(run)) == JOB_STEP_MORE)
+			;
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		if (result == JOB_STEP_RESTART)
+			continue;
+		result = run->routine->cut_over(run);
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		if (result == JOB_STEP_DONE)
+			break;
+	}
+	run->job.state = JOB_STATE_SUCCEEDED;
+	ereport(LOG,
+			(errmsg("background DDL job " INT64_FORMAT " for %s succeeded",
+					run->job.id, run->job.target_name)));
+	CleanUpCapture(run);
+	return;
+
+target_gone:
+	{
+		JobError	reason = {run->gone_reason ? run->gone_reason : "the target was dropped",
+		NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, &reason);
+	}
+}
+
+/* In PG_CATCH: the error, copied into the job's memory, and the step undone */
+static ErrorData *
+CatchJobError(void)
+{
+	ErrorData  *error;
+
+	MemoryContextSwitchTo(JobContext());
+	error = CopyErrorData();
+	FlushErrorState();
+	JobStepAbort();
+	return error;
+}
+
+/*
+ * A helper takes chunks of a job whose first worker runs it, while that
+ * worker's claims are open (query_job.c).  It records nothing but its
+ * chunks: whatever stops it (no chunk left, an error, a control function,
+ * a shutdown), it exits, and the first worker takes what it left.
+ */
+static void
+RunHelper(JobRun *run)
+{
+	bool		loaded = false;
+
+	run->helper = true;
+	JobStepBegin("background_ddl: joining a job", STEP_READ_COMMITTED);
+	if (CatalogLookup() != NULL)
+	{
+		MemoryContextSwitchTo(JobContext());
+		loaded = CatalogJobLoad(run->job.id, &run->job, true) &&
+			run->job.state == JOB_STATE_RUNNING && run->job.planned;
+	}
+	if (loaded)
+	{
+		run->routine = KindRoutineFor(run->job.kind);
+		JobIdentityBecome(&run->job.identity, run->job.id);
+	}
+	JobStepEnd();
+	if (!loaded || run->routine->help_step == NULL)
+		return;
+	run->routine->start(run);
+	while (run->routine->help_step(run) == JOB_STEP_MORE)
+		;
+}
+
+static void
+HelperMain(JobRun *run)
+{
+	PG_TRY();
+	{
+		RunHelper(run);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error = CatchJobError();
+
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT ": a helper stopped: %s",
+						run->job.id, error->message)));
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}
+
+/*
+ * Let go of the job until the controlling transactions (cancel_ddl,
+ * pause_ddl, a DROP) have ended, then come back to it.
+ */
+static void
+YieldJob(LOCKTAG *job_lock)
+{
+	LockRelease(job_lock, JOB_LOCK_WORKER, true);
+	pgstat_report_activity(STATE_IDLE, "background_ddl: letting a control function decide");
+	while (JobControlOutstanding())
+	{
+		if (JobShutdownRequested)
+			ereport(ERROR,
+					(errcode(ERRCODE_ADMIN_SHUTDOWN),
+					 errmsg("background DDL job worker stopping for shutdown")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		QueryCancelPending = false;
+	}
+	(void) LockAcquire(job_lock, JOB_LOCK_WORKER, true, false);
+	JobControlAcknowledge();
+}
+
+/*
+ * Record a clean stop (not an attempt) and exit; given back (JobGivingBack),
+ * with when the job may have a worker again, and why.
+ */
+static void
+ExitCleanly(int64 job_id)
+{
+	JobStepsStopping();
+	if (JobGivingBack.why != NULL)
+		ereport(LOG,
+				(errmsg("background DDL job " INT64_FORMAT " gives its worker back until %s: %s",
+						job_id, timestamptz_to_str(JobGivingBack.until), JobGivingBack.why)));
+	PG_TRY();
+	{
+		JobStepBegin("background_ddl: stopping", STEP_READ_COMMITTED);
+		if (CatalogLookup() != NULL)
+			CatalogJobLetGo(job_id, JobGivingBack.why != NULL ? JobGivingBack.until : 0,
+					 JobGivingBack.why);
+		JobStepEnd();
+	}
+	PG_CATCH();
+	{
+		/* Too late to record it; the next start counts as an attempt */
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}
+
+/* Record an error a later attempt may not meet, and exit for a restart */
+static void
+ExitForRetry(int64 job_id, const JobError *error)
+{
+	ereport(LOG,
+			(errmsg("background DDL job " INT64_FORMAT " interrupted, will be retried: %s",
+					job_id, error->message)));
+	PG_TRY();
+	{
+		JobStepBegin("background_ddl: recording an error", STEP_READ_COMMITTED);
+		if (CatalogLookup() != NULL)
+			CatalogJobRecordError(job_id, error, true);
+		JobStepEnd();
+	}
+	PG_CATCH();
+	{
+		/* The attempt counts anyway */
+	}
+	PG_END_TRY();
+	proc_exit(1);
+}
+
+void
+JobWorkerMain(Datum main_arg)
+{
+	JobWorkerSlot *slot;
+	Oid			database_oid;
+	int64		job_id;
+	LOCKTAG		job_lock;
+	JobRun	   *run;
+	bool		helper;
+	volatile bool yield = false;
+	JobError   *volatile failure = NULL;
+
+	pqsignal(SIGTERM, WorkerSigterm);
+	BackgroundWorkerUnblockSignals();
+
+	my_worker_slot = DatumGetInt32(main_arg);
+	slot = &JobShared->workers[my_worker_slot];
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	slot->pid = MyProcPid;
+	slot->latch = MyLatch;
+	database_oid = slot->database_oid;
+	job_id = slot->job_id;
+	helper = slot->helper;
+	MyJobSlot = JobSlotFind(database_oid, job_id, true);
+	MyWorkerSlot = slot;
+	if (MyJobSlot != NULL)
+		MyJobSlot->workers++;
+	LWLockRelease(JobShared->lock);
+	on_shmem_exit(WorkerDetach, (Datum) 0);
+	if (MyJobSlot == NULL)
+		proc_exit(1);
+
+	JobIdentitySaveServerSettings();
+	BackgroundWorkerInitializeConnectionByOid(database_oid, InvalidOid, 0);
+	pgstat_report_appname(psprintf("background_ddl job " INT64_FORMAT, job_id));
+
+	JobStepsInit(job_id);
+	JobMessagesInstall();
+	run = MemoryContextAllocZero(JobContext(), sizeof(JobRun));
+	run->job.id = job_id;
+
+	/* Wait for a control function that holds the job to decide */
+	JobLockTagSet(&job_lock, database_oid, job_id);
+	(void) LockAcquire(&job_lock, JOB_LOCK_WORKER, true, false);
+	if (helper)
+		HelperMain(run);
+
+	for (;;)
+	{
+		bool		done = false;
+
+		PG_TRY();
+		{
+			if (yield)
+			{
+				yield = false;
+				YieldJob(&job_lock);
+			}
+			if (failure != NULL)
+				EndJob(run, JOB_STATE_FAILED, failure);
+			else
+				RunJob(run);
+			done = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *error = CatchJobError();
+
+			if (JobShutdownRequested || JobGivingBack.giving_back)
+				ExitCleanly(job_id);
+			if (JobControlPending())
+				yield = true;	/* try again from the last checkpoint */
+			else if (failure != NULL || !run->claimed || JobStateIsFinal(run->job.state))
+			{
+				/* Could not end the job, or clean up after it: later, then */
+				ereport(LOG,
+						(errmsg("background DDL job " INT64_FORMAT " could not be ended: %s",
+								job_id, error->message)));
+				proc_exit(1);
+			}
+			else if (ErrorIsTransient(error->sqlerrcode))
+				ExitForRetry(job_id, JobErrorFrom(error));
+			else
+			{
+				ereport(LOG,
+						(errmsg("background DDL job " INT64_FORMAT " failed: %s",
+								job_id, error->message)));
+				failure = JobErrorFrom(error);
+			}
+			FreeErrorData(error);
+		}
+		PG_END_TRY();
+		if (done)
+			break;
+	}
+	proc_exit(0);
+}

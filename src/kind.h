@@ -1,0 +1,125 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind.h
+ *	  A kind of job (a statement that runs in the background) as a table of
+ *	  routines that the submit hook and the worker drive, the way an index
+ *	  access method is an IndexAmRoutine.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_JOB_KIND_H
+#define BGDDL_JOB_KIND_H
+
+#include "nodes/params.h"
+#include "nodes/plannodes.h"
+#include "tcop/cmdtag.h"
+#include "tcop/utility.h"
+
+#include "job_run.h"
+
+/*
+ * What a kind makes of a statement in background mode: not its kind at all,
+ * a job, or its kind but run in this session as if background_ddl were off
+ * (with the reason, for a NOTICE: it is session-bound, or a table it reads
+ * belongs to an engine whose statements we must leave alone).
+ */
+typedef enum KindAcceptance
+{
+	KIND_NOT_ACCEPTED,			/* not this kind's, or nothing to build */
+	KIND_ACCEPTED,				/* becomes a job */
+	KIND_IN_SESSION				/* this kind's, but runs here: see reason */
+} KindAcceptance;
+
+/* A statement being submitted, and what the kind reserves for it */
+typedef struct KindSubmit
+{
+	PlannedStmt *pstmt;
+	const char *query_string;
+	ProcessUtilityContext context;
+	ParamListInfo params;
+	QueryEnvironment *query_env;
+	QueryCompletion *qc;
+	/* run a (derived) statement through the rest of the ProcessUtility chain */
+	void		(*run_utility) (struct KindSubmit *submit, PlannedStmt *pstmt);
+	/* filled in by reserve */
+	Oid			target_oid;
+	char	   *target_name;	/* schema-qualified */
+	Oid			hidden_oid;
+	Oid			table_oid;		/* the table an index is built on */
+	char	   *utility_stmt;	/* nodeToString of what the worker runs, or NULL */
+	char	   *strategy;		/* NULL: the worker decides */
+	char	   *one_batch_reason;	/* for the NOTICE; NULL if batched */
+} KindSubmit;
+
+/*
+ * The routines of a kind.  One life cycle drives every kind:
+ *
+ *	submit:  accepts? -> validate -> reserve -> (job row, NOTICE)
+ *	worker:  start -> plan -> backfill_step* -> catch_up* -> cut_over
+ *	helper:  start -> help_step* (while the backfill has chunks to take)
+ *	and, when the job fails or is cancelled, discard (in the worker, or in
+ *	cancel_ddl's transaction).
+ *
+ * Each worker routine runs its own steps (job_step.h); a phase routine
+ * returns JOB_STEP_MORE until its phase is over.
+ */
+typedef struct KindRoutine
+{
+	JobKind		kind;
+	ObjectType	stands_for;		/* what DROP of the target names */
+
+	/* optional: at library load, in the postmaster (hooks it needs) */
+	void		(*load) (void);
+
+	/* In the submitting backend */
+	/* does this statement become a job?  (*reason: why it runs here) */
+	KindAcceptance (*accepts) (Node *parsetree, const char **reason);
+	void		(*validate) (KindSubmit *submit);	/* the blocking statement's errors */
+	void		(*reserve) (KindSubmit *submit); /* create the placeholder */
+
+	/* In the job's worker */
+	void		(*start) (JobRun *run); /* set up the run from the job row */
+	void		(*plan) (JobRun *run);	/* decide and record the strategy */
+	JobStepResult (*backfill_step) (JobRun *run);
+	/* optional: a chunk of the backfill, in a helper (another worker) */
+	JobStepResult (*help_step) (JobRun *run);
+	JobStepResult (*catch_up) (JobRun *run);
+	JobStepResult (*cut_over) (JobRun *run);	/* success when it commits */
+
+	/*
+	 * optional: why the target is gone, when it is (a static string, or NULL
+	 * for "the target was dropped"), in a step
+	 */
+	const char *(*gone_reason) (const BgddlJob *job);
+
+	/*
+	 * Remove what the job created (it failed, or is cancelled), in the
+	 * current transaction; with keep_target, not the target itself (the
+	 * caller is dropping it).  If discards_in_any_transaction says so (NULL:
+	 * always), cancel_ddl does it in the caller's transaction; otherwise
+	 * (it needs strong locks) the job is cancelling until its worker has
+	 * done it.
+	 */
+	void		(*discard) (const BgddlJob *job, bool keep_target);
+
+	/*
+	 * In the submitting transaction, which uses the target before it has
+	 * committed: build the object here, now, as the blocking statement would
+	 * have, and end the job as succeeded (when that transaction commits).
+	 * Returns the relation that now stands for the target.
+	 */
+	Oid			(*build_here) (const BgddlJob *job);
+	bool		(*discards_in_any_transaction) (const BgddlJob *job);
+} KindRoutine;
+
+extern void KindsLoad(void);
+extern const KindRoutine *KindRoutineFor(JobKind kind);
+extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
+
+/* The kinds */
+extern const KindRoutine kind_matview_routine;
+extern const KindRoutine kind_ctas_routine;
+extern const KindRoutine kind_refresh_routine;
+extern const KindRoutine kind_index_routine;
+
+#endif							/* BGDDL_JOB_KIND_H */

@@ -1,0 +1,421 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_backfill.c
+ *	  Running a job's query, or a part of it, into its content relation.
+ *
+ * A blocking CREATE MATERIALIZED VIEW computes its content in one
+ * transaction, which holds back VACUUM for the whole build and loses all of
+ * it on a crash.  When the query allows it (query_decompose.c), a job computes
+ * it in chunks instead: chunk i adds the qual
+ * "ctid >= '(start_i,0)' AND ctid < '(end_i,0)'" on the driving table (a
+ * TID range scan), and inserts its rows into the content relation in the
+ * same transaction that checkpoints the chunk (query_job.c).  After a crash
+ * the rows of an interrupted chunk are simply invisible (their transaction
+ * aborted), so at most one chunk of work is lost and no row is ever
+ * computed twice.
+ *
+ * Rows are inserted as ordinary MVCC tuples of committed transactions (never
+ * frozen), so the content relation's relfrozenxid stays right without any
+ * swap.  Each chunk also returns, for every output row, the driving row it
+ * came from (capture_tid_map.c), which is what lets the catch-up (query_catchup.c)
+ * replace the outputs of one changed source row.
+ *
+ * Every query here runs as the role that submitted the job, under
+ * SECURITY_RESTRICTED_OPERATION with its settings (job_step.c:
+ * JobQueryBegin), so the executor checks that role's privileges on every
+ * batch, and row security applies as it would to that role.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "rewrite/rewriteDefine.h"
+#include "rewrite/rewriteHandler.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "query_backfill.h"
+#include "pg_compat.h"
+#include "query_functions.h"
+#include "query_view_pullup.h"
+#include "job_shmem.h"
+
+/* How often a long batch publishes its row count */
+#define LIVE_ROWS_EVERY		64
+
+/* A DestReceiver that inserts into the content relation and its indexes */
+typedef struct ContentInsertReceiver
+{
+	DestReceiver pub;
+	Relation	content;
+	CommandId	output_cid;
+	BulkInsertState bistate;
+	EState	   *estate;			/* only if the content relation has indexes */
+	ResultRelInfo *result_rel_info;
+	uint64		rows;
+
+	/*
+	 * With track_sources, the query has one more column than the content
+	 * relation: the driving row's ctid.  Each output row's (source, output)
+	 * tuple ids are collected in pairs, for the catch-up to find a source's
+	 * outputs.
+	 */
+	bool		track_sources;
+	bool		count_live;		/* publish the rows as they come (not a recompute) */
+	MemoryContext pairs_context;	/* the caller's: outlives the executor */
+	TupleTableSlot *output_slot;
+	TidPair    *pairs;
+	int			npairs;
+	int			pairs_capacity;
+} ContentInsertReceiver;
+
+static void
+ContentInsertStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
+
+	receiver->output_cid = GetCurrentCommandId(true);
+	receiver->bistate = GetBulkInsertState();
+	receiver->rows = 0;
+	if (receiver->track_sources)
+	{
+		receiver->output_slot = MakeSingleTupleTableSlot(RelationGetDescr(receiver->content),
+														 &TTSOpsVirtual);
+		receiver->pairs_capacity = 1024;
+		receiver->pairs = MemoryContextAllocHuge(receiver->pairs_context,
+												 sizeof(TidPair) * receiver->pairs_capacity);
+		receiver->npairs = 0;
+	}
+
+	/*
+	 * Users may create indexes on a materialized view's placeholder while the
+	 * job runs (a script usually does so right after CREATE MATERIALIZED
+	 * VIEW): keep them up to date like INSERT would.
+	 */
+	if (receiver->content->rd_rel->relhasindex)
+	{
+		receiver->estate = CreateExecutorState();
+		receiver->result_rel_info = makeNode(ResultRelInfo);
+		InitResultRelInfo(receiver->result_rel_info, receiver->content, 1, NULL, 0);
+		ExecOpenIndices(receiver->result_rel_info, false);
+	}
+}
+
+static bool
+ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
+{
+	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
+	ItemPointerData source;
+
+	if (receiver->track_sources)
+	{
+		TupleTableSlot *output = receiver->output_slot;
+		int			natts = output->tts_tupleDescriptor->natts;
+		bool		isnull;
+		Datum		source_datum;
+
+		/* The content's columns, without the trailing source ctid */
+		slot_getallattrs(slot);
+		ExecClearTuple(output);
+		memcpy(output->tts_values, slot->tts_values, sizeof(Datum) * natts);
+		memcpy(output->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
+		ExecStoreVirtualTuple(output);
+		source_datum = slot_getattr(slot, natts + 1, &isnull);
+		Assert(!isnull);
+		ItemPointerCopy((ItemPointer) DatumGetPointer(source_datum), &source);
+		slot = output;
+	}
+
+	table_tuple_insert(receiver->content, slot, receiver->output_cid,
+					   TABLE_INSERT_SKIP_FSM, receiver->bistate);
+	if (receiver->track_sources)
+	{
+		if (receiver->npairs == receiver->pairs_capacity)
+		{
+			receiver->pairs_capacity *= 2;
+			receiver->pairs = repalloc_huge(receiver->pairs,
+											sizeof(TidPair) * receiver->pairs_capacity);
+		}
+		receiver->pairs[receiver->npairs].source = source;
+		receiver->pairs[receiver->npairs].output = slot->tts_tid;
+		receiver->npairs++;
+	}
+	if (receiver->result_rel_info != NULL &&
+		receiver->result_rel_info->ri_NumIndices > 0)
+	{
+		(void) PgExecInsertIndexTuples(receiver->result_rel_info, slot,
+										  receiver->estate);
+		ResetPerTupleExprContext(receiver->estate);
+	}
+	receiver->rows++;
+	if (receiver->count_live && receiver->rows % LIVE_ROWS_EVERY == 0)
+		JobPublishLiveRows(LIVE_ROWS_EVERY);
+	return true;
+}
+
+static void
+ContentInsertShutdown(DestReceiver *self)
+{
+	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
+
+	FreeBulkInsertState(receiver->bistate);
+	table_finish_bulk_insert(receiver->content, TABLE_INSERT_SKIP_FSM);
+	if (receiver->output_slot != NULL)
+	{
+		ExecDropSingleTupleTableSlot(receiver->output_slot);
+		receiver->output_slot = NULL;
+	}
+	if (receiver->estate != NULL)
+	{
+		ExecCloseIndices(receiver->result_rel_info);
+		FreeExecutorState(receiver->estate);
+		receiver->estate = NULL;
+		receiver->result_rel_info = NULL;
+	}
+}
+
+static void
+ContentInsertDestroy(DestReceiver *self)
+{
+	pfree(self);
+}
+
+static ContentInsertReceiver *
+ContentInsertReceiverCreate(Relation content, bool track_sources)
+{
+	ContentInsertReceiver *receiver = palloc0(sizeof(ContentInsertReceiver));
+
+	receiver->pub.receiveSlot = ContentInsertReceive;
+	receiver->pub.rStartup = ContentInsertStartup;
+	receiver->pub.rShutdown = ContentInsertShutdown;
+	receiver->pub.rDestroy = ContentInsertDestroy;
+	receiver->pub.mydest = DestNone;
+	receiver->content = content;
+	receiver->track_sources = track_sources;
+	receiver->pairs_context = CurrentMemoryContext;
+	return receiver;
+}
+
+/*
+ * The job's query, rewritten (row security of the current user applied) and
+ * with its relations locked, from a relation's view rule (the placeholder's,
+ * or the materialized view's): bound to OIDs at submit, as REFRESH
+ * MATERIALIZED VIEW uses it.  Its privileges are checked as check_as_role
+ * (the relation cache marks them for the relation's owner, who may have
+ * changed since the submit).  Simple views are pulled up into it
+ * (query_view_pullup.c); now() and its relatives are job_start (query_functions.c).
+ */
+Query *
+QueryOfRule(Relation rule_relation, Oid check_as_role, TimestampTz job_start)
+{
+	Query	   *query = copyObject(get_view_query(rule_relation));
+	List	   *rewritten;
+
+	setRuleCheckAsUser((Node *) query, check_as_role);
+	AcquireRewriteLocks(query, true, false);
+	rewritten = QueryRewrite(query);
+	if (list_length(rewritten) != 1)
+		elog(ERROR, "unexpected rewrite result for materialized view \"%s\"",
+			 RelationGetRelationName(rule_relation));
+	query = linitial_node(Query, rewritten);
+	QueryPullUpViews(query);
+	return QueryPinJobStart(query, job_start);
+}
+
+static Var *
+MakeCtidVar(Index rtindex)
+{
+	return makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1, InvalidOid, 0);
+}
+
+/* "ctid <op> '(block,0)'" on the driving table */
+static Expr *
+MakeCtidBound(Index rtindex, Oid opno, int64 block)
+{
+	ItemPointer tid = palloc(sizeof(ItemPointerData));
+	Const	   *bound;
+
+	ItemPointerSet(tid, (BlockNumber) block, 0);
+	bound = makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
+					  PointerGetDatum(tid), false, false);
+	return make_opclause(opno, BOOLOID, false, (Expr *) MakeCtidVar(rtindex), (Expr *) bound,
+						 InvalidOid, InvalidOid);
+}
+
+static void
+AddQual(Query *query, Expr *qual)
+{
+	List	   *quals = NIL;
+
+	if (query->jointree->quals != NULL)
+		quals = lappend(quals, query->jointree->quals);
+	quals = lappend(quals, qual);
+	query->jointree->quals = (Node *) make_andclause(quals);
+}
+
+/* Restrict the query to the given driving rows: "ctid = ANY('{...}')", a TID scan */
+static void
+RestrictToTids(Query *query, Index rtindex, ItemPointer tids, int ntids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(ntids, 1));
+	ScalarArrayOpExpr *saop = makeNode(ScalarArrayOpExpr);
+
+	for (int i = 0; i < ntids; i++)
+		elems[i] = PointerGetDatum(&tids[i]);
+	saop->opno = TIDEqualOperator;
+	saop->opfuncid = InvalidOid;
+	saop->useOr = true;
+	saop->inputcollid = InvalidOid;
+	saop->args = list_make2(MakeCtidVar(rtindex),
+							makeConst(TIDARRAYOID, -1, InvalidOid, -1,
+									  PointerGetDatum(construct_array(elems, ntids, TIDOID,
+																	  sizeof(ItemPointerData),
+																	  false, TYPALIGN_SHORT)),
+									  false, false));
+	AddQual(query, (Expr *) saop);
+}
+
+/*
+ * Make the query also return, as a last column, the driving row's ctid; or,
+ * for a chunk of partial aggregation (whose rows come from many driving
+ * rows), the chunk's first tuple id, which stands for all of its rows.
+ */
+static void
+AppendSourceColumn(Query *query, Index rtindex, int64 partial_chunk_start)
+{
+	Expr	   *source = (Expr *) MakeCtidVar(rtindex);
+
+	if (partial_chunk_start >= 0)
+	{
+		ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+		ItemPointerSet(tid, (BlockNumber) partial_chunk_start, 0);
+		source = (Expr *) makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
+									PointerGetDatum(tid), false, false);
+	}
+	query->targetList = lappend(query->targetList,
+								makeTargetEntry(source, list_length(query->targetList) + 1,
+												pstrdup("background_ddl_source"), false));
+}
+
+static int
+TidPairCompare(const void *a, const void *b)
+{
+	int			by_source = ItemPointerCompare(&((TidPair *) a)->source, &((TidPair *) b)->source);
+
+	return by_source != 0 ? by_source :
+		ItemPointerCompare(&((TidPair *) a)->output, &((TidPair *) b)->output);
+}
+
+/*
+ * Run a (restricted) query and insert its rows into the content relation.
+ * Caller is in a transaction with an active snapshot, as the job's role, and
+ * holds RowExclusiveLock on the content relation.  With pairs non-NULL the
+ * query carries a source column (see AppendSourceColumn) and *pairs
+ * receives the (source, output) tuple ids, sorted by source.  With
+ * count_live, the rows count in the job's live progress as they come.
+ * Returns the number of rows inserted.
+ */
+static uint64
+RunIntoContent(Relation content, Query *query, int cursor_options, bool count_live,
+			   TidPair **pairs, int *npairs)
+{
+	PlannedStmt *plan;
+	QueryDesc  *query_desc;
+	ContentInsertReceiver *receiver;
+	uint64		rows;
+
+	/* An xid before a parallel plan starts: parallel mode cannot assign one */
+	(void) GetCurrentTransactionId();
+
+	plan = pg_plan_query(query, "background_ddl backfill", cursor_options, NULL);
+	receiver = ContentInsertReceiverCreate(content, pairs != NULL);
+	receiver->count_live = count_live;
+	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
+								 InvalidSnapshot, (DestReceiver *) receiver, NULL, NULL, 0);
+	ExecutorStart(query_desc, 0);
+	ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
+	ExecutorFinish(query_desc);
+	ExecutorEnd(query_desc);
+	rows = receiver->rows;
+	if (count_live)
+		JobPublishLiveRows(rows % LIVE_ROWS_EVERY);
+	FreeQueryDesc(query_desc);
+	if (pairs != NULL)
+	{
+		qsort(receiver->pairs, receiver->npairs, sizeof(TidPair), TidPairCompare);
+		*pairs = receiver->pairs;
+		*npairs = receiver->npairs;
+	}
+	receiver->pub.rDestroy((DestReceiver *) receiver);
+	return rows;
+}
+
+/*
+ * Compute the rows of driving-table blocks [start_block, end_block) into the
+ * content relation (end_block < 0: to the end of the table); *pairs gets
+ * their (source, output) tuple ids.  With partial, the query is a chunk
+ * query of partial aggregation (query_partial_agg.c), and every row's source is
+ * the chunk's first tuple id.  With count_live, the rows count in the
+ * job's live progress (not for a recompute: the rows it replaces go at the
+ * same time).  Caller as for RunIntoContent; query is a copy it gives away.
+ */
+uint64
+QueryBackfillBlocks(Relation content, Query *query, Index driving_rtindex, bool partial,
+			   bool count_live, int64 start_block, int64 end_block,
+			   TidPair **pairs, int *npairs)
+{
+	AddQual(query, MakeCtidBound(driving_rtindex, TIDGreaterEqOperator, start_block));
+	if (end_block >= 0)
+		AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, end_block));
+	AppendSourceColumn(query, driving_rtindex, partial ? start_block : -1);
+	return RunIntoContent(content, query, 0, count_live, pairs, npairs);
+}
+
+/*
+ * Compute the whole content in the current transaction, with parallel query
+ * allowed.  Caller as for RunIntoContent.  Returns the number of rows.
+ */
+uint64
+QueryBackfillAll(Relation content, Query *query)
+{
+	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, true, NULL, NULL);
+}
+
+/*
+ * Compute the output rows of the given driving rows (sorted tuple ids) as of
+ * the current snapshot, insert them and return their (source, output)
+ * pairs, sorted.  Caller as for RunIntoContent.
+ */
+TidPair *
+QueryRecompute(Relation content, Query *query, Index driving_rtindex,
+				  ItemPointer sources, int nsources, int *npairs)
+{
+	TidPair    *pairs;
+
+	RestrictToTids(query, driving_rtindex, sources, nsources);
+	AppendSourceColumn(query, driving_rtindex, -1);
+	/* Not counted live: the rows it replaces go at the same time */
+	(void) RunIntoContent(content, query, 0, false, &pairs, npairs);
+	return pairs;
+}
+
+/* The planner's estimate of the query's row count */
+int64
+QueryEstimateRows(Query *query)
+{
+	PlannedStmt *plan = pg_plan_query(copyObject(query), "background_ddl estimate", 0, NULL);
+
+	return (int64) plan->planTree->plan_rows;
+}

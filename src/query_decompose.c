@@ -1,0 +1,332 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_decompose.c
+ *	  Whether a job's query can be computed in batches, and how.
+ *
+ * A query is decomposable when, after rewriting, some base table drives it:
+ * every output row comes from exactly one row of that table, and whether and
+ * how it appears depends on that row alone (plus other tables, read as they
+ * are).  That holds for projections, filters, inner joins and left joins that
+ * preserve the driving table.  Aggregates and DISTINCT are computed from
+ * per-chunk partial rows (query_partial_agg.c) when their aggregates combine
+ * exactly.  Chunks do not work for window functions, LIMIT/OFFSET, set
+ * operations, set-returning functions in the target list, sublinks, CTEs, ORDER BY (the physical order would
+ * differ), TABLESAMPLE, or for functions whose result may differ between
+ * batches (query_functions.c).
+ *
+ * Batches are only exact if every change to every relation the query reads
+ * is captured (capture_trigger.c): so the driving table must be a plain heap table
+ * read once, every other relation a plain table too (no view left after
+ * rewriting, matview, foreign table, partitioned table or inheritance
+ * parent), and the job's role must be allowed to put triggers on all of
+ * them.  Otherwise the job runs in one batch, and says why.
+ *
+ * Caller is in a transaction, as the job's role (planning may look at the
+ * relations' sizes, and the privileges checked are that role's).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_inherits.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "storage/bufmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "capture_trigger.h"
+#include "query_decompose.h"
+#include "query_partial_agg.h"
+#include "query_functions.h"
+
+/* Walker state: every relation a query reads, anywhere in it */
+typedef struct BaseRelationsContext
+{
+	List	   *relids;			/* distinct */
+	int			occurrences_of_driving;
+	Oid			driving_oid;
+	Oid			target_oid;		/* ignored: a view rule's OLD and NEW entries */
+	char	   *refusal;		/* why some relation cannot be captured */
+} BaseRelationsContext;
+
+/* Why changes to a relation could escape the capture, or NULL */
+static char *
+UncapturableReason(RangeTblEntry *rte)
+{
+	if (rte->relkind == RELKIND_MATVIEW)
+		return psprintf("\"%s\" is a materialized view", get_rel_name(rte->relid));
+	if (rte->relkind == RELKIND_FOREIGN_TABLE)
+		return psprintf("\"%s\" is a foreign table", get_rel_name(rte->relid));
+	if (rte->relkind == RELKIND_RELATION && rte->inh && has_subclass(rte->relid))
+		return psprintf("\"%s\" has inheritance children", get_rel_name(rte->relid));
+	return NULL;
+}
+
+static bool
+BaseRelationsWalker(Node *node, BaseRelationsContext *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		/*
+		 * After rewriting, a view's entry only carries the privilege checks of
+		 * the role that reads it (its query was expanded, or pulled up)
+		 */
+		if (rte->rtekind == RTE_RELATION && rte->relid != context->target_oid &&
+			rte->relkind != RELKIND_VIEW)
+		{
+			char	   *reason = UncapturableReason(rte);
+
+			if (reason != NULL && context->refusal == NULL)
+				context->refusal = reason;
+			if (rte->relid == context->driving_oid)
+				context->occurrences_of_driving++;
+			context->relids = list_append_unique_oid(context->relids, rte->relid);
+		}
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, BaseRelationsWalker, context,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, BaseRelationsWalker, context);
+}
+
+/*
+ * The relations a query reads (driving table first; the target itself,
+ * which its view rule names, excluded), or NIL with *refusal set if a change
+ * to one of them could escape the capture triggers, or if the driving table
+ * is read twice (a change to it would then also be a change to "another"
+ * table, which only a full recompute handles).
+ */
+static List *
+BaseRelations(Query *query, Oid driving_oid, Oid target_oid, Oid roleid, char **refusal)
+{
+	BaseRelationsContext context = {NIL, 0, driving_oid, target_oid, NULL};
+	ListCell   *lc;
+
+	(void) query_tree_walker(query, BaseRelationsWalker, &context, QTW_EXAMINE_RTES_BEFORE);
+	if (context.refusal != NULL)
+	{
+		*refusal = context.refusal;
+		return NIL;
+	}
+	if (context.occurrences_of_driving != 1)
+	{
+		*refusal = psprintf("table \"%s\" is read more than once", get_rel_name(driving_oid));
+		return NIL;
+	}
+	foreach(lc, context.relids)
+	{
+		char	   *reason = CaptureRefusal(lfirst_oid(lc), roleid);
+
+		if (reason != NULL)
+		{
+			*refusal = reason;
+			return NIL;
+		}
+	}
+	context.relids = list_delete_oid(context.relids, driving_oid);
+	return lcons_oid(driving_oid, context.relids);
+}
+
+/* Can this range table entry drive a chunked backfill (a plain heap table)? */
+static bool
+IsChunkableRelation(RangeTblEntry *rte)
+{
+	Relation	rel;
+	bool		chunkable;
+
+	if (rte->rtekind != RTE_RELATION || rte->tablesample != NULL ||
+		rte->relkind != RELKIND_RELATION)
+		return false;
+	rel = table_open(rte->relid, NoLock);
+	chunkable = rel->rd_rel->relam == HEAP_TABLE_AM_OID;	/* ctid ranges and TID scans */
+	table_close(rel, NoLock);
+	return chunkable;
+}
+
+/*
+ * Collect the range table indexes of the relations in a join tree node whose
+ * every row reaches the output at most once per match, unfiltered by
+ * another table's absence: both sides of inner joins, the preserved side of
+ * outer joins.
+ */
+static void
+CollectDrivingCandidates(Query *query, Node *node, List **candidates)
+{
+	if (node == NULL)
+		return;
+	if (IsA(node, RangeTblRef))
+	{
+		Index		rtindex = ((RangeTblRef *) node)->rtindex;
+
+		if (IsChunkableRelation(rt_fetch(rtindex, query->rtable)))
+			*candidates = lappend_int(*candidates, rtindex);
+	}
+	else if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			CollectDrivingCandidates(query, lfirst(lc), candidates);
+	}
+	else if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) node;
+
+		if (join->jointype == JOIN_INNER || join->jointype == JOIN_LEFT)
+			CollectDrivingCandidates(query, join->larg, candidates);
+		if (join->jointype == JOIN_INNER || join->jointype == JOIN_RIGHT)
+			CollectDrivingCandidates(query, join->rarg, candidates);
+	}
+}
+
+/* Does a join tree node reference a subquery (a view that was not pulled up)? */
+static bool
+SubqueryInFrom(Query *query, Node *node)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblRef))
+		return rt_fetch(((RangeTblRef *) node)->rtindex, query->rtable)->rtekind == RTE_SUBQUERY;
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+		{
+			if (SubqueryInFrom(query, lfirst(lc)))
+				return true;
+		}
+		return false;
+	}
+	if (IsA(node, JoinExpr))
+		return SubqueryInFrom(query, ((JoinExpr *) node)->larg) ||
+			SubqueryInFrom(query, ((JoinExpr *) node)->rarg);
+	return false;
+}
+
+/* Why the shape of the query forbids batches, or NULL */
+static char *
+ShapeRefusal(Query *query)
+{
+	char	   *refusal;
+
+	if (query->commandType != CMD_SELECT)
+		return "it is not a plain SELECT";
+	if (query->hasWindowFuncs)
+		return "the query uses window functions";
+	if (query->hasTargetSRFs)
+		return "the query has set-returning functions in its target list";
+	if (query->limitCount != NULL || query->limitOffset != NULL)
+		return "the query uses LIMIT or OFFSET";
+	if (query->setOperations != NULL)
+		return "the query uses UNION, INTERSECT or EXCEPT";
+	if (query->hasSubLinks)
+		return "the query has subqueries in expressions";
+	if (query->cteList != NIL || query->hasRecursive)
+		return "the query uses WITH";
+	if (query->sortClause != NIL && !query->hasDistinctOn)
+		return "the query uses ORDER BY";
+	if (query->rowMarks != NIL || query->hasForUpdate)
+		return "the query locks rows";
+	if ((refusal = QueryFunctionRefusal(query)) != NULL)
+		return refusal;
+	if (QueryPartialAggApplies(query))
+		return QueryPartialAggRefusal(query);
+	return NULL;
+}
+
+/*
+ * Decide how a rewritten query is computed.  The driving table is the
+ * largest relation that can drive a chunked backfill.  With
+ * required_driving, take that relation or none (a resumed job keeps the
+ * driving table it started with).  roleid is the role whose TRIGGER
+ * privileges decide whether changes can be captured.
+ */
+void
+QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
+			   QueryDecomposition *result)
+{
+	List	   *candidates = NIL;
+	ListCell   *lc;
+	BlockNumber best_pages = 0;
+	char	   *refusal = ShapeRefusal(query);
+
+	memset(result, 0, sizeof(QueryDecomposition));
+	if (refusal == NULL)
+		CollectDrivingCandidates(query, (Node *) query->jointree, &candidates);
+	if (refusal == NULL && candidates == NIL)
+		refusal = SubqueryInFrom(query, (Node *) query->jointree) ?
+			"a view or subquery in FROM cannot be merged into the query (a security barrier, aggregates, DISTINCT, LIMIT...)" :
+			"no plain table drives the query";
+	foreach(lc, candidates)
+	{
+		Index		rtindex = lfirst_int(lc);
+		Oid			relid = rt_fetch(rtindex, query->rtable)->relid;
+		Relation	rel;
+		BlockNumber pages;
+		List	   *relids;
+		char	   *candidate_refusal = NULL;
+
+		if (OidIsValid(required_driving) && relid != required_driving)
+			continue;
+		relids = BaseRelations(query, relid, target_oid, roleid, &candidate_refusal);
+		if (relids == NIL)
+		{
+			if (result->driving_rtindex == 0)
+				refusal = candidate_refusal;
+			continue;
+		}
+		rel = table_open(relid, NoLock);
+		pages = RelationGetNumberOfBlocks(rel);
+		table_close(rel, NoLock);
+		if (result->driving_rtindex == 0 || pages > best_pages)
+		{
+			result->driving_rtindex = rtindex;
+			result->driving_oid = relid;
+			result->relids = relids;
+			best_pages = pages;
+			refusal = NULL;
+		}
+	}
+	if (result->driving_rtindex == 0)
+		result->reason = refusal ? pstrdup(refusal) : pstrdup("the driving table changed");
+	else
+		result->partial = QueryPartialAggApplies(query);
+}
+
+/* The strategy as pg_stat_background_ddl shows it */
+char *
+QueryStrategy(const QueryDecomposition *decomposition)
+{
+	if (decomposition->partial)
+		return pstrdup(STRATEGY_PARTIAL_AGGREGATION);
+	if (decomposition->driving_rtindex > 0)
+		return pstrdup(STRATEGY_CTID_CHUNKS);
+	return psprintf("one batch: %s", decomposition->reason);
+}
+
+/* The range table index of the driving table in a rewritten query, or 0 */
+Index
+QueryDrivingRtindex(Query *query, Oid driving_oid)
+{
+	Index		rtindex = 0;
+	List	   *candidates = NIL;
+	ListCell   *lc;
+
+	CollectDrivingCandidates(query, (Node *) query->jointree, &candidates);
+	foreach(lc, candidates)
+	{
+		if (rt_fetch(lfirst_int(lc), query->rtable)->relid == driving_oid)
+			rtindex = lfirst_int(lc);
+	}
+	return rtindex;
+}

@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_decompose.h
+ *	  Whether a job's query can be computed in batches, and how.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_DECOMPOSE_H
+#define BGDDL_DECOMPOSE_H
+
+#include "nodes/parsenodes.h"
+
+/* How a query's result is computed */
+typedef struct QueryDecomposition
+{
+	Index		driving_rtindex;	/* 0: in one batch */
+	Oid			driving_oid;
+	List	   *relids;			/* relations to capture, driving first */
+	bool		partial;		/* chunks of partial aggregation (query_partial_agg.c) */
+	char	   *reason;			/* why one batch; NULL if chunked */
+} QueryDecomposition;
+
+#define STRATEGY_CTID_CHUNKS	"ctid chunks"
+#define STRATEGY_PARTIAL_AGGREGATION	"partial aggregation"
+#define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
+
+extern void QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
+						   QueryDecomposition *result);
+extern char *QueryStrategy(const QueryDecomposition *decomposition);
+extern Index QueryDrivingRtindex(Query *query, Oid driving_oid);
+
+#endif							/* BGDDL_DECOMPOSE_H */

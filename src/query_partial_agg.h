@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_partial_agg.h
+ *	  An aggregating or DISTINCT query as per-chunk partial rows and a
+ *	  combine.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_PARTIAL_AGG_H
+#define BGDDL_PARTIAL_AGG_H
+
+#include "nodes/parsenodes.h"
+
+extern bool QueryPartialAggApplies(Query *query);
+extern char *QueryPartialAggRefusal(Query *query);
+extern Query *QueryPartialAggChunk(Query *query);
+extern Query *QueryPartialAggCombine(Query *query, Oid staging_oid);
+extern Oid	QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner,
+									Oid tablespace);
+extern void QueryPartialAggDropStaging(Oid staging_oid);
+
+#endif							/* BGDDL_PARTIAL_AGG_H */

@@ -1,0 +1,355 @@
+/*-------------------------------------------------------------------------
+ *
+ * session_submit.c
+ *	  Submitting DDL as a background job: the ProcessUtility hook.
+ *
+ * While background_ddl is on, a statement that a job kind accepts
+ * (kind.h) does here everything the blocking statement would do except
+ * computing the content:
+ *
+ *	1. The kind validates it as the blocking statement would, in the same
+ *	   order (parse analysis has already run: syntax errors, missing tables
+ *	   and columns).
+ *	2. The kind reserves the target: a placeholder that holds the name and
+ *	   the query, bound to OIDs, that nobody can use yet.
+ *	3. The job row is persisted, in the same transaction: a rolled-back
+ *	   submit leaves neither job nor placeholder.  It records the statement
+ *	   alone (not the rest of the query string it came in), and the
+ *	   session's identity and settings (job_identity.c).
+ *	4. After commit, the scheduler of this database is woken
+ *	   (job_xact.c).
+ *
+ * In a database without the extension, nothing here does anything but say
+ * so when a job would be submitted (catalog_access.c).  With the extension,
+ * and whatever background_ddl says, REFRESH and DROP of a job's target, and
+ * changes to a placeholder that the job will replace, are guarded
+ * (kind_placeholder.c, sql_control.c), capture triggers cannot be
+ * renamed (capture_trigger.c), DROP EXTENSION is refused while jobs are unfinished,
+ * and COMMIT PREPARED wakes the scheduler for jobs the prepared transaction
+ * submitted.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_extension.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+
+#include "background_ddl.h"
+#include "capture_trigger.h"
+#include "catalog_access.h"
+#include "catalog_job.h"
+#include "sql_control.h"
+#include "kind.h"
+#include "kind_placeholder.h"
+#include "job_xact.h"
+#include "session_submit.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+static void BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
+								bool readOnlyTree, ProcessUtilityContext context,
+								ParamListInfo params, QueryEnvironment *queryEnv,
+								DestReceiver *dest, QueryCompletion *qc);
+
+void
+SessionSubmitInstall(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = BgddlProcessUtility;
+}
+
+static void
+CallNextProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					   bool readOnlyTree, ProcessUtilityContext context,
+					   ParamListInfo params, QueryEnvironment *queryEnv,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/* KindSubmit.run_utility: a statement derived from the submitted one */
+static void
+RunDerivedUtility(KindSubmit *submit, PlannedStmt *pstmt)
+{
+	CallNextProcessUtility(pstmt, submit->query_string, false, submit->context,
+						   submit->params, submit->query_env, None_Receiver, submit->qc);
+}
+
+/*
+ * The statement alone, out of the query string it came in (which may hold
+ * other statements, with secrets): its location and length, trimmed.
+ */
+static char *
+StatementText(const char *query_string, int location, int length)
+{
+	const char *start = query_string;
+	int			size;
+
+	if (location > 0 && location <= (int) strlen(query_string))
+		start += location;
+	size = length > 0 ? Min(length, (int) strlen(start)) : (int) strlen(start);
+	while (size > 0 && isspace((unsigned char) *start))
+	{
+		start++;
+		size--;
+	}
+	while (size > 0 && (isspace((unsigned char) start[size - 1]) || start[size - 1] == ';'))
+		size--;
+	return pnstrdup(start, size);
+}
+
+/* Run a statement that a kind accepts as a background job */
+static void
+Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
+	   ProcessUtilityContext context, ParamListInfo params,
+	   QueryEnvironment *queryEnv, QueryCompletion *qc)
+{
+	const BgddlCatalog *catalog = CatalogLookup();
+	KindSubmit	submit;
+	BgddlJobSubmission submission;
+	int64		job_id;
+
+	if (catalog == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"%s\" is not installed in this database",
+						BGDDL_EXTENSION_NAME),
+				 errdetail("background_ddl is on, so this statement would run as a background job."),
+				 errhint("Run CREATE EXTENSION %s, or SET background_ddl = off.",
+						 BGDDL_EXTENSION_NAME)));
+	/* Keep DROP EXTENSION out until this transaction ends */
+	LockDatabaseObject(ExtensionRelationId, catalog->extension_oid, 0, AccessShareLock);
+
+	memset(&submit, 0, sizeof(submit));
+	submit.pstmt = pstmt;
+	submit.query_string = queryString;
+	submit.context = context;
+	submit.params = params;
+	submit.query_env = queryEnv;
+	submit.qc = qc;
+	submit.run_utility = RunDerivedUtility;
+	routine->validate(&submit);
+	routine->reserve(&submit);
+
+	memset(&submission, 0, sizeof(submission));
+	submission.kind = routine->kind;
+	JobIdentityCapture(&submission.identity);
+	submission.target_oid = submit.target_oid;
+	submission.target_name = submit.target_name;
+	submission.hidden_oid = submit.hidden_oid;
+	submission.driving_oid = submit.table_oid;
+	submission.utility_stmt = submit.utility_stmt;
+	submission.command = StatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
+	submission.strategy = submit.strategy;
+	job_id = CatalogJobInsert(&submission);
+	JobXactSubmit(job_id, submit.target_oid);
+
+	if (submit.one_batch_reason != NULL)
+		ereport(NOTICE,
+				(errmsg("background DDL job " INT64_FORMAT " submitted for %s",
+						job_id, submit.target_name),
+				 errdetail("It runs in one batch: %s.", submit.one_batch_reason)));
+	else
+		ereport(NOTICE,
+				(errmsg("background DDL job " INT64_FORMAT " submitted for %s",
+						job_id, submit.target_name)));
+}
+
+/*
+ * DROP EXTENSION background_ddl: refused while jobs are unfinished (their
+ * objects would be left half-built, or their workers would fail).  Capture
+ * triggers that ended jobs have not dropped yet are dropped here.
+ */
+static void
+GuardDropExtension(DropStmt *stmt)
+{
+	const BgddlCatalog *catalog;
+	ListCell   *lc;
+	bool		ours = false;
+	List	   *job_ids;
+	StringInfoData unfinished;
+
+	foreach(lc, stmt->objects)
+	{
+		if (strcmp(strVal(lfirst(lc)), BGDDL_EXTENSION_NAME) == 0)
+			ours = true;
+	}
+	if (!ours || (catalog = CatalogLookup()) == NULL)
+		return;
+
+	LockDatabaseObject(ExtensionRelationId, catalog->extension_oid, 0, AccessExclusiveLock);
+	initStringInfo(&unfinished);
+	job_ids = CatalogJobsUnfinished();
+	foreach(lc, job_ids)
+	{
+		int64		job_id = *(int64 *) lfirst(lc);
+		LOCKTAG		job_lock;
+		BgddlJob	job;
+
+		if (!CatalogJobLoad(job_id, &job, true))
+			continue;
+		if (!JobStateIsFinal(job.state))
+		{
+			appendStringInfo(&unfinished, "%s" INT64_FORMAT " (%s)",
+							 unfinished.len > 0 ? ", " : "", job_id, CatalogStateName(job.state));
+			continue;
+		}
+		/* An ended job: wait for a worker that drops its triggers, if any */
+		JobLockTagSet(&job_lock, MyDatabaseId, job_id);
+		(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
+		if (CatalogJobLoad(job_id, &job, true) && job.cleanup_pending)
+		{
+			CaptureTriggers triggers = {job.capture_triggers, job.capture_trigger_xmins};
+
+			CaptureRemove(&triggers, job.target_oid);
+			CatalogJobSetCleanupPending(job_id, false);
+		}
+	}
+	if (unfinished.len > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot drop extension %s because background DDL jobs are unfinished",
+						BGDDL_EXTENSION_NAME),
+				 errdetail("Unfinished jobs: %s.", unfinished.data),
+				 errhint("Cancel them with cancel_ddl(id) and wait for them with wait_ddl(id), or let them finish.")));
+}
+
+/*
+ * The utility statement whose execution the current one runs in (NULL at
+ * the top): see StatementIsUsers.
+ */
+static Node *enclosing_utility = NULL;
+
+/*
+ * Did the user write this statement, at the top level or in a function or DO
+ * block?  PostgreSQL runs statements of its own through ProcessUtility too:
+ * the index of a PRIMARY KEY or UNIQUE constraint in CREATE TABLE, the
+ * elements of CREATE SCHEMA, LIKE ... INCLUDING INDEXES, ALTER TABLE's
+ * follow-up statements (all PROCESS_UTILITY_SUBCOMMAND), and whatever an
+ * event trigger runs while another DDL statement executes.  Taken as a job,
+ * such a statement would be lost (a constraint without its index), so only
+ * a complete statement that runs at the top level, or from a function or
+ * procedure called by a query, DO or CALL, may become one.
+ */
+static bool
+StatementIsUsers(ProcessUtilityContext context, Node *outer_utility)
+{
+	if (context == PROCESS_UTILITY_TOPLEVEL)
+		return true;
+	if (context == PROCESS_UTILITY_SUBCOMMAND)
+		return false;
+	return outer_utility == NULL || IsA(outer_utility, DoStmt) ||
+		IsA(outer_utility, CallStmt);
+}
+
+/*
+ * A utility statement: submitted as a job if it is one (may_submit: it is
+ * the user's own, and background_ddl is on), the guards on jobs' objects
+ * otherwise.
+ */
+static void
+ProcessStatement(PlannedStmt *pstmt, const char *queryString,
+				 bool readOnlyTree, ProcessUtilityContext context,
+				 ParamListInfo params, QueryEnvironment *queryEnv,
+				 DestReceiver *dest, QueryCompletion *qc, bool may_submit)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (may_submit)
+	{
+		const char *in_session_reason;
+		const KindRoutine *routine = KindForStatement(parsetree, &in_session_reason);
+
+		if (routine != NULL)
+		{
+			Submit(routine, pstmt, queryString, context, params, queryEnv, qc);
+			return;
+		}
+		if (in_session_reason != NULL)
+			ereport(NOTICE,
+					(errmsg("this statement runs in this session, not as a background job"),
+					 errdetail("%s", in_session_reason)));
+	}
+
+	switch (nodeTag(parsetree))
+	{
+		case T_RefreshMatViewStmt:
+			KindCheckPlaceholderRefresh((RefreshMatViewStmt *) parsetree);
+			break;
+		case T_IndexStmt:
+		case T_AlterTableStmt:
+		case T_CreateStatsStmt:
+		case T_GrantStmt:
+		case T_CommentStmt:
+			KindCheckPlaceholderChange(parsetree);
+			break;
+		case T_DropStmt:
+			if (((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
+				GuardDropExtension((DropStmt *) parsetree);
+			else
+			{
+				List	   *left = SessionCancelDroppedTargets((DropStmt *) parsetree);
+
+				if (left == NIL)
+					return;		/* all of them were placeholders, dropped */
+				if (left != ((DropStmt *) parsetree)->objects)
+				{
+					pstmt = copyObject(pstmt);
+					((DropStmt *) pstmt->utilityStmt)->objects = left;
+					readOnlyTree = false;
+				}
+			}
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_TRIGGER)
+				CaptureCheckRename((RenameStmt *) parsetree);
+			else
+				KindCheckPlaceholderChange(parsetree);
+			break;
+		case T_TransactionStmt:
+			if (((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED &&
+				IsTransactionState() && CatalogLookup() != NULL)
+				JobXactWakeScheduler();
+			break;
+		default:
+			break;
+	}
+
+	CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+						   queryEnv, dest, qc);
+}
+
+static void
+BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *outer_utility = enclosing_utility;
+	volatile bool may_submit = background_ddl_enabled &&
+		StatementIsUsers(context, outer_utility);
+
+	enclosing_utility = pstmt->utilityStmt;
+	PG_TRY();
+	{
+		ProcessStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+						 dest, qc, may_submit);
+	}
+	PG_FINALLY();
+	{
+		enclosing_utility = outer_utility;
+	}
+	PG_END_TRY();
+}
