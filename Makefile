@@ -9,39 +9,45 @@
 MODULE_big = background_ddl
 OBJS = \
 	src/background_ddl.o \
-	src/query_backfill.o \
-	src/capture_trigger.o \
-	src/catalog_access.o \
-	src/query_catchup.o \
-	src/pg_citus.o \
-	src/capture_log.o \
-	src/query_decompose.o \
-	src/sql_explain.o \
-	src/catalog_job.o \
 	src/sql_control.o \
-	src/job_identity.o \
+	src/sql_explain.o \
+	src/sql_monitor.o \
+	src/session_submit.o \
+	src/session_guards.o \
+	src/session_control.o \
+	src/job_launcher.o \
+	src/job_scheduler.o \
+	src/job_worker.o \
 	src/kind.o \
-	src/job_messages.o \
+	src/kind_matview.o \
+	src/kind_ctas.o \
+	src/kind_refresh.o \
+	src/kind_index.o \
+	src/kind_placeholder.o \
+	src/query_job.o \
+	src/query_catchup.o \
+	src/query_backfill.o \
+	src/query_decompose.o \
+	src/query_partial_agg.o \
+	src/query_view_pullup.o \
+	src/query_functions.o \
+	src/capture_trigger.o \
+	src/capture_log.o \
+	src/capture_tid_map.o \
 	src/job_run.o \
 	src/job_step.o \
+	src/job_identity.o \
+	src/job_messages.o \
+	src/catalog_job.o \
+	src/catalog_access.o \
 	src/catalog_types.o \
-	src/pg_heap_swap.o \
-	src/kind_ctas.o \
-	src/kind_index.o \
-	src/kind_refresh.o \
-	src/kind_matview.o \
-	src/job_launcher.o \
-	src/query_partial_agg.o \
-	src/kind_placeholder.o \
-	src/query_functions.o \
-	src/query_job.o \
-	src/job_scheduler.o \
 	src/job_xact.o \
 	src/job_shmem.o \
-	src/session_submit.o \
-	src/capture_tid_map.o \
-	src/query_view_pullup.o \
-	src/job_worker.o
+	src/pg_heap_swap.o \
+	src/pg_relation.o \
+	src/pg_lock.o \
+	src/pg_citus.o \
+	src/settings.o
 
 EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql

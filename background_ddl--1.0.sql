@@ -18,15 +18,10 @@ CREATE TABLE background_ddl.job (
 	database_oid	oid NOT NULL,
 	session_user_oid oid NOT NULL,	/* session_user at submit: the job's session */
 	owner_oid		oid NOT NULL,	/* current_user at submit: runs the query, owns the result */
-	kind			text NOT NULL
-		CHECK (kind IN ('CREATE MATERIALIZED VIEW', 'CREATE TABLE AS',
-						'CREATE INDEX', 'REFRESH MATERIALIZED VIEW')),
-	target_oid		oid NOT NULL,	/* the object being built (see job_kind.h) */
+	kind			text NOT NULL,	/* a name from the kind table (kind.c) */
+	target_oid		oid NOT NULL,	/* the object being built, or its placeholder */
 	target_name		text NOT NULL,
-	hidden_oid		oid,		/* a heap the job fills before the cut-over */
-	staging_oid		oid,		/* partial rows of an aggregating query (partial_agg.c) */
 	command			text NOT NULL,	/* the submitted statement alone */
-	utility_stmt	text,		/* the statement as the worker runs it (CREATE INDEX) */
 	settings		text[] NOT NULL,	/* name, value pairs of the submitter's settings */
 	state			text NOT NULL DEFAULT 'queued'
 		CHECK (state IN ('queued', 'running', 'paused', 'cancelling',
@@ -34,10 +29,9 @@ CREATE TABLE background_ddl.job (
 	phase			text,
 	strategy		text,		/* how the content is computed, and why */
 	planned			boolean NOT NULL DEFAULT false, /* the worker has decided the strategy */
-	driving_oid		oid,		/* table whose block ranges are the chunks */
-	blocks_total	bigint,		/* driving table size when the capture began */
-	chunk_blocks	integer,	/* current adaptive chunk size */
-	blocks_done		bigint NOT NULL DEFAULT 0,	/* driving blocks in committed chunks */
+	kind_state		jsonb NOT NULL DEFAULT '{}',	/* the kind's own, which only it reads */
+	work_total		bigint,		/* units of work of the backfill (the kind's: blocks, say) */
+	work_done		bigint NOT NULL DEFAULT 0,	/* ... in committed chunks */
 	rows_done		bigint NOT NULL DEFAULT 0,
 	rows_total		bigint,
 	chunks_done		bigint NOT NULL DEFAULT 0,
@@ -58,16 +52,8 @@ CREATE TABLE background_ddl.job (
 	error_hint		text,
 	cutover_snapshot text,
 	cutover_at		timestamptz,
-	dirty_rows		bigint NOT NULL DEFAULT 0,
-	/* change capture: base relations, their relfilenodes, our triggers and their row versions */
-	capture_relids	oid[],
-	capture_filenodes oid[],
-	capture_triggers oid[],
-	capture_trigger_xmins bigint[],
-	target_filenode oid,		/* the content relation's relfilenode when the backfill began */
-	catchup_passes	integer NOT NULL DEFAULT 0,
-	cleanup_pending boolean NOT NULL DEFAULT false,	/* capture triggers may exist */
-	capture_stopped boolean NOT NULL DEFAULT false,	/* its backlog outgrew its bound */
+	dirty_rows		bigint NOT NULL DEFAULT 0,	/* changed rows waiting to be caught up */
+	cleanup_pending boolean NOT NULL DEFAULT false,	/* its kind has something to clean up */
 	not_before		timestamptz,	/* its worker gave it back, to be started again then */
 	given_back_for	text,		/* ... and why (waiting_on) */
 	/* the job's own limits (alter_ddl); NULL: none, or the server's setting */
@@ -93,6 +79,22 @@ CREATE TABLE background_ddl.chunk (
 );
 /* Already compact; compressing it again would cost more than it saves */
 ALTER TABLE background_ddl.chunk ALTER COLUMN tid_map SET STORAGE EXTERNAL;
+
+/*
+ * The capture of a job (capture_trigger.c): its triggers on the base tables,
+ * their row versions, and the base tables' relfilenodes when it began.
+ * stopped: its backlog outgrew its bound, one whole_table mark stands for
+ * every change since.
+ */
+CREATE TABLE background_ddl.capture (
+	job_id			bigint PRIMARY KEY REFERENCES background_ddl.job ON DELETE CASCADE,
+	driving_oid		oid NOT NULL,	/* whose changed rows are logged one by one */
+	relids			oid[] NOT NULL,
+	filenodes		oid[] NOT NULL,
+	triggers		oid[] NOT NULL,
+	trigger_xmins	bigint[] NOT NULL,
+	stopped			boolean NOT NULL DEFAULT false
+);
 
 /*
  * The dirty log: tuple ids of driving-table rows changed since the job
@@ -154,7 +156,8 @@ REVOKE ALL ON FUNCTION background_ddl.capture_changes() FROM PUBLIC;
 /* What the job workers hold in shared memory right now (for the view) */
 CREATE FUNCTION background_ddl.live_jobs(
 	OUT job_id bigint, OUT pid integer, OUT workers integer,
-	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8, OUT phase text)
+	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8, OUT phase text,
+	OUT lock_relid oid, OUT lock_mode text, OUT lock_holders text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'live_jobs'
 LANGUAGE C STRICT VOLATILE;
@@ -221,9 +224,9 @@ LANGUAGE C STABLE;
  * with pg_read_all_stats).  A job whose worker is gone (a crash, waiting for
  * its restart) shows as queued; target follows a rename of an unfinished
  * job's object.  The phase of a running job is its worker's (live_jobs), not
- * the catalog's, which a long step commits only at its end.  An index build
- * shows the phase, tuples and progress of its worker's
- * pg_stat_progress_create_index row.
+ * the catalog's, which a long step commits only at its end.  A worker that
+ * builds an index (CREATE INDEX CONCURRENTLY) shows the phase, tuples and
+ * progress of its pg_stat_progress_create_index row.
  */
 CREATE VIEW pg_stat_background_ddl AS
 	SELECT j.id,
@@ -271,8 +274,11 @@ CREATE VIEW pg_stat_background_ddl AS
 				   THEN 'old snapshots: transactions of pid ' || w.blockers
 				 WHEN w.locktype IS NOT NULL
 				   THEN 'a lock: ' || w.mode || ' on ' || w.what || ' held by pid ' || w.blockers
+				 WHEN l.lock_relid IS NOT NULL
+				   THEN 'a lock: ' || l.lock_mode || ' on ' || l.lock_relid::pg_catalog.regclass::text ||
+						coalesce(' held by pid ' || l.lock_holders, '')
 				 WHEN l.phase = 'waiting for lock'
-				   THEN 'a lock (asked for with a short lock_timeout, and asked again)'
+				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
 				 WHEN a.query LIKE 'background_ddl: throttled%'
 				   THEN 'the rate limit of ' || j.max_rate || ' rows/s (alter_ddl)'
 				 WHEN i.phase LIKE 'waiting for%' THEN i.phase
@@ -316,7 +322,7 @@ CREATE VIEW pg_stat_background_ddl AS
 							  WHEN p.phase LIKE 'waiting for old snapshots%'
 								OR p.phase LIKE 'waiting for readers%' THEN 99.0
 							  ELSE 0.0 END AS progress) pp
-						  WHERE p.pid = l.pid AND j.kind = 'CREATE INDEX') i ON true
+						  WHERE p.pid = l.pid) i ON true
 	  /* the functions behind pg_stat_activity and pg_locks: the view is read often */
 	  LEFT JOIN LATERAL (SELECT s.query FROM pg_catalog.pg_stat_get_activity(l.pid) s
 						  WHERE s.pid = l.pid) a ON true

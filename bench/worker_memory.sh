@@ -60,7 +60,7 @@ UPDATE events SET payload = md5(random()::text) WHERE id = :id;" >"$B/update.sql
     peak=$(peak_rss "$job")
     kill "$WRITER"; wait "$WRITER" 2>/dev/null || true; WRITER=
     sql -c "SELECT 'chunks ' || chunks_done || ', catch-up passes ' ||
-                   (SELECT catchup_passes FROM background_ddl.job WHERE id = $job) ||
+                   (SELECT kind_state->>'catchup_passes' FROM background_ddl.job WHERE id = $job) ||
                    ', build ' || round(extract(epoch FROM finished_at - started_at), 1) || ' s'
               FROM pg_stat_background_ddl WHERE id = $job"
     echo "peak RssAnon of the worker: $peak kB"

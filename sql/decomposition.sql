@@ -107,7 +107,7 @@ END $$;
 SELECT count(*) FILTER (WHERE wait_ddl(j.id, '120s') = 'succeeded') AS succeeded
   FROM background_ddl.job j JOIN cases c ON j.target_name = 'public.' || c.name;
 
-SELECT c.name, coalesce(j.driving_oid::regclass::text, '(one batch)') AS split,
+SELECT c.name, coalesce(nullif((j.kind_state->>'driving_oid')::oid, 0)::regclass::text, '(one batch)') AS split,
        differences(c.name::regclass, c.query) AS differences, j.strategy
   FROM cases c JOIN background_ddl.job j ON j.target_name = 'public.' || c.name
  ORDER BY j.id;

@@ -56,7 +56,7 @@ SET background_ddl = on;
 SELECT count(*) = (SELECT chunks_done FROM pg_stat_background_ddl WHERE id = :job) AS one_row_per_chunk,
        sum(rows_done) = (SELECT count(*) FROM mv_join) AS rows_add_up,
        bool_and(start_block = coalesce(prev_end, 0)) AS contiguous,
-       max(end_block) = (SELECT blocks_total FROM background_ddl.job WHERE id = :job) AS whole_table
+       max(end_block) = (SELECT work_total FROM background_ddl.job WHERE id = :job) AS whole_table
   FROM (SELECT *, lag(end_block) OVER (ORDER BY start_block) AS prev_end
           FROM background_ddl.chunk WHERE job_id = :job) c;
 

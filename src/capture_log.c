@@ -2,11 +2,12 @@
  *
  * capture_log.c
  *	  Reads and writes of what a job records about its content and the
- *	  changes to its sources: chunks (the backfill's checkpoints, each with
+ *	  changes to its sources: its capture (the triggers, and the base
+ *	  tables' relfilenodes), chunks (the backfill's checkpoints, each with
  *	  the tid map of its rows), dirty marks (written by the capture trigger,
  *	  read and deleted here) and recomputed rows.
  *
- * Like catalog_job.c, every statement runs through catalog_access.c.  The
+ * Like catalog_job.c, everything runs through catalog_access.c.  The
  * dirty log has no index: it is read by block ranges of its own heap (a
  * TID range scan), so that a catch-up batch holds the marks of a few
  * blocks in memory, never the whole log.
@@ -25,8 +26,132 @@
 #include "utils/rel.h"
 
 #include "catalog_access.h"
-#include "capture_log.h"
 #include "catalog_job.h"
+#include "capture_log.h"
+
+/* The columns of background_ddl.capture, in the order of its CREATE TABLE */
+#define Anum_capture_job_id			1
+#define Anum_capture_driving_oid	2
+#define Anum_capture_relids			3
+#define Anum_capture_filenodes		4
+#define Anum_capture_triggers		5
+#define Anum_capture_trigger_xmins	6
+#define Anum_capture_stopped		7
+#define Natts_capture				7
+
+static const char *const capture_columns[Natts_capture] = {
+	"job_id", "driving_oid", "relids", "filenodes", "triggers", "trigger_xmins", "stopped"
+};
+
+/* Record a job's capture, just installed */
+void
+CaptureRowInsert(const Capture *capture)
+{
+	Oid			argtypes[] = {INT8OID, OIDOID, OIDARRAYOID, OIDARRAYOID, OIDARRAYOID,
+	INT8ARRAYOID};
+	Datum		values[] = {Int64GetDatum(capture->job_id),
+		ObjectIdGetDatum(capture->driving_oid), CatalogOidArray(capture->relids),
+		CatalogOidArray(capture->filenodes), CatalogOidArray(capture->triggers),
+	CatalogXidArray(capture->trigger_xmins)};
+
+	CatalogRun("INSERT INTO background_ddl.capture "
+			   "(job_id, driving_oid, relids, filenodes, triggers, trigger_xmins) "
+			   "VALUES ($1, $2, $3, $4, $5, $6)",
+			   lengthof(values), argtypes, values, NULL, SPI_OK_INSERT);
+}
+
+/*
+ * Read a job's capture into *capture (in the caller's memory context);
+ * false if it has none (never installed, or removed).
+ */
+bool
+CaptureRowLoad(int64 job_id, Capture *capture)
+{
+	CatalogRow	row;
+	bool		found = CatalogRowRead(&row, CatalogRequire()->capture_relid, capture_columns,
+									   Natts_capture, job_id, true);
+
+	memset(capture, 0, sizeof(Capture));
+	if (found)
+	{
+		capture->job_id = job_id;
+		capture->driving_oid = DatumGetObjectId(row.values[Anum_capture_driving_oid - 1]);
+		capture->relids = CatalogRowOids(&row, Anum_capture_relids);
+		capture->filenodes = CatalogRowOids(&row, Anum_capture_filenodes);
+		capture->triggers = CatalogRowOids(&row, Anum_capture_triggers);
+		capture->trigger_xmins = CatalogRowOids(&row, Anum_capture_trigger_xmins);
+		capture->stopped = DatumGetBool(row.values[Anum_capture_stopped - 1]);
+	}
+	CatalogRowClose(&row);
+	return found;
+}
+
+/* The base tables' relfilenodes now (one was rewritten) */
+void
+CaptureRowSetFilenodes(int64 job_id, List *filenodes)
+{
+	CatalogRow	row;
+
+	if (CatalogRowLock(&row, CatalogRequire()->capture_relid, capture_columns, Natts_capture,
+					   job_id))
+	{
+		CatalogRowSet(&row, Anum_capture_filenodes, CatalogOidArray(filenodes), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/*
+ * Does the job still capture changes: queued or running (not paused, ended
+ * or being cancelled), and its capture not stopped (CaptureStop)?  For the
+ * capture trigger, under the active snapshot.
+ */
+bool
+CaptureRowCapturing(int64 job_id)
+{
+	CatalogRow	row;
+	bool		capturing = false;
+
+	if (!CatalogJobIsActive(job_id))
+		return false;
+	if (CatalogRowRead(&row, CatalogRequire()->capture_relid, capture_columns, Natts_capture,
+					   job_id, false))
+		capturing = !DatumGetBool(row.values[Anum_capture_stopped - 1]);
+	CatalogRowClose(&row);
+	return capturing;
+}
+
+/* Forget a job's capture: its triggers are gone */
+void
+CaptureRowDelete(int64 job_id)
+{
+	static const char *const statements[] = {
+		"DELETE FROM background_ddl.capture WHERE job_id = $1"};
+	static const int results[] = {SPI_OK_DELETE};
+
+	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+}
+
+/*
+ * The job's backlog outgrew its bound: its capture triggers log nothing
+ * more for it (capture_trigger.c), and one whole_table mark stands for every
+ * change (the cut-over recomputes the whole result).
+ */
+void
+CaptureStop(int64 job_id)
+{
+	CatalogRow	row;
+
+	if (CatalogRowLock(&row, CatalogRequire()->capture_relid, capture_columns, Natts_capture,
+					   job_id))
+	{
+		CatalogRowSet(&row, Anum_capture_stopped, BoolGetDatum(true), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+	CaptureCoverAll(job_id);
+	CatalogJobSetDirtyRows(job_id, 0);
+}
 
 /* Checkpoint a chunk: its range, rows, and tid map */
 void
@@ -155,7 +280,7 @@ CaptureCoverAll(int64 job_id)
  * job recomputes them (a throttled job, one whose worker is gone for a
  * while).  A job whose row marks outnumber its bound (twice its driving
  * table's rows, and at least BACKLOG_MIN_BOUND) stops its capture
- * (CatalogJobStopCapture): one whole_table mark stands for every change, and its
+ * (CaptureStop): one whole_table mark stands for every change, and its
  * cut-over recomputes the whole result.  Counting scans the log, so it is
  * done only once writers have logged a quarter of the smallest bound since
  * the last count (as the statistics say).  Called by the scheduler, in a
@@ -177,11 +302,12 @@ CaptureBoundBacklogs(void)
 	logged_at_last_count = logged;
 	CatalogAccessBegin(&access);
 	CatalogExecute("SELECT j.id, m.marks FROM background_ddl.job j "
+				   "JOIN background_ddl.capture c ON c.job_id = j.id "
 				   "JOIN (SELECT job_id, count(*) AS marks FROM background_ddl.dirty "
 				   "      WHERE NOT whole_table GROUP BY job_id) m ON m.job_id = j.id "
-				   "WHERE NOT j.capture_stopped AND j.state IN ('queued', 'running') "
-				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT c.reltuples FROM pg_class c "
-				   "                                           WHERE c.oid = j.driving_oid), 0))",
+				   "WHERE NOT c.stopped AND j.state IN ('queued', 'running') "
+				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT r.reltuples FROM pg_class r "
+				   "                                           WHERE r.oid = c.driving_oid), 0))",
 				   1, argtypes, values, NULL, SPI_OK_SELECT);
 	nstopped = (int) SPI_processed;
 	stopped = MemoryContextAlloc(access.caller_context, sizeof(int64) * Max(nstopped, 1));
@@ -189,16 +315,13 @@ CaptureBoundBacklogs(void)
 	{
 		stopped[row] = DatumGetInt64(CatalogColumn(row, 1, 0));
 		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT " stops capturing changes: " INT64_FORMAT " of them wait, more than it may keep",
-						stopped[row], DatumGetInt64(CatalogColumn(row, 2, 0))),
+				(errmsg("background DDL job %lld stops capturing changes: %lld of them wait, more than it may keep",
+						(long long) stopped[row], (long long) DatumGetInt64(CatalogColumn(row, 2, 0))),
 				 errdetail("Its cut-over will recompute the whole result.")));
 	}
 	CatalogAccessEnd(&access);
 	for (int i = 0; i < nstopped; i++)
-	{
-		CatalogJobStopCapture(stopped[i]);
-		CaptureCoverAll(stopped[i]);
-	}
+		CaptureStop(stopped[i]);
 	return nstopped;
 }
 

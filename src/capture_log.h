@@ -2,7 +2,7 @@
  *
  * capture_log.h
  *	  What a job records about its content and the changes to its sources:
- *	  chunks and their tid maps, dirty marks, recomputed rows.
+ *	  its capture, chunks and their tid maps, dirty marks, recomputed rows.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +14,25 @@
 #include "storage/itemptr.h"
 
 #include "capture_tid_map.h"
+
+/* The capture of one job (background_ddl.capture) */
+typedef struct Capture
+{
+	int64		job_id;
+	Oid			driving_oid;	/* whose changed rows are logged one by one */
+	List	   *relids;			/* base relations with capture triggers */
+	List	   *filenodes;		/* their relfilenodes, as last checked */
+	List	   *triggers;		/* our triggers' oids */
+	List	   *trigger_xmins;	/* raw xmin of each pg_trigger row at install */
+	bool		stopped;		/* its backlog outgrew its bound */
+} Capture;
+
+extern void CaptureRowInsert(const Capture *capture);
+extern bool CaptureRowLoad(int64 job_id, Capture *capture);
+extern void CaptureRowSetFilenodes(int64 job_id, List *filenodes);
+extern bool CaptureRowCapturing(int64 job_id);
+extern void CaptureRowDelete(int64 job_id);
+extern void CaptureStop(int64 job_id);
 
 /* A dirty mark: the changed source tuple id, and where the mark itself is */
 typedef struct DirtyMark

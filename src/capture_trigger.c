@@ -44,12 +44,15 @@
  * work and lock requests to another role's table.
  *
  * Installing the triggers takes SHARE ROW EXCLUSIVE on each base table (and
- * removing them ACCESS EXCLUSIVE): both run with a short lock_timeout and
- * are retried with backoff (job_worker.c), so a queued lock request never stalls
- * the table's writers for longer than that timeout.  Once the install has
- * committed, every later write fires the trigger: writers that held a lock
- * on the table when we asked for ours had to finish first, and any later
- * writer sees the new trigger when it locks the table.
+ * removing them ACCESS EXCLUSIVE): both take their locks as a job takes
+ * locks that others use (JobStepLockRelation: without queueing first, then
+ * in the queue for at most background_ddl.lock_timeout), in a step that is
+ * tried again later if a lock does not come (JobRunLockingStep), so no
+ * writer of the tables waits behind a request of ours for longer than
+ * that timeout.  Once the install has committed,
+ * every later write fires the trigger: writers that held a lock on the
+ * table when we got ours had finished, and any later writer sees the new
+ * trigger when it locks the table.
  *
  *-------------------------------------------------------------------------
  */
@@ -80,10 +83,11 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "background_ddl.h"
 #include "capture_trigger.h"
 #include "catalog_access.h"
+#include "job_step.h"
 #include "pg_compat.h"
+#include "settings.h"
 
 PG_FUNCTION_INFO_V1(capture_changes);
 
@@ -173,48 +177,6 @@ CaptureCallbacksInstall(void)
 }
 
 /*
- * Is the job still capturing changes: queued or running (not paused, ended
- * or being cancelled), and its capture not stopped (CaptureStop)?  Read
- * from its row through the primary key, under the catalog snapshot.
- */
-static bool
-JobIsCapturing(const BgddlCatalog *catalog, int64 job_id)
-{
-	Relation	job_rel = table_open(catalog->job_relid, AccessShareLock);
-	Relation	pkey = index_open(RelationGetPrimaryKeyIndex(job_rel), AccessShareLock);
-	AttrNumber	state_attno = get_attnum(catalog->job_relid, "state");
-	AttrNumber	stopped_attno = get_attnum(catalog->job_relid, "capture_stopped");
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	bool		capturing = false;
-
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(job_id));
-	scan = systable_beginscan_ordered(job_rel, pkey, NULL, 1, &key);
-	tuple = systable_getnext_ordered(scan, ForwardScanDirection);
-	if (HeapTupleIsValid(tuple) && state_attno != InvalidAttrNumber &&
-		stopped_attno != InvalidAttrNumber)
-	{
-		bool		isnull;
-		Datum		state = heap_getattr(tuple, state_attno, RelationGetDescr(job_rel), &isnull);
-		bool		stopped_isnull;
-		Datum		stopped = heap_getattr(tuple, stopped_attno, RelationGetDescr(job_rel),
-										   &stopped_isnull);
-
-		if (!isnull && !stopped_isnull && !DatumGetBool(stopped))
-		{
-			char	   *name = TextDatumGetCString(state);
-
-			capturing = strcmp(name, "queued") == 0 || strcmp(name, "running") == 0;
-		}
-	}
-	systable_endscan_ordered(scan);
-	index_close(pkey, AccessShareLock);
-	table_close(job_rel, AccessShareLock);
-	return capturing;
-}
-
-/*
  * Append one mark to background_ddl.dirty, unless this transaction already
  * did (and has not rolled it back), or the job no longer captures.  tid
  * NULL: a whole_table mark.
@@ -262,7 +224,7 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 	job = hash_search(capturing_jobs, &job_id, HASH_ENTER, &found);
 	if (!found)
 	{
-		job->capturing = JobIsCapturing(catalog, job_id);
+		job->capturing = CaptureRowCapturing(job_id);
 		job->row_marks = 0;
 	}
 	if (!job->capturing)
@@ -390,9 +352,12 @@ CaptureCheckRename(RenameStmt *stmt)
 				 errdetail("It captures changes for a background DDL job, and is dropped when the job ends.")));
 }
 
-/* The raw xmin of a trigger's pg_trigger row, or InvalidTransactionId if gone */
+/*
+ * The raw xmin of a trigger's pg_trigger row, or InvalidTransactionId if
+ * gone; and whether it is enabled, and (if relid is not NULL) its table
+ */
 static TransactionId
-TriggerRowVersion(Relation pg_trigger, Oid trigger_oid, char *enabled)
+TriggerRowVersion(Relation pg_trigger, Oid trigger_oid, char *enabled, Oid *relid)
 {
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -407,6 +372,8 @@ TriggerRowVersion(Relation pg_trigger, Oid trigger_oid, char *enabled)
 	{
 		version = HeapTupleHeaderGetRawXmin(tuple->t_data);
 		*enabled = ((Form_pg_trigger) GETSTRUCT(tuple))->tgenabled;
+		if (relid != NULL)
+			*relid = ((Form_pg_trigger) GETSTRUCT(tuple))->tgrelid;
 	}
 	systable_endscan(scan);
 	return version;
@@ -422,11 +389,11 @@ CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
 	ObjectAddress trigger;
 	ObjectAddress target;
 
-	stmt->trigname = psprintf("background_ddl_capture_" INT64_FORMAT "%s", job_id,
+	stmt->trigname = psprintf("background_ddl_capture_%lld%s", (long long) job_id,
 							  truncate ? "_truncate" : "");
 	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
 								  get_rel_name(relid), -1);
-	stmt->args = list_make2(makeString(psprintf(INT64_FORMAT, job_id)),
+	stmt->args = list_make2(makeString(psprintf("%lld", (long long) job_id)),
 							makeString(pstrdup(truncate ? "truncate" : role)));
 	stmt->row = !truncate;
 	stmt->timing = TRIGGER_TYPE_AFTER;
@@ -443,43 +410,52 @@ CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
 
 /*
  * Create the capture triggers of a job on its base relations (the driving
- * table among them) and return them with their row versions.  Caller is in
- * a transaction, as a superuser, with lock_timeout set, and has checked
- * CaptureRefusal for each relation.
+ * table among them), each relation locked first as a job locks what others
+ * use (JobStepLockRelation), and record them with their row versions and the
+ * relations' relfilenodes in the job's capture.  Caller is in a step, as a
+ * superuser, and has checked CaptureRefusal for each relation.
  */
 void
-CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
-			   CaptureTriggers *triggers)
+CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid, Capture *capture)
 {
 	Relation	pg_trigger;
 	ListCell   *lc;
 
-	triggers->trigger_oids = NIL;
-	triggers->trigger_xmins = NIL;
+	memset(capture, 0, sizeof(Capture));
+	capture->job_id = job_id;
+	capture->driving_oid = driving_oid;
+	capture->relids = list_copy(relids);
 	foreach(lc, relids)
 	{
 		Oid			relid = lfirst_oid(lc);
 		const char *role = relid == driving_oid ? "driving" : "other";
+		Relation	rel;
 
-		triggers->trigger_oids = lappend_oid(triggers->trigger_oids,
-											 CreateCaptureTrigger(job_id, target_oid, relid,
-																  false, role));
-		triggers->trigger_oids = lappend_oid(triggers->trigger_oids,
-											 CreateCaptureTrigger(job_id, target_oid, relid,
-																  true, role));
+		JobStepLockRelation(relid, ShareRowExclusiveLock,
+							background_ddl_lock_timeout_ms);
+		rel = relation_open(relid, NoLock);
+		capture->filenodes = lappend_oid(capture->filenodes, PgRelFileNumber(rel));
+		relation_close(rel, NoLock);
+		capture->triggers = lappend_oid(capture->triggers,
+										CreateCaptureTrigger(job_id, target_oid, relid, false,
+															 role));
+		capture->triggers = lappend_oid(capture->triggers,
+										CreateCaptureTrigger(job_id, target_oid, relid, true,
+															 role));
 	}
 	CommandCounterIncrement();
 
 	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
-	foreach(lc, triggers->trigger_oids)
+	foreach(lc, capture->triggers)
 	{
 		char		enabled;
 
-		triggers->trigger_xmins = lappend_oid(triggers->trigger_xmins,
-											  TriggerRowVersion(pg_trigger, lfirst_oid(lc),
-																&enabled));
+		capture->trigger_xmins = lappend_oid(capture->trigger_xmins,
+											 TriggerRowVersion(pg_trigger, lfirst_oid(lc),
+															   &enabled, NULL));
 	}
 	table_close(pg_trigger, AccessShareLock);
+	CaptureRowInsert(capture);
 }
 
 /*
@@ -487,24 +463,45 @@ CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
  * changed since the install (not even disabled and enabled again)?
  */
 bool
-CaptureIntact(const CaptureTriggers *triggers)
+CaptureIntact(const Capture *capture)
 {
 	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
 	ListCell   *oid_cell;
 	ListCell   *xmin_cell;
-	bool		intact = list_length(triggers->trigger_oids) ==
-		list_length(triggers->trigger_xmins);
+	bool		intact = list_length(capture->triggers) == list_length(capture->trigger_xmins);
 
-	forboth(oid_cell, triggers->trigger_oids, xmin_cell, triggers->trigger_xmins)
+	forboth(oid_cell, capture->triggers, xmin_cell, capture->trigger_xmins)
 	{
 		char		enabled = TRIGGER_DISABLED;
-		TransactionId version = TriggerRowVersion(pg_trigger, lfirst_oid(oid_cell), &enabled);
+		TransactionId version = TriggerRowVersion(pg_trigger, lfirst_oid(oid_cell), &enabled,
+												  NULL);
 
 		if (version != (TransactionId) lfirst_oid(xmin_cell) || enabled != TRIGGER_FIRES_ALWAYS)
 			intact = false;
 	}
 	table_close(pg_trigger, AccessShareLock);
 	return intact;
+}
+
+/* The triggers of a job's capture, if it has one */
+static List *
+CaptureTriggersOf(int64 job_id)
+{
+	Capture		capture;
+
+	return CaptureRowLoad(job_id, &capture) ? capture.triggers : NIL;
+}
+
+static void
+DetachTriggers(List *triggers, Oid target_oid)
+{
+	ListCell   *lc;
+
+	foreach(lc, triggers)
+		(void) deleteDependencyRecordsForSpecific(TriggerRelationId, lfirst_oid(lc),
+												  DEPENDENCY_INTERNAL,
+												  RelationRelationId, target_oid);
+	CommandCounterIncrement();
 }
 
 /*
@@ -514,40 +511,43 @@ CaptureIntact(const CaptureTriggers *triggers)
  * more, and are dropped later (CaptureRemove).  Caller is in a transaction.
  */
 void
-CaptureDetach(const CaptureTriggers *triggers, Oid target_oid)
+CaptureDetach(int64 job_id, Oid target_oid)
 {
-	ListCell   *lc;
-
-	foreach(lc, triggers->trigger_oids)
-		(void) deleteDependencyRecordsForSpecific(TriggerRelationId, lfirst_oid(lc),
-												  DEPENDENCY_INTERNAL,
-												  RelationRelationId, target_oid);
-	CommandCounterIncrement();
+	DetachTriggers(CaptureTriggersOf(job_id), target_oid);
 }
 
 /*
- * Drop a job's capture triggers that still exist.  Caller is in a
- * transaction, as a superuser, with lock_timeout set (each drop takes
- * ACCESS EXCLUSIVE on its table).
+ * Drop a job's capture triggers that still exist, and forget its capture.
+ * Each drop takes ACCESS EXCLUSIVE on its table: in a job's step it is
+ * taken as a job takes what others use (JobStepLockRelation).  Caller is in a
+ * transaction, as a superuser.
  */
 void
-CaptureRemove(const CaptureTriggers *triggers, Oid target_oid)
+CaptureRemove(int64 job_id, Oid target_oid)
 {
-	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	Capture		capture;
+	Relation	pg_trigger;
 	ListCell   *lc;
 
-	CaptureDetach(triggers, target_oid);
-	foreach(lc, triggers->trigger_oids)
+	if (!CaptureRowLoad(job_id, &capture))
+		return;
+	DetachTriggers(capture.triggers, target_oid);
+	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	foreach(lc, capture.triggers)
 	{
 		Oid			trigger_oid = lfirst_oid(lc);
 		char		enabled;
 		ObjectAddress trigger;
+		Oid			relid;
 
-		if (!TransactionIdIsValid(TriggerRowVersion(pg_trigger, trigger_oid, &enabled)))
+		if (!TransactionIdIsValid(TriggerRowVersion(pg_trigger, trigger_oid, &enabled, &relid)))
 			continue;			/* dropped with its table or the target */
+		JobStepLockRelation(relid, AccessExclusiveLock,
+							background_ddl_lock_timeout_ms);
 		ObjectAddressSet(trigger, TriggerRelationId, trigger_oid);
 		performDeletion(&trigger, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
 	}
 	table_close(pg_trigger, AccessShareLock);
 	CommandCounterIncrement();
+	CaptureRowDelete(job_id);
 }

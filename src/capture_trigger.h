@@ -11,20 +11,15 @@
 
 #include "nodes/parsenodes.h"
 
-/* Our triggers on the base relations of one job */
-typedef struct CaptureTriggers
-{
-	List	   *trigger_oids;
-	List	   *trigger_xmins;	/* raw xmin of each pg_trigger row at install */
-} CaptureTriggers;
+#include "capture_log.h"
 
 extern void CaptureCallbacksInstall(void);
 extern void CaptureCheckRename(RenameStmt *stmt);
 extern char *CaptureRefusal(Oid relid, Oid roleid);
 extern void CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
-						   CaptureTriggers *triggers);
-extern bool CaptureIntact(const CaptureTriggers *triggers);
-extern void CaptureDetach(const CaptureTriggers *triggers, Oid target_oid);
-extern void CaptureRemove(const CaptureTriggers *triggers, Oid target_oid);
+						   Capture *capture);
+extern bool CaptureIntact(const Capture *capture);
+extern void CaptureDetach(int64 job_id, Oid target_oid);
+extern void CaptureRemove(int64 job_id, Oid target_oid);
 
 #endif							/* BGDDL_CAPTURE_H */

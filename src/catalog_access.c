@@ -33,9 +33,12 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
@@ -44,16 +47,19 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "background_ddl.h"
+#include "settings.h"
 #include "catalog_access.h"
 
 static BgddlCatalog cached_catalog;
@@ -109,6 +115,7 @@ CatalogLookup(void)
 		getExtensionOfObject(NamespaceRelationId, catalog.schema_oid) != catalog.extension_oid)
 		return NULL;
 	catalog.job_relid = ExtensionRelation(&catalog, "job");
+	catalog.capture_relid = ExtensionRelation(&catalog, "capture");
 	catalog.chunk_relid = ExtensionRelation(&catalog, "chunk");
 	catalog.dirty_relid = ExtensionRelation(&catalog, "dirty");
 	catalog.recomputed_relid = ExtensionRelation(&catalog, "recomputed");
@@ -117,7 +124,8 @@ CatalogLookup(void)
 		GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum("capture_changes"),
 						PointerGetDatum(buildoidvector(NULL, 0)),
 						ObjectIdGetDatum(catalog.schema_oid));
-	if (!OidIsValid(catalog.job_relid) || !OidIsValid(catalog.chunk_relid) ||
+	if (!OidIsValid(catalog.job_relid) || !OidIsValid(catalog.capture_relid) ||
+		!OidIsValid(catalog.chunk_relid) ||
 		!OidIsValid(catalog.dirty_relid) || !OidIsValid(catalog.recomputed_relid) ||
 		!OidIsValid(catalog.capture_function_oid) ||
 		getExtensionOfObject(ProcedureRelationId, catalog.capture_function_oid) != catalog.extension_oid)
@@ -224,6 +232,18 @@ CatalogExecuteLatest(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	return SPI_processed;
 }
 
+/* Run one catalog statement in a catalog access of its own */
+void
+CatalogRun(const char *sql, int nargs, Oid *argtypes, Datum *values, const char *nulls,
+		   int expected_result)
+{
+	CatalogAccess access;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute(sql, nargs, argtypes, values, nulls, expected_result);
+	CatalogAccessEnd(&access);
+}
+
 /* Run catalog statements whose only parameter ($1) is a job id */
 void
 CatalogExecuteForJob(int64 job_id, int nstatements, const char *const *statements,
@@ -259,6 +279,162 @@ CatalogValueForJob(const char *sql, int64 job_id, Datum null_value)
 	return value;
 }
 
+/*
+ * Open one of our tables, and check that its columns are the ones this
+ * library reads by attribute number (an extension script of another
+ * version would have them elsewhere).
+ */
+static Relation
+CatalogTableOpen(Oid relid, LOCKMODE lockmode, const char *const *columns, int ncolumns)
+{
+	Relation	rel = table_open(relid, lockmode);
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		matches = desc->natts == ncolumns;
+
+	for (int i = 0; matches && i < ncolumns; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		matches = !attr->attisdropped && strcmp(NameStr(attr->attname), columns[i]) == 0;
+	}
+	if (!matches)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s.%s does not have the columns that the library of extension \"%s\" expects",
+						BGDDL_SCHEMA_NAME, RelationGetRelationName(rel), BGDDL_EXTENSION_NAME),
+				 errhint("Install the library that belongs to the installed version of the extension.")));
+	return rel;
+}
+
+/* The tuple id of the version of the row with this key that snapshot sees */
+static bool
+CatalogRowFind(Relation rel, int64 key, Snapshot snapshot, ItemPointer tid)
+{
+	ScanKeyData scankey;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found;
+
+	ScanKeyInit(&scankey, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(key));
+	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, snapshot, 1, &scankey);
+	tuple = systable_getnext(scan);
+	found = HeapTupleIsValid(tuple);
+	if (found)
+		*tid = tuple->t_self;
+	systable_endscan(scan);
+	return found;
+}
+
+/* Fetch the row's columns out of its slot */
+static void
+CatalogRowDeform(CatalogRow *row)
+{
+	slot_getallattrs(row->slot);
+	row->values = row->slot->tts_values;
+	row->nulls = row->slot->tts_isnull;
+}
+
+/*
+ * Read the row with this key (of the table relid, whose columns must be
+ * columns): as the active snapshot sees it, or with latest as a fresh
+ * snapshot does (a REPEATABLE READ transaction, or a long wait, still sees
+ * the row move).  Returns false if there is none.  The values stay valid
+ * until CatalogRowClose.  Caller is in a transaction.
+ */
+bool
+CatalogRowRead(CatalogRow *row, Oid relid, const char *const *columns, int ncolumns,
+			   int64 key, bool latest)
+{
+	Snapshot	snapshot = RegisterSnapshot(latest ? GetLatestSnapshot() : GetActiveSnapshot());
+	ItemPointerData tid;
+	bool		found;
+
+	row->rel = CatalogTableOpen(relid, AccessShareLock, columns, ncolumns);
+	row->slot = table_slot_create(row->rel, NULL);
+	found = CatalogRowFind(row->rel, key, snapshot, &tid) &&
+		table_tuple_fetch_row_version(row->rel, &tid, snapshot, row->slot);
+	UnregisterSnapshot(snapshot);
+	if (found)
+		CatalogRowDeform(row);
+	return found;
+}
+
+/*
+ * Lock the latest version of the row with this key for an update, waiting
+ * for a transaction that is updating it, as UPDATE does in READ COMMITTED
+ * (whatever this transaction's isolation: our rows are bookkeeping, never
+ * part of a snapshot's result).  Several workers of a job, and the control
+ * functions, update a job's row concurrently.  Returns false if the row is
+ * gone.  The lock lasts until the transaction ends.
+ */
+bool
+CatalogRowLock(CatalogRow *row, Oid relid, const char *const *columns, int ncolumns,
+			   int64 key)
+{
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ItemPointerData tid;
+	TM_FailureData failure;
+	TM_Result	result = TM_Deleted;
+
+	row->rel = CatalogTableOpen(relid, RowExclusiveLock, columns, ncolumns);
+	row->slot = table_slot_create(row->rel, NULL);
+	if (CatalogRowFind(row->rel, key, snapshot, &tid))
+		result = table_tuple_lock(row->rel, &tid, snapshot, row->slot,
+								  GetCurrentCommandId(true), LockTupleNoKeyExclusive,
+								  LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &failure);
+	UnregisterSnapshot(snapshot);
+	if (result == TM_Deleted)
+		return false;
+	if (result != TM_Ok)
+		elog(ERROR, "could not lock row %lld of %s (result %d)",
+			 (long long) key, RelationGetRelationName(row->rel), (int) result);
+	CatalogRowDeform(row);
+	return true;
+}
+
+/* Change a column of a locked row (in memory, until CatalogRowWrite) */
+void
+CatalogRowSet(CatalogRow *row, AttrNumber attno, Datum value, bool isnull)
+{
+	row->values[attno - 1] = isnull ? (Datum) 0 : value;
+	row->nulls[attno - 1] = isnull;
+}
+
+/*
+ * Write a locked row back with its changed columns, and make the change
+ * visible to the rest of the transaction.
+ */
+void
+CatalogRowWrite(CatalogRow *row)
+{
+	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(row->rel), row->values, row->nulls);
+
+	CatalogTupleUpdate(row->rel, &row->slot->tts_tid, tuple);
+	heap_freetuple(tuple);
+	CommandCounterIncrement();
+}
+
+void
+CatalogRowClose(CatalogRow *row)
+{
+	ExecDropSingleTupleTableSlot(row->slot);
+	table_close(row->rel, NoLock);
+}
+
+/* A text column of a row as a C string; NULL if null */
+char *
+CatalogRowText(const CatalogRow *row, AttrNumber attno)
+{
+	return row->nulls[attno - 1] ? NULL : TextDatumGetCString(row->values[attno - 1]);
+}
+
+/* An oid[] (or bigint[] of xids) column of a row as a List of Oids; NIL if null */
+List *
+CatalogRowOids(const CatalogRow *row, AttrNumber attno)
+{
+	return row->nulls[attno - 1] ? NIL : CatalogOidList(row->values[attno - 1]);
+}
+
 /* Column attno of row of the current SPI result, or null_value */
 Datum
 CatalogColumn(uint64 row, int attno, Datum null_value)
@@ -292,14 +468,20 @@ CatalogTextColumn(uint64 row, int attno)
 List *
 CatalogOidListColumn(uint64 row, int attno)
 {
+	if (CatalogColumnIsNull(row, attno))
+		return NIL;
+	return CatalogOidList(CatalogColumn(row, attno, (Datum) 0));
+}
+
+/* An oid[] (or bigint[] of xids, as CatalogXidArray makes) as a List of Oids */
+List *
+CatalogOidList(Datum array_datum)
+{
+	ArrayType  *array = DatumGetArrayTypeP(array_datum);
 	List	   *oids = NIL;
-	ArrayType  *array;
 	Datum	   *elems;
 	int			nelems;
 
-	if (CatalogColumnIsNull(row, attno))
-		return NIL;
-	array = DatumGetArrayTypeP(CatalogColumn(row, attno, (Datum) 0));
 	if (ARR_ELEMTYPE(array) == INT8OID)
 	{
 		deconstruct_array(array, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
@@ -319,29 +501,47 @@ CatalogOidListColumn(uint64 row, int attno)
 List *
 CatalogTextListColumn(uint64 row, int attno)
 {
+	if (CatalogColumnIsNull(row, attno))
+		return NIL;
+	return CatalogTextList(CatalogColumn(row, attno, (Datum) 0));
+}
+
+/* A text[] as a List of C strings */
+List *
+CatalogTextList(Datum array)
+{
 	List	   *strings = NIL;
 	Datum	   *elems;
 	int			nelems;
 
-	if (CatalogColumnIsNull(row, attno))
-		return NIL;
-	deconstruct_array(DatumGetArrayTypeP(CatalogColumn(row, attno, (Datum) 0)),
-					  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &nelems);
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
 	for (int i = 0; i < nelems; i++)
 		strings = lappend(strings, TextDatumGetCString(elems[i]));
 	return strings;
 }
 
-Datum
-CatalogOidArray(List *oids)
+/* A List of Oids as an oid[], or (as_bigint) a bigint[] */
+static Datum
+OidListArray(List *oids, bool as_bigint)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(oids), 1));
 	int			i = 0;
 	ListCell   *lc;
 
 	foreach(lc, oids)
-		elems[i++] = ObjectIdGetDatum(lfirst_oid(lc));
+		elems[i++] = as_bigint ? Int64GetDatum((int64) lfirst_oid(lc)) :
+			ObjectIdGetDatum(lfirst_oid(lc));
+	if (as_bigint)
+		return PointerGetDatum(construct_array(elems, i, INT8OID, sizeof(int64),
+											   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	return PointerGetDatum(construct_array(elems, i, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+Datum
+CatalogOidArray(List *oids)
+{
+	return OidListArray(oids, false);
 }
 
 Datum
@@ -365,4 +565,14 @@ CatalogTidArray(ItemPointer tids, int ntids)
 		elems[i] = ItemPointerGetDatum(&tids[i]);
 	return PointerGetDatum(construct_array(elems, ntids, TIDOID, sizeof(ItemPointerData),
 										   false, TYPALIGN_SHORT));
+}
+
+/*
+ * Transaction ids (as a List of Oids: trigger row versions) as a bigint[],
+ * read back by CatalogOidList
+ */
+Datum
+CatalogXidArray(List *xids)
+{
+	return OidListArray(xids, true);
 }

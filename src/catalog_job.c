@@ -3,126 +3,203 @@
  * catalog_job.c
  *	  All reads and writes of job rows (background_ddl.job).
  *
- * Every statement here goes through catalog_access.c: as the bootstrap
- * superuser, under a fixed search_path and SECURITY_RESTRICTED_OPERATION,
- * with values bound as parameters.  Callers are inside a transaction with
- * an active snapshot, and have checked that the extension is installed
- * (CatalogRequire), except where a function says otherwise.
+ * A job's row is read and written by attribute number (Anum_job_*, checked
+ * against the table when it is opened), through catalog_access.c's rows: a
+ * read under the active snapshot or a fresh one, and an update that locks
+ * the latest version first, as UPDATE does in READ COMMITTED.  A job's
+ * workers and the control functions update its row concurrently; each
+ * update here is one locked read-modify-write of the columns it names.
+ * What selects several rows (the scheduler's list, the purge) is SQL, run
+ * through catalog_access.c as the catalog role with bound parameters.
+ *
+ * A state change is announced (NOTIFY background_ddl, '<id> <state>') when
+ * the transaction that made it commits (job_xact.c).
+ *
+ * Callers are inside a transaction with an active snapshot, and have
+ * checked that the extension is installed (CatalogRequire), except where a
+ * function says otherwise.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <math.h>
+
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/elog.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
-#include "background_ddl.h"
 #include "catalog_access.h"
 #include "catalog_job.h"
-#include "job_xact.h"
 #include "job_shmem.h"
+#include "job_xact.h"
+
+/* The columns of background_ddl.job by attribute number (Anum_job_*) */
+static const char *const job_columns[Natts_job] = {
+	"id", "database_oid", "session_user_oid", "owner_oid", "kind", "target_oid",
+	"target_name", "command", "settings", "state", "phase", "strategy", "planned",
+	"kind_state", "work_total", "work_done", "rows_done", "rows_total", "chunks_done",
+	"chunks_total", "progress", "progress_base", "rate", "eta", "submitted_at",
+	"started_at", "attempt_started_at", "finished_at", "attempts", "in_flight", "error",
+	"error_sqlstate", "error_detail", "error_hint", "cutover_snapshot", "cutover_at",
+	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
+	"batch_time", "max_workers", "messages"
+};
+
+#define JobValue(row, attno)	((row)->values[(attno) - 1])
+#define JobIsNull(row, attno)	((row)->nulls[(attno) - 1])
+
+static bool
+JobRowRead(CatalogRow *row, int64 job_id, bool latest)
+{
+	return CatalogRowRead(row, CatalogRequire()->job_relid, job_columns, Natts_job,
+						  job_id, latest);
+}
+
+/* Lock a job's row for an update; false if there is no such job */
+static bool
+JobRowLock(CatalogRow *row, int64 job_id)
+{
+	return CatalogRowLock(row, CatalogRequire()->job_relid, job_columns, Natts_job, job_id);
+}
+
+static JobState
+JobRowState(const CatalogRow *row)
+{
+	return CatalogStateFromName(TextDatumGetCString(JobValue(row, Anum_job_state)));
+}
+
+static Datum
+TextOrNull(const char *text, bool *isnull)
+{
+	*isnull = (text == NULL);
+	return text != NULL ? CStringGetTextDatum(text) : (Datum) 0;
+}
+
+/* Set a text column, NULL for a NULL string */
+static void
+SetText(CatalogRow *row, AttrNumber attno, const char *text)
+{
+	bool		isnull;
+	Datum		value = TextOrNull(text, &isnull);
+
+	CatalogRowSet(row, attno, value, isnull);
+}
+
+static void
+SetPhase(CatalogRow *row, JobPhase phase)
+{
+	SetText(row, Anum_job_phase, CatalogPhaseName(phase));
+}
+
+static void
+SetState(CatalogRow *row, JobState state)
+{
+	SetText(row, Anum_job_state, CatalogStateName(state));
+}
+
+static void
+SetError(CatalogRow *row, const JobError *error)
+{
+	SetText(row, Anum_job_error, error ? error->message : NULL);
+	SetText(row, Anum_job_error_sqlstate, error ? error->sqlstate : NULL);
+	SetText(row, Anum_job_error_detail, error ? error->detail : NULL);
+	SetText(row, Anum_job_error_hint, error ? error->hint : NULL);
+}
+
+static int64
+Int64Or(const CatalogRow *row, AttrNumber attno, int64 null_value)
+{
+	return JobIsNull(row, attno) ? null_value : DatumGetInt64(JobValue(row, attno));
+}
+
+static double
+Float8Or(const CatalogRow *row, AttrNumber attno, double null_value)
+{
+	return JobIsNull(row, attno) ? null_value : DatumGetFloat8(JobValue(row, attno));
+}
+
+static TimestampTz
+TimestampOr(const CatalogRow *row, AttrNumber attno, TimestampTz null_value)
+{
+	return JobIsNull(row, attno) ? null_value : DatumGetTimestampTz(JobValue(row, attno));
+}
+
+/* An interval of seconds */
+static Datum
+IntervalSeconds(double seconds)
+{
+	Interval   *interval = palloc0(sizeof(Interval));
+
+	interval->time = (TimeOffset) (seconds * USECS_PER_SEC);
+	return IntervalPGetDatum(interval);
+}
 
 /* The job's limits: max_rate, batch_time (ms), max_workers; 0 for none */
-#define JOB_LIMIT_COLUMNS \
-	"coalesce(max_rate, 0), coalesce(extract(epoch FROM batch_time) * 1000, 0)::integer, " \
-	"coalesce(max_workers, 0) "
-
-/* The columns JobFromRow reads, in order; JOB_COLUMN_COUNT of them */
-#define JOB_COLUMN_COUNT 41
-#define JOB_COLUMNS \
-	"j.id, kind, state, session_user_oid, owner_oid, settings, target_oid, target_name, " \
-	"hidden_oid, strategy, driving_oid, blocks_total, chunk_blocks, rows_done, rows_total, " \
-	"chunks_done, attempts, in_flight, progress, progress_base, started_at, " \
-	"attempt_started_at, capture_relids, capture_filenodes, capture_triggers, " \
-	"capture_trigger_xmins, target_filenode, catchup_passes, cleanup_pending, " \
-	"error, error_sqlstate, error_detail, error_hint, planned, command, utility_stmt, " \
-	"staging_oid, capture_stopped, " JOB_LIMIT_COLUMNS
-
-static char *
-NullableTextColumn(uint64 row, int attno)
+static void
+LimitsFromRow(const CatalogRow *row, BgddlJob *job)
 {
-	return CatalogColumnIsNull(row, attno) ? NULL : CatalogTextColumn(row, attno);
+	job->max_rate = Float8Or(row, Anum_job_max_rate, 0);
+	job->batch_time_ms = 0;
+	if (!JobIsNull(row, Anum_job_batch_time))
+	{
+		Interval   *interval = DatumGetIntervalP(JobValue(row, Anum_job_batch_time));
+
+		job->batch_time_ms = (int) ((interval->time + (interval->day + interval->month * 30.0) *
+									 USECS_PER_DAY) / 1000.0);
+	}
+	job->max_workers = JobIsNull(row, Anum_job_max_workers) ? 0 :
+		DatumGetInt32(JobValue(row, Anum_job_max_workers));
 }
 
-/* The three JOB_LIMIT_COLUMNS of row 0, from column first_attno on */
+/* The counters that every worker of a job adds to */
 static void
-LimitsFromRow(BgddlJob *job, int first_attno)
+ProgressFromRow(const CatalogRow *row, BgddlJob *job)
 {
-	job->max_rate = DatumGetFloat8(CatalogColumn(0, first_attno, Float8GetDatum(0)));
-	job->batch_time_ms = DatumGetInt32(CatalogColumn(0, first_attno + 1, Int32GetDatum(0)));
-	job->max_workers = DatumGetInt32(CatalogColumn(0, first_attno + 2, Int32GetDatum(0)));
+	job->rows_done = Int64Or(row, Anum_job_rows_done, 0);
+	job->chunks_done = Int64Or(row, Anum_job_chunks_done, 0);
+	job->work_done = Int64Or(row, Anum_job_work_done, 0);
+	job->progress = Float8Or(row, Anum_job_progress, 0);
 }
 
-/* Copy row 0 of the current SPI result (JOB_COLUMNS) into *job */
+/* Copy a job row into *job, in the current memory context */
 static void
-JobFromRow(BgddlJob *job)
+JobFromRow(const CatalogRow *row, BgddlJob *job)
 {
-	job->id = DatumGetInt64(CatalogColumn(0, 1, 0));
-	job->kind = JobKindFromName(CatalogTextColumn(0, 2));
-	job->state = CatalogStateFromName(CatalogTextColumn(0, 3));
-	job->identity.session_user_oid = DatumGetObjectId(CatalogColumn(0, 4, 0));
-	job->identity.owner_oid = DatumGetObjectId(CatalogColumn(0, 5, 0));
-	job->identity.settings = CatalogTextListColumn(0, 6);
-	job->target_oid = DatumGetObjectId(CatalogColumn(0, 7, 0));
-	job->target_name = CatalogTextColumn(0, 8);
-	job->hidden_oid = DatumGetObjectId(CatalogColumn(0, 9, ObjectIdGetDatum(InvalidOid)));
-	job->strategy = NullableTextColumn(0, 10);
-	job->driving_oid = DatumGetObjectId(CatalogColumn(0, 11, ObjectIdGetDatum(InvalidOid)));
-	job->blocks_total = DatumGetInt64(CatalogColumn(0, 12, Int64GetDatum(0)));
-	job->chunk_blocks = DatumGetInt32(CatalogColumn(0, 13, Int32GetDatum(0)));
-	job->rows_done = DatumGetInt64(CatalogColumn(0, 14, Int64GetDatum(0)));
-	job->rows_total = DatumGetInt64(CatalogColumn(0, 15, Int64GetDatum(-1)));
-	job->chunks_done = DatumGetInt64(CatalogColumn(0, 16, Int64GetDatum(0)));
-	job->attempts = DatumGetInt32(CatalogColumn(0, 17, Int32GetDatum(0)));
-	job->in_flight = DatumGetBool(CatalogColumn(0, 18, BoolGetDatum(false)));
-	job->progress = DatumGetFloat8(CatalogColumn(0, 19, Float8GetDatum(0)));
-	job->progress_base = DatumGetFloat8(CatalogColumn(0, 20, Float8GetDatum(0)));
-	job->started_at = DatumGetTimestampTz(CatalogColumn(0, 21, TimestampTzGetDatum(0)));
-	job->attempt_started_at = DatumGetTimestampTz(CatalogColumn(0, 22, TimestampTzGetDatum(0)));
-	job->capture_relids = CatalogOidListColumn(0, 23);
-	job->capture_filenodes = CatalogOidListColumn(0, 24);
-	job->capture_triggers = CatalogOidListColumn(0, 25);
-	job->capture_trigger_xmins = CatalogOidListColumn(0, 26);
-	job->target_filenode = DatumGetObjectId(CatalogColumn(0, 27, ObjectIdGetDatum(InvalidOid)));
-	job->catchup_passes = DatumGetInt32(CatalogColumn(0, 28, Int32GetDatum(0)));
-	job->cleanup_pending = DatumGetBool(CatalogColumn(0, 29, BoolGetDatum(false)));
-	job->error = NullableTextColumn(0, 30);
-	job->error_sqlstate = NullableTextColumn(0, 31);
-	job->error_detail = NullableTextColumn(0, 32);
-	job->error_hint = NullableTextColumn(0, 33);
-	job->planned = DatumGetBool(CatalogColumn(0, 34, BoolGetDatum(false)));
-	job->command = CatalogTextColumn(0, 35);
-	job->utility_stmt = NullableTextColumn(0, 36);
-	job->staging_oid = DatumGetObjectId(CatalogColumn(0, 37, ObjectIdGetDatum(InvalidOid)));
-	job->capture_stopped = DatumGetBool(CatalogColumn(0, 38, BoolGetDatum(false)));
-	LimitsFromRow(job, 39);
-}
-
-/* Read row 0 of the current SPI result into *job, in the caller's context */
-static void
-JobFromRowInto(CatalogAccess *access, BgddlJob *job)
-{
-	MemoryContext spi_context = MemoryContextSwitchTo(access->caller_context);
-
-	JobFromRow(job);
-	MemoryContextSwitchTo(spi_context);
-}
-
-/*
- * NOTIFY background_ddl, '<id> <state>': delivered to listeners when the
- * transaction that changed the job's state commits, never if it aborts.
- * job_xact.c adds the NOTIFY just before the commit (in every process:
- * a client's transaction may still be prepared).
- */
-static void
-JobNotifyState(int64 job_id, JobState state)
-{
-	JobXactNotify(job_id, CatalogStateName(state));
+	job->id = DatumGetInt64(JobValue(row, Anum_job_id));
+	job->kind = CatalogRowText(row, Anum_job_kind);
+	job->state = JobRowState(row);
+	job->identity.session_user_oid = DatumGetObjectId(JobValue(row, Anum_job_session_user_oid));
+	job->identity.owner_oid = DatumGetObjectId(JobValue(row, Anum_job_owner_oid));
+	job->identity.settings = CatalogTextList(JobValue(row, Anum_job_settings));
+	job->target_oid = DatumGetObjectId(JobValue(row, Anum_job_target_oid));
+	job->target_name = CatalogRowText(row, Anum_job_target_name);
+	job->command = CatalogRowText(row, Anum_job_command);
+	job->strategy = CatalogRowText(row, Anum_job_strategy);
+	job->planned = DatumGetBool(JobValue(row, Anum_job_planned));
+	job->kind_state = DatumGetJsonbPCopy(JobValue(row, Anum_job_kind_state));
+	job->work_total = Int64Or(row, Anum_job_work_total, -1);
+	job->rows_total = Int64Or(row, Anum_job_rows_total, -1);
+	ProgressFromRow(row, job);
+	job->attempts = DatumGetInt32(JobValue(row, Anum_job_attempts));
+	job->in_flight = DatumGetBool(JobValue(row, Anum_job_in_flight));
+	job->progress_base = Float8Or(row, Anum_job_progress_base, 0);
+	job->started_at = TimestampOr(row, Anum_job_started_at, 0);
+	job->attempt_started_at = TimestampOr(row, Anum_job_attempt_started_at, 0);
+	job->cleanup_pending = DatumGetBool(JobValue(row, Anum_job_cleanup_pending));
+	job->error = CatalogRowText(row, Anum_job_error);
+	job->error_sqlstate = CatalogRowText(row, Anum_job_error_sqlstate);
+	job->error_detail = CatalogRowText(row, Anum_job_error_detail);
+	job->error_hint = CatalogRowText(row, Anum_job_error_hint);
+	LimitsFromRow(row, job);
 }
 
 /* Persist a new job as queued; returns its id */
@@ -130,38 +207,35 @@ int64
 CatalogJobInsert(const BgddlJobSubmission *submission)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, OIDOID,
-	TEXTOID, TEXTARRAYOID, TEXTOID, OIDOID, TEXTOID};
-	Datum		values[12];
-	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ',
-		OidIsValid(submission->hidden_oid) ? ' ' : 'n', ' ', ' ',
-		submission->strategy ? ' ' : 'n', OidIsValid(submission->driving_oid) ? ' ' : 'n',
-	submission->utility_stmt ? ' ' : 'n'};
+	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, TEXTOID,
+	TEXTARRAYOID, TEXTOID, JSONBOID};
+	Datum		values[10];
+	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
+	submission->strategy ? ' ' : 'n', ' '};
 	int64		job_id;
 
 	values[0] = ObjectIdGetDatum(MyDatabaseId);
 	values[1] = ObjectIdGetDatum(submission->identity.session_user_oid);
 	values[2] = ObjectIdGetDatum(submission->identity.owner_oid);
-	values[3] = CStringGetTextDatum(JobKindName(submission->kind));
+	values[3] = CStringGetTextDatum(submission->kind);
 	values[4] = ObjectIdGetDatum(submission->target_oid);
 	values[5] = CStringGetTextDatum(submission->target_name);
-	values[6] = ObjectIdGetDatum(submission->hidden_oid);
-	values[7] = CStringGetTextDatum(submission->command);
-	values[8] = CatalogTextArray(submission->identity.settings);
-	values[9] = submission->strategy ? CStringGetTextDatum(submission->strategy) : (Datum) 0;
-	values[10] = ObjectIdGetDatum(submission->driving_oid);
-	values[11] = submission->utility_stmt ? CStringGetTextDatum(submission->utility_stmt) : (Datum) 0;
+	values[6] = CStringGetTextDatum(submission->command);
+	values[7] = CatalogTextArray(submission->identity.settings);
+	values[8] = submission->strategy ? CStringGetTextDatum(submission->strategy) : (Datum) 0;
+	values[9] = JsonbPGetDatum(submission->kind_state ? submission->kind_state :
+							   CatalogKindStateEmpty());
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
 				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
-				   " hidden_oid, command, settings, strategy, driving_oid, utility_stmt) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+				   " command, settings, strategy, kind_state) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
 
-	JobNotifyState(job_id, JOB_STATE_QUEUED);
+	JobXactNotify(job_id, CatalogStateName(JOB_STATE_QUEUED));
 	return job_id;
 }
 
@@ -174,28 +248,39 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 bool
 CatalogJobLoad(int64 job_id, BgddlJob *job, bool latest)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
-	const char *sql = "SELECT " JOB_COLUMNS "FROM background_ddl.job j WHERE j.id = $1";
-	bool		found;
+	CatalogRow	row;
+	bool		found = JobRowRead(&row, job_id, latest);
 
-	CatalogAccessBegin(&access);
-	if (latest)
-		CatalogExecuteLatest(sql, 1, argtypes, values, SPI_OK_SELECT);
-	else
-		CatalogExecute(sql, 1, argtypes, values, NULL, SPI_OK_SELECT);
-	found = SPI_processed == 1;
 	if (found)
-		JobFromRowInto(&access, job);
-	CatalogAccessEnd(&access);
+		JobFromRow(&row, job);
+	CatalogRowClose(&row);
 	return found;
 }
 
 /*
- * The jobs that may need a worker (unfinished, or ended with capture
- * triggers left to drop), oldest first, as JobScheduleEntry; a paused job
- * is listed (it keeps the scheduler's database known) but needs none.
+ * Is the job queued or running (not paused, ended or being cancelled)?  As
+ * the active snapshot sees it; false if there is no such job.
+ */
+bool
+CatalogJobIsActive(int64 job_id)
+{
+	CatalogRow	row;
+	bool		active = false;
+
+	if (JobRowRead(&row, job_id, false))
+	{
+		JobState	state = JobRowState(&row);
+
+		active = state == JOB_STATE_QUEUED || state == JOB_STATE_RUNNING;
+	}
+	CatalogRowClose(&row);
+	return active;
+}
+
+/*
+ * The jobs that may need a worker (unfinished, or ended with something of
+ * their kind left to clean up), oldest first, as JobScheduleEntry; a paused
+ * job is listed (it keeps the scheduler's database known) but needs none.
  */
 List *
 CatalogJobsSchedulable(void)
@@ -251,7 +336,7 @@ CatalogJobBuilding(Oid target_oid)
 	return job_id;
 }
 
-/* Ids of the jobs that are not over (unfinished, or triggers left), as int64 List */
+/* Ids of the jobs that are not over (unfinished, or cleanup left), as int64 List */
 List *
 CatalogJobsUnfinished(void)
 {
@@ -276,6 +361,22 @@ CatalogJobsUnfinished(void)
 }
 
 /*
+ * Forget jobs that ended longer ago than the retention (and have nothing
+ * left to clean up).
+ */
+void
+CatalogJobsPurge(int retention_seconds)
+{
+	Oid			argtypes[] = {FLOAT8OID};
+	Datum		values[] = {Float8GetDatum(retention_seconds)};
+
+	CatalogRun("DELETE FROM background_ddl.job "
+			   "WHERE state IN ('succeeded', 'failed', 'cancelled') AND NOT cleanup_pending "
+			   "AND finished_at < now() - make_interval(secs => $1)",
+			   1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/*
  * Take a job for this worker and read it into *job.  A queued or running
  * job becomes running; it counts as a new attempt only if it is the first,
  * or if the worker before us did not let go of it cleanly (a crash, a
@@ -286,52 +387,63 @@ CatalogJobsUnfinished(void)
 bool
 CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT4OID};
-	Datum		values[] = {Int64GetDatum(job_id), Int32GetDatum(max_attempts)};
-	bool		found;
+	CatalogRow	row;
+	JobState	state;
+	bool		active;
+	bool		claimable;
+	bool		in_flight;
+	int32		attempts;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job j SET "
-				   "attempts = j.attempts + CASE WHEN j.state IN ('queued', 'running') "
-				   "  AND (j.in_flight OR j.attempts = 0) AND j.attempts < $2 THEN 1 ELSE 0 END, "
-				   "in_flight = j.state IN ('queued', 'running'), "
-				   "started_at = CASE WHEN j.state IN ('queued', 'running') "
-				   "  THEN coalesce(j.started_at, now()) ELSE j.started_at END, "
-				   "attempt_started_at = now(), not_before = NULL, given_back_for = NULL, "
-				   "phase = CASE WHEN j.state IN ('queued', 'running') THEN 'starting' ELSE j.phase END, "
-				   "state = CASE WHEN j.state IN ('queued', 'running') THEN 'running' ELSE j.state END "
-				   "FROM (SELECT in_flight AND attempts >= $2 AS exhausted, state AS old_state "
-				   "      FROM background_ddl.job WHERE id = $1) old "
-				   "WHERE j.id = $1 AND (j.state IN ('queued', 'running', 'cancelling') "
-				   "  OR (j.state IN ('succeeded', 'failed', 'cancelled') AND j.cleanup_pending)) "
-				   "RETURNING " JOB_COLUMNS ", old.exhausted, old.old_state <> j.state",
-				   2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
-	found = SPI_processed == 1;
-	if (found)
+	if (!JobRowLock(&row, job_id))
 	{
-		JobFromRowInto(&access, job);
-		*exhausted = DatumGetBool(CatalogColumn(0, JOB_COLUMN_COUNT + 1, BoolGetDatum(false)));
-		if (DatumGetBool(CatalogColumn(0, JOB_COLUMN_COUNT + 2, BoolGetDatum(false))))
-			JobNotifyState(job_id, job->state);
+		CatalogRowClose(&row);
+		return false;
 	}
-	CatalogAccessEnd(&access);
-	return found;
+	state = JobRowState(&row);
+	active = state == JOB_STATE_QUEUED || state == JOB_STATE_RUNNING;
+	claimable = active || state == JOB_STATE_CANCELLING ||
+		(JobStateIsFinal(state) && DatumGetBool(JobValue(&row, Anum_job_cleanup_pending)));
+	if (!claimable)
+	{
+		CatalogRowClose(&row);
+		return false;
+	}
+	in_flight = DatumGetBool(JobValue(&row, Anum_job_in_flight));
+	attempts = DatumGetInt32(JobValue(&row, Anum_job_attempts));
+	*exhausted = in_flight && attempts >= max_attempts;
+	if (active && (in_flight || attempts == 0) && attempts < max_attempts)
+		CatalogRowSet(&row, Anum_job_attempts, Int32GetDatum(attempts + 1), false);
+	CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(active), false);
+	if (active && JobIsNull(&row, Anum_job_started_at))
+		CatalogRowSet(&row, Anum_job_started_at, TimestampTzGetDatum(now), false);
+	CatalogRowSet(&row, Anum_job_attempt_started_at, TimestampTzGetDatum(now), false);
+	CatalogRowSet(&row, Anum_job_not_before, (Datum) 0, true);
+	CatalogRowSet(&row, Anum_job_given_back_for, (Datum) 0, true);
+	if (active)
+	{
+		SetPhase(&row, JOB_PHASE_STARTING);
+		SetState(&row, JOB_STATE_RUNNING);
+	}
+	CatalogRowWrite(&row);
+	JobFromRow(&row, job);
+	CatalogRowClose(&row);
+	if (state != job->state)
+		JobXactNotify(job_id, CatalogStateName(job->state));
+	return true;
 }
 
 void
 CatalogJobSetPhase(int64 job_id, JobPhase phase)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, TEXTOID};
-	const char *name = CatalogPhaseName(phase);
-	Datum		values[] = {Int64GetDatum(job_id), name ? CStringGetTextDatum(name) : (Datum) 0};
-	char		nulls[] = {' ', name ? ' ' : 'n'};
+	CatalogRow	row;
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET phase = $2 WHERE id = $1",
-				   2, argtypes, values, nulls, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
+	if (JobRowLock(&row, job_id))
+	{
+		SetPhase(&row, phase);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
 	JobPublishPhase(phase);
 }
 
@@ -342,274 +454,19 @@ CatalogJobSetPhase(int64 job_id, JobPhase phase)
 void
 CatalogJobSetState(int64 job_id, JobState state)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, TEXTOID};
-	Datum		values[] = {Int64GetDatum(job_id), CStringGetTextDatum(CatalogStateName(state))};
+	CatalogRow	row;
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET state = $2, in_flight = false, "
-				   "phase = CASE WHEN $2 = 'cancelling' THEN 'cleaning up' END, eta = NULL, "
-				   "error = NULL, error_sqlstate = NULL, error_detail = NULL, error_hint = NULL "
-				   "WHERE id = $1", 2, argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-	JobNotifyState(job_id, state);
-}
-
-/* Record how the job's content is computed */
-void
-CatalogJobRecordPlan(const BgddlJob *job)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, TEXTOID, OIDOID, INT8OID, INT8OID, INT4OID, OIDOID};
-	Datum		values[] = {Int64GetDatum(job->id), CStringGetTextDatum(job->strategy),
-		ObjectIdGetDatum(job->driving_oid), Int64GetDatum(job->blocks_total),
-		Int64GetDatum(job->rows_total), Int32GetDatum(job->chunk_blocks),
-	ObjectIdGetDatum(job->target_filenode)};
-	char		nulls[] = {' ', ' ', OidIsValid(job->driving_oid) ? ' ' : 'n', ' ',
-		job->rows_total >= 0 ? ' ' : 'n', ' ', OidIsValid(job->target_filenode) ? ' ' : 'n'};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET planned = true, strategy = $2, driving_oid = $3, "
-				   "blocks_total = $4, rows_total = $5, chunk_blocks = $6, target_filenode = $7 "
-				   "WHERE id = $1", lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-}
-
-/*
- * The job is built in the session that submitted it (the submitting
- * transaction used its target): strategy says so.
- */
-void
-CatalogJobRecordBuiltHere(int64 job_id, const char *strategy)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, TEXTOID};
-	Datum		values[] = {Int64GetDatum(job_id), CStringGetTextDatum(strategy)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET planned = true, strategy = $2, "
-				   "started_at = now(), attempt_started_at = now() WHERE id = $1",
-				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-}
-
-/* Set one OID column of a job's row (column is a constant of ours) */
-static void
-RecordOid(int64 job_id, const char *column, Oid value)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, OIDOID};
-	Datum		values[] = {Int64GetDatum(job_id), ObjectIdGetDatum(value)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute(psprintf("UPDATE background_ddl.job SET %s = $2 WHERE id = $1", column),
-				   2, argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-}
-
-/* Record the heap the job fills before its cut-over */
-void
-CatalogJobRecordHidden(int64 job_id, Oid hidden_oid)
-{
-	RecordOid(job_id, "hidden_oid", hidden_oid);
-}
-
-/* Record the object the job builds (an index job's placeholder, then its index) */
-void
-CatalogJobRecordTarget(int64 job_id, Oid target_oid)
-{
-	RecordOid(job_id, "target_oid", target_oid);
-}
-
-/*
- * Count a committed chunk of rows rows and blocks blocks in the job's row,
- * in the chunk's transaction (several workers add theirs), and read back
- * the job's totals into *job.  seconds_per_block is the job's pace (this
- * chunk's, shared by the job's workers), for the estimate of the time left.
- */
-void
-CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 blocks, double seconds_per_block)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID};
-	Datum		values[] = {Int64GetDatum(job->id), Int64GetDatum(rows), Int64GetDatum(blocks),
-	Int32GetDatum(job->chunk_blocks), Float8GetDatum(seconds_per_block)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET rows_done = rows_done + $2, "
-				   "chunks_done = chunks_done + 1, blocks_done = blocks_done + $3, "
-				   "chunk_blocks = $4, "
-				   "chunks_total = chunks_done + 1 + "
-				   "  ceil(greatest(blocks_total - blocks_done - $3, 0) / $4::float8), "
-				   "progress = greatest(progress, progress_base + (99.9 - progress_base) * "
-				   "  least(1.0, (blocks_done + $3) / greatest(blocks_total, 1)::float8)), "
-				   "rate = (rows_done + $2) / "
-				   "  greatest(extract(epoch FROM clock_timestamp() - attempt_started_at), 0.001), "
-				   "eta = make_interval(secs => round(greatest(blocks_total - blocks_done - $3, 0) * $5)) "
-				   "WHERE id = $1 RETURNING rows_done, chunks_done, progress, " JOB_LIMIT_COLUMNS,
-				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
-	job->rows_done = DatumGetInt64(CatalogColumn(0, 1, 0));
-	job->chunks_done = DatumGetInt64(CatalogColumn(0, 2, 0));
-	job->progress = DatumGetFloat8(CatalogColumn(0, 3, 0));
-	LimitsFromRow(job, 4);
-	CatalogAccessEnd(&access);
-}
-
-/*
- * Change a job's limits (alter_ddl): max_rate 0 keeps it, a negative one
- * lifts it; batch_time_ms and max_workers 0 keep them.  A job whose worker
- * was given back (waiting for its rate limit) may have one at once.
- */
-void
-CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, FLOAT8OID, INT4OID, INT4OID};
-	Datum		values[] = {Int64GetDatum(job_id), Float8GetDatum(max_rate),
-		Int32GetDatum(batch_time_ms), Int32GetDatum(max_workers)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET "
-				   "max_rate = CASE WHEN $2 < 0 THEN NULL WHEN $2 > 0 THEN $2 ELSE max_rate END, "
-				   "batch_time = CASE WHEN $3 > 0 THEN $3 * interval '1 ms' ELSE batch_time END, "
-				   "max_workers = CASE WHEN $4 > 0 THEN $4 ELSE max_workers END, "
-				   /* a worker given back may be wanted now */
-				   "not_before = NULL, given_back_for = NULL "
-				   "WHERE id = $1", lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-}
-
-/* Read the job's current limits into *job.  Caller is in a transaction. */
-void
-CatalogJobReadLimits(BgddlJob *job)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job->id)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecuteLatest("SELECT " JOB_LIMIT_COLUMNS "FROM background_ddl.job WHERE id = $1",
-						 1, argtypes, values, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-		LimitsFromRow(job, 1);
-	CatalogAccessEnd(&access);
-}
-
-static Datum
-XminArray(List *xmins)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(xmins), 1));
-	int			i = 0;
-	ListCell   *lc;
-
-	foreach(lc, xmins)
-		elems[i++] = Int64GetDatum((int64) lfirst_oid(lc));
-	return PointerGetDatum(construct_array(elems, i, INT8OID, sizeof(int64),
-										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-}
-
-/* Record the capture: base relations, their relfilenodes, our triggers */
-void
-CatalogJobRecordCapture(const BgddlJob *job)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, OIDARRAYOID, OIDARRAYOID, OIDARRAYOID, INT8ARRAYOID,
-	INT8OID, OIDOID};
-	Datum		values[] = {Int64GetDatum(job->id), CatalogOidArray(job->capture_relids),
-		CatalogOidArray(job->capture_filenodes), CatalogOidArray(job->capture_triggers),
-		XminArray(job->capture_trigger_xmins), Int64GetDatum(job->blocks_total),
-	ObjectIdGetDatum(job->staging_oid)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET capture_relids = $2, capture_filenodes = $3, "
-				   "capture_triggers = $4, capture_trigger_xmins = $5, blocks_total = $6, "
-				   "staging_oid = NULLIF($7, 0), cleanup_pending = cardinality($4) > 0 WHERE id = $1",
-				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-}
-
-/* Progress of the catch-up: rows in the result, changed rows waiting, passes */
-void
-CatalogJobSetCounters(int64 job_id, int64 rows_done, int64 dirty_rows, int32 catchup_passes)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT4OID};
-	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(rows_done),
-		Int64GetDatum(dirty_rows), Int32GetDatum(catchup_passes)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET rows_done = $2, dirty_rows = $3, "
-				   "catchup_passes = $4 WHERE id = $1",
-				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-}
-
-/* Read the backfill's totals, which all the job's workers add to, into *job */
-void
-CatalogJobReadProgress(BgddlJob *job)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job->id)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT rows_done, chunks_done, progress FROM background_ddl.job WHERE id = $1",
-				   1, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	if (JobRowLock(&row, job_id))
 	{
-		job->rows_done = DatumGetInt64(CatalogColumn(0, 1, 0));
-		job->chunks_done = DatumGetInt64(CatalogColumn(0, 2, 0));
-		job->progress = DatumGetFloat8(CatalogColumn(0, 3, 0));
+		SetState(&row, state);
+		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(false), false);
+		SetPhase(&row, state == JOB_STATE_CANCELLING ? JOB_PHASE_CLEANING_UP : JOB_PHASE_NONE);
+		CatalogRowSet(&row, Anum_job_eta, (Datum) 0, true);
+		SetError(&row, NULL);
+		CatalogRowWrite(&row);
 	}
-	CatalogAccessEnd(&access);
-}
-
-/*
- * The job's backlog outgrew its bound: its capture triggers log nothing
- * more for it (capture_trigger.c; capture_log.c logs the whole_table mark that
- * stands for every change).
- */
-void
-CatalogJobStopCapture(int64 job_id)
-{
-	static const char *const statements[] = {
-		"UPDATE background_ddl.job SET capture_stopped = true, dirty_rows = 0 WHERE id = $1"};
-	static const int results[] = {SPI_OK_UPDATE};
-
-	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
-}
-
-/* Mark (or clear) that capture triggers of the job remain to be dropped */
-void
-CatalogJobSetCleanupPending(int64 job_id, bool pending)
-{
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, BOOLOID};
-	Datum		values[] = {Int64GetDatum(job_id), BoolGetDatum(pending)};
-
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET cleanup_pending = $2, "
-				   "capture_triggers = CASE WHEN $2 THEN capture_triggers END, "
-				   "phase = CASE WHEN state IN ('queued', 'running') THEN phase "
-				   "  WHEN $2 THEN 'cleaning up' END "
-				   "WHERE id = $1", 2, argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-}
-
-static void
-ErrorValues(const JobError *error, Datum *values, char *nulls)
-{
-	const char *fields[4];
-
-	fields[0] = error ? error->message : NULL;
-	fields[1] = error ? error->sqlstate : NULL;
-	fields[2] = error ? error->detail : NULL;
-	fields[3] = error ? error->hint : NULL;
-	for (int i = 0; i < 4; i++)
-	{
-		values[i] = fields[i] ? CStringGetTextDatum(fields[i]) : (Datum) 0;
-		nulls[i] = fields[i] ? ' ' : 'n';
-	}
+	CatalogRowClose(&row);
+	JobXactNotify(job_id, CatalogStateName(state));
 }
 
 /*
@@ -619,21 +476,15 @@ ErrorValues(const JobError *error, Datum *values, char *nulls)
 void
 CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, BOOLOID};
-	Datum		values[6];
-	char		nulls[6];
+	CatalogRow	row;
 
-	ErrorValues(error, values, nulls);
-	values[4] = Int64GetDatum(job_id);
-	nulls[4] = ' ';
-	values[5] = BoolGetDatum(in_flight);
-	nulls[5] = ' ';
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET error = $1, error_sqlstate = $2, "
-				   "error_detail = $3, error_hint = $4, in_flight = $6 WHERE id = $5",
-				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
+	if (JobRowLock(&row, job_id))
+	{
+		SetError(&row, error);
+		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(in_flight), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
 }
 
 /*
@@ -644,110 +495,441 @@ CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight)
 void
 CatalogJobLetGo(int64 job_id, TimestampTz not_before, const char *why)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, TIMESTAMPTZOID, TEXTOID};
-	Datum		values[] = {Int64GetDatum(job_id), TimestampTzGetDatum(not_before),
-	why ? CStringGetTextDatum(why) : (Datum) 0};
-	char		nulls[] = {' ', not_before != 0 ? ' ' : 'n', why ? ' ' : 'n'};
+	CatalogRow	row;
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET in_flight = false, not_before = $2, "
-				   "given_back_for = $3 WHERE id = $1",
-				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
+	if (JobRowLock(&row, job_id))
+	{
+		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(false), false);
+		CatalogRowSet(&row, Anum_job_not_before, TimestampTzGetDatum(not_before),
+					  not_before == 0);
+		SetText(&row, Anum_job_given_back_for, why);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* pg_current_snapshot() as text */
+static Datum
+CurrentSnapshotText(void)
+{
+	Datum		snapshot = DirectFunctionCall1(pg_snapshot_out, DirectFunctionCall1(pg_current_snapshot, (Datum) 0));
+
+	return CStringGetTextDatum(DatumGetCString(snapshot));
 }
 
 /*
  * End a job: succeeded, failed or cancelled.  With record_cutover_snapshot,
  * the current transaction's snapshot is the one the result equals.  A
- * successful job's rate becomes the whole build's; target_name (if not
- * NULL) is the object's name now.
+ * successful job's rate becomes the whole build's, and one without a
+ * chunked backfill counts as one chunk; rows_done (if not negative) is the
+ * result's row count; target_name (if not NULL) is the object's name now.
+ * The submitter's settings are not kept in the history.
  */
 void
 CatalogJobFinish(int64 job_id, JobState state, const JobError *error,
-		  bool record_cutover_snapshot, int64 rows_done, const char *target_name)
+				 bool record_cutover_snapshot, int64 rows_done, const char *target_name)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID, BOOLOID,
-	INT8OID, TEXTOID};
-	Datum		values[9];
-	char		nulls[9];
+	CatalogRow	row;
+	TimestampTz now = GetCurrentTimestamp();
+	bool		succeeded = state == JOB_STATE_SUCCEEDED;
 
 	Assert(JobStateIsFinal(state));
-	ErrorValues(error, values, nulls);
-	values[4] = Int64GetDatum(job_id);
-	values[5] = CStringGetTextDatum(CatalogStateName(state));
-	values[6] = BoolGetDatum(record_cutover_snapshot);
-	values[7] = Int64GetDatum(rows_done);
-	values[8] = target_name ? CStringGetTextDatum(target_name) : (Datum) 0;
-	memset(nulls + 4, ' ', 5);
-	nulls[7] = rows_done >= 0 ? ' ' : 'n';
-	nulls[8] = target_name ? ' ' : 'n';
+	if (JobRowLock(&row, job_id))
+	{
+		if (rows_done < 0)
+			rows_done = Int64Or(&row, Anum_job_rows_done, 0);
+		SetState(&row, state);
+		SetError(&row, error);
+		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(false), false);
+		SetPhase(&row, DatumGetBool(JobValue(&row, Anum_job_cleanup_pending)) ?
+				 JOB_PHASE_CLEANING_UP : JOB_PHASE_NONE);
+		CatalogRowSet(&row, Anum_job_finished_at, TimestampTzGetDatum(now), false);
+		CatalogRowSet(&row, Anum_job_eta, (Datum) 0, true);
+		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(rows_done), false);
+		CatalogRowSet(&row, Anum_job_dirty_rows, Int64GetDatum(0), false);
+		if (target_name != NULL)
+			SetText(&row, Anum_job_target_name, target_name);
+		if (succeeded)
+		{
+			TimestampTz started = TimestampOr(&row, Anum_job_started_at, now);
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET state = $6, error = $1, error_sqlstate = $2, "
-				   "error_detail = $3, error_hint = $4, in_flight = false, "
-				   "phase = CASE WHEN cleanup_pending THEN 'cleaning up' END, "
-				   "finished_at = now_.t, eta = NULL, rows_done = coalesce($8, rows_done), "
-				   "dirty_rows = 0, target_name = coalesce($9, target_name), "
-				   "progress = CASE WHEN $6 = 'succeeded' THEN 100 ELSE progress END, "
-				   "chunks_done = CASE WHEN $6 = 'succeeded' AND driving_oid IS NULL "
-				   "  THEN 1 ELSE chunks_done END, "
-				   "chunks_total = CASE WHEN $6 = 'succeeded' AND driving_oid IS NULL "
-				   "  THEN 1 ELSE chunks_total END, "
-				   "rate = CASE WHEN $6 = 'succeeded' THEN coalesce($8, rows_done) / "
-				   "  greatest(extract(epoch FROM now_.t - started_at), 0.001) ELSE rate END, "
-				   "cutover_snapshot = CASE WHEN $7 THEN pg_current_snapshot()::text END, "
-				   "cutover_at = CASE WHEN $6 = 'succeeded' THEN now_.t END, "
-				   /* the submitter's settings are needed no more: not kept in the history */
-				   "settings = '{}' "
-				   "FROM (SELECT clock_timestamp() AS t) now_ WHERE id = $5",
-				   lengthof(values), argtypes, values, nulls, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-	JobNotifyState(job_id, state);
+			CatalogRowSet(&row, Anum_job_progress, Float8GetDatum(100), false);
+			if (JobIsNull(&row, Anum_job_work_total))
+			{
+				CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(1), false);
+				CatalogRowSet(&row, Anum_job_chunks_total, Int64GetDatum(1), false);
+			}
+			CatalogRowSet(&row, Anum_job_rate,
+						  Float8GetDatum(rows_done / Max((now - started) / (double) USECS_PER_SEC,
+														 0.001)),
+						  false);
+			CatalogRowSet(&row, Anum_job_cutover_at, TimestampTzGetDatum(now), false);
+		}
+		CatalogRowSet(&row, Anum_job_cutover_snapshot,
+					  record_cutover_snapshot ? CurrentSnapshotText() : (Datum) 0,
+					  !record_cutover_snapshot);
+		CatalogRowSet(&row, Anum_job_settings, CatalogTextArray(NIL), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+	JobXactNotify(job_id, CatalogStateName(state));
+}
+
+/*
+ * Mark (or clear) that the job's kind has something left to clean up after
+ * the job's end (its worker does it: capture triggers, say).
+ */
+void
+CatalogJobSetCleanupPending(int64 job_id, bool pending)
+{
+	CatalogRow	row;
+
+	if (JobRowLock(&row, job_id))
+	{
+		JobState	state = JobRowState(&row);
+
+		CatalogRowSet(&row, Anum_job_cleanup_pending, BoolGetDatum(pending), false);
+		if (state != JOB_STATE_QUEUED && state != JOB_STATE_RUNNING)
+			SetPhase(&row, pending ? JOB_PHASE_CLEANING_UP : JOB_PHASE_NONE);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* The kind's state, and the size of its backfill (-1: none) */
+static void
+SetKindState(CatalogRow *row, const BgddlJob *job)
+{
+	CatalogRowSet(row, Anum_job_kind_state, JsonbPGetDatum(job->kind_state), false);
+	CatalogRowSet(row, Anum_job_work_total, Int64GetDatum(job->work_total),
+				  job->work_total < 0);
+}
+
+/*
+ * Record how the job's content is computed (strategy), the planner's
+ * estimate of its rows, and the kind's state.
+ */
+void
+CatalogJobRecordPlan(const BgddlJob *job)
+{
+	CatalogRow	row;
+
+	if (JobRowLock(&row, job->id))
+	{
+		CatalogRowSet(&row, Anum_job_planned, BoolGetDatum(true), false);
+		SetText(&row, Anum_job_strategy, job->strategy);
+		CatalogRowSet(&row, Anum_job_rows_total, Int64GetDatum(job->rows_total),
+					  job->rows_total < 0);
+		SetKindState(&row, job);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* Record the kind's state and the size of the backfill */
+void
+CatalogJobRecordKindState(const BgddlJob *job)
+{
+	CatalogRow	row;
+
+	if (JobRowLock(&row, job->id))
+	{
+		SetKindState(&row, job);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/*
+ * The job is built in the session that submitted it (the submitting
+ * transaction used its target): strategy says so.
+ */
+void
+CatalogJobRecordBuiltHere(int64 job_id, const char *strategy)
+{
+	CatalogRow	row;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+
+	if (JobRowLock(&row, job_id))
+	{
+		CatalogRowSet(&row, Anum_job_planned, BoolGetDatum(true), false);
+		SetText(&row, Anum_job_strategy, strategy);
+		CatalogRowSet(&row, Anum_job_started_at, TimestampTzGetDatum(now), false);
+		CatalogRowSet(&row, Anum_job_attempt_started_at, TimestampTzGetDatum(now), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* Record the object the job builds (an index job's placeholder, then its index) */
+void
+CatalogJobRecordTarget(int64 job_id, Oid target_oid)
+{
+	CatalogRow	row;
+
+	if (JobRowLock(&row, job_id))
+	{
+		CatalogRowSet(&row, Anum_job_target_oid, ObjectIdGetDatum(target_oid), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/*
+ * Count a committed chunk of rows rows and work units of work in the job's
+ * row, in the chunk's transaction (several workers add theirs), and read
+ * back the job's totals and limits into *job.  next_work is the size of the
+ * worker's next chunk (for the chunk count), seconds_per_unit the job's
+ * pace (for the estimate of the time left).
+ */
+void
+CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
+					  double seconds_per_unit)
+{
+	CatalogRow	row;
+	double		seconds;
+	int64		work_left;
+
+	if (!JobRowLock(&row, job->id))
+	{
+		CatalogRowClose(&row);
+		return;
+	}
+	ProgressFromRow(&row, job);
+	job->rows_done += rows;
+	job->chunks_done++;
+	job->work_done += work;
+	job->work_total = Int64Or(&row, Anum_job_work_total, 0);
+	work_left = Max(job->work_total - job->work_done, 0);
+	job->progress = Max(job->progress,
+						job->progress_base + (99.9 - job->progress_base) *
+						Min(1.0, (double) job->work_done / Max(job->work_total, 1)));
+	seconds = (GetCurrentTimestamp() - TimestampOr(&row, Anum_job_attempt_started_at, 0)) /
+		(double) USECS_PER_SEC;
+	CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(job->rows_done), false);
+	CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(job->chunks_done), false);
+	CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(job->work_done), false);
+	CatalogRowSet(&row, Anum_job_chunks_total,
+				  Int64GetDatum(job->chunks_done + (work_left + Max(next_work, 1) - 1) /
+								Max(next_work, 1)), false);
+	CatalogRowSet(&row, Anum_job_progress, Float8GetDatum(job->progress), false);
+	CatalogRowSet(&row, Anum_job_rate, Float8GetDatum(job->rows_done / Max(seconds, 0.001)),
+				  false);
+	CatalogRowSet(&row, Anum_job_eta, IntervalSeconds(rint(work_left * seconds_per_unit)), false);
+	LimitsFromRow(&row, job);
+	CatalogRowWrite(&row);
+	CatalogRowClose(&row);
+}
+
+/*
+ * The catch-up's progress: the rows in the result, the changed rows
+ * waiting, and the kind's state.
+ */
+void
+CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows)
+{
+	CatalogRow	row;
+
+	if (JobRowLock(&row, job->id))
+	{
+		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(job->rows_done), false);
+		CatalogRowSet(&row, Anum_job_dirty_rows, Int64GetDatum(dirty_rows), false);
+		SetKindState(&row, job);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* The changed rows waiting (0: its capture stopped counting them) */
+void
+CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows)
+{
+	CatalogRow	row;
+
+	if (JobRowLock(&row, job_id))
+	{
+		CatalogRowSet(&row, Anum_job_dirty_rows, Int64GetDatum(dirty_rows), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* Read the backfill's totals, which all the job's workers add to, into *job */
+void
+CatalogJobReadProgress(BgddlJob *job)
+{
+	CatalogRow	row;
+
+	if (JobRowRead(&row, job->id, false))
+		ProgressFromRow(&row, job);
+	CatalogRowClose(&row);
 }
 
 /*
  * Start the build over (the driving table or the content relation was
- * rewritten: every tuple id changed).  Progress keeps moving forward: the
- * new build covers what is left between the old progress and 100.
+ * rewritten: every tuple id changed), with the kind's state and backfill
+ * size in *job.  Progress keeps moving forward: the new build covers what
+ * is left between the old progress and 100.
  */
 void
 CatalogJobRestartBuild(BgddlJob *job)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT8OID, OIDARRAYOID, OIDOID};
-	Datum		values[] = {Int64GetDatum(job->id), Int64GetDatum(job->blocks_total),
-		CatalogOidArray(job->capture_filenodes), ObjectIdGetDatum(job->target_filenode)};
+	CatalogRow	row;
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET blocks_total = $2, capture_filenodes = $3, "
-				   "target_filenode = $4, progress_base = progress, rows_done = 0, "
-				   "chunks_done = 0, blocks_done = 0, dirty_rows = 0, catchup_passes = 0 "
-				   "WHERE id = $1",
-				   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
-	CatalogAccessEnd(&access);
-	job->progress_base = job->progress;
-	job->rows_done = 0;
-	job->chunks_done = 0;
-	job->catchup_passes = 0;
+	if (JobRowLock(&row, job->id))
+	{
+		job->progress = Float8Or(&row, Anum_job_progress, 0);
+		job->progress_base = job->progress;
+		job->rows_done = 0;
+		job->chunks_done = 0;
+		job->work_done = 0;
+		SetKindState(&row, job);
+		CatalogRowSet(&row, Anum_job_progress_base, Float8GetDatum(job->progress_base), false);
+		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(0), false);
+		CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(0), false);
+		CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(0), false);
+		CatalogRowSet(&row, Anum_job_dirty_rows, Int64GetDatum(0), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
 }
 
 /*
- * Forget jobs that ended longer ago than the retention (and whose capture
- * triggers are gone).
+ * Count messages the job's statements raised; returns how many it had
+ * raised before (the first ones are kept).
+ */
+int64
+CatalogJobAddMessages(int64 job_id, int64 count)
+{
+	CatalogRow	row;
+	int64		before = 0;
+
+	if (JobRowLock(&row, job_id))
+	{
+		before = DatumGetInt64(JobValue(&row, Anum_job_messages));
+		CatalogRowSet(&row, Anum_job_messages, Int64GetDatum(before + count), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+	return before;
+}
+
+/*
+ * Change a job's limits (alter_ddl): max_rate 0 keeps it, a negative one
+ * lifts it; batch_time_ms and max_workers 0 keep them.  A job whose worker
+ * was given back (waiting for its rate limit) may have one at once.
  */
 void
-CatalogJobsPurge(int retention_seconds)
+CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {FLOAT8OID};
-	Datum		values[] = {Float8GetDatum(retention_seconds)};
+	CatalogRow	row;
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.job "
-				   "WHERE state IN ('succeeded', 'failed', 'cancelled') AND NOT cleanup_pending "
-				   "AND finished_at < now() - make_interval(secs => $1)",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
-	CatalogAccessEnd(&access);
+	if (JobRowLock(&row, job_id))
+	{
+		if (max_rate != 0)
+			CatalogRowSet(&row, Anum_job_max_rate, Float8GetDatum(max_rate), max_rate < 0);
+		if (batch_time_ms > 0)
+			CatalogRowSet(&row, Anum_job_batch_time, IntervalSeconds(batch_time_ms / 1000.0),
+						  false);
+		if (max_workers > 0)
+			CatalogRowSet(&row, Anum_job_max_workers, Int32GetDatum(max_workers), false);
+		CatalogRowSet(&row, Anum_job_not_before, (Datum) 0, true);
+		CatalogRowSet(&row, Anum_job_given_back_for, (Datum) 0, true);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* Read the job's current limits into *job */
+void
+CatalogJobReadLimits(BgddlJob *job)
+{
+	CatalogRow	row;
+
+	if (JobRowRead(&row, job->id, true))
+		LimitsFromRow(&row, job);
+	CatalogRowClose(&row);
+}
+
+/*
+ * The kind's own state: one jsonb object, whose keys and values (numbers
+ * and strings) only the kind knows.
+ */
+
+/* A key's value, or NULL */
+static JsonbValue *
+KindStateValue(const Jsonb *state, const char *key, JsonbValue *value)
+{
+	if (state == NULL)
+		return NULL;
+	return getKeyJsonValueFromContainer((JsonbContainer *) &state->root, key, strlen(key), value);
+}
+
+/* A number of the kind's state; 0 if it has none by that key */
+int64
+CatalogKindStateInt(const Jsonb *state, const char *key)
+{
+	JsonbValue	value;
+
+	if (KindStateValue(state, key, &value) == NULL || value.type != jbvNumeric)
+		return 0;
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(value.val.numeric)));
+}
+
+/* A string of the kind's state; NULL if it has none by that key */
+char *
+CatalogKindStateText(const Jsonb *state, const char *key)
+{
+	JsonbValue	value;
+
+	if (KindStateValue(state, key, &value) == NULL || value.type != jbvString)
+		return NULL;
+	return pnstrdup(value.val.string.val, value.val.string.len);
+}
+
+/*
+ * Set a key of *state to a JSON literal (json); a NULL state starts empty.
+ * The new state is made in the memory of the old one.
+ */
+static void
+KindStateSet(Jsonb **state, const char *key, const char *json)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(*state != NULL ?
+													  GetMemoryChunkContext(*state) :
+													  CurrentMemoryContext);
+	StringInfoData patch;
+
+	if (*state == NULL)
+		*state = CatalogKindStateEmpty();
+	initStringInfo(&patch);
+	appendStringInfoChar(&patch, '{');
+	escape_json(&patch, key);
+	appendStringInfo(&patch, ": %s}", json);
+	*state = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(*state),
+												DirectFunctionCall1(jsonb_in,
+																	CStringGetDatum(patch.data))));
+	MemoryContextSwitchTo(old_context);
+}
+
+void
+CatalogKindStateSetInt(Jsonb **state, const char *key, int64 value)
+{
+	KindStateSet(state, key, psprintf("%lld", (long long) value));
+}
+
+void
+CatalogKindStateSetText(Jsonb **state, const char *key, const char *value)
+{
+	StringInfoData json;
+
+	initStringInfo(&json);
+	escape_json(&json, value);
+	KindStateSet(state, key, json.data);
+}
+
+/* An empty state (in the current memory context) */
+Jsonb *
+CatalogKindStateEmpty(void)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
 }

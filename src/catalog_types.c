@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * catalog_types.c
- *	  The one table of job state, phase and kind names.
+ *	  The one table of job state and phase names.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,13 +32,6 @@ static const char *const job_phase_names[JOB_PHASE_COUNT] = {
 	[JOB_PHASE_CLEANING_UP] = "cleaning up",
 };
 
-static const char *const job_kind_names[JOB_KIND_COUNT] = {
-	[JOB_KIND_CREATE_MATVIEW] = "CREATE MATERIALIZED VIEW",
-	[JOB_KIND_CREATE_TABLE_AS] = "CREATE TABLE AS",
-	[JOB_KIND_CREATE_INDEX] = "CREATE INDEX",
-	[JOB_KIND_REFRESH_MATVIEW] = "REFRESH MATERIALIZED VIEW",
-};
-
 const char *
 CatalogStateName(JobState state)
 {
@@ -64,23 +57,4 @@ CatalogPhaseName(JobPhase phase)
 {
 	Assert(phase >= 0 && phase < JOB_PHASE_COUNT);
 	return job_phase_names[phase];
-}
-
-const char *
-JobKindName(JobKind kind)
-{
-	Assert(kind >= 0 && kind < JOB_KIND_COUNT);
-	return job_kind_names[kind];
-}
-
-JobKind
-JobKindFromName(const char *name)
-{
-	for (int i = 0; i < JOB_KIND_COUNT; i++)
-	{
-		if (strcmp(job_kind_names[i], name) == 0)
-			return (JobKind) i;
-	}
-	elog(ERROR, "unknown background DDL job kind \"%s\"", name);
-	return JOB_KIND_CREATE_MATVIEW; /* keep compiler quiet */
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * catalog_types.h
- *	  The states, phases and kinds of a background DDL job, and their names.
+ *	  The states and phases of a background DDL job, and their names.
  *
  * The names are what the job catalog stores and pg_stat_background_ddl
  * shows; catalog_types.c holds the one table of them.
@@ -48,21 +48,8 @@ typedef enum JobPhase
 
 #define JOB_PHASE_COUNT (JOB_PHASE_CLEANING_UP + 1)
 
-/* The statements that become jobs (kind.h has their routines) */
-typedef enum JobKind
-{
-	JOB_KIND_CREATE_MATVIEW,
-	JOB_KIND_CREATE_TABLE_AS,
-	JOB_KIND_CREATE_INDEX,
-	JOB_KIND_REFRESH_MATVIEW
-} JobKind;
-
-#define JOB_KIND_COUNT (JOB_KIND_REFRESH_MATVIEW + 1)
-
 extern const char *CatalogStateName(JobState state);
 extern JobState CatalogStateFromName(const char *name);
 extern const char *CatalogPhaseName(JobPhase phase);
-extern const char *JobKindName(JobKind kind);
-extern JobKind JobKindFromName(const char *name);
 
 #endif							/* BGDDL_JOB_TYPES_H */

@@ -54,7 +54,7 @@
 #include "utils/syscache.h"
 #include "utils/timeout.h"
 
-#include "background_ddl.h"
+#include "settings.h"
 #include "job_identity.h"
 
 /*
@@ -288,8 +288,8 @@ JobIdentityBecome(const JobIdentity *identity, int64 job_id)
 		!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(identity->owner_oid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("a role that submitted background DDL job " INT64_FORMAT " no longer exists",
-						job_id)));
+				 errmsg("a role that submitted background DDL job %lld no longer exists",
+						(long long) job_id)));
 	session_user_name = pstrdup(NameStr(((Form_pg_authid) GETSTRUCT(role_tuple))->rolname));
 	ReleaseSysCache(role_tuple);
 

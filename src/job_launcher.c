@@ -35,7 +35,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "background_ddl.h"
+#include "settings.h"
 #include "job_launcher.h"
 #include "job_shmem.h"
 

@@ -30,6 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog_access.h"
+#include "catalog_job.h"
 #include "job_messages.h"
 
 /* A message caught while the job's query ran */
@@ -149,11 +150,8 @@ void
 JobMessagesFlush(int64 job_id)
 {
 	CatalogAccess access;
-	Oid			count_types[] = {INT8OID, INT8OID};
-	Datum		count_values[2];
 	int64		first;
 	ListCell   *lc;
-
 	bool		pushed_snapshot = !ActiveSnapshotSet();
 
 	if (pending == NIL && pending_uncaught == 0)
@@ -161,13 +159,8 @@ JobMessagesFlush(int64 job_id)
 	/* A step whose utility committed inside (an index build) has none */
 	if (pushed_snapshot)
 		PushActiveSnapshot(GetTransactionSnapshot());
-	count_values[0] = Int64GetDatum(job_id);
-	count_values[1] = Int64GetDatum(list_length(pending) + pending_uncaught);
+	first = CatalogJobAddMessages(job_id, list_length(pending) + pending_uncaught);
 	CatalogAccessBegin(&access);
-	CatalogExecute("UPDATE background_ddl.job SET messages = messages + $2 WHERE id = $1 "
-				   "RETURNING messages - $2", 2, count_types, count_values, NULL,
-				   SPI_OK_UPDATE_RETURNING);
-	first = SPI_processed == 1 ? DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0))) : 0;
 	foreach(lc, pending)
 	{
 		JobMessage *message = lfirst(lc);

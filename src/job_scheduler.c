@@ -44,7 +44,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "background_ddl.h"
+#include "settings.h"
 #include "catalog_access.h"
 #include "capture_log.h"
 #include "catalog_job.h"
@@ -204,8 +204,8 @@ LaunchWorker(const JobScheduleEntry *entry, bool helper)
 
 	JobWorkerDescribe(&worker, "JobWorkerMain", "background_ddl worker",
 						Int32GetDatum(slot_index), true);
-	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl %s for job " INT64_FORMAT,
-			 helper ? "helper" : "worker", entry->id);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "background_ddl %s for job %lld",
+			 helper ? "helper" : "worker", (long long) entry->id);
 
 	old_context = MemoryContextSwitchTo(TopMemoryContext);
 	started = RegisterDynamicBackgroundWorker(&worker, &worker_handles[slot_index]);
@@ -217,7 +217,7 @@ LaunchWorker(const JobScheduleEntry *entry, bool helper)
 		LWLockRelease(JobShared->lock);
 		worker_handles[slot_index] = NULL;
 		ereport(LOG,
-				(errmsg("background_ddl could not start a worker for job " INT64_FORMAT, entry->id),
+				(errmsg("background_ddl could not start a worker for job %lld", (long long) entry->id),
 				 errhint("Consider increasing max_worker_processes.")));
 	}
 	return true;
@@ -321,8 +321,8 @@ AskForFairShare(const JobScheduleEntry *waiting)
 		if (newest->latch != NULL)
 			SetLatch(newest->latch);
 		ereport(LOG,
-				(errmsg("background_ddl asks the worker of job " INT64_FORMAT " to give its slot back, for job " INT64_FORMAT " of another role",
-						newest->job_id, waiting->id)));
+				(errmsg("background_ddl asks the worker of job %lld to give its slot back, for job %lld of another role",
+						(long long) newest->job_id, (long long) waiting->id)));
 	}
 	LWLockRelease(JobShared->lock);
 }

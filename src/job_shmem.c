@@ -25,7 +25,7 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
-#include "background_ddl.h"
+#include "settings.h"
 #include "job_shmem.h"
 
 JobSharedState *JobShared = NULL;
@@ -253,6 +253,21 @@ JobPublishPhase(int phase)
 		return;
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 	MyJobSlot->phase = phase;
+	LWLockRelease(JobShared->lock);
+}
+
+/*
+ * The lock the job's first worker is asking for, without queueing or in the
+ * queue (InvalidOid: none), for pg_stat_background_ddl.waiting_on
+ */
+void
+JobPublishLockWait(Oid relid, int mode)
+{
+	if (MyJobSlot == NULL || (MyWorkerSlot != NULL && MyWorkerSlot->helper))
+		return;
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->lock_relid = relid;
+	MyJobSlot->lock_mode = mode;
 	LWLockRelease(JobShared->lock);
 }
 

@@ -73,6 +73,9 @@ typedef struct JobSlot
 	int64		claim_end_block;
 	int			chunks_in_flight;	/* claimed, their step not ended yet */
 	TimestampTz helpers_resume_at;	/* no helper before (the tables were busy) */
+	/* the lock the job's first worker is asking for (JobStepLockRelation) */
+	Oid			lock_relid;		/* InvalidOid: none */
+	int			lock_mode;
 } JobSlot;
 
 typedef struct JobSharedState
@@ -103,6 +106,7 @@ extern void JobPublishLiveRows(int64 rows);
 extern void JobLiveRowsCommitted(void);
 extern void JobLiveRowsAborted(void);
 extern void JobPublishPhase(int phase);
+extern void JobPublishLockWait(Oid relid, int mode);
 extern uint32 JobClaimsOpen(int64 next_block, int64 end_block);
 extern void JobClaimsClose(void);
 extern uint32 JobBuildGeneration(void);

@@ -34,15 +34,18 @@
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/lsyscache.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "background_ddl.h"
+#include "settings.h"
 #include "job_messages.h"
 #include "job_step.h"
 #include "job_shmem.h"
+#include "pg_lock.h"
 
 volatile sig_atomic_t JobShutdownRequested = false;
 JobGiveBack JobGivingBack = {false, 0, NULL};
@@ -55,6 +58,7 @@ static bool query_in_progress = false;
 static JobQueryContext query_context;
 static uint64 acknowledged_generation = 0;
 static bool job_stopping = false;	/* only the steps that record the stop remain */
+static bool lock_wait_failed = false;	/* JobStepLockRelation gave up in this step */
 
 /* Create the job's and the steps' memory contexts; once per worker */
 void
@@ -142,11 +146,12 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 	if (!job_stopping && (JobShutdownRequested || JobControlPending()))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("background DDL job " INT64_FORMAT " is letting go of its work",
-						step_job_id)));
+				 errmsg("background DDL job %lld is letting go of its work",
+						(long long) step_job_id)));
 	if (!job_stopping && JobGiveBackRequested())
 		JobStepGiveBack(GetCurrentTimestamp(), "a fair share of the workers for other roles");
 
+	lock_wait_failed = false;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	if (isolation == STEP_REPEATABLE_READ || isolation == STEP_REPEATABLE_READ_LATER)
@@ -217,6 +222,50 @@ JobStepInProgress(void)
 }
 
 /*
+ * Lock a relation that other roles' sessions use, in a job's step, without
+ * making them wait for us more than background_ddl.lock_timeout: asked for
+ * without queueing, again and again, for as long as patience_ms
+ * (PgLockRelationWithin); if it stays busy, then in the queue, for at most
+ * lock_timeout (so a steady stream of short transactions cannot starve the
+ * job, and nobody queued behind it waits longer than that).  If it
+ * still does not come, the step fails with ERRCODE_LOCK_NOT_AVAILABLE and
+ * JobStepLockWaitFailed() says so: the caller tries again later
+ * (JobRunLockingStep), or the worker gives its slot back.  The job shows
+ * the lock it asks for, and who holds it (pg_stat_background_ddl).  Outside
+ * a job's step (a session that cleans up as a statement would), the lock is
+ * waited for as the statement would.
+ */
+void
+JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms)
+{
+	if (!step_in_progress)
+	{
+		LockRelationOid(relid, mode);
+		return;
+	}
+	JobPublishLockWait(relid, mode);
+	if (!PgLockRelationWithin(relid, mode, patience_ms))
+	{
+		int			nest_level = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", psprintf("%d", background_ddl_lock_timeout_ms),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		lock_wait_failed = true;
+		LockRelationOid(relid, mode);
+		lock_wait_failed = false;
+		AtEOXact_GUC(true, nest_level);
+	}
+	JobPublishLockWait(InvalidOid, NoLock);
+}
+
+/* Did the step fail because JobStepLockRelation could not get its lock? */
+bool
+JobStepLockWaitFailed(void)
+{
+	return lock_wait_failed;
+}
+
+/*
  * Run the job's own statements from here to JobQueryEnd (same step, or
  * same transaction of the submitting session), as role (the submit's
  * current user; a materialized view's owner for REFRESH).
@@ -239,6 +288,15 @@ JobQueryEnd(void)
 	query_in_progress = false;
 }
 
+/* The worker gives its slot back (see JobStepGiveBack), once it has stopped */
+void
+JobStepGivingBack(TimestampTz until, const char *why)
+{
+	JobGivingBack.giving_back = true;
+	JobGivingBack.until = until;
+	JobGivingBack.why = MemoryContextStrdup(job_context, why);
+}
+
 /*
  * Give the worker slot back, between steps: the job is queued again, and no
  * worker starts on it before until (it would only wait: for its rate limit,
@@ -249,13 +307,11 @@ JobQueryEnd(void)
 void
 JobStepGiveBack(TimestampTz until, const char *why)
 {
-	JobGivingBack.giving_back = true;
-	JobGivingBack.until = until;
-	JobGivingBack.why = MemoryContextStrdup(job_context, why);
+	JobStepGivingBack(until, why);
 	ereport(ERROR,
 			(errcode(ERRCODE_QUERY_CANCELED),
-			 errmsg("background DDL job " INT64_FORMAT " gives its worker back: %s",
-					step_job_id, why)));
+			 errmsg("background DDL job %lld gives its worker back: %s",
+					(long long) step_job_id, why)));
 }
 
 /* Sleep between steps, waking for interrupts, control requests and shutdown */
@@ -313,8 +369,8 @@ HoldHere(const char *point)
 	LOCKTAG		tag;
 
 	ereport(LOG,
-			(errmsg("background DDL job " INT64_FORMAT " reached test hold point \"%s\"",
-					step_job_id, point)));
+			(errmsg("background DDL job %lld reached test hold point \"%s\"",
+					(long long) step_job_id, point)));
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, BGDDL_TEST_HOLD_KEY, 1);
 	(void) LockAcquire(&tag, ShareLock, true, false);
 	LockRelease(&tag, ShareLock, true);

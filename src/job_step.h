@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include "datatype/timestamp.h"
+#include "storage/lockdefs.h"
 
 #include "job_identity.h"
 
@@ -32,6 +33,8 @@ extern void JobStepTakeSnapshot(void);
 extern void JobStepEnd(void);
 extern void JobStepAbort(void);
 extern bool JobStepInProgress(void);
+extern void JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms);
+extern bool JobStepLockWaitFailed(void);
 extern void JobQueryBegin(Oid role, bool small_batches);
 extern void JobQueryEnd(void);
 extern bool JobControlPending(void);
@@ -57,5 +60,6 @@ extern JobGiveBack JobGivingBack;
 /* A worker that would wait longer than this (a rate limit, a lock) gives its slot back */
 #define JOB_GIVE_BACK_SECONDS	5
 extern void JobStepGiveBack(TimestampTz until, const char *why) pg_attribute_noreturn();
+extern void JobStepGivingBack(TimestampTz until, const char *why);
 
 #endif							/* BGDDL_JOB_STEP_H */

@@ -7,16 +7,16 @@
  * phase restartable from the job row alone:
  *
  *	planning	 decide how the content is computed (recorded once)
- *	backfilling  the kind's backfill steps (for a query: capture first, then
- *				 one checkpointed chunk per step)
- *	catching up  the kind's catch-up passes
+ *	backfilling  the kind's backfill steps
+ *	catching up  the kind's catch-up passes, if it has any
  *	cutting over one transaction: the result becomes visible, succeeded
- *	cleaning up  drop the capture triggers, forget the captured changes
+ *	cleaning up  what the kind left to clean up after the end
  *
- * and, for a job that fails or is cancelled, removes everything the job
- * created (capture triggers first, then the kind's objects) before marking
- * it failed or cancelled: a terminal state other than succeeded means that
- * nothing of the job is left.
+ * and, for a job that fails or is cancelled, has its kind remove
+ * everything the job created (what it cleans up first, then its objects)
+ * before marking it failed or cancelled: a terminal state other than
+ * succeeded means that nothing of the job is left.  The worker knows no
+ * kind: only the routines of kind.h.
  *
  * The worker is connected as the bootstrap superuser (on PostgreSQL 15 a
  * worker cannot connect as a NOLOGIN role), and becomes the submitter's
@@ -28,8 +28,13 @@
  *	  controlling transaction to end, and reloads the job: if the control
  *	  rolled back it goes on from its last checkpoint, in the same process,
  *	  so this costs no attempt;
- *	- SIGTERM (server shutdown, pg_terminate_backend): it records that it
- *	  let go cleanly and exits; the next start is not an attempt either;
+ *	- SIGTERM (server shutdown, pg_terminate_backend): what it runs is
+ *	  interrupted (as a query is cancelled), its step rolls back, and it
+ *	  records that it let go cleanly and exits; the next start is not an
+ *	  attempt either;
+ *	- a wait that would only hold a worker (a rate limit, a lock that does
+ *	  not come free, a fair share for another role): it gives its worker
+ *	  back, recording when the job may have one again; not an attempt;
  *	- an error a retry may cure (serialization failure, deadlock, lock
  *	  timeout, lack of resources): the error is recorded and the worker
  *	  exits; the scheduler starts another with backoff, and that counts as
@@ -58,19 +63,17 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "background_ddl.h"
-#include "capture_trigger.h"
 #include "catalog_access.h"
-#include "capture_log.h"
 #include "catalog_job.h"
-#include "sql_control.h"
-#include "kind.h"
+#include "job_identity.h"
 #include "job_messages.h"
 #include "job_run.h"
-#include "job_step.h"
-#include "query_partial_agg.h"
 #include "job_shmem.h"
+#include "job_step.h"
 #include "job_worker.h"
+#include "job_xact.h"
+#include "kind.h"
+#include "settings.h"
 
 static int	my_worker_slot = -1;
 
@@ -96,6 +99,8 @@ WorkerDetach(int code, Datum arg)
 	if (slot->in_use && slot->pid == MyProcPid)
 		slot->in_use = false;
 	MyWorkerSlot = NULL;
+	if (MyJobSlot != NULL && !slot->helper)
+		MyJobSlot->lock_relid = InvalidOid;
 	if (MyJobSlot != NULL && --MyJobSlot->workers <= 0)
 		MyJobSlot->database_oid = InvalidOid;
 	MyJobSlot = NULL;
@@ -131,89 +136,101 @@ JobErrorFrom(const ErrorData *error)
 }
 
 static void
-RemoveCaptureStep(JobRun *run)
+CleanupStep(JobRun *run)
 {
-	CaptureTriggers triggers = {run->job.capture_triggers, run->job.capture_trigger_xmins};
-
-	CaptureRemove(&triggers, run->job.target_oid);
-}
-
-/* Drop the job's capture triggers (with the lock timeout and retries) */
-static void
-RemoveCapture(JobRun *run)
-{
-	if (run->job.capture_triggers == NIL)
-		return;
-	JobStepHoldPoint("cleaning up");
-	JobRunLockingStep(run, RemoveCaptureStep, JOB_PHASE_CLEANING_UP,
-					  "background_ddl: dropping capture triggers");
-	run->job.capture_triggers = NIL;
-}
-
-/* After the end (success, or a cancel that removed the rest): drop the triggers */
-static void
-CleanUpCapture(JobRun *run)
-{
-	RemoveCapture(run);
-	JobStepBegin("background_ddl: cleaning up", STEP_READ_COMMITTED);
-	CaptureForget(run->job.id, false);
-	CatalogJobSetCleanupPending(run->job.id, false);
-	JobStepEnd();
+	run->routine->cleanup(&run->job);
 }
 
 /*
- * Remove what the job created (a LockingStep: dropping an index locks its
- * table).  If the user built something on the target, RESTRICT keeps it and
- * the reason is recorded; a lock timeout is left to the caller's retry.
+ * After the end (success, or a cancel that removed the rest): what the
+ * kind left to clean up (capture triggers), in a locking step.
  */
+static void
+CleanUp(JobRun *run)
+{
+	if (run->routine->cleanup != NULL)
+	{
+		JobStepHoldPoint("cleaning up");
+		JobRunLockingStep(run, CleanupStep, JOB_PHASE_CLEANING_UP,
+						  "background_ddl: cleaning up");
+	}
+	JobStepBegin("background_ddl: cleaning up", STEP_READ_COMMITTED);
+	CatalogJobSetCleanupPending(run->job.id, false);
+	JobStepEnd();
+	run->job.cleanup_pending = false;
+}
+
 static void
 DiscardStep(JobRun *run)
 {
-	MemoryContext context = CurrentMemoryContext;
+	run->routine->discard(&run->job, false);
+}
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(context);
+static void
+DiscardKeepingTargetStep(JobRun *run)
+{
+	run->routine->discard(&run->job, true);
+}
+
+/*
+ * Remove what the job created, in locking steps (dropping an index locks
+ * its table).  If the user built something on the target, RESTRICT keeps
+ * it: the reason is recorded, and the rest is removed without it.
+ */
+static void
+Discard(JobRun *run)
+{
+	MemoryContext job_context = CurrentMemoryContext;
+	volatile bool removed = false;
+
+	run->discard_error = NULL;
 	PG_TRY();
 	{
-		run->routine->discard(&run->job, false);
-		ReleaseCurrentSubTransaction();
+		JobRunLockingStep(run, DiscardStep, JOB_PHASE_CLEANING_UP,
+						  "background_ddl: removing what the job created");
+		removed = true;
 	}
 	PG_CATCH();
 	{
 		ErrorData  *error;
 
-		MemoryContextSwitchTo(context);
+		MemoryContextSwitchTo(job_context);
 		error = CopyErrorData();
-		RollbackAndReleaseCurrentSubTransaction();
-		if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		if (!JobStepInProgress() || JobShutdownRequested || JobGivingBack.giving_back ||
+			JobControlPending())
 			PG_RE_THROW();
 		FlushErrorState();
+		JobStepAbort();
 		run->discard_error = MemoryContextStrdup(JobContext(), error->message);
+		FreeErrorData(error);
 	}
 	PG_END_TRY();
-	MemoryContextSwitchTo(context);
+	if (!removed)
+		JobRunLockingStep(run, DiscardKeepingTargetStep, JOB_PHASE_CLEANING_UP,
+						  "background_ddl: removing what the job created, but its target");
 }
 
 /*
- * End the job as failed or cancelled, leaving nothing behind: the capture
- * triggers, the kind's objects (if the user built something on them, they
- * are kept and the error says so), the checkpoints and captured changes.
+ * End the job as failed or cancelled, leaving nothing behind: what its
+ * kind cleans up (capture triggers), then what it created (if the user
+ * built something on it, it is kept and the error says so).
  */
 static void
 EndJob(JobRun *run, JobState final_state, const JobError *error)
 {
 	JobError	final_error;
 
-	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 	if (error != NULL)
+	{
+		JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 		CatalogJobRecordError(run->job.id, error, true);
-	CatalogJobSetPhase(run->job.id, JOB_PHASE_CLEANING_UP);
-	JobStepEnd();
+		JobStepEnd();
+	}
+	JobRunSetPhase(run, JOB_PHASE_CLEANING_UP);
 
-	RemoveCapture(run);
-	run->discard_error = NULL;
-	JobRunLockingStep(run, DiscardStep, JOB_PHASE_CLEANING_UP,
-					  "background_ddl: removing what the job created");
+	if (run->job.cleanup_pending)
+		CleanUp(run);
+	Discard(run);
 
 	if (error != NULL)
 		final_error = *error;
@@ -225,14 +242,14 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 									   CatalogStateName(final_state),
 									   run->discard_error);
 	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
-	QueryPartialAggDropStaging(run->job.staging_oid);
-	CaptureForget(run->job.id, true);
 	CatalogJobSetCleanupPending(run->job.id, false);
-	CatalogJobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL, false, -1, NULL);
+	CatalogJobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL,
+					 false, -1, NULL);
 	JobStepEnd();
 	ereport(LOG,
-			(errmsg("background DDL job " INT64_FORMAT " for %s %s%s%s",
-					run->job.id, run->job.target_name, CatalogStateName(final_state),
+			(errmsg("background DDL job %lld for %s %s%s%s",
+					(long long) run->job.id, run->job.target_name,
+					CatalogStateName(final_state),
 					final_error.message ? ": " : "",
 					final_error.message ? final_error.message : "")));
 }
@@ -262,15 +279,6 @@ GiveUp(JobRun *run)
 		error.hint = "Its worker or the server stopped each time; the server log says why.";
 	}
 	EndJob(run, JOB_STATE_FAILED, &error);
-}
-
-/* Set the phase in a step of its own */
-static void
-SetPhase(JobRun *run, JobPhase phase)
-{
-	JobStepBegin("background_ddl: starting a phase", STEP_READ_COMMITTED);
-	CatalogJobSetPhase(run->job.id, phase);
-	JobStepEnd();
 }
 
 /*
@@ -319,7 +327,7 @@ RunJob(JobRun *run)
 	if (JobStateIsFinal(run->job.state))
 	{
 		if (run->job.cleanup_pending)
-			CleanUpCapture(run);
+			CleanUp(run);
 		return;
 	}
 	if (run->job.state == JOB_STATE_PAUSED)
@@ -351,12 +359,13 @@ RunJob(JobRun *run)
 
 	for (;;)
 	{
-		SetPhase(run, JOB_PHASE_BACKFILLING);
+		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
 		while ((result = run->routine->backfill_step(run)) == JOB_STEP_MORE)
 			;
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
-		while ((result = run->routine->catch_up(run)) == JOB_STEP_MORE)
+		while (run->routine->catch_up != NULL &&
+			   (result = run->routine->catch_up(run)) == JOB_STEP_MORE)
 			;
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
@@ -370,9 +379,10 @@ RunJob(JobRun *run)
 	}
 	run->job.state = JOB_STATE_SUCCEEDED;
 	ereport(LOG,
-			(errmsg("background DDL job " INT64_FORMAT " for %s succeeded",
-					run->job.id, run->job.target_name)));
-	CleanUpCapture(run);
+			(errmsg("background DDL job %lld for %s succeeded",
+					(long long) run->job.id, run->job.target_name)));
+	if (run->job.cleanup_pending)
+		CleanUp(run);
 	return;
 
 target_gone:
@@ -441,8 +451,8 @@ HelperMain(JobRun *run)
 		ErrorData  *error = CatchJobError();
 
 		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT ": a helper stopped: %s",
-						run->job.id, error->message)));
+				(errmsg("background DDL job %lld: a helper stopped: %s",
+						(long long) run->job.id, error->message)));
 	}
 	PG_END_TRY();
 	proc_exit(0);
@@ -482,8 +492,8 @@ ExitCleanly(int64 job_id)
 	JobStepsStopping();
 	if (JobGivingBack.why != NULL)
 		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT " gives its worker back until %s: %s",
-						job_id, timestamptz_to_str(JobGivingBack.until), JobGivingBack.why)));
+				(errmsg("background DDL job %lld gives its worker back until %s: %s",
+						(long long) job_id, timestamptz_to_str(JobGivingBack.until), JobGivingBack.why)));
 	PG_TRY();
 	{
 		JobStepBegin("background_ddl: stopping", STEP_READ_COMMITTED);
@@ -505,8 +515,8 @@ static void
 ExitForRetry(int64 job_id, const JobError *error)
 {
 	ereport(LOG,
-			(errmsg("background DDL job " INT64_FORMAT " interrupted, will be retried: %s",
-					job_id, error->message)));
+			(errmsg("background DDL job %lld interrupted, will be retried: %s",
+					(long long) job_id, error->message)));
 	PG_TRY();
 	{
 		JobStepBegin("background_ddl: recording an error", STEP_READ_COMMITTED);
@@ -556,7 +566,7 @@ JobWorkerMain(Datum main_arg)
 
 	JobIdentitySaveServerSettings();
 	BackgroundWorkerInitializeConnectionByOid(database_oid, InvalidOid, 0);
-	pgstat_report_appname(psprintf("background_ddl job " INT64_FORMAT, job_id));
+	pgstat_report_appname(psprintf("background_ddl job %lld", (long long) job_id));
 
 	JobStepsInit(job_id);
 	JobMessagesInstall();
@@ -590,6 +600,10 @@ JobWorkerMain(Datum main_arg)
 		{
 			ErrorData  *error = CatchJobError();
 
+			/* A lock that others keep busy: give the worker back, not an attempt */
+			if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
+				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
+								  "a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
 			if (JobShutdownRequested || JobGivingBack.giving_back)
 				ExitCleanly(job_id);
 			if (JobControlPending())
@@ -598,8 +612,8 @@ JobWorkerMain(Datum main_arg)
 			{
 				/* Could not end the job, or clean up after it: later, then */
 				ereport(LOG,
-						(errmsg("background DDL job " INT64_FORMAT " could not be ended: %s",
-								job_id, error->message)));
+						(errmsg("background DDL job %lld could not be ended: %s",
+								(long long) job_id, error->message)));
 				proc_exit(1);
 			}
 			else if (ErrorIsTransient(error->sqlerrcode))
@@ -607,8 +621,8 @@ JobWorkerMain(Datum main_arg)
 			else
 			{
 				ereport(LOG,
-						(errmsg("background DDL job " INT64_FORMAT " failed: %s",
-								job_id, error->message)));
+						(errmsg("background DDL job %lld failed: %s",
+								(long long) job_id, error->message)));
 				failure = JobErrorFrom(error);
 			}
 			FreeErrorData(error);

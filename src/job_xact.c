@@ -146,7 +146,7 @@ SendNotifications(void)
 		SessionJob *entry = lfirst(lc);
 
 		Async_Notify(JOB_NOTIFY_CHANNEL,
-					 psprintf(INT64_FORMAT " %s", entry->job_id, entry->state));
+					 psprintf("%lld %s", (long long) entry->job_id, entry->state));
 	}
 }
 

@@ -1,15 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * kind.c
- *	  The table of job kinds.
+ *	  The table of job kinds, and what is done to a job through its kind.
+ *
+ * A kind is one kind_*.c file and one line of kinds[] below; nothing else
+ * names it.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "utils/memutils.h"
+
+#include "catalog_job.h"
 #include "kind.h"
 
-static const KindRoutine *const job_kinds[] = {
+static const KindRoutine *const kinds[] = {
 	&kind_matview_routine,
 	&kind_ctas_routine,
 	&kind_refresh_routine,
@@ -20,22 +26,23 @@ static const KindRoutine *const job_kinds[] = {
 void
 KindsLoad(void)
 {
-	for (int i = 0; i < lengthof(job_kinds); i++)
+	for (int i = 0; i < lengthof(kinds); i++)
 	{
-		if (job_kinds[i]->load != NULL)
-			job_kinds[i]->load();
+		if (kinds[i]->load != NULL)
+			kinds[i]->load();
 	}
 }
 
+/* The kind of this name (a job row's kind) */
 const KindRoutine *
-KindRoutineFor(JobKind kind)
+KindRoutineFor(const char *name)
 {
-	for (int i = 0; i < lengthof(job_kinds); i++)
+	for (int i = 0; i < lengthof(kinds); i++)
 	{
-		if (job_kinds[i]->kind == kind)
-			return job_kinds[i];
+		if (strcmp(kinds[i]->name, name) == 0)
+			return kinds[i];
 	}
-	elog(ERROR, "background DDL job kind \"%s\" is not supported", JobKindName(kind));
+	elog(ERROR, "background DDL job kind \"%s\" is not supported", name);
 	return NULL;				/* keep compiler quiet */
 }
 
@@ -48,12 +55,12 @@ const KindRoutine *
 KindForStatement(Node *parsetree, const char **in_session_reason)
 {
 	*in_session_reason = NULL;
-	for (int i = 0; i < lengthof(job_kinds); i++)
+	for (int i = 0; i < lengthof(kinds); i++)
 	{
-		switch (job_kinds[i]->accepts(parsetree, in_session_reason))
+		switch (kinds[i]->accepts(parsetree, in_session_reason))
 		{
 			case KIND_ACCEPTED:
-				return job_kinds[i];
+				return kinds[i];
 			case KIND_IN_SESSION:
 				return NULL;
 			case KIND_NOT_ACCEPTED:
@@ -61,4 +68,48 @@ KindForStatement(Node *parsetree, const char **in_session_reason)
 		}
 	}
 	return NULL;
+}
+
+/*
+ * How a raw statement would run as a job (explain_ddl), or NULL if no kind
+ * takes statements of its type.
+ */
+const char *
+KindExplain(Node *raw_statement, const char *query_string)
+{
+	for (int i = 0; i < lengthof(kinds); i++)
+	{
+		const char *strategy;
+
+		if (kinds[i]->explain != NULL &&
+			(strategy = kinds[i]->explain(raw_statement, query_string)) != NULL)
+			return strategy;
+	}
+	return NULL;
+}
+
+/*
+ * The transaction that submitted a job uses its target (why says how)
+ * before committing: build the object here, now, as the blocking statement
+ * would have (the job succeeds when the transaction commits, or leaves
+ * nothing if it rolls back).  Returns the relation that now stands for the
+ * target; InvalidOid if the job is not waiting for a worker (paused, or
+ * cancelled in this transaction), and the target stays what it was.
+ */
+Oid
+KindBuildHere(int64 job_id, const char *why)
+{
+	BgddlJob	job;
+
+	if (!CatalogJobLoad(job_id, &job, true))
+		elog(ERROR, "background DDL job %lld does not exist", (long long) job_id);
+	if (job.state != JOB_STATE_QUEUED)
+		return InvalidOid;
+	ereport(NOTICE,
+			(errmsg("background DDL job %lld is built in this session, now",
+					(long long) job_id),
+			 errdetail("The transaction that submitted it %s before COMMIT.", why)));
+	CatalogJobRecordBuiltHere(job_id, psprintf("in the submitting transaction: it %s before COMMIT",
+											   why));
+	return KindRoutineFor(job.kind)->build_here(&job);
 }

@@ -2,18 +2,19 @@
  *
  * kind.h
  *	  A kind of job (a statement that runs in the background) as a table of
- *	  routines that the submit hook and the worker drive, the way an index
- *	  access method is an IndexAmRoutine.
+ *	  routines that the submit hook, the worker and the control functions
+ *	  drive, the way an index access method is an IndexAmRoutine.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef BGDDL_JOB_KIND_H
-#define BGDDL_JOB_KIND_H
+#ifndef BGDDL_KIND_H
+#define BGDDL_KIND_H
 
 #include "nodes/params.h"
 #include "nodes/plannodes.h"
 #include "tcop/cmdtag.h"
 #include "tcop/utility.h"
+#include "utils/jsonb.h"
 
 #include "job_run.h"
 
@@ -44,9 +45,7 @@ typedef struct KindSubmit
 	/* filled in by reserve */
 	Oid			target_oid;
 	char	   *target_name;	/* schema-qualified */
-	Oid			hidden_oid;
-	Oid			table_oid;		/* the table an index is built on */
-	char	   *utility_stmt;	/* nodeToString of what the worker runs, or NULL */
+	Jsonb	   *kind_state;		/* the kind's own state of the job (NULL: empty) */
 	char	   *strategy;		/* NULL: the worker decides */
 	char	   *one_batch_reason;	/* for the NOTICE; NULL if batched */
 } KindSubmit;
@@ -56,17 +55,23 @@ typedef struct KindSubmit
  *
  *	submit:  accepts? -> validate -> reserve -> (job row, NOTICE)
  *	worker:  start -> plan -> backfill_step* -> catch_up* -> cut_over
+ *			 -> cleanup (if the job row says cleanup_pending)
  *	helper:  start -> help_step* (while the backfill has chunks to take)
- *	and, when the job fails or is cancelled, discard (in the worker, or in
- *	cancel_ddl's transaction).
+ *	and, when the job fails or is cancelled, cleanup and discard (in the
+ *	worker), or discard alone (in cancel_ddl's transaction, where the kind
+ *	allows it; the worker cleans up after).
  *
  * Each worker routine runs its own steps (job_step.h); a phase routine
- * returns JOB_STEP_MORE until its phase is over.
+ * returns JOB_STEP_MORE until its phase is over.  What the kind keeps of a
+ * job is its own: in the job row's kind_state (CatalogKindState*), and, for
+ * one worker's run, in JobRun.kind_run.
  */
 typedef struct KindRoutine
 {
-	JobKind		kind;
+	const char *name;			/* the statement, as the job row names it */
 	ObjectType	stands_for;		/* what DROP of the target names */
+	bool		replaces_placeholder;	/* the target is a placeholder for
+										 * another object */
 
 	/* optional: at library load, in the postmaster (hooks it needs) */
 	void		(*load) (void);
@@ -75,7 +80,9 @@ typedef struct KindRoutine
 	/* does this statement become a job?  (*reason: why it runs here) */
 	KindAcceptance (*accepts) (Node *parsetree, const char **reason);
 	void		(*validate) (KindSubmit *submit);	/* the blocking statement's errors */
-	void		(*reserve) (KindSubmit *submit); /* create the placeholder */
+	void		(*reserve) (KindSubmit *submit);	/* create the placeholder */
+	/* optional: explain_ddl's strategy for a raw statement, or NULL if not ours */
+	const char *(*explain) (Node *raw_statement, const char *query_string);
 
 	/* In the job's worker */
 	void		(*start) (JobRun *run); /* set up the run from the job row */
@@ -83,6 +90,7 @@ typedef struct KindRoutine
 	JobStepResult (*backfill_step) (JobRun *run);
 	/* optional: a chunk of the backfill, in a helper (another worker) */
 	JobStepResult (*help_step) (JobRun *run);
+	/* optional: bring the content up to date with the writes since */
 	JobStepResult (*catch_up) (JobRun *run);
 	JobStepResult (*cut_over) (JobRun *run);	/* success when it commits */
 
@@ -93,14 +101,36 @@ typedef struct KindRoutine
 	const char *(*gone_reason) (const BgddlJob *job);
 
 	/*
+	 * optional: the job was paused, in the pausing transaction (what it
+	 * keeps track of meanwhile can stop)
+	 */
+	void		(*paused) (const BgddlJob *job);
+
+	/*
+	 * optional: does the job keep something on a table that role owns (a
+	 * capture trigger), which that owner cannot drop?  That owner may
+	 * cancel the job.
+	 */
+	bool		(*keeps_on_table_of) (const BgddlJob *job, Oid role);
+
+	/*
+	 * optional: after the job's end, remove what needs strong locks on
+	 * other roles' tables (capture triggers), in the current transaction,
+	 * taking its locks with JobStepLockRelation.  The job row's
+	 * cleanup_pending says whether there is anything.
+	 */
+	void		(*cleanup) (const BgddlJob *job);
+
+	/*
 	 * Remove what the job created (it failed, or is cancelled), in the
 	 * current transaction; with keep_target, not the target itself (the
-	 * caller is dropping it).  If discards_in_any_transaction says so (NULL:
-	 * always), cancel_ddl does it in the caller's transaction; otherwise
-	 * (it needs strong locks) the job is cancelling until its worker has
-	 * done it.
+	 * caller is dropping it, or could not).  If discards_in_any_transaction
+	 * says so (NULL: always), cancel_ddl does it in the caller's
+	 * transaction; otherwise (it needs strong locks) the job is cancelling
+	 * until its worker has done it.
 	 */
 	void		(*discard) (const BgddlJob *job, bool keep_target);
+	bool		(*discards_in_any_transaction) (const BgddlJob *job);
 
 	/*
 	 * In the submitting transaction, which uses the target before it has
@@ -109,12 +139,13 @@ typedef struct KindRoutine
 	 * Returns the relation that now stands for the target.
 	 */
 	Oid			(*build_here) (const BgddlJob *job);
-	bool		(*discards_in_any_transaction) (const BgddlJob *job);
 } KindRoutine;
 
 extern void KindsLoad(void);
-extern const KindRoutine *KindRoutineFor(JobKind kind);
+extern const KindRoutine *KindRoutineFor(const char *name);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
+extern const char *KindExplain(Node *raw_statement, const char *query_string);
+extern Oid	KindBuildHere(int64 job_id, const char *why);
 
 /* The kinds */
 extern const KindRoutine kind_matview_routine;
@@ -122,4 +153,4 @@ extern const KindRoutine kind_ctas_routine;
 extern const KindRoutine kind_refresh_routine;
 extern const KindRoutine kind_index_routine;
 
-#endif							/* BGDDL_JOB_KIND_H */
+#endif							/* BGDDL_KIND_H */

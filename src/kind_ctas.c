@@ -57,13 +57,17 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "background_ddl.h"
-#include "capture_trigger.h"
-#include "pg_citus.h"
 #include "catalog_access.h"
+#include "catalog_job.h"
 #include "kind.h"
 #include "kind_placeholder.h"
+#include "pg_citus.h"
+#include "pg_compat.h"
+#include "pg_relation.h"
 #include "query_job.h"
+
+/* The hidden table's OID, in the job's kind_state */
+#define STATE_HIDDEN_OID	"hidden_oid"
 
 static CreateTableAsStmt *
 CreateStatement(KindSubmit *submit)
@@ -290,6 +294,7 @@ CtasReserve(KindSubmit *submit)
 	Oid			namespace_oid = RangeVarGetCreationNamespace(final_name);
 	char	   *namespace_name = get_namespace_name(namespace_oid);
 	RangeVar   *hidden_name;
+	Oid			hidden_oid;
 	Relation	hidden;
 
 	submit->target_oid = CreateWithNoData(submit, final_name, true);
@@ -300,27 +305,33 @@ CtasReserve(KindSubmit *submit)
 												  namespace_oid, false),
 							   -1);
 	hidden_name->relpersistence = stmt->into->rel->relpersistence;
-	submit->hidden_oid = CreateWithNoData(submit, hidden_name, false);
-	hidden = table_open(submit->hidden_oid, AccessExclusiveLock);
+	hidden_oid = CreateWithNoData(submit, hidden_name, false);
+	hidden = table_open(hidden_oid, AccessExclusiveLock);
 	AlterTableNamespaceInternal(hidden, namespace_oid, CatalogRequire()->schema_oid,
 								new_object_addresses());
 	table_close(hidden, NoLock);
 	CommandCounterIncrement();
-	RenameRelationInternal(submit->hidden_oid, psprintf("ctas_%u", submit->target_oid),
-						   true, false);
+	RenameRelationInternal(hidden_oid, psprintf("ctas_%u", submit->target_oid), true, false);
 	CommandCounterIncrement();
+	CatalogKindStateSetInt(&submit->kind_state, STATE_HIDDEN_OID, hidden_oid);
 
 	submit->strategy = QueryJobStrategyAtSubmit(CheckedNode(Query, stmt->query), submit->target_oid,
 												&submit->one_batch_reason);
 }
 
+/* The hidden table, which receives the rows */
+static Oid
+HiddenTable(const BgddlJob *job)
+{
+	return (Oid) CatalogKindStateInt(job->kind_state, STATE_HIDDEN_OID);
+}
+
+/* The placeholder holds the query; the hidden table receives its rows */
 static void
 CtasStart(JobRun *run)
 {
-	run->rule_relid = run->job.target_oid;
-	run->content_oid = run->job.hidden_oid;
-	run->query_role = run->job.identity.owner_oid;
-	QueryJobResume(run);
+	QueryJobStart(run, run->job.target_oid, HiddenTable(&run->job),
+				  run->job.identity.owner_oid);
 }
 
 /*
@@ -332,6 +343,7 @@ CtasStart(JobRun *run)
 static void
 CtasPublish(JobRun *run, int64 rows)
 {
+	Oid			content_oid = QueryRunOf(run)->content_oid;
 	Oid			namespace_oid;
 	char	   *name;
 	Relation	content;
@@ -341,14 +353,14 @@ CtasPublish(JobRun *run, int64 rows)
 	name = get_rel_name(run->job.target_oid);
 	PgRelationDrop(run->job.target_oid);
 
-	content = table_open(run->content_oid, AccessExclusiveLock);
+	content = table_open(content_oid, AccessExclusiveLock);
 	AlterTableNamespaceInternal(content, RelationGetNamespace(content), namespace_oid,
 								new_object_addresses());
 	table_close(content, NoLock);
 	CommandCounterIncrement();
-	RenameRelationInternal(run->content_oid, name, true, false);
+	RenameRelationInternal(content_oid, name, true, false);
 	CommandCounterIncrement();
-	JobRunSucceeded(run, run->content_oid, true, rows);
+	JobRunSucceeded(run, content_oid, true, rows);
 }
 
 static JobStepResult
@@ -361,35 +373,47 @@ CtasCutOver(JobRun *run)
 static Oid
 CtasBuildHere(const BgddlJob *job)
 {
-	JobRun		run = {.job = *job};
-
-	run.rule_relid = job->target_oid;
-	run.content_oid = job->hidden_oid;
-	run.query_role = job->identity.owner_oid;
-	QueryJobBuildHere(&run, CtasPublish);
-	return job->hidden_oid;
+	QueryJobBuildHere(job, job->target_oid, HiddenTable(job), job->identity.owner_oid,
+					  CtasPublish);
+	return HiddenTable(job);
 }
 
 static void
 CtasDiscard(const BgddlJob *job, bool keep_target)
 {
+	QueryJobDiscard(job);
 	if (!keep_target)
 		PgRelationDrop(job->target_oid);
-	PgRelationDrop(job->hidden_oid);
+	PgRelationDrop(HiddenTable(job));
+}
+
+/* explain_ddl: CREATE TABLE ... AS query, SELECT ... INTO, or a query */
+static const char *
+CtasExplain(Node *raw_statement, const char *query_string)
+{
+	if (IsA(raw_statement, CreateTableAsStmt) &&
+		((CreateTableAsStmt *) raw_statement)->objtype == OBJECT_TABLE)
+		return QueryJobExplain(((CreateTableAsStmt *) raw_statement)->query, query_string);
+	return QueryJobExplain(raw_statement, query_string);
 }
 
 const KindRoutine kind_ctas_routine = {
+	.name = "CREATE TABLE AS",
 	.stands_for = OBJECT_TABLE,
-	.kind = JOB_KIND_CREATE_TABLE_AS,
+	.replaces_placeholder = true,
 	.accepts = CtasAccepts,
 	.validate = CtasValidate,
 	.reserve = CtasReserve,
+	.explain = CtasExplain,
 	.start = CtasStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
 	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
 	.cut_over = CtasCutOver,
+	.paused = QueryJobPaused,
+	.keeps_on_table_of = QueryJobKeepsOnTableOf,
+	.cleanup = QueryJobCleanup,
 	.discard = CtasDiscard,
 	.build_here = CtasBuildHere,
 };

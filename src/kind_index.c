@@ -73,19 +73,48 @@
 #include "utils/resowner.h"
 #include "utils/timeout.h"
 
-#include "background_ddl.h"
-#include "pg_citus.h"
-#include "query_decompose.h"
-#include "kind.h"
+#include "catalog_job.h"
 #include "job_messages.h"
 #include "job_step.h"
+#include "kind.h"
 #include "kind_placeholder.h"
+#include "pg_citus.h"
+#include "pg_compat.h"
+#include "pg_lock.h"
+#include "pg_relation.h"
+#include "settings.h"
 
+/* The strategy of every index job */
+#define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
+
+
+/* The job's kind_state: the indexed table, and the resolved parts */
+#define STATE_TABLE_OID		"table_oid"
+#define STATE_PARTS			"parts"
 
 static IndexStmt *
 IndexStatement(KindSubmit *submit)
 {
 	return CheckedNode(IndexStmt, submit->pstmt->utilityStmt);
+}
+
+/* The table the job's index is built on */
+static Oid
+IndexedTable(const BgddlJob *job)
+{
+	return (Oid) CatalogKindStateInt(job->kind_state, STATE_TABLE_OID);
+}
+
+/*
+ * KindSubmit.run_utility for a worker: run a statement the job derives (a
+ * placeholder it reserves again) through the ProcessUtility chain, as the
+ * current user, in the current transaction.
+ */
+static void
+RunUtilityInWorker(KindSubmit *submit, PlannedStmt *pstmt)
+{
+	ProcessUtility(pstmt, submit->query_string, false, PROCESS_UTILITY_SUBCOMMAND,
+				   NULL, NULL, None_Receiver, NULL);
 }
 
 /*
@@ -108,7 +137,7 @@ IndexAccepts(Node *parsetree, const char **reason)
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(relid))
 		return KIND_ACCEPTED;	/* the validation reports it */
-	if (KindPlaceholderOfUnfinishedJob(relid) ||
+	if (KindPlaceholderJob(relid) != 0 ||
 		(stmt->if_not_exists && stmt->idxname != NULL &&
 		 OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid)))))
 		return KIND_NOT_ACCEPTED;
@@ -214,8 +243,6 @@ QualifyKeyColumn(Relation rel, IndexElem *elem, Oid am_oid, const char *am_name)
  * the catalog entries (and its own checks) when it announces the new index
  * to object access hooks.  See DryRunDefineIndex.
  */
-#define DRY_RUN_LOCK_RETRY_MS	10
-
 static object_access_hook_type prev_object_access_hook = NULL;
 static bool dry_run_active = false;
 static MemoryContext dry_run_context = NULL;
@@ -279,17 +306,11 @@ DryRunDefineIndex(Oid relid, IndexStmt *stmt)
 	MemoryContextSwitchTo(caller_context);
 	PG_TRY();
 	{
-		for (int waited_ms = 0;; waited_ms += DRY_RUN_LOCK_RETRY_MS)
-		{
-			if (ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
-				break;
-			if (waited_ms >= background_ddl_lock_timeout_ms)
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("could not lock relation %u for a dry run", relid)));
-			pg_usleep(DRY_RUN_LOCK_RETRY_MS * 1000L);
-			CHECK_FOR_INTERRUPTS();
-		}
+		if (!PgLockRelationWithin(relid, ShareUpdateExclusiveLock,
+								  background_ddl_lock_timeout_ms))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not lock relation %u for a dry run", relid)));
 		locked = true;
 		dry_run_active = true;
 		(void) DefineIndex(relid, dry, InvalidOid, InvalidOid, InvalidOid,
@@ -485,7 +506,7 @@ IndexValidate(KindSubmit *submit)
 
 	submit->pstmt = copyObject(submit->pstmt);
 	submit->pstmt->utilityStmt = (Node *) stmt;
-	submit->table_oid = relid;
+	CatalogKindStateSetInt(&submit->kind_state, STATE_TABLE_OID, relid);
 }
 
 /*
@@ -523,19 +544,19 @@ StatementToRun(const BgddlJob *job, const char *name)
 {
 	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
 	IndexStmt  *stmt = CheckedNode(IndexStmt, raw->stmt);
-	List	   *parts = stringToNode(job->utility_stmt);
+	List	   *parts = stringToNode(CatalogKindStateText(job->kind_state, STATE_PARTS));
 	ListCell   *elem_cell;
 	int			i = 0;
 
-	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(job->driving_oid)),
-								  get_rel_name(job->driving_oid), -1);
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(IndexedTable(job))),
+								  get_rel_name(IndexedTable(job)), -1);
 	stmt->idxname = pstrdup(name);
 	stmt->concurrent = true;
 	stmt->if_not_exists = false;
-	stmt = transformIndexStmt(job->driving_oid, stmt, job->command);
+	stmt = transformIndexStmt(IndexedTable(job), stmt, job->command);
 	if (list_length(stmt->indexParams) != list_length(linitial(parts)))
-		elog(ERROR, "the index of background DDL job " INT64_FORMAT " changed its columns",
-			 job->id);
+		elog(ERROR, "the index of background DDL job %lld changed its columns",
+			 (long long) job->id);
 	foreach(elem_cell, stmt->indexParams)
 	{
 		IndexElem  *elem = lfirst(elem_cell);
@@ -593,19 +614,20 @@ static void
 IndexReserve(KindSubmit *submit)
 {
 	IndexStmt  *stmt = IndexStatement(submit);
-	Oid			namespace_oid = get_rel_namespace(submit->table_oid);
+	Oid			table_oid = (Oid) CatalogKindStateInt(submit->kind_state, STATE_TABLE_OID);
+	Oid			namespace_oid = get_rel_namespace(table_oid);
 
-	submit->target_oid = ReserveIndexName(submit, submit->table_oid, stmt->idxname);
+	submit->target_oid = ReserveIndexName(submit, table_oid, stmt->idxname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 stmt->idxname);
 	submit->strategy = pstrdup(STRATEGY_CONCURRENT_INDEX);
-	submit->utility_stmt = ResolvedParts(stmt);
+	CatalogKindStateSetText(&submit->kind_state, STATE_PARTS, ResolvedParts(stmt));
 }
 
+/* Nothing to set up: the job row says everything */
 static void
 IndexStart(JobRun *run)
 {
-	run->query_role = run->job.identity.owner_oid;
 }
 
 static void
@@ -632,6 +654,22 @@ IsIndex(Oid relid, bool *valid)
 }
 
 /*
+ * Drop an index of the job (valid or not), which takes ACCESS EXCLUSIVE on
+ * its table: in a job's step, that lock is taken as a job takes what others
+ * use (JobStepLockRelation).  Never in cancel_ddl's transaction
+ * (IndexDiscardsInAnyTransaction).
+ */
+static void
+DropIndex(const BgddlJob *job, Oid index_oid)
+{
+	if (get_rel_relkind(index_oid) == RELKIND_INDEX &&
+		SearchSysCacheExists1(RELOID, ObjectIdGetDatum(IndexedTable(job))))
+		JobStepLockRelation(IndexedTable(job), AccessExclusiveLock,
+							background_ddl_lock_timeout_ms);
+	PgRelationDrop(index_oid);
+}
+
+/*
  * After a crash in the middle of the build: drop the invalid index and
  * reserve its name again, in one transaction (a LockingStep: dropping an
  * index locks its table).
@@ -644,15 +682,15 @@ RestartBuildStep(JobRun *run)
 	Oid			saved_userid;
 	int			saved_sec_context;
 
-	PgRelationDrop(run->job.target_oid);
+	DropIndex(&run->job, run->job.target_oid);
 	ereport(LOG,
-			(errmsg("background DDL job " INT64_FORMAT ": dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
-					run->job.id, name)));
+			(errmsg("background DDL job %lld: dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
+					(long long) run->job.id, name)));
 	reserve.query_string = run->job.command;
-	reserve.run_utility = JobRunUtility;
+	reserve.run_utility = RunUtilityInWorker;
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
-	SetUserIdAndSecContext(run->query_role, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	run->job.target_oid = ReserveIndexName(&reserve, run->job.driving_oid, name);
+	SetUserIdAndSecContext(run->job.identity.owner_oid, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	run->job.target_oid = ReserveIndexName(&reserve, IndexedTable(&run->job), name);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	CatalogJobRecordTarget(run->job.id, run->job.target_oid);
 }
@@ -661,7 +699,7 @@ RestartBuildStep(JobRun *run)
 static const char *
 IndexGoneReason(const BgddlJob *job)
 {
-	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(job->driving_oid)) ?
+	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(IndexedTable(job))) ?
 		NULL : "the table was dropped";
 }
 
@@ -689,6 +727,7 @@ BuildIndex(JobRun *run)
 	Relation	pg_class;
 	Oid			tablespace;
 	Oid			index_oid;
+	Oid			table_oid = IndexedTable(&run->job);
 	Oid			saved_userid;
 	int			saved_sec_context;
 
@@ -699,7 +738,7 @@ BuildIndex(JobRun *run)
 	 * would deadlock.
 	 */
 	JobStepBegin("background_ddl: building the index", STEP_NO_SNAPSHOT);
-	LockRelationOid(run->job.driving_oid, ShareUpdateExclusiveLock);
+	LockRelationOid(table_oid, ShareUpdateExclusiveLock);
 	if (!TableExists(run))
 	{
 		JobStepEnd();
@@ -710,21 +749,21 @@ BuildIndex(JobRun *run)
 	stmt = StatementToRun(&run->job, get_rel_name(run->job.target_oid));
 	PgRelationDrop(run->job.target_oid);
 	tablespace = stmt->tableSpace ? get_tablespace_oid(stmt->tableSpace, false) :
-		GetDefaultTablespace(get_rel_persistence(run->job.driving_oid), false);
+		GetDefaultTablespace(get_rel_persistence(table_oid), false);
 	pg_class = table_open(RelationRelationId, RowExclusiveLock);
-	index_oid = GetNewRelFileNode(tablespace, pg_class, get_rel_persistence(run->job.driving_oid));
+	index_oid = GetNewRelFileNode(tablespace, pg_class, get_rel_persistence(table_oid));
 	table_close(pg_class, RowExclusiveLock);
 	run->job.target_oid = index_oid;
 	CatalogJobRecordTarget(run->job.id, index_oid);
 
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
-	SetUserIdAndSecContext(run->query_role,
+	SetUserIdAndSecContext(run->job.identity.owner_oid,
 						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	if (StatementTimeout > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
 	JobMessagesCatch(true);
-	(void) DefineIndex(run->job.driving_oid, stmt, index_oid, InvalidOid, InvalidOid,
+	(void) DefineIndex(table_oid, stmt, index_oid, InvalidOid, InvalidOid,
 					   false, true, false, false, true);
 	JobMessagesCatch(false);
 	disable_timeout(STATEMENT_TIMEOUT, false);
@@ -759,12 +798,6 @@ IndexBackfillStep(JobRun *run)
 	return BuildIndex(run);
 }
 
-static JobStepResult
-IndexCatchUp(JobRun *run)
-{
-	return JOB_STEP_DONE;
-}
-
 /* The index is valid: the job succeeded */
 static JobStepResult
 IndexCutOver(JobRun *run)
@@ -779,8 +812,8 @@ IndexCutOver(JobRun *run)
 		return JOB_STEP_TARGET_GONE;
 	}
 	if (!valid)
-		elog(ERROR, "index %u of background DDL job " INT64_FORMAT " is not valid",
-			 run->job.target_oid, run->job.id);
+		elog(ERROR, "index %u of background DDL job %lld is not valid",
+			 run->job.target_oid, (long long) run->job.id);
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
 	JobStepEnd();
 	return JOB_STEP_DONE;
@@ -801,12 +834,12 @@ IndexBuildHere(const BgddlJob *job)
 	ObjectAddress index;
 
 	stmt->concurrent = false;
-	LockRelationOid(job->driving_oid, ShareLock);
+	LockRelationOid(IndexedTable(job), ShareLock);
 	PgRelationDrop(job->target_oid);
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	SetUserIdAndSecContext(job->identity.owner_oid,
 						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	index = DefineIndex(job->driving_oid, stmt, InvalidOid, InvalidOid, InvalidOid,
+	index = DefineIndex(IndexedTable(job), stmt, InvalidOid, InvalidOid, InvalidOid,
 						false, true, true, false, true);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	CommandCounterIncrement();
@@ -814,17 +847,12 @@ IndexBuildHere(const BgddlJob *job)
 	return index.objectId;
 }
 
-/*
- * Drop the index (valid or not) or the placeholder.  Dropping an index
- * takes ACCESS EXCLUSIVE on its table, so the caller runs this with the
- * short lock timeout (job_worker.c): it is never done in cancel_ddl's
- * transaction.
- */
+/* Drop the index (valid or not) or the placeholder */
 static void
 IndexDiscard(const BgddlJob *job, bool keep_target)
 {
 	if (!keep_target)
-		PgRelationDrop(job->target_oid);
+		DropIndex(job, job->target_oid);
 }
 
 /* A placeholder can go in any transaction; an index needs its table locked */
@@ -834,17 +862,25 @@ IndexDiscardsInAnyTransaction(const BgddlJob *job)
 	return get_rel_relkind(job->target_oid) != RELKIND_INDEX;
 }
 
+/* explain_ddl: CREATE INDEX */
+static const char *
+IndexExplain(Node *raw_statement, const char *query_string)
+{
+	return IsA(raw_statement, IndexStmt) ? STRATEGY_CONCURRENT_INDEX : NULL;
+}
+
 const KindRoutine kind_index_routine = {
+	.name = "CREATE INDEX",
 	.stands_for = OBJECT_INDEX,
-	.kind = JOB_KIND_CREATE_INDEX,
+	.replaces_placeholder = true,
 	.load = IndexLoad,
 	.accepts = IndexAccepts,
 	.validate = IndexValidate,
 	.reserve = IndexReserve,
+	.explain = IndexExplain,
 	.start = IndexStart,
 	.plan = IndexPlan,
 	.backfill_step = IndexBackfillStep,
-	.catch_up = IndexCatchUp,
 	.cut_over = IndexCutOver,
 	.gone_reason = IndexGoneReason,
 	.discard = IndexDiscard,

@@ -32,10 +32,11 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "background_ddl.h"
-#include "pg_citus.h"
 #include "kind.h"
 #include "kind_placeholder.h"
+#include "pg_citus.h"
+#include "pg_compat.h"
+#include "pg_relation.h"
 #include "query_job.h"
 
 static CreateTableAsStmt *
@@ -109,13 +110,12 @@ MatviewReserve(KindSubmit *submit)
 												submit->target_oid, &submit->one_batch_reason);
 }
 
+/* The placeholder is the query's rule relation and the content relation */
 static void
 MatviewStart(JobRun *run)
 {
-	run->rule_relid = run->job.target_oid;
-	run->content_oid = run->job.target_oid;
-	run->query_role = run->job.identity.owner_oid;
-	QueryJobResume(run);
+	QueryJobStart(run, run->job.target_oid, run->job.target_oid,
+				  run->job.identity.owner_oid);
 }
 
 /*
@@ -145,33 +145,47 @@ MatviewCutOver(JobRun *run)
 static Oid
 MatviewBuildHere(const BgddlJob *job)
 {
-	JobRun		run = {.job = *job};
-
-	run.rule_relid = run.content_oid = job->target_oid;
-	run.query_role = job->identity.owner_oid;
-	QueryJobBuildHere(&run, MatviewPublish);
+	QueryJobBuildHere(job, job->target_oid, job->target_oid, job->identity.owner_oid,
+					  MatviewPublish);
 	return job->target_oid;
 }
 
 static void
 MatviewDiscard(const BgddlJob *job, bool keep_target)
 {
+	QueryJobDiscard(job);
 	if (!keep_target)
 		PgRelationDrop(job->target_oid);
 }
 
+/* explain_ddl: CREATE MATERIALIZED VIEW ... AS query */
+static const char *
+MatviewExplain(Node *raw_statement, const char *query_string)
+{
+	CreateTableAsStmt *stmt;
+
+	if (!IsA(raw_statement, CreateTableAsStmt) ||
+		(stmt = (CreateTableAsStmt *) raw_statement)->objtype != OBJECT_MATVIEW)
+		return NULL;
+	return QueryJobExplain(stmt->query, query_string);
+}
+
 const KindRoutine kind_matview_routine = {
+	.name = "CREATE MATERIALIZED VIEW",
 	.stands_for = OBJECT_MATVIEW,
-	.kind = JOB_KIND_CREATE_MATVIEW,
 	.accepts = MatviewAccepts,
 	.validate = MatviewValidate,
 	.reserve = MatviewReserve,
+	.explain = MatviewExplain,
 	.start = MatviewStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
 	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
 	.cut_over = MatviewCutOver,
+	.paused = QueryJobPaused,
+	.keeps_on_table_of = QueryJobKeepsOnTableOf,
+	.cleanup = QueryJobCleanup,
 	.discard = MatviewDiscard,
 	.build_here = MatviewBuildHere,
 };

@@ -17,9 +17,9 @@
  *
  * The cut-over transaction finishes the content, builds copies of the
  * view's indexes on the hidden heap (readers still see the old content),
- * then takes ACCESS EXCLUSIVE on the view -- with the short lock timeout,
- * retried, so that readers queued behind it wait no longer than that --
- * and swaps the storage: a time independent of the view's size.
+ * then takes ACCESS EXCLUSIVE on the view (LockViewForSwap: readers never
+ * wait behind it longer than the lock timeout) and swaps the storage
+ * (pg_heap_swap.c): a time independent of the view's size.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +35,7 @@
 #include "executor/spi.h"
 #include "catalog/pg_am.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
@@ -44,14 +45,23 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "background_ddl.h"
 #include "catalog_access.h"
-#include "pg_citus.h"
-#include "pg_heap_swap.h"
-#include "kind.h"
+#include "catalog_job.h"
 #include "job_step.h"
+#include "kind.h"
 #include "kind_placeholder.h"
+#include "pg_citus.h"
+#include "pg_compat.h"
+#include "pg_heap_swap.h"
+#include "pg_relation.h"
 #include "query_job.h"
+#include "settings.h"
+
+/* The hidden heap's OID, in the job's kind_state */
+#define STATE_HIDDEN_OID	"hidden_oid"
+
+/* How long the cut-over asks for the view's lock without queueing */
+#define SWAP_LOCK_PATIENCE_MS	30000
 
 /* REFRESH ... WITH DATA; in the session if the view reads a Citus table */
 static KindAcceptance
@@ -170,90 +180,66 @@ RefreshReserve(KindSubmit *submit)
 													 get_rel_name(relid));
 }
 
-/*
- * The view's owner (REFRESH runs the query as the owner), and the hidden
- * heap, made now if it is not there yet (unless helper).  Caller is in a
- * transaction.
- */
-static void
-PrepareRefresh(JobRun *run, bool helper)
+/* The hidden heap, which receives the new content; InvalidOid: not made yet */
+static Oid
+HiddenHeap(const BgddlJob *job)
 {
-	Relation	matview = table_open(run->job.target_oid, AccessShareLock);
-
-	run->query_role = matview->rd_rel->relowner;
-	if (!helper &&
-		(!OidIsValid(run->job.hidden_oid) ||
-		 !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->job.hidden_oid))))
-	{
-		run->job.hidden_oid = PgHeapCreateLike(matview, CatalogRequire()->schema_oid,
-											   psprintf("refresh_%u", run->job.target_oid));
-		CatalogJobRecordHidden(run->job.id, run->job.hidden_oid);
-	}
-	table_close(matview, NoLock);
-	run->rule_relid = run->job.target_oid;
-	run->content_oid = run->job.hidden_oid;
+	return (Oid) CatalogKindStateInt(job->kind_state, STATE_HIDDEN_OID);
 }
 
+/*
+ * The hidden heap of the job, made now if it is not there yet (unless
+ * helper, which only uses it).  Caller is in a transaction.
+ */
+static Oid
+PrepareHiddenHeap(JobRun *run, Relation matview, bool helper)
+{
+	Oid			hidden_oid = HiddenHeap(&run->job);
+
+	if (helper || (OidIsValid(hidden_oid) &&
+				   SearchSysCacheExists1(RELOID, ObjectIdGetDatum(hidden_oid))))
+		return hidden_oid;
+	hidden_oid = PgHeapCreateLike(matview, CatalogRequire()->schema_oid,
+								  psprintf("refresh_%u", run->job.target_oid));
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_HIDDEN_OID, hidden_oid);
+	CatalogJobRecordKindState(&run->job);
+	return hidden_oid;
+}
+
+/*
+ * REFRESH runs the view's query as the view's owner, into the hidden heap
+ * (made now, the first time)
+ */
 static void
 RefreshStart(JobRun *run)
 {
+	Relation	matview;
+	Oid			hidden_oid;
+	Oid			owner;
+
 	JobStepBegin("background_ddl: preparing the refresh", STEP_READ_COMMITTED);
-	PrepareRefresh(run, run->helper);
+	matview = table_open(run->job.target_oid, AccessShareLock);
+	owner = matview->rd_rel->relowner;
+	hidden_oid = PrepareHiddenHeap(run, matview, run->helper);
+	table_close(matview, NoLock);
 	JobStepEnd();
-	QueryJobResume(run);
+	QueryJobStart(run, run->job.target_oid, hidden_oid, owner);
 }
 
 /*
- * ACCESS EXCLUSIVE on the view: in a worker, in attempts of lock_timeout,
- * retried; in the submitting session, as REFRESH takes it.
+ * ACCESS EXCLUSIVE on the view, to swap its storage: in a worker, as a job
+ * takes a lock that others use (JobStepLockRelation), so that readers of
+ * the view never wait behind the cut-over longer than the lock timeout.
+ * The cut-over has done its work by then, so it asks without queueing for
+ * as long as SWAP_LOCK_PATIENCE_MS (which costs nobody but the snapshot it
+ * holds) before it queues briefly; if the lock does not come, the worker
+ * gives its slot back and the cut-over is done again later.  In the
+ * submitting session, as REFRESH takes it.
  */
 static void
 LockViewForSwap(Oid relid)
 {
-	volatile long delay_ms = 10;
-
-	if (!IsBackgroundWorker)
-	{
-		LockRelationOid(relid, AccessExclusiveLock);
-		return;
-	}
-
-	for (;;)
-	{
-		MemoryContext context = CurrentMemoryContext;
-		volatile bool locked = true;
-
-		BeginInternalSubTransaction(NULL);
-		(void) set_config_option("lock_timeout", psprintf("%d", background_ddl_lock_timeout_ms),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-		PG_TRY();
-		{
-			LockRelationOid(relid, AccessExclusiveLock);
-		}
-		PG_CATCH();
-		{
-			ErrorData  *error;
-
-			MemoryContextSwitchTo(context);
-			error = CopyErrorData();
-			if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-				PG_RE_THROW();
-			FlushErrorState();
-			locked = false;
-		}
-		PG_END_TRY();
-		if (locked)
-		{
-			/* The subtransaction's lock passes to the cut-over's transaction */
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(context);
-			return;
-		}
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(context);
-		JobStepSleep(delay_ms);
-		delay_ms = Min(delay_ms * 2, 1000);
-	}
+	JobStepLockRelation(relid, AccessExclusiveLock, SWAP_LOCK_PATIENCE_MS);
 }
 
 /* Did the user write REFRESH ... CONCURRENTLY? */
@@ -276,8 +262,9 @@ WrittenConcurrently(const BgddlJob *job)
 static void
 CheckNoDuplicateRows(JobRun *run, Relation matview)
 {
-	char	   *hidden = quote_qualified_identifier(get_namespace_name(get_rel_namespace(run->content_oid)),
-													get_rel_name(run->content_oid));
+	QueryRun   *q = QueryRunOf(run);
+	char	   *hidden = quote_qualified_identifier(get_namespace_name(get_rel_namespace(q->content_oid)),
+													get_rel_name(q->content_oid));
 	CatalogAccess access;
 	SPIPlanPtr	plan;
 	char	   *duplicate = NULL;
@@ -290,13 +277,13 @@ CheckNoDuplicateRows(JobRun *run, Relation matview)
 								"AND newdata2.ctid OPERATOR(pg_catalog.<>) newdata.ctid)",
 								hidden, hidden, hidden), 0, NULL);
 	if (plan == NULL)
-		elog(ERROR, "could not prepare the duplicate check of background DDL job " INT64_FORMAT,
-			 run->job.id);
-	JobQueryBegin(run->query_role, false);
+		elog(ERROR, "could not prepare the duplicate check of background DDL job %lld",
+			 (long long) run->job.id);
+	JobQueryBegin(q->query_role, false);
 	/* Not read-only: it must see the rows this transaction just wrote */
 	if (SPI_execute_plan(plan, NULL, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "the duplicate check of background DDL job " INT64_FORMAT " failed",
-			 run->job.id);
+		elog(ERROR, "the duplicate check of background DDL job %lld failed",
+			 (long long) run->job.id);
 	if (SPI_processed > 0)
 		duplicate = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	JobQueryEnd();
@@ -344,15 +331,18 @@ RefreshPublish(JobRun *run, int64 rows)
 	matview = table_open(run->job.target_oid, NoLock);
 	if (concurrently)
 		CheckConcurrentRefresh(run, matview);
-	hidden = table_open(run->content_oid, AccessExclusiveLock);
+	hidden = table_open(QueryRunOf(run)->content_oid, AccessExclusiveLock);
 	PgHeapBuildIndexCopies(matview, hidden, concurrently, &old_indexes, &new_indexes);
 	table_close(hidden, NoLock);
 	table_close(matview, NoLock);
 
 	CatalogJobSetPhase(run->job.id, JOB_PHASE_CUTTING_OVER);
 	LockViewForSwap(run->job.target_oid);
-	PgHeapSwap(run->job.target_oid, run->content_oid, old_indexes, new_indexes);
+	PgHeapSwap(run->job.target_oid, QueryRunOf(run)->content_oid, old_indexes, new_indexes);
 	matview = table_open(run->job.target_oid, NoLock);
+	/* As REFRESH counts a swap of the view's storage */
+	pgstat_count_truncate(matview);
+	pgstat_count_heap_insert(matview, rows);
 	if (!RelationIsPopulated(matview))
 		SetMatViewPopulatedState(matview, true);
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
@@ -369,9 +359,12 @@ static Oid
 RefreshBuildHere(const BgddlJob *job)
 {
 	JobRun		run = {.job = *job};
+	Relation	matview = table_open(job->target_oid, AccessShareLock);
+	Oid			hidden_oid = PrepareHiddenHeap(&run, matview, false);
 
-	PrepareRefresh(&run, false);
-	QueryJobBuildHere(&run, RefreshPublish);
+	QueryJobBuildHere(&run.job, job->target_oid, hidden_oid, matview->rd_rel->relowner,
+					  RefreshPublish);
+	table_close(matview, NoLock);
 	return job->target_oid;
 }
 
@@ -379,22 +372,48 @@ RefreshBuildHere(const BgddlJob *job)
 static void
 RefreshDiscard(const BgddlJob *job, bool keep_target)
 {
-	if (OidIsValid(job->hidden_oid))
-		PgRelationDrop(job->hidden_oid);
+	QueryJobDiscard(job);
+	if (OidIsValid(HiddenHeap(job)))
+		PgRelationDrop(HiddenHeap(job));
+}
+
+/* explain_ddl: REFRESH MATERIALIZED VIEW */
+static const char *
+RefreshExplain(Node *raw_statement, const char *query_string)
+{
+	Relation	matview;
+	char	   *strategy;
+	char	   *reason;
+
+	if (!IsA(raw_statement, RefreshMatViewStmt))
+		return NULL;
+	matview = table_openrv(((RefreshMatViewStmt *) raw_statement)->relation, AccessShareLock);
+	if (matview->rd_rel->relkind != RELKIND_MATVIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a materialized view", RelationGetRelationName(matview))));
+	strategy = QueryJobStrategyAtSubmit(get_view_query(matview), RelationGetRelid(matview),
+										&reason);
+	table_close(matview, NoLock);
+	return strategy;
 }
 
 const KindRoutine kind_refresh_routine = {
+	.name = "REFRESH MATERIALIZED VIEW",
 	.stands_for = OBJECT_MATVIEW,
-	.kind = JOB_KIND_REFRESH_MATVIEW,
 	.accepts = RefreshAccepts,
 	.validate = RefreshValidate,
 	.reserve = RefreshReserve,
+	.explain = RefreshExplain,
 	.start = RefreshStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
 	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
 	.cut_over = RefreshCutOver,
+	.paused = QueryJobPaused,
+	.keeps_on_table_of = QueryJobKeepsOnTableOf,
+	.cleanup = QueryJobCleanup,
 	.discard = RefreshDiscard,
 	.build_here = RefreshBuildHere,
 };

@@ -14,6 +14,7 @@
 #include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "nodes/nodes.h"
 
 #if PG_VERSION_NUM >= 160000
 #define PgRelationOwnerCheck(relid, roleid) \
@@ -46,5 +47,22 @@
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
+
+/*
+ * A parse tree node of the expected type, or an error: castNode checks only
+ * in assert-enabled builds, and a statement re-read as the wrong node is
+ * undefined behaviour.
+ */
+static inline Node *
+BgddlCheckNodeTag(Node *node, NodeTag tag, const char *type_name)
+{
+	if (node == NULL || nodeTag(node) != tag)
+		elog(ERROR, "background_ddl: expected a %s node, found node type %d",
+			 type_name, node != NULL ? (int) nodeTag(node) : 0);
+	return node;
+}
+
+#define CheckedNode(type, node) \
+	((type *) BgddlCheckNodeTag((Node *) (node), T_##type, #type))
 
 #endif							/* BGDDL_COMPAT_H */

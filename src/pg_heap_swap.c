@@ -28,21 +28,28 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/multixact.h"
+#include "access/relation.h"
 #include "access/reloptions.h"
 #include "access/table.h"
+#include "access/toast_internals.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/heap.h"
 #include "catalog/index.h"
 #include "catalog/indexing.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/toasting.h"
 #include "commands/tablecmds.h"
 #include "common/string.h"
+#include "storage/predicate.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "pg_heap_swap.h"
@@ -169,11 +176,6 @@ PgHeapBuildIndexCopies(Relation matview, Relation hidden, bool concurrently,
 	}
 }
 
-/*
- * Swap the storage of two relations' pg_class rows: relfilenode, size
- * statistics and, for a heap, the TOAST link and the hidden heap's
- * relfrozenxid and relminmxid (which the first relation takes).
- */
 /* Exchange a field of form1 and form2 */
 #define SWAP_FIELD(type, field) \
 	do { \
@@ -181,43 +183,6 @@ PgHeapBuildIndexCopies(Relation matview, Relation hidden, bool concurrently,
 		form1->field = form2->field; \
 		form2->field = swapped_; \
 	} while (0)
-
-static void
-SwapStorage(Relation pg_class, Oid relid1, Oid relid2, bool with_toast)
-{
-	HeapTuple	tuple1 = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid1));
-	HeapTuple	tuple2 = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid2));
-	Form_pg_class form1;
-	Form_pg_class form2;
-	CatalogIndexState indstate;
-
-	if (!HeapTupleIsValid(tuple1) || !HeapTupleIsValid(tuple2))
-		elog(ERROR, "cache lookup failed for relation %u or %u", relid1, relid2);
-	form1 = (Form_pg_class) GETSTRUCT(tuple1);
-	form2 = (Form_pg_class) GETSTRUCT(tuple2);
-	if (form1->reltablespace != form2->reltablespace ||
-		form1->relpersistence != form2->relpersistence || form1->relam != form2->relam)
-		elog(ERROR, "relations %u and %u differ in tablespace, persistence or access method",
-			 relid1, relid2);
-
-	SWAP_FIELD(Oid, relfilenode);
-	SWAP_FIELD(int32, relpages);
-	SWAP_FIELD(float4, reltuples);
-	SWAP_FIELD(int32, relallvisible);
-	if (with_toast)
-	{
-		SWAP_FIELD(Oid, reltoastrelid);
-		SWAP_FIELD(TransactionId, relfrozenxid);
-		SWAP_FIELD(MultiXactId, relminmxid);
-	}
-
-	indstate = CatalogOpenIndexes(pg_class);
-	CatalogTupleUpdateWithInfo(pg_class, &tuple1->t_self, tuple1, indstate);
-	CatalogTupleUpdateWithInfo(pg_class, &tuple2->t_self, tuple2, indstate);
-	CatalogCloseIndexes(indstate);
-	heap_freetuple(tuple1);
-	heap_freetuple(tuple2);
-}
 
 /* A relation's TOAST table, or InvalidOid */
 static Oid
@@ -233,23 +198,9 @@ ToastOf(Oid relid)
 	return toast_oid;
 }
 
-/* Rename a TOAST table and its index (name, name_index) */
-static void
-RenameToast(Oid toast_oid, const char *name)
-{
-	Relation	toast = table_open(toast_oid, AccessExclusiveLock);
-	List	   *indexes = RelationGetIndexList(toast);
-
-	table_close(toast, NoLock);
-	RenameRelationInternal(toast_oid, name, true, false);
-	if (indexes != NIL)
-		RenameRelationInternal(linitial_oid(indexes), psprintf("%s_index", name), true, true);
-	CommandCounterIncrement();
-}
-
 /*
- * Make a TOAST table depend (internally) on its new owner, and name it
- * after it, as is the convention.
+ * Make a TOAST table depend (internally) on the relation it now belongs to,
+ * as swap_relation_files does when it swaps TOAST tables by their links
  */
 static void
 RelinkToast(Oid toast_oid, Oid owner_oid)
@@ -264,39 +215,177 @@ RelinkToast(Oid toast_oid, Oid owner_oid)
 	ObjectAddressSet(toast, RelationRelationId, toast_oid);
 	ObjectAddressSet(owner, RelationRelationId, owner_oid);
 	recordDependencyOn(&toast, &owner, DEPENDENCY_INTERNAL);
-	CommandCounterIncrement();
-	RenameToast(toast_oid, psprintf("pg_toast_%u", owner_oid));
+}
+
+/*
+ * Swap the storage of two relations: the counterpart of PostgreSQL 15's
+ * swap_relation_files() (commands/cluster.c, static there), which CLUSTER,
+ * VACUUM FULL and REFRESH use, step by step, for what we swap: two heaps
+ * (with their TOAST tables, by their links), or two indexes.  r1 is the
+ * relation that lives on with r2's storage; r2 is dropped after.  The
+ * differences from swap_relation_files are marked "Unlike".  Caller holds
+ * ACCESS EXCLUSIVE on both.
+ */
+static void
+SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, TransactionId frozen_xid,
+					MultiXactId cutoff_multi)
+{
+	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
+	HeapTuple	tuple1 = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(r1));
+	HeapTuple	tuple2 = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(r2));
+	Form_pg_class form1;
+	Form_pg_class form2;
+	Relation	rel1;
+	Relation	rel2;
+	bool		storage2_new;
+	CatalogIndexState indstate;
+
+	if (!HeapTupleIsValid(tuple1) || !HeapTupleIsValid(tuple2))
+		elog(ERROR, "cache lookup failed for relation %u or %u", r1, r2);
+	form1 = (Form_pg_class) GETSTRUCT(tuple1);
+	form2 = (Form_pg_class) GETSTRUCT(tuple2);
+
+	/* A mapped relation (a catalog) is swapped in the relation mapper: never ours */
+	if (!OidIsValid(form1->relfilenode) || !OidIsValid(form2->relfilenode))
+		elog(ERROR, "cannot swap the storage of mapped relation %u or %u", r1, r2);
+
+	/*
+	 * Unlike swap_relation_files, which swaps the tablespace, access method
+	 * and persistence too: ours are the same by construction (the hidden heap
+	 * is made like the view), and an ALTER of the view meanwhile fails the
+	 * cut-over here rather than being undone.
+	 */
+	if (form1->reltablespace != form2->reltablespace ||
+		form1->relpersistence != form2->relpersistence || form1->relam != form2->relam)
+		elog(ERROR, "relations %u and %u differ in tablespace, persistence or access method",
+			 r1, r2);
+
+	SWAP_FIELD(Oid, relfilenode);
+	if (swap_toast_links)
+		SWAP_FIELD(Oid, reltoastrelid);
+
+	/*
+	 * The relcache's subtransaction bookkeeping follows the storage, so that
+	 * RelationNeedsWAL() stays right under wal_level = minimal.  Unlike
+	 * swap_relation_files, whose new heap is always created in the current
+	 * transaction, the hidden heap may be older than this transaction (a
+	 * worker made it at the job's start): r1 is told that its storage is new
+	 * only if r2's was.
+	 */
+	rel1 = relation_open(r1, NoLock);
+	rel2 = relation_open(r2, NoLock);
+	storage2_new = rel2->rd_createSubid != InvalidSubTransactionId ||
+		rel2->rd_firstRelfilenodeSubid != InvalidSubTransactionId;
+	rel2->rd_createSubid = rel1->rd_createSubid;
+	rel2->rd_newRelfilenodeSubid = rel1->rd_newRelfilenodeSubid;
+	rel2->rd_firstRelfilenodeSubid = rel1->rd_firstRelfilenodeSubid;
+	if (storage2_new)
+		RelationAssumeNewRelfilenode(rel1);
+	relation_close(rel1, NoLock);
+	relation_close(rel2, NoLock);
+
+	/* r1 takes frozen_xid and cutoff_multi (an index has none) */
+	if (form1->relkind != RELKIND_INDEX)
+	{
+		form1->relfrozenxid = frozen_xid;
+		form1->relminmxid = cutoff_multi;
+	}
+
+	/* The statistics go with the storage */
+	SWAP_FIELD(int32, relpages);
+	SWAP_FIELD(float4, reltuples);
+	SWAP_FIELD(int32, relallvisible);
+
+	indstate = CatalogOpenIndexes(pg_class);
+	CatalogTupleUpdateWithInfo(pg_class, &tuple1->t_self, tuple1, indstate);
+	CatalogTupleUpdateWithInfo(pg_class, &tuple2->t_self, tuple2, indstate);
+	CatalogCloseIndexes(indstate);
+
+	/* TOAST tables swapped by their links: their dependencies follow */
+	if (swap_toast_links)
+	{
+		RelinkToast(form1->reltoastrelid, r1);
+		RelinkToast(form2->reltoastrelid, r2);
+	}
+
+	InvokeObjectPostAlterHookArg(RelationRelationId, r1, 0, InvalidOid, true);
+	InvokeObjectPostAlterHookArg(RelationRelationId, r2, 0, InvalidOid, true);
+
+	heap_freetuple(tuple1);
+	heap_freetuple(tuple2);
+	table_close(pg_class, RowExclusiveLock);
+
+	/* No smgr reference to the swapped files may outlive the swap */
+	RelationCloseSmgrByOid(r1);
+	RelationCloseSmgrByOid(r2);
 }
 
 /*
  * Swap the storage of a materialized view and its indexes with the hidden
  * heap's and its index copies (from PgHeapBuildIndexCopies), then drop the
- * hidden heap, which now holds the old storage.  Caller holds ACCESS
- * EXCLUSIVE on both relations.
+ * hidden heap, which now holds the old storage: the counterpart of
+ * PostgreSQL 15's finish_heap_swap() as REFRESH calls it, but for the
+ * indexes, which it rebuilds under the lock (reindex_relation) and we swap
+ * with copies built before.  As reindex_index does for each index, nothing
+ * may be using one, and its predicate locks move to the view.  Caller holds
+ * ACCESS EXCLUSIVE on both relations.
  */
 void
 PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes)
 {
-	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
-	Oid			matview_toast = ToastOf(matview_oid);
-	Oid			hidden_toast = ToastOf(hidden_oid);
+	Relation	matview = table_open(matview_oid, NoLock);
+	HeapTuple	hidden_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(hidden_oid));
+	TransactionId frozen_xid;
+	MultiXactId cutoff_multi;
+	Oid			toast_oid;
 	ListCell   *old_cell;
 	ListCell   *new_cell;
 	ObjectAddress hidden;
 
-	SwapStorage(pg_class, matview_oid, hidden_oid, true);
+	CheckTableNotInUse(matview, "REFRESH MATERIALIZED VIEW");
+	table_close(matview, NoLock);
+	foreach(old_cell, old_indexes)
+	{
+		Relation	index = index_open(lfirst_oid(old_cell), AccessExclusiveLock);
+
+		CheckTableNotInUse(index, "REFRESH MATERIALIZED VIEW");
+		TransferPredicateLocksToHeapRelation(index);
+		index_close(index, NoLock);
+	}
+
+	/*
+	 * The view gets the hidden heap's own relfrozenxid and relminmxid: its
+	 * rows were inserted by ordinary, earlier transactions.  (REFRESH passes
+	 * RecentXmin, which is right for its heap, written frozen; for ours it
+	 * would be a lie, and VACUUM and CLOG truncation would later corrupt the
+	 * view.)
+	 */
+	if (!HeapTupleIsValid(hidden_tuple))
+		elog(ERROR, "cache lookup failed for relation %u", hidden_oid);
+	frozen_xid = ((Form_pg_class) GETSTRUCT(hidden_tuple))->relfrozenxid;
+	cutoff_multi = ((Form_pg_class) GETSTRUCT(hidden_tuple))->relminmxid;
+	ReleaseSysCache(hidden_tuple);
+
+	SwapRelationStorage(matview_oid, hidden_oid, true, frozen_xid, cutoff_multi);
 	forboth(old_cell, old_indexes, new_cell, new_indexes)
-		SwapStorage(pg_class, lfirst_oid(old_cell), lfirst_oid(new_cell), false);
-	table_close(pg_class, RowExclusiveLock);
+		SwapRelationStorage(lfirst_oid(old_cell), lfirst_oid(new_cell), false,
+							InvalidTransactionId, InvalidMultiXactId);
 	CommandCounterIncrement();
 
-	/* The TOAST tables changed owners: their dependencies and names follow */
-	if (OidIsValid(matview_toast))
-		RenameToast(matview_toast, psprintf("pg_toast_%u_old", hidden_oid));
-	RelinkToast(hidden_toast, matview_oid);
-	RelinkToast(matview_toast, hidden_oid);
-
+	/* The hidden heap now holds the old storage, TOAST table and indexes */
 	ObjectAddressSet(hidden, RelationRelationId, hidden_oid);
 	performDeletion(&hidden, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
 	CommandCounterIncrement();
+
+	/* As finish_heap_swap: the view's TOAST table is named after the view */
+	toast_oid = ToastOf(matview_oid);
+	if (OidIsValid(toast_oid))
+	{
+		Oid			toast_index = toast_get_valid_index(toast_oid, NoLock);
+
+		RenameRelationInternal(toast_oid, psprintf("pg_toast_%u", matview_oid), true, false);
+		RenameRelationInternal(toast_index, psprintf("pg_toast_%u_index", matview_oid),
+							   true, true);
+		CommandCounterIncrement();
+	}
 }

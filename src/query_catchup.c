@@ -39,9 +39,10 @@
  */
 #include "postgres.h"
 
-#include "access/heapam.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/rel.h"
 
 #include "query_backfill.h"
@@ -257,7 +258,7 @@ RecomputeSources(const QueryCatchUpTarget *target, ItemPointer sources, int nsou
 	Index		driving_rtindex;
 
 	for (int i = 0; i < noutputs; i++)
-		simple_heap_delete(target->content, &outputs[i]);
+		simple_table_tuple_delete(target->content, &outputs[i], GetActiveSnapshot());
 	CommandCounterIncrement();
 
 	JobQueryBegin(target->query_role, true);

@@ -22,7 +22,6 @@ typedef struct QueryDecomposition
 
 #define STRATEGY_CTID_CHUNKS	"ctid chunks"
 #define STRATEGY_PARTIAL_AGGREGATION	"partial aggregation"
-#define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
 
 extern void QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
 						   QueryDecomposition *result);

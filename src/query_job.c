@@ -8,15 +8,20 @@
  * content relation (content_oid), then publish it.  This file runs that
  * computation in the phases of kind.h:
  *
- *	plan		query_decompose.c decides: chunks of a driving table, or one batch
- *	backfill	install the capture triggers (capture_trigger.c), recording the
- *				driving table's size under the lock that installs them;
+ *	plan		query_decompose.c decides: chunks of a driving table, or one
+ *				batch
+ *	backfill	install the capture triggers (capture_trigger.c), recording
+ *				the driving table's size under the lock that installs them;
  *				then one step per chunk, each checkpointed
- *	catch up	passes over the dirty log (query_catchup.c), until the backlog is
- *				small
- *	cut over	(QueryJobFinalize, inside the kind's cut-over step) the last
- *				marks at the cut-over snapshot, or, for one batch or after a
- *				change the log could not pin to rows, the whole query
+ *	catch up	passes over the dirty log (query_catchup.c), until the
+ *				backlog is small
+ *	cut over	the last marks at the cut-over snapshot, or, for one batch or
+ *				after a change the log could not pin to rows, the whole query;
+ *				then the kind publishes the content, in the same transaction
+ *	clean up	after the end: drop the capture triggers
+ *
+ * and, when the job fails or is cancelled, removes what every query job
+ * leaves (QueryJobDiscard) before the kind removes its own objects.
  *
  * Before every step the sources are checked: a dropped target ends the job;
  * a rewritten driving table or content relation (every tuple id changed)
@@ -45,6 +50,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/analyze.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
 #include "rewrite/rewriteHandler.h"
@@ -63,20 +69,21 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "background_ddl.h"
-#include "query_backfill.h"
-#include "capture_trigger.h"
-#include "query_catchup.h"
 #include "capture_log.h"
-#include "pg_compat.h"
-#include "query_decompose.h"
+#include "capture_trigger.h"
+#include "catalog_job.h"
+#include "job_shmem.h"
 #include "job_step.h"
-#include "query_partial_agg.h"
-#include "kind_placeholder.h"
+#include "pg_compat.h"
+#include "pg_relation.h"
+#include "query_backfill.h"
+#include "query_catchup.h"
+#include "query_decompose.h"
 #include "query_functions.h"
 #include "query_job.h"
+#include "query_partial_agg.h"
 #include "query_view_pullup.h"
-#include "job_shmem.h"
+#include "settings.h"
 
 #define CHUNK_BLOCKS_INITIAL	64
 #define CHUNK_BLOCKS_MAX		(1 << 20)
@@ -191,6 +198,71 @@ QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
 }
 
 /* The relfilenodes of the given relations (taking ACCESS SHARE on each) */
+/*
+ * explain_ddl of a query (the SELECT of a statement, not analysed yet): the
+ * strategy its job would use, as the calling role; NULL if it is not a
+ * plain SELECT.
+ */
+const char *
+QueryJobExplain(Node *raw_select, const char *query_string)
+{
+	RawStmt    *raw = makeNode(RawStmt);
+	Query	   *query;
+	char	   *reason;
+
+	if (raw_select == NULL || !IsA(raw_select, SelectStmt))
+		return NULL;
+	/* SELECT ... INTO is CREATE TABLE AS */
+	raw_select = copyObject(raw_select);
+	((SelectStmt *) raw_select)->intoClause = NULL;
+	raw->stmt = raw_select;
+	query = parse_analyze_fixedparams(raw, query_string, NULL, 0, NULL);
+	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
+		return NULL;
+	return QueryJobStrategyAtSubmit(query, InvalidOid, &reason);
+}
+
+/*
+ * The query run's state that lives with the job (its kind_state), read at
+ * the start of a run and written with the job's row
+ */
+#define STATE_DRIVING_OID		"driving_oid"
+#define STATE_STAGING_OID		"staging_oid"
+#define STATE_CONTENT_FILENODE	"content_filenode"
+#define STATE_CATCHUP_PASSES	"catchup_passes"
+
+static void
+ReadQueryState(JobRun *run)
+{
+	QueryRun   *q = QueryRunOf(run);
+	const Jsonb *state = run->job.kind_state;
+
+	q->driving_oid = (Oid) CatalogKindStateInt(state, STATE_DRIVING_OID);
+	q->staging_oid = (Oid) CatalogKindStateInt(state, STATE_STAGING_OID);
+	q->content_filenode = (Oid) CatalogKindStateInt(state, STATE_CONTENT_FILENODE);
+	q->catchup_passes = (int32) CatalogKindStateInt(state, STATE_CATCHUP_PASSES);
+}
+
+/* Put the query run's state into the job's kind_state (before recording it) */
+static void
+WriteQueryState(JobRun *run)
+{
+	QueryRun   *q = QueryRunOf(run);
+
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_DRIVING_OID, q->driving_oid);
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_STAGING_OID, q->staging_oid);
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_CONTENT_FILENODE, q->content_filenode);
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_CATCHUP_PASSES, q->catchup_passes);
+}
+
+/* Has the job installed its capture (the chunked backfill has begun)? */
+static bool
+Captured(const QueryRun *q)
+{
+	return q->capture.job_id != 0;
+}
+
+/* The relfilenodes of the given relations (taking ACCESS SHARE on each) */
 static List *
 RelationFileNumbers(List *relids)
 {
@@ -230,11 +302,11 @@ JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
 	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
 
 	run->job.strategy = QueryStrategy(decomposition);
-	run->job.driving_oid = decomposition->driving_oid;
+	QueryRunOf(run)->driving_oid = decomposition->driving_oid;
 	MemoryContextSwitchTo(old_context);
 }
 
-static void CloseClaims(JobRun *run);
+static void CloseClaims(QueryRun *q);
 
 /*
  * The parts of [0, end_block) that no chunk covers, given the chunks ordered
@@ -274,40 +346,54 @@ UncoveredRanges(List *chunks, int64 end_block)
 }
 
 /*
- * Where a resumed job's backfill stands: after its last checkpointed chunk,
- * with the gaps below it to fill first.
+ * Set up a run of a query job: the query is the view rule of rule_relid,
+ * its rows go to content_oid, and it runs as query_role.  A resumed job's
+ * backfill goes on after its last checkpointed chunk, with the gaps below
+ * it to fill first.  Caller is between steps.
  */
 void
-QueryJobResume(JobRun *run)
+QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 {
+	QueryRun   *q = MemoryContextAllocZero(JobContext(), sizeof(QueryRun));
 	List	   *chunks;
 	ListCell   *lc;
 	MemoryContext old_context;
 
-	run->next_block = 0;
-	run->holes = NIL;
-	run->build_generation = 0;
-	run->catchup_batch_blocks = CATCHUP_BLOCKS_INITIAL;
-	if (run->job.capture_triggers == NIL || run->helper)
+	run->kind_run = q;
+	q->rule_relid = rule_relid;
+	q->content_oid = content_oid;
+	q->query_role = query_role;
+	q->chunk_blocks = CHUNK_BLOCKS_INITIAL;
+	q->catchup_batch_blocks = CATCHUP_BLOCKS_INITIAL;
+	ReadQueryState(run);
+
+	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
+	old_context = MemoryContextSwitchTo(JobContext());
+	(void) CaptureRowLoad(run->job.id, &q->capture);
+	MemoryContextSwitchTo(old_context);
+	JobStepEnd();
+	if (!Captured(q) || run->helper)
 		return;
+
 	/* Helpers of a worker before us may still be in their chunks */
-	CloseClaims(run);
+	CloseClaims(q);
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
 	chunks = CaptureChunkRanges(run->job.id);
 	foreach(lc, chunks)
-		run->next_block = Max(run->next_block, ((ChunkRange *) lfirst(lc))->end_block);
+		q->next_block = Max(q->next_block, ((ChunkRange *) lfirst(lc))->end_block);
 	old_context = MemoryContextSwitchTo(JobContext());
-	run->holes = UncoveredRanges(chunks, run->next_block);
+	q->holes = UncoveredRanges(chunks, q->next_block);
 	MemoryContextSwitchTo(old_context);
 	JobStepEnd();
 	JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
-						 run->job.rows_total, false);
+					   run->job.rows_total, false);
 }
 
 /* Decide how the job's content is computed, and record it */
 void
 QueryJobPlan(JobRun *run)
 {
+	QueryRun   *q = QueryRunOf(run);
 	Relation	rule_relation;
 	Query	   *query;
 	QueryDecomposition decomposition;
@@ -315,22 +401,20 @@ QueryJobPlan(JobRun *run)
 	JobStepHoldPoint("planning");
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
 	CatalogJobSetPhase(run->job.id, JOB_PHASE_PLANNING);
-	rule_relation = table_open(run->rule_relid, AccessShareLock);
-	JobQueryBegin(run->query_role, false);
-	query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
-	QueryDecompose(query, run->rule_relid, run->query_role, InvalidOid,
-				   &decomposition);
+	rule_relation = table_open(q->rule_relid, AccessShareLock);
+	JobQueryBegin(q->query_role, false);
+	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+	QueryDecompose(query, q->rule_relid, q->query_role, InvalidOid, &decomposition);
 	run->job.rows_total = QueryEstimateRows(query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 
 	JobSetStrategy(run, &decomposition);
-	run->job.chunk_blocks = CHUNK_BLOCKS_INITIAL;
-	run->job.blocks_total = 0;
-	run->job.target_filenode = RelationFileNumberOf(run->content_oid);
+	q->content_filenode = RelationFileNumberOf(q->content_oid);
+	WriteQueryState(run);
 	CatalogJobRecordPlan(&run->job);
 	JobPublishProgress(0, 0, run->job.progress, run->job.rows_total,
-						 !OidIsValid(run->job.driving_oid));
+					   !OidIsValid(q->driving_oid));
 	JobStepEnd();
 }
 
@@ -344,17 +428,17 @@ QueryJobPlan(JobRun *run)
 static void
 InstallCaptureStep(JobRun *run)
 {
-	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	QueryRun   *q = QueryRunOf(run);
+	Relation	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	Query	   *query;
 	QueryDecomposition decomposition;
-	CaptureTriggers triggers;
 	Relation	driving;
 	Query	   *chunk_query = NULL;
+	MemoryContext old_context;
 
-	JobQueryBegin(run->query_role, false);
-	query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
-	QueryDecompose(query, run->rule_relid, run->query_role, run->job.driving_oid,
-				   &decomposition);
+	JobQueryBegin(q->query_role, false);
+	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+	QueryDecompose(query, q->rule_relid, q->query_role, q->driving_oid, &decomposition);
 	if (decomposition.partial)
 		chunk_query = QueryPartialAggChunk(query);
 	JobQueryEnd();
@@ -363,49 +447,43 @@ InstallCaptureStep(JobRun *run)
 	if (decomposition.driving_rtindex == 0)
 	{
 		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT " runs in one batch: %s",
-						run->job.id, decomposition.reason)));
+				(errmsg("background DDL job %lld runs in one batch: %s",
+						(long long) run->job.id, decomposition.reason)));
 		JobSetStrategy(run, &decomposition);
+		WriteQueryState(run);
 		CatalogJobRecordPlan(&run->job);
 		return;
 	}
 
+	old_context = MemoryContextSwitchTo(JobContext());
 	CaptureInstall(run->job.id, run->job.target_oid, decomposition.relids,
-				   decomposition.driving_oid, &triggers);
+				   decomposition.driving_oid, &q->capture);
+	MemoryContextSwitchTo(old_context);
 	driving = table_open(decomposition.driving_oid, NoLock);
-	run->job.blocks_total = RelationGetNumberOfBlocks(driving);
+	run->job.work_total = RelationGetNumberOfBlocks(driving);
 	table_close(driving, NoLock);
-	run->job.capture_relids = JobList(decomposition.relids);
-	run->job.capture_filenodes = JobList(RelationFileNumbers(decomposition.relids));
-	run->job.capture_triggers = JobList(triggers.trigger_oids);
-	run->job.capture_trigger_xmins = JobList(triggers.trigger_xmins);
-	run->job.cleanup_pending = true;
 	if (chunk_query != NULL)
-		run->job.staging_oid = QueryPartialAggCreateStaging(run->job.id, chunk_query, run->query_role,
-													   get_rel_tablespace(run->content_oid));
-	CatalogJobRecordCapture(&run->job);
-}
-
-/* The job's capture triggers, as capture_trigger.c takes them */
-static CaptureTriggers
-JobTriggers(const JobRun *run)
-{
-	CaptureTriggers triggers = {run->job.capture_triggers, run->job.capture_trigger_xmins};
-
-	return triggers;
+		q->staging_oid = QueryPartialAggCreateStaging(run->job.id, chunk_query, q->query_role,
+													  get_rel_tablespace(q->content_oid));
+	WriteQueryState(run);
+	CatalogJobRecordKindState(&run->job);
+	CatalogJobSetCleanupPending(run->job.id, true);
+	run->job.cleanup_pending = true;
 }
 
 /* Record, once per worker, that the cut-over must recompute everything */
 static void
 MarkWholeTable(JobRun *run, const char *why)
 {
-	if (run->whole_table_marked)
+	QueryRun   *q = QueryRunOf(run);
+
+	if (q->whole_table_marked)
 		return;
 	ereport(LOG,
-			(errmsg("background DDL job " INT64_FORMAT ": %s; the result will be recomputed at cut-over",
-					run->job.id, why)));
+			(errmsg("background DDL job %lld: %s; the result will be recomputed at cut-over",
+					(long long) run->job.id, why)));
 	CaptureMarkWholeTable(run->job.id);
-	run->whole_table_marked = true;
+	q->whole_table_marked = true;
 }
 
 /*
@@ -417,7 +495,7 @@ static bool
 ContentWasReset(const JobRun *run, Relation content)
 {
 	/* Partial aggregation fills the content at the cut-over only */
-	return !OidIsValid(run->job.staging_oid) &&
+	return !OidIsValid(QueryRunOf(run)->staging_oid) &&
 		content->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED &&
 		run->job.rows_done > 0 && RelationGetNumberOfBlocks(content) == 0;
 }
@@ -430,7 +508,7 @@ ContentWasReset(const JobRun *run, Relation content)
  * The query's relations are those its view rule depends on.
  */
 static void
-LockSources(const JobRun *run)
+LockSources(const QueryRun *q)
 {
 	HeapTuple	rule_tuple;
 	Oid			rule_oid;
@@ -439,7 +517,7 @@ LockSources(const JobRun *run)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 
-	rule_tuple = SearchSysCache2(RULERELNAME, ObjectIdGetDatum(run->rule_relid),
+	rule_tuple = SearchSysCache2(RULERELNAME, ObjectIdGetDatum(q->rule_relid),
 								 CStringGetDatum(ViewSelectRuleName));
 	if (!HeapTupleIsValid(rule_tuple))
 		return;					/* gone: the caller finds out */
@@ -457,7 +535,7 @@ LockSources(const JobRun *run)
 		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
 
 		if (dependency->refclassid == RelationRelationId &&
-			dependency->refobjid != run->rule_relid)
+			dependency->refobjid != q->rule_relid)
 			LockRelationOid(dependency->refobjid, AccessShareLock);
 	}
 	systable_endscan(scan);
@@ -473,19 +551,21 @@ LockSources(const JobRun *run)
 static void
 CheckCapturePrivileges(const JobRun *run)
 {
+	const QueryRun *q = QueryRunOf(run);
 	ListCell   *lc;
 
-	foreach(lc, run->job.capture_relids)
+	foreach(lc, q->capture.relids)
 	{
 		Oid			relid = lfirst_oid(lc);
 
-		if (!PgRelationOwnerCheck(relid, run->query_role) &&
-			pg_class_aclcheck(relid, run->query_role, ACL_TRIGGER) != ACLCHECK_OK)
+		if (!PgRelationOwnerCheck(relid, q->query_role) &&
+			pg_class_aclcheck(relid, q->query_role, ACL_TRIGGER) != ACLCHECK_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied for table %s", get_rel_name(relid)),
-					 errdetail("Background DDL job " INT64_FORMAT " captures the changes of the table, which needs the TRIGGER privilege that role %s no longer has.",
-							   run->job.id, GetUserNameFromId(run->query_role, false))));
+					 errdetail("Background DDL job %lld captures the changes of the table, which needs the TRIGGER privilege that role %s no longer has.",
+							   (long long) run->job.id,
+							   GetUserNameFromId(q->query_role, false))));
 	}
 }
 
@@ -497,7 +577,7 @@ static void
 SourcesStepBegin(JobRun *run, const char *activity, bool repeatable_read)
 {
 	JobStepBegin(activity, repeatable_read ? STEP_REPEATABLE_READ_LATER : STEP_NO_SNAPSHOT);
-	LockSources(run);
+	LockSources(QueryRunOf(run));
 	JobStepTakeSnapshot();
 }
 
@@ -509,27 +589,27 @@ SourcesStepBegin(JobRun *run, const char *activity, bool repeatable_read)
 static JobStepResult
 CheckSources(JobRun *run)
 {
+	QueryRun   *q = QueryRunOf(run);
 	ListCell   *relid_cell;
 	ListCell   *filenode_cell;
 	List	   *filenodes = NIL;
 	bool		other_rewritten = false;
 	Relation	content;
 
-	LockSources(run);
+	LockSources(q);
 	if (!JobRunTargetExists(run) ||
-		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(run->content_oid)))
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(q->content_oid)))
 		return JOB_STEP_TARGET_GONE;
 	CheckCapturePrivileges(run);
-	content = relation_open(run->content_oid, AccessShareLock);
-	if (PgRelFileNumber(content) != run->job.target_filenode ||
-		ContentWasReset(run, content))
+	content = relation_open(q->content_oid, AccessShareLock);
+	if (PgRelFileNumber(content) != q->content_filenode || ContentWasReset(run, content))
 	{
 		relation_close(content, NoLock);
 		return JOB_STEP_RESTART;
 	}
 	relation_close(content, NoLock);
 
-	forboth(relid_cell, run->job.capture_relids, filenode_cell, run->job.capture_filenodes)
+	forboth(relid_cell, q->capture.relids, filenode_cell, q->capture.filenodes)
 	{
 		Oid			relid = lfirst_oid(relid_cell);
 		Relation	rel = try_relation_open(relid, AccessShareLock);
@@ -542,30 +622,23 @@ CheckSources(JobRun *run)
 		filenodes = lappend_oid(filenodes, filenode);
 		if (filenode == lfirst_oid(filenode_cell))
 			continue;
-		if (relid == run->job.driving_oid)
+		if (relid == q->driving_oid)
 			return JOB_STEP_RESTART;
 		other_rewritten = true;
 	}
 	if (run->helper)
 	{
-		CaptureTriggers triggers = JobTriggers(run);
-
 		/* Anything to record is the job's first worker's to do */
-		return other_rewritten || !CaptureIntact(&triggers) ? JOB_STEP_RESTART : JOB_STEP_MORE;
+		return other_rewritten || !CaptureIntact(&q->capture) ? JOB_STEP_RESTART : JOB_STEP_MORE;
 	}
 	if (other_rewritten)
 	{
 		MarkWholeTable(run, "a base table was rewritten");
-		run->job.capture_filenodes = JobList(filenodes);
-		CatalogJobRecordCapture(&run->job);
+		q->capture.filenodes = JobList(filenodes);
+		CaptureRowSetFilenodes(run->job.id, filenodes);
 	}
-	if (!run->whole_table_marked)
-	{
-		CaptureTriggers triggers = JobTriggers(run);
-
-		if (!CaptureIntact(&triggers))
-			MarkWholeTable(run, "a capture trigger was changed, disabled or dropped");
-	}
+	if (!q->whole_table_marked && !CaptureIntact(&q->capture))
+		MarkWholeTable(run, "a capture trigger was changed, disabled or dropped");
 	return JOB_STEP_MORE;
 }
 
@@ -577,38 +650,42 @@ CheckSources(JobRun *run)
 static void
 RestartBuild(JobRun *run)
 {
-	Relation	content = table_open(run->content_oid, AccessExclusiveLock);
-	Relation	driving = table_open(run->job.driving_oid, AccessShareLock);
+	QueryRun   *q = QueryRunOf(run);
+	Relation	content = table_open(q->content_oid, AccessExclusiveLock);
+	Relation	driving = table_open(q->driving_oid, AccessShareLock);
 
 	if (ContentWasReset(run, content))
 		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT ": crash recovery emptied the unlogged \"%s\", restarting the backfill",
-						run->job.id, RelationGetRelationName(content))));
-	else if (PgRelFileNumber(content) != run->job.target_filenode)
+				(errmsg("background DDL job %lld: crash recovery emptied the unlogged \"%s\", restarting the backfill",
+						(long long) run->job.id, RelationGetRelationName(content))));
+	else if (PgRelFileNumber(content) != q->content_filenode)
 		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT ": \"%s\" was rewritten, restarting the backfill",
-						run->job.id, RelationGetRelationName(content))));
+				(errmsg("background DDL job %lld: \"%s\" was rewritten, restarting the backfill",
+						(long long) run->job.id, RelationGetRelationName(content))));
 	else
 		ereport(LOG,
-				(errmsg("background DDL job " INT64_FORMAT ": table \"%s\" was rewritten, restarting the backfill",
-						run->job.id, RelationGetRelationName(driving))));
+				(errmsg("background DDL job %lld: table \"%s\" was rewritten, restarting the backfill",
+						(long long) run->job.id, RelationGetRelationName(driving))));
 	PgRelationTruncate(content);
-	if (OidIsValid(run->job.staging_oid))
+	if (OidIsValid(q->staging_oid))
 	{
-		Relation	staging = table_open(run->job.staging_oid, AccessExclusiveLock);
+		Relation	staging = table_open(q->staging_oid, AccessExclusiveLock);
 
 		PgRelationTruncate(staging);
 		table_close(staging, NoLock);
 	}
 	CaptureRestart(run->job.id);
-	run->job.capture_filenodes = JobList(RelationFileNumbers(run->job.capture_relids));
-	run->job.blocks_total = RelationGetNumberOfBlocks(driving);
-	run->job.target_filenode = PgRelFileNumber(content);
+	q->capture.filenodes = JobList(RelationFileNumbers(q->capture.relids));
+	CaptureRowSetFilenodes(run->job.id, q->capture.filenodes);
+	run->job.work_total = RelationGetNumberOfBlocks(driving);
+	q->content_filenode = PgRelFileNumber(content);
+	q->catchup_passes = 0;
+	WriteQueryState(run);
 	CatalogJobRestartBuild(&run->job);
 	table_close(driving, NoLock);
 	table_close(content, NoLock);
-	run->next_block = 0;
-	run->holes = NIL;
+	q->next_block = 0;
+	q->holes = NIL;
 	JobPublishProgress(0, 0, run->job.progress, run->job.rows_total, false);
 }
 
@@ -617,10 +694,10 @@ RestartBuild(JobRun *run)
  * (the other workers' chunks commit, or are given up).
  */
 static void
-CloseClaims(JobRun *run)
+CloseClaims(QueryRun *q)
 {
 	JobClaimsClose();
-	run->build_generation = 0;
+	q->build_generation = 0;
 	pgstat_report_activity(STATE_RUNNING, "background_ddl: waiting for the job's other workers");
 	while (JobChunksInFlight() > 0)
 	{
@@ -635,7 +712,7 @@ CloseClaims(JobRun *run)
 static JobStepResult
 RestartBuildStep(JobRun *run)
 {
-	CloseClaims(run);
+	CloseClaims(QueryRunOf(run));
 	JobStepBegin("background_ddl: restarting the backfill", STEP_READ_COMMITTED);
 	if (!JobRunTargetExists(run))
 	{
@@ -653,96 +730,37 @@ RestartBuildStep(JobRun *run)
  * none is left to take.
  */
 static bool
-TakeChunk(JobRun *run, ChunkRange *range)
+TakeChunk(QueryRun *q, ChunkRange *range)
 {
-	if (run->holes != NIL)
+	if (q->holes != NIL)
 	{
-		ChunkRange *hole = linitial(run->holes);
+		ChunkRange *hole = linitial(q->holes);
 
 		range->start_block = hole->start_block;
-		range->end_block = Min(hole->end_block, hole->start_block + run->job.chunk_blocks);
+		range->end_block = Min(hole->end_block, hole->start_block + q->chunk_blocks);
 		hole->start_block = range->end_block;
 		if (hole->start_block >= hole->end_block)
-			run->holes = list_delete_first(run->holes);
+			q->holes = list_delete_first(q->holes);
 		return true;
 	}
-	return JobClaimChunk(run->build_generation, run->job.chunk_blocks,
-						   &range->start_block, &range->end_block);
-}
-
-/* The job's target batch time: its own (alter_ddl), or the server's */
-static int
-JobBatchTimeMs(const BgddlJob *job)
-{
-	return job->batch_time_ms > 0 ? job->batch_time_ms : background_ddl_batch_time_ms;
+	return JobClaimChunk(q->build_generation, q->chunk_blocks,
+						 &range->start_block, &range->end_block);
 }
 
 /*
- * The rate limit (alter_ddl), after this worker's chunk: the worker keeps a
- * schedule, its share of max_rate from the moment that share was set, and
- * waits until the rows it made since then are due, so that the time spent
- * outside the chunks (checkpoints, catalog updates) counts too.  A worker
- * that fell more than a second behind (it waited for a lock) starts a new
- * schedule rather than race to catch up.  The limits are read again every
- * second while it waits (alter_ddl takes effect at once), and a control
- * request (pause, cancel) ends the wait.  A worker that would wait longer
- * than JOB_GIVE_BACK_SECONDS gives its slot back until then: a slow job
- * must not hold a worker that other jobs could use.
+ * Compute one chunk and checkpoint it; caller is in a step.  Returns the
+ * chunk's rows, and in *seconds the time it took.
  */
-static void
-Throttle(JobRun *run)
+static uint64
+BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 {
-	for (;;)
-	{
-		double		share = run->job.max_rate / Max(JobWorkerCount(), 1);
-		TimestampTz now = GetCurrentTimestamp();
-		double		wait_seconds;
-
-		if (run->job.max_rate <= 0 || JobControlPending())
-		{
-			run->paced_rate = 0;
-			break;
-		}
-		if (share != run->paced_rate)
-		{
-			run->paced_rate = share;
-			run->paced_since = now - (TimestampTz) (run->chunk_seconds * 1000000.0);
-			run->paced_rows = 0;
-		}
-		if (run->chunk_rows > 0)
-		{
-			run->paced_rows += run->chunk_rows;
-			run->chunk_rows = 0;
-		}
-		wait_seconds = run->paced_rows / share - (now - run->paced_since) / 1000000.0;
-		if (wait_seconds < -1.0)
-		{
-			run->paced_since = now;
-			run->paced_rows = 0;
-		}
-		if (wait_seconds <= 0)
-			break;
-		if (wait_seconds > JOB_GIVE_BACK_SECONDS)
-			JobStepGiveBack(TimestampTzPlusMilliseconds(now, (int64) (wait_seconds * 1000)),
-							psprintf("the rate limit of %g rows/s (alter_ddl)", run->job.max_rate));
-		pgstat_report_activity(STATE_RUNNING, "background_ddl: throttled by max_rate");
-		JobStepSleep((long) (Min(wait_seconds, 1.0) * 1000) + 1);
-		JobStepBegin("background_ddl: throttled by max_rate (reading the limits)",
-					 STEP_READ_COMMITTED);
-		CatalogJobReadLimits(&run->job);
-		JobStepEnd();
-	}
-}
-
-/* Compute one chunk and checkpoint it; caller is in a step */
-static void
-BackfillChunk(JobRun *run, const ChunkRange *range)
-{
-	bool		partial = OidIsValid(run->job.staging_oid);
-	Relation	content = table_open(partial ? run->job.staging_oid : run->content_oid,
+	QueryRun   *q = QueryRunOf(run);
+	bool		partial = OidIsValid(q->staging_oid);
+	Relation	content = table_open(partial ? q->staging_oid : q->content_oid,
 									 RowExclusiveLock);
-	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	Relation	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	BgddlJob   *job = &run->job;
+	int64		blocks = range->end_block - range->start_block;
 	Query	   *query;
 	Index		driving_rtindex;
 	TidPair    *pairs;
@@ -750,54 +768,46 @@ BackfillChunk(JobRun *run, const ChunkRange *range)
 	uint64		rows;
 	instr_time	start_time;
 	instr_time	duration;
-	double		seconds;
-	double		scale;
+	double		allowed_rows;
 
 	INSTR_TIME_SET_CURRENT(start_time);
-	JobQueryBegin(run->query_role, true);
-	query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
-	driving_rtindex = QueryDrivingRtindex(query, job->driving_oid);
+	JobQueryBegin(q->query_role, true);
+	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+	driving_rtindex = QueryDrivingRtindex(query, q->driving_oid);
 	if (driving_rtindex == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the query of background DDL job " INT64_FORMAT " can no longer be split into batches",
-						job->id),
+				 errmsg("the query of background DDL job %lld can no longer be split into batches",
+						(long long) job->id),
 				 errdetail("Its driving table changed while the job was running.")));
 	if (partial)
 		query = QueryPartialAggChunk(query);
 	rows = QueryBackfillBlocks(content, query, driving_rtindex, partial, true,
-						  range->start_block, range->end_block, &pairs, &npairs);
+							   range->start_block, range->end_block, &pairs, &npairs);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
-	seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
+	*seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
 
-	CaptureChunkRecord(job->id, range, rows, job->attempts, seconds, CaptureTidMapEncode(pairs, npairs));
+	CaptureChunkRecord(job->id, range, rows, job->attempts, *seconds,
+					   CaptureTidMapEncode(pairs, npairs));
 
 	/*
-	 * Adapt this worker's chunk size toward the target batch time, and under
-	 * a rate limit toward the rows the limit allows it in that time (at least
-	 * a quarter of a second's: a throttled chunk is quick to compute, and the
-	 * fixed costs of a chunk, its commit first, must not eat the rate)
+	 * This worker's chunks grow or shrink toward the batch time, and under a
+	 * rate limit toward the rows the limit allows in that time
 	 */
-	scale = Min(4.0, Max(0.25, (JobBatchTimeMs(job) / 1000.0) / seconds));
-	job->chunk_blocks = (int32) Min((double) CHUNK_BLOCKS_MAX, Max(1.0, job->chunk_blocks * scale));
-	if (job->max_rate > 0 && rows > 0)
-	{
-		double		allowed_rows = job->max_rate * Max(JobBatchTimeMs(job) / 1000.0, 0.25) /
-			Max(JobWorkerCount(), 1);
-		double		rows_per_block = (double) rows / Max(range->end_block - range->start_block, 1);
-
-		job->chunk_blocks = (int32) Max(1.0, Min(job->chunk_blocks, allowed_rows / rows_per_block));
-	}
-	run->chunk_rows = rows;
-	run->chunk_seconds = seconds;
-	CatalogJobRecordChunk(job, rows, range->end_block - range->start_block,
-					   seconds / Max(range->end_block - range->start_block, 1) /
-					   Max(JobWorkerCount(), 1));
+	q->chunk_blocks = (int32) Min((double) CHUNK_BLOCKS_MAX,
+								  Max(1.0, q->chunk_blocks * JobRunBatchScale(job, *seconds)));
+	allowed_rows = JobRunRowsPerBatch(job);
+	if (allowed_rows > 0 && rows > 0)
+		q->chunk_blocks = (int32) Max(1.0, Min(q->chunk_blocks,
+											   allowed_rows / ((double) rows / Max(blocks, 1))));
+	CatalogJobRecordChunk(job, rows, blocks, q->chunk_blocks,
+						  *seconds / Max(blocks, 1) / Max(JobWorkerCount(), 1));
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);
 	JobPublishChunkDone(job->chunks_done, job->progress);
+	return rows;
 }
 
 /*
@@ -809,19 +819,21 @@ ChunkStep(JobRun *run, const char *activity)
 {
 	JobStepResult result;
 	ChunkRange	range;
+	uint64		rows = 0;
+	double		seconds = 0;
 
 	SourcesStepBegin(run, activity, false);
 	result = CheckSources(run);
 	if (result == JOB_STEP_MORE)
 	{
-		if (TakeChunk(run, &range))
-			BackfillChunk(run, &range);
+		if (TakeChunk(QueryRunOf(run), &range))
+			rows = BackfillChunk(run, &range, &seconds);
 		else
 			result = JOB_STEP_DONE;
 	}
 	JobStepEnd();
 	if (result == JOB_STEP_MORE)
-		Throttle(run);
+		JobRunPace(run, rows, seconds);
 	return result;
 }
 
@@ -833,20 +845,21 @@ ChunkStep(JobRun *run, const char *activity)
 static JobStepResult
 SettleBackfill(JobRun *run)
 {
+	QueryRun   *q = QueryRunOf(run);
 	List	   *holes;
 	MemoryContext old_context;
 
-	CloseClaims(run);
+	CloseClaims(q);
 	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
 	old_context = MemoryContextSwitchTo(JobContext());
-	holes = UncoveredRanges(CaptureChunkRanges(run->job.id), run->job.blocks_total);
+	holes = UncoveredRanges(CaptureChunkRanges(run->job.id), run->job.work_total);
 	MemoryContextSwitchTo(old_context);
 	CatalogJobReadProgress(&run->job);
 	JobStepEnd();
 	if (holes == NIL)
 		return JOB_STEP_DONE;
-	run->holes = holes;
-	run->next_block = run->job.blocks_total;	/* the rest is covered */
+	q->holes = holes;
+	q->next_block = run->job.work_total;	/* the rest is covered */
 	return JOB_STEP_MORE;
 }
 
@@ -859,25 +872,24 @@ SettleBackfill(JobRun *run)
 JobStepResult
 QueryJobBackfillStep(JobRun *run)
 {
+	QueryRun   *q = QueryRunOf(run);
 	JobStepResult result;
 
-	if (!OidIsValid(run->job.driving_oid))
+	if (!OidIsValid(q->driving_oid))
 		return JOB_STEP_DONE;
-	if (run->job.capture_triggers == NIL)
+	if (!Captured(q))
 	{
 		JobStepHoldPoint("installing capture");
 		JobRunLockingStep(run, InstallCaptureStep, JOB_PHASE_INSTALLING_CAPTURE,
 						  "background_ddl: installing capture");
-		JobStepBegin("background_ddl: backfilling", STEP_READ_COMMITTED);
-		CatalogJobSetPhase(run->job.id, JOB_PHASE_BACKFILLING);
-		JobStepEnd();
-		run->next_block = 0;
-		run->holes = NIL;
+		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
+		q->next_block = 0;
+		q->holes = NIL;
 		return JOB_STEP_MORE;
 	}
-	if (run->build_generation == 0)
+	if (q->build_generation == 0)
 	{
-		run->build_generation = JobClaimsOpen(run->next_block, run->job.blocks_total);
+		q->build_generation = JobClaimsOpen(q->next_block, run->job.work_total);
 		JobWakeScheduler(MyDatabaseId);
 	}
 
@@ -888,7 +900,7 @@ QueryJobBackfillStep(JobRun *run)
 	if (result == JOB_STEP_DONE)
 		return SettleBackfill(run);
 	if (result == JOB_STEP_TARGET_GONE)
-		CloseClaims(run);
+		CloseClaims(q);
 	return result;
 }
 
@@ -898,7 +910,7 @@ QueryJobBackfillStep(JobRun *run)
  * HELPER_QUIET_MARKS_PER_SECOND marks logged per second.
  */
 static bool
-CapturedTablesBusy(JobRun *run)
+CapturedTablesBusy(QueryRun *q)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	int64		marks;
@@ -908,18 +920,18 @@ CapturedTablesBusy(JobRun *run)
 	JobStepBegin("background_ddl: looking at the writers", STEP_READ_COMMITTED);
 	marks = CaptureMarksLogged();
 	JobStepEnd();
-	if (run->marks_logged_at == 0)
+	if (q->marks_logged_at == 0)
 	{
-		run->marks_logged = marks;
-		run->marks_logged_at = now;
+		q->marks_logged = marks;
+		q->marks_logged_at = now;
 		return false;
 	}
-	seconds = (now - run->marks_logged_at) / 1000000.0;
+	seconds = (now - q->marks_logged_at) / 1000000.0;
 	if (seconds < 1.0)
 		return false;
-	busy = (marks - run->marks_logged) / seconds > HELPER_QUIET_MARKS_PER_SECOND;
-	run->marks_logged = marks;
-	run->marks_logged_at = now;
+	busy = (marks - q->marks_logged) / seconds > HELPER_QUIET_MARKS_PER_SECOND;
+	q->marks_logged = marks;
+	q->marks_logged_at = now;
 	return busy;
 }
 
@@ -936,19 +948,20 @@ CapturedTablesBusy(JobRun *run)
 JobStepResult
 QueryJobHelpStep(JobRun *run)
 {
+	QueryRun   *q = QueryRunOf(run);
 	JobStepResult result;
 
-	if (!OidIsValid(run->job.driving_oid) || JobHelpersShouldLeave() ||
+	if (!OidIsValid(q->driving_oid) || !Captured(q) || JobHelpersShouldLeave() ||
 		(run->job.max_workers > 0 && JobWorkerCount() > run->job.max_workers))
 		return JOB_STEP_DONE;
-	if (CapturedTablesBusy(run))
+	if (CapturedTablesBusy(q))
 	{
 		JobHelpersBackOff(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HELPER_BACKOFF_MS));
 		return JOB_STEP_DONE;
 	}
-	if (run->build_generation == 0)
-		run->build_generation = JobBuildGeneration();
-	if (run->build_generation == 0)
+	if (q->build_generation == 0)
+		q->build_generation = JobBuildGeneration();
+	if (q->build_generation == 0)
 		return JOB_STEP_DONE;
 	result = ChunkStep(run, "background_ddl: backfilling a chunk (helping)");
 	return result == JOB_STEP_MORE ? JOB_STEP_MORE : JOB_STEP_DONE;
@@ -962,12 +975,12 @@ QueryJobHelpStep(JobRun *run)
 static int
 ProcessMarks(JobRun *run, BlockNumber from_block, BlockNumber to_block)
 {
-	Relation	content = table_open(OidIsValid(run->job.staging_oid) ?
-									 run->job.staging_oid : run->content_oid,
+	QueryRun   *q = QueryRunOf(run);
+	Relation	content = table_open(OidIsValid(q->staging_oid) ? q->staging_oid : q->content_oid,
 									 RowExclusiveLock);
-	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
-	QueryCatchUpTarget target = {run->job.id, content, rule_relation, run->query_role,
-	run->job.driving_oid, OidIsValid(run->job.staging_oid), run->job.blocks_total,
+	Relation	rule_relation = table_open(q->rule_relid, AccessShareLock);
+	QueryCatchUpTarget target = {run->job.id, content, rule_relation, q->query_role,
+		q->driving_oid, OidIsValid(q->staging_oid), Max(run->job.work_total, 0),
 	run->job.started_at};
 	int64		gained;
 	int			sources = QueryCatchUpBlocks(&target, from_block, to_block, &gained);
@@ -987,63 +1000,62 @@ ProcessMarks(JobRun *run, BlockNumber from_block, BlockNumber to_block)
 JobStepResult
 QueryJobCatchUp(JobRun *run)
 {
+	QueryRun   *q = QueryRunOf(run);
 	BlockNumber pass_blocks;
 	int64		backlog;
 	int64		backlog_at_start;
 	bool		whole_table;
 
-	if (!OidIsValid(run->job.driving_oid) || run->job.catchup_passes >= CATCHUP_MAX_PASSES)
+	if (!OidIsValid(q->driving_oid) || q->catchup_passes >= CATCHUP_MAX_PASSES)
 		return JOB_STEP_DONE;
 
 	JobStepHoldPoint("catching up");
-	run->job.catchup_passes++;
+	q->catchup_passes++;
+	WriteQueryState(run);
 	JobStepBegin("background_ddl: catching up", STEP_READ_COMMITTED);
 	CatalogJobSetPhase(run->job.id, JOB_PHASE_CATCHING_UP);
 	pass_blocks = CaptureLogBlocks();
 	whole_table = CaptureHasWholeTable(run->job.id);
 	backlog = whole_table ? 0 : CaptureBacklog(run->job.id);
 	backlog_at_start = backlog;
-	CatalogJobSetCounters(run->job.id, run->job.rows_done, backlog, run->job.catchup_passes);
+	CatalogJobRecordBacklog(&run->job, backlog);
 	JobStepEnd();
 	if (whole_table)
 		return JOB_STEP_DONE;
 
 	for (BlockNumber from_block = 0; from_block < pass_blocks;)
 	{
-		BlockNumber to_block = Min(pass_blocks, from_block + run->catchup_batch_blocks);
+		BlockNumber to_block = Min(pass_blocks, from_block + q->catchup_batch_blocks);
 		JobStepResult check;
 		instr_time	start_time;
 		instr_time	duration;
-		double		seconds;
 
 		INSTR_TIME_SET_CURRENT(start_time);
 		/* The marks it reads and the rows it recomputes share one snapshot */
 		SourcesStepBegin(run, "background_ddl: catching up", true);
 		JobStepHoldPoint("catch-up batch");
 		check = CheckSources(run);
-		if (check == JOB_STEP_MORE && !run->whole_table_marked)
+		if (check == JOB_STEP_MORE && !q->whole_table_marked)
 		{
 			backlog -= ProcessMarks(run, from_block, to_block);
-			CatalogJobSetCounters(run->job.id, run->job.rows_done, Max(backlog, 0),
-						   run->job.catchup_passes);
+			CatalogJobRecordBacklog(&run->job, Max(backlog, 0));
 		}
 		JobStepEnd();
 		if (check == JOB_STEP_RESTART)
 			return RestartBuildStep(run);
 		if (check != JOB_STEP_MORE)
 			return check;
-		if (run->whole_table_marked)
+		if (q->whole_table_marked)
 			return JOB_STEP_DONE;
 		JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
-							 run->job.rows_total, false);
+						   run->job.rows_total, false);
 
 		INSTR_TIME_SET_CURRENT(duration);
 		INSTR_TIME_SUBTRACT(duration, start_time);
-		seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
-		run->catchup_batch_blocks =
+		q->catchup_batch_blocks =
 			(int32) Min((double) CATCHUP_BLOCKS_MAX,
 						Max(1.0, (to_block - from_block) *
-							Min(4.0, Max(0.25, (JobBatchTimeMs(&run->job) / 1000.0) / seconds))));
+							JobRunBatchScale(&run->job, INSTR_TIME_GET_DOUBLE(duration))));
 		from_block = to_block;
 	}
 	return backlog_at_start > CATCHUP_FINAL_BACKLOG ? JOB_STEP_MORE : JOB_STEP_DONE;
@@ -1053,27 +1065,30 @@ QueryJobCatchUp(JobRun *run)
 static void
 EmptyContent(Relation content)
 {
-	TableScanDesc scan = table_beginscan(content, GetActiveSnapshot(), 0, NULL);
-	HeapTuple	tuple;
+	Snapshot	snapshot = GetActiveSnapshot();
+	TableScanDesc scan = table_beginscan(content, snapshot, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(content, NULL);
 
-	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
-		simple_heap_delete(content, &tuple->t_self);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		simple_table_tuple_delete(content, &slot->tts_tid, snapshot);
+	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
 	CommandCounterIncrement();
 }
 
 /*
- * The computing part of the cut-over, inside the kind's cut-over step
- * (REPEATABLE READ): afterwards the content relation holds exactly the
- * query's result at this transaction's snapshot.  A chunked job processes
- * its last marks; a one-batch job, or one whose capture missed something,
- * computes the whole query here.  Caller holds RowExclusiveLock on the
- * content relation.  *rows: the result's row count.
+ * The computing part of the cut-over, inside its step (REPEATABLE READ):
+ * afterwards the content relation holds exactly the query's result at this
+ * transaction's snapshot.  A chunked job processes its last marks; a
+ * one-batch job, or one whose capture missed something, computes the whole
+ * query here.  Caller holds RowExclusiveLock on the content relation.
+ * *rows: the result's row count.
  */
-JobStepResult
-QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
+static JobStepResult
+Finalize(JobRun *run, Relation content, int64 *rows)
 {
-	bool		recompute_all = !OidIsValid(run->job.driving_oid);
+	QueryRun   *q = QueryRunOf(run);
+	bool		recompute_all = !OidIsValid(q->driving_oid);
 
 	*rows = run->job.rows_done;
 	if (!recompute_all)
@@ -1082,7 +1097,7 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 
 		if (check != JOB_STEP_MORE)
 			return check;
-		recompute_all = run->whole_table_marked || CaptureHasWholeTable(run->job.id);
+		recompute_all = q->whole_table_marked || CaptureHasWholeTable(run->job.id);
 		if (!recompute_all)
 		{
 			BlockNumber blocks = CaptureLogBlocks();
@@ -1094,45 +1109,47 @@ QueryJobFinalize(JobRun *run, Relation content, int64 *rows)
 		else
 			EmptyContent(content);
 	}
-	if (recompute_all || OidIsValid(run->job.staging_oid))
+	if (recompute_all || OidIsValid(q->staging_oid))
 	{
-		Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+		Relation	rule_relation = table_open(q->rule_relid, AccessShareLock);
 		Query	   *query;
 
-		JobQueryBegin(run->query_role, false);
-		query = QueryOfRule(rule_relation, run->query_role, run->job.started_at);
+		JobQueryBegin(q->query_role, false);
+		query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+
 		/*
 		 * Partial aggregation: the result is the combine of the staging rows,
 		 * as the marks just processed left them
 		 */
 		if (!recompute_all)
 		{
-			query = QueryPartialAggCombine(query, run->job.staging_oid);
+			query = QueryPartialAggCombine(query, q->staging_oid);
 			CommandCounterIncrement();
 			UpdateActiveSnapshotCommandId();
 		}
 		*rows = (int64) QueryBackfillAll(content, query);
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
-		QueryPartialAggDropStaging(run->job.staging_oid);
+		QueryPartialAggDropStaging(q->staging_oid);
 	}
 	return JOB_STEP_DONE;
 }
 
 /*
  * The cut-over of a query job: one REPEATABLE READ transaction that
- * finishes the computation (QueryJobFinalize), then lets the kind publish
- * the content (publish must end the job as succeeded, with CatalogJobFinish), and
- * commits.  For a one-batch job this is the batch, so its phase says
+ * finishes the computation (Finalize), then lets the kind publish the
+ * content (publish must end the job as succeeded, with CatalogJobFinish),
+ * and commits.  For a one-batch job this is the batch, so its phase says
  * backfilling.
  */
 JobStepResult
 QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 {
+	QueryRun   *q = QueryRunOf(run);
 	Relation	content;
 	JobStepResult result;
 	int64		rows;
-	JobPhase	phase = OidIsValid(run->job.driving_oid) ?
+	JobPhase	phase = OidIsValid(q->driving_oid) ?
 		JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING;
 
 	JobStepHoldPoint("cutting over");
@@ -1144,21 +1161,19 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
 	}
-	content = table_open(run->content_oid, RowExclusiveLock);
-	result = QueryJobFinalize(run, content, &rows);
+	content = table_open(q->content_oid, RowExclusiveLock);
+	result = Finalize(run, content, &rows);
 	table_close(content, NoLock);
 	if (result == JOB_STEP_DONE)
 	{
-		CaptureTriggers triggers = JobTriggers(run);
-
 		/*
 		 * The triggers log nothing once the job has ended, and its worker
 		 * drops them next; detached from the target now, so that a DROP of
 		 * the new object right after does not drop them too, which would
-		 * lock the base tables (they are the worker's to drop, with the
-		 * short lock timeout).
+		 * lock the base tables (they are the worker's to drop, without
+		 * queueing for their locks).
 		 */
-		CaptureDetach(&triggers, run->job.target_oid);
+		CaptureDetach(run->job.id, run->job.target_oid);
 		publish(run, rows);
 	}
 	JobStepEnd();
@@ -1168,27 +1183,92 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 /*
  * Build a query job's content in the session that submitted it, in its
  * still open transaction, as the blocking statement would have: that
- * transaction uses the target before it committed.  The whole query runs
- * here, at the session's snapshot, as the job's role; then the kind
- * publishes it as at a cut-over, and the job succeeds when the transaction
- * commits.  run holds the job, and the kind's rule_relid, content_oid and
- * query_role.
+ * transaction uses the target before it committed.  The whole query (the
+ * view rule of rule_relid) runs here, at the session's snapshot, as
+ * query_role, into content_oid; then the kind publishes it as at a
+ * cut-over, and the job succeeds when the transaction commits.
  */
 void
-QueryJobBuildHere(JobRun *run, QueryJobPublish publish)
+QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid, Oid query_role,
+				  QueryJobPublish publish)
 {
-	Relation	content = table_open(run->content_oid, RowExclusiveLock);
-	Relation	rule_relation = table_open(run->rule_relid, AccessShareLock);
+	QueryRun	q = {.rule_relid = rule_relid,.content_oid = content_oid,.query_role = query_role};
+	JobRun		run = {.job = *job,.kind_run = &q};
+	Relation	content = table_open(content_oid, RowExclusiveLock);
+	Relation	rule_relation = table_open(rule_relid, AccessShareLock);
 	Query	   *query;
 	int64		rows;
 
-	JobQueryBegin(run->query_role, false);
-	query = QueryOfRule(rule_relation, run->query_role,
-							  GetCurrentTransactionStartTimestamp());
+	JobQueryBegin(query_role, false);
+	query = QueryOfRule(rule_relation, query_role, GetCurrentTransactionStartTimestamp());
 	rows = (int64) QueryBackfillAll(content, query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);
 	CommandCounterIncrement();
-	publish(run, rows);
+	publish(&run, rows);
+}
+
+/*
+ * After the end of a query job (the cleanup routine of the query kinds):
+ * drop its capture triggers, taking their tables' locks as a job takes what
+ * others use (in a job's step), and forget the captured changes (a successful job keeps
+ * its chunks, without their tid maps, as history).
+ */
+void
+QueryJobCleanup(const BgddlJob *job)
+{
+	CaptureRemove(job->id, job->target_oid);
+	CaptureForget(job->id, false);
+}
+
+/*
+ * What every query job leaves when it fails or is cancelled, but its
+ * kind's objects (the discard routine of the query kinds does those
+ * next): its capture triggers detached from the target (they log nothing
+ * more, and its worker drops them), the partial aggregation's staging
+ * relation, its chunks and captured changes.  In any transaction.
+ */
+void
+QueryJobDiscard(const BgddlJob *job)
+{
+	CaptureDetach(job->id, job->target_oid);
+	QueryPartialAggDropStaging((Oid) CatalogKindStateInt(job->kind_state, STATE_STAGING_OID));
+	CaptureForget(job->id, true);
+}
+
+/*
+ * A query job was paused (the paused routine of the query kinds): its
+ * capture triggers log no change while it is paused (capture_trigger.c),
+ * so one whole_table mark stands for them all, and a paused job costs
+ * writers nothing.
+ */
+void
+QueryJobPaused(const BgddlJob *job)
+{
+	Capture		capture;
+
+	if (CaptureRowLoad(job->id, &capture) && !capture.stopped)
+		CaptureCoverAll(job->id);
+}
+
+/*
+ * Does the job have capture triggers on a table that role owns (the
+ * keeps_on_table_of routine of the query kinds)?
+ */
+bool
+QueryJobKeepsOnTableOf(const BgddlJob *job, Oid role)
+{
+	Capture		capture;
+	ListCell   *lc;
+
+	if (!CaptureRowLoad(job->id, &capture))
+		return false;
+	foreach(lc, capture.relids)
+	{
+		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(lfirst_oid(lc))) &&
+			PgRelationOwnerCheck(lfirst_oid(lc), role))
+			return true;
+	}
+	return false;
 }

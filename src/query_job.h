@@ -14,26 +14,61 @@
 #include "nodes/plannodes.h"
 #include "utils/relcache.h"
 
+#include "capture_log.h"
 #include "job_run.h"
+
+/*
+ * What a worker knows of the query job it runs (JobRun.kind_run).  The
+ * driving table, the staging relation, the content relation's relfilenode
+ * and the catch-up passes live with the job, in its kind_state (keys of
+ * those names); the query kinds add their own keys.
+ */
+typedef struct QueryRun
+{
+	Oid			rule_relid;		/* whose view rule is the query */
+	Oid			content_oid;	/* the relation that receives the rows */
+	Oid			query_role;		/* whose privileges the query runs with */
+	Oid			driving_oid;	/* InvalidOid: one batch */
+	Oid			staging_oid;	/* partial aggregation's rows; InvalidOid: none */
+	Oid			content_filenode;	/* the content relation's, when the backfill began */
+	int32		catchup_passes;
+	Capture		capture;		/* once installed (job_id set) */
+	/* this worker's own */
+	int64		next_block;		/* first driving block no chunk has reached */
+	List	   *holes;			/* ChunkRanges below it that no chunk covers */
+	uint32		build_generation;	/* of the chunk claims; 0: not open */
+	int32		chunk_blocks;	/* adaptive size of its chunks */
+	int32		catchup_batch_blocks;	/* adaptive size of a catch-up batch */
+	int64		marks_logged;	/* a helper's last look at CaptureMarksLogged */
+	TimestampTz marks_logged_at;
+	bool		whole_table_marked; /* this worker recorded a whole_table mark */
+} QueryRun;
+
+#define QueryRunOf(run)	((QueryRun *) (run)->kind_run)
 
 /* Submit side */
 extern PlannedStmt *QueryJobValidate(Query *query, const char *query_string,
 									 ParamListInfo params, QueryEnvironment *query_env);
 extern Query *QueryBindParams(Query *query, ParamListInfo params);
 extern char *QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason);
+extern const char *QueryJobExplain(Node *raw_select, const char *query_string);
 
 /* Worker side */
-extern void QueryJobResume(JobRun *run);
+extern void QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role);
 extern void QueryJobPlan(JobRun *run);
 extern JobStepResult QueryJobBackfillStep(JobRun *run);
 extern JobStepResult QueryJobHelpStep(JobRun *run);
 extern JobStepResult QueryJobCatchUp(JobRun *run);
-extern JobStepResult QueryJobFinalize(JobRun *run, Relation content, int64 *rows);
 
 /* Make the computed content visible, and end the job as succeeded */
 typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
 
 extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
-extern void QueryJobBuildHere(JobRun *run, QueryJobPublish publish);
+extern void QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid,
+							  Oid query_role, QueryJobPublish publish);
+extern void QueryJobCleanup(const BgddlJob *job);
+extern void QueryJobDiscard(const BgddlJob *job);
+extern void QueryJobPaused(const BgddlJob *job);
+extern bool QueryJobKeepsOnTableOf(const BgddlJob *job, Oid role);
 
 #endif							/* BGDDL_QUERY_JOB_H */

@@ -470,7 +470,7 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 		create->tableElts = lappend(create->tableElts, column);
 	}
 	create->relation = makeRangeVar(get_namespace_name(CatalogRequire()->schema_oid),
-									psprintf("partial_" INT64_FORMAT, job_id), -1);
+									psprintf("partial_%lld", (long long) job_id), -1);
 	create->oncommit = ONCOMMIT_NOOP;
 	create->if_not_exists = false;
 

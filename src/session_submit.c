@@ -23,10 +23,10 @@
  * so when a job would be submitted (catalog_access.c).  With the extension,
  * and whatever background_ddl says, REFRESH and DROP of a job's target, and
  * changes to a placeholder that the job will replace, are guarded
- * (kind_placeholder.c, sql_control.c), capture triggers cannot be
- * renamed (capture_trigger.c), DROP EXTENSION is refused while jobs are unfinished,
- * and COMMIT PREPARED wakes the scheduler for jobs the prepared transaction
- * submitted.
+ * (session_guards.c, session_control.c), capture triggers cannot be
+ * renamed (capture_trigger.c), DROP EXTENSION is refused while jobs are
+ * unfinished, and COMMIT PREPARED wakes the scheduler for jobs the prepared
+ * transaction submitted.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,15 +41,17 @@
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 
-#include "background_ddl.h"
 #include "capture_trigger.h"
 #include "catalog_access.h"
 #include "catalog_job.h"
-#include "sql_control.h"
+#include "job_identity.h"
+#include "job_xact.h"
 #include "kind.h"
 #include "kind_placeholder.h"
-#include "job_xact.h"
+#include "session_control.h"
+#include "session_guards.h"
 #include "session_submit.h"
+#include "settings.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -144,13 +146,11 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	routine->reserve(&submit);
 
 	memset(&submission, 0, sizeof(submission));
-	submission.kind = routine->kind;
+	submission.kind = routine->name;
 	JobIdentityCapture(&submission.identity);
 	submission.target_oid = submit.target_oid;
 	submission.target_name = submit.target_name;
-	submission.hidden_oid = submit.hidden_oid;
-	submission.driving_oid = submit.table_oid;
-	submission.utility_stmt = submit.utility_stmt;
+	submission.kind_state = submit.kind_state;
 	submission.command = StatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
 	submission.strategy = submit.strategy;
 	job_id = CatalogJobInsert(&submission);
@@ -158,19 +158,20 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 
 	if (submit.one_batch_reason != NULL)
 		ereport(NOTICE,
-				(errmsg("background DDL job " INT64_FORMAT " submitted for %s",
-						job_id, submit.target_name),
+				(errmsg("background DDL job %lld submitted for %s",
+						(long long) job_id, submit.target_name),
 				 errdetail("It runs in one batch: %s.", submit.one_batch_reason)));
 	else
 		ereport(NOTICE,
-				(errmsg("background DDL job " INT64_FORMAT " submitted for %s",
-						job_id, submit.target_name)));
+				(errmsg("background DDL job %lld submitted for %s",
+						(long long) job_id, submit.target_name)));
 }
 
 /*
  * DROP EXTENSION background_ddl: refused while jobs are unfinished (their
- * objects would be left half-built, or their workers would fail).  Capture
- * triggers that ended jobs have not dropped yet are dropped here.
+ * objects would be left half-built, or their workers would fail).  What the
+ * kinds of ended jobs have not cleaned up yet (capture triggers) is cleaned
+ * up here.
  */
 static void
 GuardDropExtension(DropStmt *stmt)
@@ -202,8 +203,8 @@ GuardDropExtension(DropStmt *stmt)
 			continue;
 		if (!JobStateIsFinal(job.state))
 		{
-			appendStringInfo(&unfinished, "%s" INT64_FORMAT " (%s)",
-							 unfinished.len > 0 ? ", " : "", job_id, CatalogStateName(job.state));
+			appendStringInfo(&unfinished, "%s%lld (%s)",
+							 unfinished.len > 0 ? ", " : "", (long long) job_id, CatalogStateName(job.state));
 			continue;
 		}
 		/* An ended job: wait for a worker that drops its triggers, if any */
@@ -211,9 +212,10 @@ GuardDropExtension(DropStmt *stmt)
 		(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
 		if (CatalogJobLoad(job_id, &job, true) && job.cleanup_pending)
 		{
-			CaptureTriggers triggers = {job.capture_triggers, job.capture_trigger_xmins};
+			const KindRoutine *routine = KindRoutineFor(job.kind);
 
-			CaptureRemove(&triggers, job.target_oid);
+			if (routine->cleanup != NULL)
+				routine->cleanup(&job);
 			CatalogJobSetCleanupPending(job_id, false);
 		}
 	}
@@ -293,7 +295,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 		case T_CreateStatsStmt:
 		case T_GrantStmt:
 		case T_CommentStmt:
-			KindCheckPlaceholderChange(parsetree);
+			SessionCheckPlaceholderChange(parsetree);
 			break;
 		case T_DropStmt:
 			if (((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
@@ -316,7 +318,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_TRIGGER)
 				CaptureCheckRename((RenameStmt *) parsetree);
 			else
-				KindCheckPlaceholderChange(parsetree);
+				SessionCheckPlaceholderChange(parsetree);
 			break;
 		case T_TransactionStmt:
 			if (((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED &&

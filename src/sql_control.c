@@ -1,18 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * sql_control.c
- *	  SQL functions: cancel_ddl, pause_ddl, resume_ddl, wait_ddl,
- *	  last_ddl_job, and live_jobs (for pg_stat_background_ddl).
+ *	  SQL functions that control jobs: cancel_ddl, pause_ddl, resume_ddl,
+ *	  alter_ddl, wait_ddl and last_ddl_job.
  *
- * cancel_ddl and pause_ddl are transactional, like the submit.  They ask the
- * job's workers to let go of it (job_xact.c: the request lasts until the
- * end of the caller's transaction), interrupting what they run, wait on the
- * job lock until they have, and then move the job to cancelling or paused
- * in the caller's transaction.  A worker that let go waits for the
- * caller's transaction to end: if it rolled back, the worker goes on from
- * where it was, and this costs the job no attempt; if it committed, the
- * worker stops (paused), or removes everything the job created and marks
- * it cancelled.
+ * They check who may control a job, then hold it (session_control.c),
+ * transactionally, like the submit.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,17 +36,13 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "background_ddl.h"
-#include "capture_trigger.h"
 #include "catalog_access.h"
-#include "capture_log.h"
 #include "catalog_job.h"
-#include "sql_control.h"
-#include "kind.h"
-#include "query_partial_agg.h"
-#include "job_xact.h"
 #include "job_shmem.h"
-#include "pg_compat.h"
+#include "job_xact.h"
+#include "kind.h"
+#include "session_control.h"
+#include "settings.h"
 
 /* The smallest rate limit (alter_ddl): a job is never held for ever */
 #define JOB_MIN_RATE	1
@@ -64,8 +53,6 @@ PG_FUNCTION_INFO_V1(resume_ddl);
 PG_FUNCTION_INFO_V1(wait_ddl);
 PG_FUNCTION_INFO_V1(last_ddl_job);
 PG_FUNCTION_INFO_V1(alter_ddl);
-PG_FUNCTION_INFO_V1(live_jobs);
-PG_FUNCTION_INFO_V1(ddl_messages);
 
 /* The job id argument, which must not be NULL */
 static int64
@@ -85,36 +72,22 @@ JobLoadOrError(int64 job_id, BgddlJob *job)
 	if (!CatalogJobLoad(job_id, job, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("background DDL job " INT64_FORMAT " does not exist", job_id),
+				 errmsg("background DDL job %lld does not exist", (long long) job_id),
 				 errhint("pg_stat_background_ddl lists the jobs of this database.")));
-}
-
-/* Does the current user own a table whose changes the job captures? */
-static bool
-OwnsCapturedTable(const BgddlJob *job)
-{
-	ListCell   *lc;
-
-	foreach(lc, job->capture_relids)
-	{
-		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(lfirst_oid(lc))) &&
-			PgRelationOwnerCheck(lfirst_oid(lc), GetUserId()))
-			return true;
-	}
-	return false;
 }
 
 /*
  * The job's role (the current user at submit, pg_stat_background_ddl's
  * usename) or a role with its privileges, a member of pg_signal_backend, or
  * a superuser may control a job; a superuser's job only a superuser.  A
- * job's capture triggers sit on tables of other roles (with their TRIGGER
- * privilege), whose owners cannot drop them: the owner of such a table may
- * cancel the job (captured_owner_may).
+ * job may keep something on tables of other roles (capture triggers, with
+ * their TRIGGER privilege) that their owners cannot drop: the owner of such
+ * a table may cancel the job (captured_owner_may).
  */
 static void
 CheckControlPermission(const BgddlJob *job, const char *verb, bool captured_owner_may)
 {
+	const KindRoutine *routine = KindRoutineFor(job->kind);
 	Oid			userid = GetUserId();
 	Oid			owner = job->identity.owner_oid;
 
@@ -123,143 +96,17 @@ CheckControlPermission(const BgddlJob *job, const char *verb, bool captured_owne
 	if (!superuser_arg(owner) &&
 		(has_privs_of_role(userid, owner) ||
 		 has_privs_of_role(userid, ROLE_PG_SIGNAL_BACKEND) ||
-		 (captured_owner_may && OwnsCapturedTable(job))))
+		 (captured_owner_may && routine->keeps_on_table_of != NULL &&
+		  routine->keeps_on_table_of(job, userid))))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to %s background DDL job " INT64_FORMAT, verb, job->id),
+			 errmsg("permission denied to %s background DDL job %lld", verb, (long long) job->id),
 			 captured_owner_may ?
 			 errdetail("Only the role that submitted the job, members of pg_signal_backend, superusers and the owners of the tables whose changes it captures may %s it; only superusers may %s a superuser's job.",
 					   verb, verb) :
 			 errdetail("Only the role that submitted the job, members of pg_signal_backend and superusers may %s it; only superusers may %s a superuser's job.",
 					   verb, verb)));
-}
-
-/*
- * Make the job's workers let go of it until the current transaction ends,
- * and wait until they have.  Returns the job as it is then; false if it had
- * ended meanwhile.
- */
-static bool
-HoldJob(int64 job_id, BgddlJob *job)
-{
-	LOCKTAG		job_lock;
-
-	JobXactHold(job_id);
-	JobLockTagSet(&job_lock, MyDatabaseId, job_id);
-	(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
-	JobLoadOrError(job_id, job);
-	return !JobStateIsFinal(job->state) && job->state != JOB_STATE_CANCELLING;
-}
-
-/*
- * Cancel an unfinished job in the current transaction.  Where the kind
- * allows it, everything the job created is removed right here (its capture
- * triggers, detached from the target, log nothing from now on and are
- * dropped by its worker right after the commit: they need strong locks on
- * the base tables) and the job is cancelled; otherwise it is cancelling
- * until its worker has removed the rest.  reason (may be NULL) is recorded
- * as the job's error; with target_dropped, the caller drops the target.
- * Returns false if the job had already ended or was being cancelled.
- * Caller has checked the permission.
- */
-bool
-SessionCancelJob(int64 job_id, const char *reason, bool target_dropped)
-{
-	BgddlJob	job;
-	const KindRoutine *routine;
-	JobError	error = {reason, NULL, NULL, NULL};
-
-	if (!HoldJob(job_id, &job))
-		return false;
-	routine = KindRoutineFor(job.kind);
-	JobXactWakeScheduler();
-	if (routine->discards_in_any_transaction != NULL &&
-		!routine->discards_in_any_transaction(&job))
-	{
-		CatalogJobSetState(job_id, JOB_STATE_CANCELLING);
-		if (reason != NULL)
-			CatalogJobRecordError(job_id, &error, false);
-		return true;
-	}
-	if (job.capture_triggers != NIL)
-	{
-		CaptureTriggers triggers = {job.capture_triggers, job.capture_trigger_xmins};
-
-		CaptureDetach(&triggers, job.target_oid);
-	}
-	routine->discard(&job, target_dropped);
-	QueryPartialAggDropStaging(job.staging_oid);
-	CaptureForget(job_id, true);
-	CatalogJobFinish(job_id, JOB_STATE_CANCELLED, reason ? &error : NULL, false, -1, NULL);
-	return true;
-}
-
-/*
- * DROP of a job's target cancels its job, in the dropping transaction.  A
- * placeholder that stands for an object of another type (a table or index
- * being built) is dropped with the cancel, and taken out of the statement,
- * which PostgreSQL would otherwise refuse ("is not a table").  Only for the
- * owner: anyone else gets the normal permission error from the DROP
- * itself, without disturbing the job.  Returns the objects that the
- * statement still has to drop (stmt->objects, or a shorter list).
- */
-List *
-SessionCancelDroppedTargets(DropStmt *stmt)
-{
-	ListCell   *lc;
-	List	   *left = NIL;
-
-	if ((stmt->removeType != OBJECT_MATVIEW && stmt->removeType != OBJECT_TABLE &&
-		 stmt->removeType != OBJECT_INDEX) || CatalogLookup() == NULL)
-		return stmt->objects;
-	foreach(lc, stmt->objects)
-	{
-		RangeVar   *name = makeRangeVarFromNameList((List *) lfirst(lc));
-		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
-		int64		job_id = 0;
-		BgddlJob	job;
-
-		if (OidIsValid(target_oid) && PgRelationOwnerCheck(target_oid, GetUserId()))
-			job_id = CatalogJobBuilding(target_oid);
-		if (job_id != 0 && CatalogJobLoad(job_id, &job, true) &&
-			KindRoutineFor(job.kind)->stands_for == stmt->removeType &&
-			stmt->removeType != OBJECT_MATVIEW &&
-			get_rel_relkind(target_oid) == RELKIND_MATVIEW)
-		{
-			(void) SessionCancelJob(job_id, "the target was dropped", false);
-			continue;
-		}
-		if (job_id != 0)
-			(void) SessionCancelJob(job_id, "the target was dropped", true);
-		left = lappend(left, lfirst(lc));
-	}
-	return left;
-}
-
-/*
- * The transaction that submitted a job uses its target (why says how)
- * before committing: build the object here, now, as the blocking statement
- * would have (the job succeeds when the transaction commits, or leaves
- * nothing if it rolls back).  Returns the relation that now stands for the
- * target; InvalidOid if the job is not waiting for a worker (paused, or
- * cancelled in this transaction), and the target stays what it was.
- */
-Oid
-KindBuildHere(int64 job_id, const char *why)
-{
-	BgddlJob	job;
-
-	JobLoadOrError(job_id, &job);
-	if (job.state != JOB_STATE_QUEUED)
-		return InvalidOid;
-	ereport(NOTICE,
-			(errmsg("background DDL job " INT64_FORMAT " is built in this session, now",
-					job_id),
-			 errdetail("The transaction that submitted it %s before COMMIT.", why)));
-	CatalogJobRecordBuiltHere(job_id, psprintf("in the submitting transaction: it %s before COMMIT",
-										why));
-	return KindRoutineFor(job.kind)->build_here(&job);
 }
 
 /* The job a control function is called for, if the caller may control it */
@@ -290,19 +137,16 @@ pause_ddl(PG_FUNCTION_ARGS)
 {
 	BgddlJob	job;
 	int64		job_id = ControlledJob(fcinfo, "pause", &job);
+	const KindRoutine *routine;
 
 	if (job.state != JOB_STATE_QUEUED && job.state != JOB_STATE_RUNNING)
 		PG_RETURN_BOOL(false);
-	if (!HoldJob(job_id, &job) || job.state == JOB_STATE_PAUSED)
+	if (!SessionHoldJob(job_id, &job) || job.state == JOB_STATE_PAUSED)
 		PG_RETURN_BOOL(false);
 	CatalogJobSetState(job_id, JOB_STATE_PAUSED);
-
-	/*
-	 * A paused job costs writers nothing: its triggers log no change while
-	 * it is paused (capture_trigger.c), and one whole_table mark stands for them all
-	 */
-	if (job.capture_triggers != NIL && !job.capture_stopped)
-		CaptureCoverAll(job_id);
+	routine = KindRoutineFor(job.kind);
+	if (routine->paused != NULL)
+		routine->paused(&job);
 	PG_RETURN_BOOL(true);
 }
 
@@ -328,8 +172,8 @@ alter_ddl(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("max_rate must be at least %d row per second", JOB_MIN_RATE),
-					 errhint("To stop a job for a while, use pause_ddl(" INT64_FORMAT "); max_rate => 'infinity' lifts the limit.",
-							 job_id)));
+					 errhint("To stop a job for a while, use pause_ddl(%lld); max_rate => 'infinity' lifts the limit.",
+							 (long long) job_id)));
 		if (isinf(max_rate))
 			max_rate = -1;
 	}
@@ -355,7 +199,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("workers must be between 1 and background_ddl.max_workers (%d)",
 							background_ddl_max_workers),
-					 errhint("To stop a job for a while, use pause_ddl(" INT64_FORMAT ").", job_id)));
+					 errhint("To stop a job for a while, use pause_ddl(%lld).", (long long) job_id)));
 	}
 	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
@@ -370,7 +214,7 @@ resume_ddl(PG_FUNCTION_ARGS)
 	BgddlJob	job;
 	int64		job_id = ControlledJob(fcinfo, "resume", &job);
 
-	if (job.state != JOB_STATE_PAUSED || !HoldJob(job_id, &job) ||
+	if (job.state != JOB_STATE_PAUSED || !SessionHoldJob(job_id, &job) ||
 		job.state != JOB_STATE_PAUSED)
 		PG_RETURN_BOOL(false);
 	CatalogJobSetState(job_id, JOB_STATE_QUEUED);
@@ -435,8 +279,8 @@ wait_ddl(PG_FUNCTION_ARGS)
 	if (JobXactIsSubmitted(job_id))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("background DDL job " INT64_FORMAT " was submitted in the current transaction",
-						job_id),
+				 errmsg("background DDL job %lld was submitted in the current transaction",
+						(long long) job_id),
 				 errdetail("The job starts when the transaction commits."),
 				 errhint("Call wait_ddl() after COMMIT.")));
 
@@ -458,7 +302,7 @@ wait_ddl(PG_FUNCTION_ARGS)
 		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("timed out waiting for background DDL job " INT64_FORMAT, job_id),
+					 errmsg("timed out waiting for background DDL job %lld", (long long) job_id),
 					 errdetail("The job is still %s.", CatalogStateName(job.state))));
 		MemoryContextSwitchTo(caller_context);
 		MemoryContextReset(poll_context);
@@ -483,106 +327,3 @@ last_ddl_job(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(job_id);
 }
 
-/*
- * The jobs of this database that have workers now: one worker's pid, the
- * number of workers, and their live progress (rows of batches not yet
- * committed included) and phase.
- */
-Datum
-live_jobs(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	InitMaterializedSRF(fcinfo, 0);
-	LWLockAcquire(JobShared->lock, LW_SHARED);
-	for (int i = 0; i < background_ddl_max_workers; i++)
-	{
-		JobSlot *slot = &JobShared->jobs[i];
-		Datum		values[7];
-		bool		nulls[7] = {false, false, false, false, false, false, false};
-		const char *phase = CatalogPhaseName((JobPhase) slot->phase);
-		pid_t		pid = 0;
-		int			workers = 0;
-		int64		rows_done;
-		double		progress = slot->progress;
-
-		if (slot->database_oid != MyDatabaseId || slot->workers == 0)
-			continue;
-		for (int w = 0; w < background_ddl_max_workers; w++)
-		{
-			JobWorkerSlot *worker = &JobShared->workers[w];
-
-			if (worker->in_use && worker->pid != 0 && worker->database_oid == MyDatabaseId &&
-				worker->job_id == slot->job_id)
-			{
-				if (pid == 0)
-					pid = worker->pid;
-				workers++;
-			}
-		}
-		if (workers == 0)
-			continue;
-		rows_done = (int64) pg_atomic_read_u64(&slot->rows_done);
-		if (slot->one_batch && slot->rows_total > 0)
-			progress = Max(progress, Min(99.0, 100.0 * rows_done / slot->rows_total));
-		values[0] = Int64GetDatum(slot->job_id);
-		values[1] = Int32GetDatum(pid);
-		values[2] = Int32GetDatum(workers);
-		values[3] = Int64GetDatum(rows_done);
-		values[4] = Int64GetDatum(slot->chunks_done);
-		values[5] = Float8GetDatum(progress);
-		if (phase != NULL)
-			values[6] = CStringGetTextDatum(phase);
-		else
-			nulls[6] = true;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	LWLockRelease(JobShared->lock);
-	return (Datum) 0;
-}
-
-/*
- * ddl_messages(job_id): the messages the job's statements raised
- * (job_messages.c), for a role that may read the job's command, as in
- * pg_stat_background_ddl: the job's role or one with its privileges, or a
- * member of pg_read_all_stats.
- */
-Datum
-ddl_messages(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		job_id = JobIdArgument(fcinfo);
-	BgddlJob	job;
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		args[] = {Int64GetDatum(job_id)};
-
-	CatalogRequire();
-	JobLoadOrError(job_id, &job);
-	if (!has_privs_of_role(GetUserId(), job.identity.owner_oid) &&
-		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read the messages of background DDL job " INT64_FORMAT,
-						job_id),
-				 errdetail("Only the role that submitted the job, roles with its privileges and members of pg_read_all_stats may read them.")));
-	InitMaterializedSRF(fcinfo, 0);
-	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT seq, raised_at, severity, message, detail, hint, context "
-				   "FROM background_ddl.message WHERE job_id = $1 ORDER BY seq",
-				   1, argtypes, args, NULL, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		Datum		values[7];
-		bool		nulls[7];
-
-		for (int column = 0; column < 7; column++)
-		{
-			nulls[column] = CatalogColumnIsNull(row, column + 1);
-			values[column] = CatalogColumn(row, column + 1, (Datum) 0);
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	CatalogAccessEnd(&access);
-	return (Datum) 0;
-}

@@ -183,11 +183,11 @@ check_exact('mv_filter', $filter,
 	"SELECT id, account, upper(payload) AS p FROM events_at(SNAP) WHERE account < 500");
 check_exact('mv_join', $join,
 	"SELECT e.id, a.name, e.payload FROM events_at(SNAP) e JOIN accounts_at(SNAP) a USING (account)");
-cmp_ok($node->safe_psql('postgres', "SELECT min(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join, $agg, $distinct)"),
+cmp_ok($node->safe_psql('postgres', "SELECT min((kind_state->>'catchup_passes')::int) FROM background_ddl.job WHERE id IN ($filter, $join, $agg, $distinct)"),
 	'>=', 1, 'round 1 jobs ran catch-up passes');
 # Writers at full speed may outpace the worker: the passes are bounded, and
 # the cut-over takes the rest.
-cmp_ok($node->safe_psql('postgres', "SELECT max(catchup_passes) FROM background_ddl.job WHERE id IN ($filter, $join, $agg, $distinct)"),
+cmp_ok($node->safe_psql('postgres', "SELECT max((kind_state->>'catchup_passes')::int) FROM background_ddl.job WHERE id IN ($filter, $join, $agg, $distinct)"),
 	'<=', 5, 'round 1 jobs converged within the bounded number of passes');
 check_exact('mv_agg', $agg, sprintf($agg_query, 'events_at(SNAP)'), 900);
 check_exact('mv_distinct', $distinct,

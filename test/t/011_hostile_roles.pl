@@ -274,13 +274,16 @@ $node->safe_psql('postgres', 'UPDATE public.owned SET v = v + 1 WHERE id <= 2000
 	extra_params => [ '-U', 'alice' ])
   for 1 .. 8;
 ok($node->poll_query_until('postgres',
-		"SELECT capture_stopped FROM background_ddl.job WHERE id = $job"),
+		"SELECT stopped FROM background_ddl.capture WHERE job_id = $job"),
 	'bounded: past its bound, the job stopped capturing');
+# The row marks went; an UPDATE that was running when the capture stopped
+# (it had read that the job captures) may have logged its own since.
 ($rows, $whole) = split / /, row_marks($job);
-is("$rows $whole", '0 1', 'bounded: one whole_table mark stands for every change');
+ok($rows <= 40000 && $whole == 1,
+	"bounded: one whole_table mark stands for every change ($rows row marks left)");
 $node->safe_psql('postgres', 'UPDATE public.owned SET v = v + 1 WHERE id <= 20000',
 	extra_params => [ '-U', 'alice' ]);
-is(row_marks($job), '0 1', 'bounded: further writes log nothing');
+is(row_marks($job), "$rows 1", 'bounded: further writes log nothing');
 $node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 'infinity')");
 ok(wait_job_state($node, $job, 'succeeded'), 'bounded: the job succeeds');
 is(differences($node, 'm.bounded', 'SELECT id, v FROM public.owned'), '0', 'bounded: exact');

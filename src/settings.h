@@ -1,19 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * background_ddl.h
- *	  Settings and names shared by every module of background_ddl.
+ * settings.h
+ *	  The settings of background_ddl, and the names every module shares.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef BACKGROUND_DDL_H
-#define BACKGROUND_DDL_H
-
-#include "nodes/nodes.h"
+#ifndef BGDDL_SETTINGS_H
+#define BGDDL_SETTINGS_H
 
 #define BGDDL_EXTENSION_NAME	"background_ddl"
 #define BGDDL_SCHEMA_NAME		"background_ddl"
 
-/* GUCs (background_ddl.c) */
+/* GUCs (settings.c) */
 extern bool background_ddl_enabled;
 extern int	background_ddl_max_workers;
 extern int	background_ddl_max_workers_per_job;
@@ -30,21 +28,6 @@ extern char *background_ddl_test_hold_point;
 /* pg_advisory_lock(BGDDL_TEST_HOLD_KEY) holds a worker at its test hold point */
 #define BGDDL_TEST_HOLD_KEY		4242
 
-/*
- * A parse tree node of the expected type, or an error: castNode checks only
- * in assert-enabled builds, and a statement re-read as the wrong node is
- * undefined behaviour.
- */
-static inline Node *
-BgddlCheckNodeTag(Node *node, NodeTag tag, const char *type_name)
-{
-	if (node == NULL || nodeTag(node) != tag)
-		elog(ERROR, "background_ddl: expected a %s node, found node type %d",
-			 type_name, node != NULL ? (int) nodeTag(node) : 0);
-	return node;
-}
+extern void SettingsDefine(void);
 
-#define CheckedNode(type, node) \
-	((type *) BgddlCheckNodeTag((Node *) (node), T_##type, #type))
-
-#endif							/* BACKGROUND_DDL_H */
+#endif							/* BGDDL_SETTINGS_H */

@@ -1,0 +1,321 @@
+/*-------------------------------------------------------------------------
+ *
+ * session_guards.c
+ *	  The guards of a session on jobs' placeholders, and on the targets of
+ *	  the jobs its transaction submitted.
+ *
+ *	- A plan that reads a job's placeholder fails at once, naming the job
+ *	  (kind_placeholder.c), from the executor hook.
+ *	- The placeholder of a CREATE TABLE AS or CREATE INDEX job is replaced
+ *	  by the real object at the job's end: indexes, ALTERs, grants and
+ *	  comments on it, which would be lost, are refused; RENAME and SET
+ *	  SCHEMA move the name, which the job follows.
+ *	- A statement of the transaction that submitted a job that uses the
+ *	  job's target before COMMIT has the job built there and then
+ *	  (KindBuildHere), as the blocking statement would have built it.
+ *
+ * (DROP of a job's target cancels the job: session_control.c.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+
+#include "catalog_job.h"
+#include "job_xact.h"
+#include "kind.h"
+#include "kind_placeholder.h"
+#include "session_guards.h"
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
+
+static void GuardExecutorStart(QueryDesc *queryDesc, int eflags);
+static void GuardPostParseAnalyze(ParseState *pstate, Query *query,
+										JumbleState *jstate);
+
+void
+SessionGuardsInstall(void)
+{
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = GuardExecutorStart;
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = GuardPostParseAnalyze;
+}
+
+/* A target of a job of the current transaction that a statement uses */
+typedef struct UsedTarget
+{
+	int64		job_id;
+	Oid			target_oid;
+	Oid			built_oid;		/* what stands for the target once built */
+} UsedTarget;
+
+/* What StatementRelationsWalker calls for each relation, with its argument */
+typedef struct RelationVisit
+{
+	void		(*visit) (RangeTblEntry *rte, void *arg);
+	void	   *arg;
+} RelationVisit;
+
+/*
+ * Visit every relation entry of an analysed statement: in its subqueries,
+ * and in the query that CREATE TABLE AS, EXPLAIN or DECLARE CURSOR holds
+ * (other utility statements name relations, which they look up later).
+ */
+static bool
+StatementRelationsWalker(Node *node, RelationVisit *visit)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		if (((RangeTblEntry *) node)->rtekind == RTE_RELATION)
+			visit->visit((RangeTblEntry *) node, visit->arg);
+		return false;
+	}
+	if (IsA(node, Query))
+	{
+		Node	   *utility = ((Query *) node)->utilityStmt;
+
+		if (utility == NULL)
+			return query_tree_walker((Query *) node, StatementRelationsWalker, visit,
+									 QTW_EXAMINE_RTES_BEFORE);
+		if (IsA(utility, CreateTableAsStmt))
+			return StatementRelationsWalker(((CreateTableAsStmt *) utility)->query, visit);
+		if (IsA(utility, ExplainStmt))
+			return StatementRelationsWalker(((ExplainStmt *) utility)->query, visit);
+		if (IsA(utility, DeclareCursorStmt))
+			return StatementRelationsWalker(((DeclareCursorStmt *) utility)->query, visit);
+		return false;
+	}
+	return expression_tree_walker(node, StatementRelationsWalker, visit);
+}
+
+/* Note a relation that is the target of a job of this transaction */
+static void
+NoteUsedTarget(RangeTblEntry *rte, void *arg)
+{
+	List	  **used = arg;
+	int64		job_id = JobXactJobOf(rte->relid);
+	UsedTarget *target;
+	ListCell   *lc;
+
+	if (job_id == 0)
+		return;
+	foreach(lc, *used)
+	{
+		if (((UsedTarget *) lfirst(lc))->job_id == job_id)
+			return;
+	}
+	target = palloc0(sizeof(UsedTarget));
+	target->job_id = job_id;
+	target->target_oid = rte->relid;
+	*used = lappend(*used, target);
+}
+
+/* Point a use of a built target to what now stands for it */
+static void
+Retarget(RangeTblEntry *rte, void *arg)
+{
+	List	   *built = arg;
+	ListCell   *lc;
+
+	foreach(lc, built)
+	{
+		UsedTarget *target = lfirst(lc);
+
+		if (rte->relid != target->target_oid || target->built_oid == target->target_oid)
+			continue;
+		LockRelationOid(target->built_oid, rte->rellockmode);
+		rte->relid = target->built_oid;
+		rte->relkind = get_rel_relkind(target->built_oid);
+		return;
+	}
+}
+
+/*
+ * A statement of the transaction that submitted a job uses the job's
+ * target before COMMIT (PostgreSQL's own scripts create a materialized view
+ * and read it in one transaction): the blocking statement would have built
+ * it already, so it is built here, now (KindBuildHere), before the statement
+ * is planned; a CREATE TABLE AS target is then a new relation, which the
+ * statement is pointed to.  Costs nothing to a transaction that submitted
+ * no job.
+ */
+static void
+GuardPostParseAnalyze(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
+	if (JobXactHasSubmitted())
+	{
+		List	   *used = NIL;
+		RelationVisit note = {NoteUsedTarget, &used};
+		RelationVisit retarget = {Retarget, NULL};
+		ListCell   *lc;
+
+		(void) StatementRelationsWalker((Node *) query, &note);
+		/*
+		 * The analysis keeps the target of an INSERT, UPDATE or DELETE open,
+		 * which would forbid replacing it: it is no longer needed
+		 */
+		if (used != NIL && pstate->p_target_relation != NULL)
+		{
+			table_close(pstate->p_target_relation, NoLock);
+			pstate->p_target_relation = NULL;
+		}
+		foreach(lc, used)
+		{
+			UsedTarget *target = lfirst(lc);
+
+			target->built_oid = KindBuildHere(target->job_id, "read it");
+			if (!OidIsValid(target->built_oid))
+				target->built_oid = target->target_oid;
+		}
+		retarget.arg = used;
+		if (used != NIL)
+			(void) StatementRelationsWalker((Node *) query, &retarget);
+	}
+}
+
+/*
+ * Before the executor refuses to scan an unpopulated materialized view
+ * (with a hint to REFRESH it, which is wrong here), say that a job builds it.
+ * Unlike the executor, which complains only when it opens a scan, this also
+ * refuses a query whose plan dropped its join to the placeholder.
+ */
+static void
+GuardExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+		KindCheckPlaceholderReads(queryDesc->plannedstmt);
+
+	if (prev_ExecutorStart)
+		prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+/*
+ * The unfinished job whose placeholder this relation is, if the placeholder
+ * stands for another object (CREATE TABLE AS's table, CREATE INDEX's
+ * index): what is attached to such a placeholder would be lost at the job's
+ * end.  A CREATE MATERIALIZED VIEW job's placeholder becomes the view, and
+ * a REFRESH job's target is the view itself: anything goes.
+ */
+static int64
+JobReplacingPlaceholder(Oid relid)
+{
+	int64		job_id = KindPlaceholderJob(relid);
+	BgddlJob	job;
+
+	if (job_id == 0 || !CatalogJobLoad(job_id, &job, true) ||
+		!KindRoutineFor(job.kind)->replaces_placeholder)
+		return 0;
+	return job_id;
+}
+
+/*
+ * If the relation is the placeholder of a job of the current transaction,
+ * build the job here (KindBuildHere) and return true.
+ */
+static bool
+BuildHereIfUncommitted(RangeVar *relation, const char *why)
+{
+	Oid			relid = relation != NULL ? RangeVarGetRelid(relation, NoLock, true) : InvalidOid;
+	int64		job_id = OidIsValid(relid) ? JobXactJobOf(relid) : 0;
+
+	return job_id != 0 && OidIsValid(KindBuildHere(job_id, why));
+}
+
+static void
+RefuseChangeOfPlaceholder(RangeVar *relation, const char *statement)
+{
+	Oid			relid;
+	int64		job_id;
+
+	if (relation == NULL)
+		return;
+	relid = RangeVarGetRelid(relation, NoLock, true);
+	job_id = JobReplacingPlaceholder(relid);
+	if (job_id != 0 && BuildHereIfUncommitted(relation, psprintf("ran %s on it", statement)))
+		return;
+	if (job_id != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot run %s on \"%s\": it is being built by background DDL job %lld",
+						statement, relation->relname, (long long) job_id),
+				 errdetail("Until the job succeeds, \"%s\" is a placeholder that reserves the name; what is changed on it would be lost.",
+						   relation->relname),
+				 errhint("Use wait_ddl(%lld) to wait for the job, then run the statement.",
+						 (long long) job_id)));
+}
+
+/*
+ * Refuse statements that would attach something to, or change, the
+ * placeholder of a CREATE TABLE AS or CREATE INDEX job (which is replaced
+ * by the real object at the job's end).  DROP cancels the job
+ * (session_control.c); RENAME and SET SCHEMA move the name, which the job
+ * follows.
+ */
+void
+SessionCheckPlaceholderChange(Node *parsetree)
+{
+	ListCell   *lc;
+
+	switch (nodeTag(parsetree))
+	{
+		case T_IndexStmt:
+			RefuseChangeOfPlaceholder(((IndexStmt *) parsetree)->relation, "CREATE INDEX");
+			break;
+		case T_AlterTableStmt:
+			RefuseChangeOfPlaceholder(((AlterTableStmt *) parsetree)->relation, "ALTER");
+			break;
+		case T_CreateStatsStmt:
+			foreach(lc, ((CreateStatsStmt *) parsetree)->relations)
+				if (IsA(lfirst(lc), RangeVar))
+					RefuseChangeOfPlaceholder(lfirst(lc), "CREATE STATISTICS");
+			break;
+		case T_GrantStmt:
+			{
+				GrantStmt  *stmt = (GrantStmt *) parsetree;
+
+				if (stmt->targtype == ACL_TARGET_OBJECT && stmt->objtype == OBJECT_TABLE)
+					foreach(lc, stmt->objects)
+						RefuseChangeOfPlaceholder(lfirst(lc), stmt->is_grant ? "GRANT" : "REVOKE");
+				break;
+			}
+		case T_CommentStmt:
+			{
+				CommentStmt *stmt = (CommentStmt *) parsetree;
+				List	   *names;
+
+				if (stmt->objtype != OBJECT_TABLE && stmt->objtype != OBJECT_MATVIEW &&
+					stmt->objtype != OBJECT_INDEX && stmt->objtype != OBJECT_COLUMN)
+					break;
+				names = castNode(List, stmt->object);
+				if (stmt->objtype == OBJECT_COLUMN)
+					names = list_truncate(list_copy(names), list_length(names) - 1);
+				if (names != NIL)
+					RefuseChangeOfPlaceholder(makeRangeVarFromNameList(names), "COMMENT");
+				break;
+			}
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
+				RefuseChangeOfPlaceholder(((RenameStmt *) parsetree)->relation, "RENAME COLUMN");
+			else if (((RenameStmt *) parsetree)->renameType == OBJECT_INDEX)
+				BuildHereIfUncommitted(((RenameStmt *) parsetree)->relation, "renamed it");
+			break;
+		default:
+			break;
+	}
+}
