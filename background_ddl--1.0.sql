@@ -178,13 +178,18 @@ AS 'MODULE_PATHNAME', 'resume_ddl'
 LANGUAGE C VOLATILE;
 
 /*
- * wait_ddl holds no snapshot while it sleeps when it is the whole statement
- * (SELECT wait_ddl(...)) in a READ COMMITTED transaction; see job_control.c.
+ * wait_ddl keeps its statement's snapshot while it waits, as any function
+ * does; await_ddl, a procedure, commits between its looks at the job and
+ * holds none (sql_control.c).
  */
 CREATE FUNCTION wait_ddl(job_id bigint, timeout interval DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'wait_ddl'
 LANGUAGE C VOLATILE;
+
+CREATE PROCEDURE await_ddl(job_id bigint, timeout interval DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'await_ddl'
+LANGUAGE C;
 
 /* How a statement would run in the background (the strategy column), without submitting it */
 CREATE FUNCTION explain_ddl(statement text)

@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "utils/memutils.h"
 
 #include "catalog_job.h"
@@ -68,6 +69,19 @@ KindForStatement(Node *parsetree, const char **in_session_reason)
 		}
 	}
 	return NULL;
+}
+
+/* The statements that become jobs, for a message: "A, B, C or D" */
+char *
+KindNames(void)
+{
+	StringInfoData names;
+
+	initStringInfo(&names);
+	for (int i = 0; i < lengthof(kinds); i++)
+		appendStringInfo(&names, "%s%s", i == 0 ? "" : i == lengthof(kinds) - 1 ? " or " : ", ",
+						 kinds[i]->name);
+	return names.data;
 }
 
 /*

@@ -72,6 +72,9 @@ typedef struct KindRoutine
 	ObjectType	stands_for;		/* what DROP of the target names */
 	bool		replaces_placeholder;	/* the target is a placeholder for
 										 * another object */
+	bool		waits_for_older_snapshots;	/* its worker waits for the
+											 * transactions whose snapshots
+											 * are older than its own */
 
 	/* optional: at library load, in the postmaster (hooks it needs) */
 	void		(*load) (void);
@@ -145,6 +148,7 @@ extern void KindsLoad(void);
 extern const KindRoutine *KindRoutineFor(const char *name);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
+extern char *KindNames(void);
 extern Oid	KindBuildHere(int64 job_id, const char *why);
 
 /* The kinds */

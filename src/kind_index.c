@@ -873,6 +873,7 @@ const KindRoutine kind_index_routine = {
 	.name = "CREATE INDEX",
 	.stands_for = OBJECT_INDEX,
 	.replaces_placeholder = true,
+	.waits_for_older_snapshots = true,
 	.load = IndexLoad,
 	.accepts = IndexAccepts,
 	.validate = IndexValidate,

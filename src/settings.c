@@ -29,8 +29,9 @@ SettingsDefine(void)
 {
 	DefineCustomBoolVariable("background_ddl",
 							 "Runs long DDL statements as background jobs.",
-							 "While on, CREATE MATERIALIZED VIEW ... WITH DATA is validated, "
-							 "persisted as a job and built by a background worker.",
+							 "While on, CREATE MATERIALIZED VIEW, CREATE TABLE AS, CREATE INDEX and "
+							 "REFRESH MATERIALIZED VIEW are validated, persisted as jobs and built by "
+							 "background workers.",
 							 &background_ddl_enabled,
 							 false,
 							 PGC_USERSET,
@@ -75,8 +76,8 @@ SettingsDefine(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.lock_timeout",
-							"Longest wait for a lock on a base table (installing or dropping capture triggers).",
-							"The attempt is then given up and retried later, so that writers queued behind it never wait longer than this.",
+							"How long a job asks for a lock on a user's table without queueing, then the longest it waits in the queue.",
+							"A step that does not get its lock is undone and retried later, so that sessions queued behind the job's request never wait longer than this.",
 							&background_ddl_lock_timeout_ms,
 							100, 1, 60000,
 							PGC_SIGHUP,

@@ -2,7 +2,7 @@
  *
  * sql_control.c
  *	  SQL functions that control jobs: cancel_ddl, pause_ddl, resume_ddl,
- *	  alter_ddl, wait_ddl and last_ddl_job.
+ *	  alter_ddl, wait_ddl and await_ddl (a procedure), and last_ddl_job.
  *
  * They check who may control a job, then hold it (session_control.c),
  * transactionally, like the submit.
@@ -22,6 +22,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
@@ -51,6 +52,7 @@ PG_FUNCTION_INFO_V1(cancel_ddl);
 PG_FUNCTION_INFO_V1(pause_ddl);
 PG_FUNCTION_INFO_V1(resume_ddl);
 PG_FUNCTION_INFO_V1(wait_ddl);
+PG_FUNCTION_INFO_V1(await_ddl);
 PG_FUNCTION_INFO_V1(last_ddl_job);
 PG_FUNCTION_INFO_V1(alter_ddl);
 
@@ -222,59 +224,36 @@ resume_ddl(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
+/* The timeout argument argno as a deadline; 0 if NULL (no timeout) */
+static TimestampTz
+DeadlineArgument(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		return 0;
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(GetCurrentTimestamp()),
+												   IntervalPGetDatum(PG_GETARG_INTERVAL_P(argno))));
+}
+
 /*
- * May wait_ddl stop advertising an xmin while it sleeps?  Only when nothing
- * will read with the snapshot its statement runs under: the statement is
- * SELECT wait_ddl(...) alone (a Result plan whose one column is this very
- * call, its arguments already evaluated), at the top level of a READ
- * COMMITTED transaction, with no open cursor.
+ * Wait until the job has ended, and read it into *job (in memory of the
+ * caller's memory context, which lives until it ends); an error if the
+ * deadline (0: none) passes first.  Each look at
+ * the job reads its row as committed then.  With commit_between_looks (a
+ * procedure in a non-atomic context, connected to SPI so), each look is a
+ * transaction of its own, committed before the sleep: the caller then holds
+ * no snapshot while it waits, and whatever waits for its transaction (an
+ * index build waits for the snapshots older than its own) waits only for
+ * one look.  (Without it, the caller's statement keeps its snapshot, as any
+ * function does.)  for_what names the caller, for the errors.
  */
-static bool
-CanReleaseSnapshot(FunctionCallInfo fcinfo)
-{
-	PlannedStmt *statement;
-	Plan	   *plan;
-
-	if (IsolationUsesXactSnapshot() || ActivePortal == NULL ||
-		list_length(ActivePortal->stmts) != 1 || !ThereAreNoReadyPortals())
-		return false;
-	statement = linitial(ActivePortal->stmts);
-	if (!IsA(statement, PlannedStmt) || statement->commandType != CMD_SELECT)
-		return false;
-	plan = statement->planTree;
-	return plan != NULL && IsA(plan, Result) && plan->lefttree == NULL &&
-		((Result *) plan)->resconstantqual == NULL &&
-		list_length(plan->targetlist) == 1 &&
-		(Node *) ((TargetEntry *) linitial(plan->targetlist))->expr == fcinfo->flinfo->fn_expr;
-}
-
-/* Stop advertising an xmin: nothing reads with our snapshot any more */
 static void
-ReleaseXmin(void)
+WaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks, BgddlJob *job,
+		   const char *for_what)
 {
-	InvalidateCatalogSnapshot();
-	MyProc->xmin = InvalidTransactionId;
-}
-
-Datum
-wait_ddl(PG_FUNCTION_ARGS)
-{
-	int64		job_id = JobIdArgument(fcinfo);
-	TimestampTz deadline = 0;
-	bool		release_snapshot = CanReleaseSnapshot(fcinfo);
-	MemoryContext poll_context;
 	MemoryContext caller_context = CurrentMemoryContext;
-	char	   *final_state = NULL;
-
-	CatalogRequire();
-	if (!PG_ARGISNULL(1))
-	{
-		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-
-		deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-														   TimestampTzGetDatum(GetCurrentTimestamp()),
-														   IntervalPGetDatum(timeout)));
-	}
+	MemoryContext look_context = AllocSetContextCreate(caller_context, "background_ddl wait",
+													   ALLOCSET_SMALL_SIZES);
 
 	if (JobXactIsSubmitted(job_id))
 		ereport(ERROR,
@@ -282,39 +261,119 @@ wait_ddl(PG_FUNCTION_ARGS)
 				 errmsg("background DDL job %lld was submitted in the current transaction",
 						(long long) job_id),
 				 errdetail("The job starts when the transaction commits."),
-				 errhint("Call wait_ddl() after COMMIT.")));
-
-	poll_context = AllocSetContextCreate(CurrentMemoryContext, "wait_ddl poll",
-										 ALLOCSET_SMALL_SIZES);
-	while (final_state == NULL)
+				 errhint("Call %s after COMMIT.", for_what)));
+	for (;;)
 	{
-		BgddlJob	job;
+		bool		ended;
 
-		MemoryContextSwitchTo(poll_context);
-		JobLoadOrError(job_id, &job);
-		if (release_snapshot)
-			ReleaseXmin();
-		if (JobStateIsFinal(job.state))
+		MemoryContextSwitchTo(look_context);
+		if (commit_between_looks)
+			PushActiveSnapshot(GetTransactionSnapshot());
+		JobLoadOrError(job_id, job);
+		if (commit_between_looks)
 		{
-			final_state = MemoryContextStrdup(caller_context, CatalogStateName(job.state));
-			break;
+			PopActiveSnapshot();
+			SPI_commit();
 		}
-		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
+		ended = JobStateIsFinal(job->state);
+		if (!ended && deadline != 0 && GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_QUERY_CANCELED),
 					 errmsg("timed out waiting for background DDL job %lld", (long long) job_id),
-					 errdetail("The job is still %s.", CatalogStateName(job.state))));
+					 errdetail("The job is still %s.", CatalogStateName(job->state))));
 		MemoryContextSwitchTo(caller_context);
-		MemoryContextReset(poll_context);
+		if (ended)
+			break;
+		MemoryContextReset(look_context);
 		/* Workers broadcast when they exit; the timeout bounds any miss */
-		(void) ConditionVariableTimedSleep(&JobShared->job_finished, 100,
-										   PG_WAIT_EXTENSION);
+		(void) ConditionVariableTimedSleep(&JobShared->job_finished, 100, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();
-	MemoryContextSwitchTo(caller_context);
-	MemoryContextDelete(poll_context);
-	PG_RETURN_TEXT_P(cstring_to_text(final_state));
+}
+
+/*
+ * wait_ddl(job_id, timeout): a function that waits until the job ends and
+ * returns its final state.  Its statement keeps its snapshot while it
+ * waits, as any function's does; a job that waits for older snapshots
+ * itself (an index build) would wait for it, so such a job is refused at
+ * once: await_ddl waits for it.
+ */
+Datum
+wait_ddl(PG_FUNCTION_ARGS)
+{
+	int64		job_id = JobIdArgument(fcinfo);
+	TimestampTz deadline = DeadlineArgument(fcinfo, 1);
+	BgddlJob	job;
+
+	CatalogRequire();
+	JobLoadOrError(job_id, &job);
+	if (!JobStateIsFinal(job.state) && KindRoutineFor(job.kind)->waits_for_older_snapshots)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("wait_ddl() cannot wait for background DDL job %lld", (long long) job_id),
+				 errdetail("The job waits for the transactions whose snapshots are older than its own, as CREATE INDEX CONCURRENTLY does: it would wait for this one, which keeps its snapshot while it waits."),
+				 errhint("CALL await_ddl(%lld) waits without holding a snapshot.", (long long) job_id)));
+	WaitForJob(job_id, deadline, false, &job, "wait_ddl()");
+	PG_RETURN_TEXT_P(cstring_to_text(CatalogStateName(job.state)));
+}
+
+/*
+ * await_ddl(job_id, timeout): a procedure that waits until the job ends,
+ * committing between its looks at the job, so that it holds no snapshot
+ * while it waits (nothing waits for it, and VACUUM is not held back).  It
+ * ends as the blocking statement would have: quietly if the job succeeded,
+ * with the job's error (its SQLSTATE, message, detail and hint) if it
+ * failed; an error if it was cancelled.  In a transaction block (where it
+ * cannot commit), it is refused: wait_ddl waits there.
+ */
+Datum
+await_ddl(PG_FUNCTION_ARGS)
+{
+	int64		job_id = JobIdArgument(fcinfo);
+	TimestampTz deadline = DeadlineArgument(fcinfo, 1);
+	CallContext *call = (CallContext *) fcinfo->context;
+	MemoryContext outer_context = CurrentMemoryContext;
+	BgddlJob	job;
+
+	if (call == NULL || !IsA(call, CallContext) || call->atomic)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+				 errmsg("await_ddl() cannot run inside a transaction block"),
+				 errdetail("It commits between its looks at the job."),
+				 errhint("CALL it on its own, or use wait_ddl().")));
+	CatalogRequire();
+	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect_ext failed");
+	WaitForJob(job_id, deadline, true, &job, "await_ddl()");
+	/* What is reported of the ended job outlives the SPI connection */
+	MemoryContextSwitchTo(outer_context);
+	job.error = job.error ? pstrdup(job.error) : NULL;
+	job.error_sqlstate = job.error_sqlstate ? pstrdup(job.error_sqlstate) : NULL;
+	job.error_detail = job.error_detail ? pstrdup(job.error_detail) : NULL;
+	job.error_hint = job.error_hint ? pstrdup(job.error_hint) : NULL;
+	SPI_finish();
+
+	if (job.state == JOB_STATE_CANCELLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("background DDL job %lld was cancelled", (long long) job_id),
+				 job.error ? errdetail("%s", job.error) : 0));
+	if (job.state == JOB_STATE_FAILED)
+	{
+		const char *sqlstate = job.error_sqlstate;
+		int			sqlerrcode = ERRCODE_INTERNAL_ERROR;
+
+		if (sqlstate != NULL && strlen(sqlstate) == 5)
+			sqlerrcode = MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3],
+									   sqlstate[4]);
+		ereport(ERROR,
+				(errcode(sqlerrcode),
+				 errmsg_internal("%s", job.error ? job.error : "background DDL job failed"),
+				 job.error_detail ? errdetail_internal("%s", job.error_detail) : 0,
+				 job.error_hint ? errhint("%s", job.error_hint) : 0));
+	}
+	PG_RETURN_VOID();
 }
 
 Datum

@@ -45,7 +45,7 @@ RefuseStatement(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("explain_ddl takes one CREATE MATERIALIZED VIEW, CREATE TABLE AS, SELECT INTO, REFRESH MATERIALIZED VIEW or CREATE INDEX statement, or a query")));
+			 errmsg("explain_ddl takes one %s statement, or a query", KindNames())));
 }
 
 /* explain_ddl(statement text) returns text: each kind explains its own */

@@ -156,14 +156,15 @@ ok(wait_job_state($node, $job, 'succeeded'), 'pause: succeeded after resume');
 ok(chunks_kept($before, checkpoints($job)), 'pause: chunks before the pause were kept');
 is(differences($node, 'paused_mv', $queries{chunked}), '0', 'pause: content equals the query');
 
-# Waiting holds no snapshot: a session in wait_ddl() advertises no xmin.
+# Waiting holds no snapshot: a session in CALL await_ddl() advertises no xmin
+# (it commits between its looks at the job).
 $hold = hold_at($node, 'chunk 1');
 $job = submit_job($node, "CREATE MATERIALIZED VIEW waited_mv AS $queries{chunked}");
 ok(held(), 'wait: held');
 my $waiter = $node->background_psql('postgres');
-$waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT wait_ddl($job);\n");
+$waiter->query_until(qr/waiting/, "\\echo waiting\nCALL await_ddl($job);\n");
 ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'SELECT wait_ddl($job);' AND backend_xmin IS NULL AND state = 'active'"),
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'CALL await_ddl($job);' AND backend_xmin IS NULL AND state = 'active'"),
 	'wait: the waiting session holds no xmin');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'wait: job succeeded');

@@ -150,26 +150,26 @@ CREATE INDEX ON k (payload);
 SELECT last_ddl_job() AS index_job \gset
 SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = :index_job;
 CREATE INDEX k_payload_idx ON k (grp);
-SELECT wait_ddl(:index_job, '60s');
+CALL await_ddl(:index_job, '60s');
 SELECT indisvalid, indisready, pg_get_indexdef(indexrelid) FROM pg_index WHERE indexrelid = 'k_payload_idx'::regclass;
 -- Unique, partial, INCLUDE, expression, other access methods.
 CREATE UNIQUE INDEX k_id ON k (id) INCLUDE (grp) WHERE id > 0;
-SELECT wait_ddl(last_ddl_job(), '60s');
+CALL await_ddl(last_ddl_job(), '60s');
 CREATE INDEX k_lower ON k (lower(payload) COLLATE "C" text_pattern_ops);
-SELECT wait_ddl(last_ddl_job(), '60s');
+CALL await_ddl(last_ddl_job(), '60s');
 CREATE INDEX CONCURRENTLY k_hash ON k USING hash (payload);
-SELECT wait_ddl(last_ddl_job(), '60s');
+CALL await_ddl(last_ddl_job(), '60s');
 CREATE INDEX k_brin ON k USING brin (id);
-SELECT wait_ddl(last_ddl_job(), '60s');
+CALL await_ddl(last_ddl_job(), '60s');
 CREATE INDEX k_gin ON k USING gin (to_tsvector('simple', payload));
-SELECT wait_ddl(last_ddl_job(), '60s');
+CALL await_ddl(last_ddl_job(), '60s');
 CREATE INDEX k_gist ON k USING gist (int4range(id, id + grp, '[]'));
-SELECT wait_ddl(last_ddl_job(), '60s');
+CALL await_ddl(last_ddl_job(), '60s');
 SELECT indexrelid::regclass, indisvalid, pg_get_indexdef(indexrelid) FROM pg_index
  WHERE indrelid = 'k'::regclass ORDER BY indexrelid::regclass::text;
 -- A unique violation fails the job with PostgreSQL's error, and leaves no index.
 CREATE UNIQUE INDEX k_grp ON k (grp);
-SELECT wait_ddl(last_ddl_job(), '60s');
+CALL await_ddl(last_ddl_job(), '60s');
 SELECT state, error, error_sqlstate, error_detail FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 SELECT count(*) AS invalid_left FROM pg_class WHERE relname = 'k_grp';
 -- Refused at submit, with the blocking statement's errors.
@@ -221,6 +221,29 @@ SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 COMMIT;
 SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT count(*) AS left_over FROM pg_class WHERE relname = 'k_cancelled_idx';
+
+-- await_ddl: a procedure that commits between its looks at the job, so it
+-- holds no snapshot while it waits (an index build waits for older
+-- snapshots: wait_ddl, a function that keeps its statement's, refuses to
+-- wait for one).  It ends as the blocking statement would have: quietly,
+-- or with the job's error.
+CREATE TABLE await_t AS SELECT g AS id, g % 3 AS k FROM generate_series(1, 300) g;
+CALL await_ddl(last_ddl_job());
+CREATE INDEX await_k ON await_t (k);
+SELECT wait_ddl(last_ddl_job());
+CALL await_ddl(last_ddl_job());
+SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+CREATE UNIQUE INDEX await_unique_k ON await_t (k);
+CALL await_ddl(last_ddl_job());
+CREATE MATERIALIZED VIEW await_mv AS SELECT id / (id - 150) AS x FROM await_t;
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, error_sqlstate FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+BEGIN;
+CALL await_ddl(last_ddl_job());
+ROLLBACK;
+CALL await_ddl(999999);
+CALL await_ddl(NULL);
+DROP TABLE await_t;
 
 DROP TABLE k CASCADE;
 DROP TABLE k_ctas, k_into, k_parted;
