@@ -240,7 +240,8 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.kind,
 		   coalesce(t.name, j.target_name) AS target,
 		   CASE WHEN v.visible THEN j.command ELSE '<insufficient privilege>' END AS command,
-		   CASE WHEN j.state = 'running' AND l.pid IS NULL THEN 'queued' ELSE j.state END AS state,
+		   CASE WHEN j.state = 'running' AND l.pid IS NULL AND NOT pg_catalog.pg_is_in_recovery()
+				THEN 'queued' ELSE j.state END AS state,
 		   coalesce(i.phase, CASE WHEN j.state IN ('running', 'cancelling') THEN l.phase END,
 					j.phase) AS phase,
 		   greatest(j.progress, l.progress, i.progress) AS progress,
@@ -273,8 +274,12 @@ CREATE VIEW pg_stat_background_ddl AS
 			 AS max_workers,
 		   CASE
 			 WHEN j.state = 'paused' THEN 'paused (resume_ddl resumes it)'
+			 WHEN pg_catalog.pg_is_in_recovery() THEN
+			   CASE WHEN j.state IN ('queued', 'running', 'cancelling') THEN 'runs on the primary' END
 			 WHEN j.state NOT IN ('queued', 'running') OR l.pid IS NOT NULL THEN
 			   CASE
+				 WHEN a.wait_event = 'SyncRep'
+				   THEN 'the synchronous standby (its commit waits for synchronous_standby_names)'
 				 WHEN w.locktype = 'virtualxid'
 				   THEN 'old snapshots: transactions of pid ' || w.blockers
 				 WHEN w.locktype IS NOT NULL
@@ -329,7 +334,7 @@ CREATE VIEW pg_stat_background_ddl AS
 							  ELSE 0.0 END AS progress) pp
 						  WHERE p.pid = l.pid) i ON true
 	  /* the functions behind pg_stat_activity and pg_locks: the view is read often */
-	  LEFT JOIN LATERAL (SELECT s.query FROM pg_catalog.pg_stat_get_activity(l.pid) s
+	  LEFT JOIN LATERAL (SELECT s.query, s.wait_event FROM pg_catalog.pg_stat_get_activity(l.pid) s
 						  WHERE s.pid = l.pid) a ON true
 	  LEFT JOIN LATERAL (SELECT lk.locktype, lk.mode,
 								coalesce(lk.relation::pg_catalog.regclass::text, lk.locktype) AS what,

@@ -189,7 +189,7 @@ LauncherPass(List *databases_to_check)
 			unknown_slots = lappend_int(unknown_slots, i);
 		}
 
-		if (slot->wake_pending && !slot->scheduler_running &&
+		if (slot->wake_pending && !slot->scheduler_running && !slot->leaving &&
 			now >= scheduler_retry_at[i])
 		{
 			if (scheduler_handles[i] != NULL)
@@ -200,7 +200,7 @@ LauncherPass(List *databases_to_check)
 			else				/* no free background worker slot */
 				scheduler_retry_at[i] = TimestampTzPlusMilliseconds(now, 1000);
 		}
-		else if (!slot->wake_pending && !slot->scheduler_running)
+		else if (!slot->wake_pending && !slot->scheduler_running && !slot->leaving)
 		{
 			slot->database_oid = InvalidOid;
 			scheduler_retry_at[i] = 0;

@@ -50,6 +50,7 @@
 #include "catalog_job.h"
 #include "job_launcher.h"
 #include "job_shmem.h"
+#include "job_xact.h"
 
 #define RESTART_BACKOFF_MAX_MS	60000
 
@@ -410,13 +411,16 @@ JobSchedulerMain(Datum main_arg)
 
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 	my_database_slot = JobDatabaseSlotFind(database_oid, true);
-	if (my_database_slot == NULL)
+	if (my_database_slot == NULL || my_database_slot->leaving)
 	{
+		if (my_database_slot != NULL)
+			my_database_slot->scheduler_running = false;
 		LWLockRelease(JobShared->lock);
-		proc_exit(1);
+		proc_exit(my_database_slot == NULL ? 1 : 0);
 	}
 	my_database_slot->scheduler_running = true;
 	my_database_slot->scheduler_latch = MyLatch;
+	my_database_slot->scheduler_pid = MyProcPid;
 	LWLockRelease(JobShared->lock);
 	before_shmem_exit(SchedulerDetach, (Datum) 0);
 
@@ -436,6 +440,7 @@ JobSchedulerMain(Datum main_arg)
 		LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 		my_database_slot->wake_pending = false;
 		LWLockRelease(JobShared->lock);
+		JobXactSendNotices();
 
 		MemoryContextSwitchTo(pass_context);
 		(void) ReapWorkers();

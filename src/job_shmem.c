@@ -22,6 +22,8 @@
 #include <signal.h>
 
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
@@ -114,6 +116,134 @@ JobDatabaseSlotFind(Oid database_oid, bool create)
 		return free_slot;
 	}
 	return NULL;
+}
+
+/* Signal the scheduler and workers of a database to exit; returns how many are left */
+static int
+SignalDatabaseProcesses(Oid database_oid)
+{
+	JobDatabaseSlot *slot;
+	pid_t	   *pids = palloc(sizeof(pid_t) * (background_ddl_max_workers + 1));
+	int			npids = 0;
+	int			left = 0;
+
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	slot = JobDatabaseSlotFind(database_oid, false);
+	if (slot != NULL)
+	{
+		slot->leaving = true;
+		/* One that is registered but not up yet exits when it sees leaving */
+		if (slot->scheduler_latch != NULL)
+		{
+			pids[npids++] = slot->scheduler_pid;
+			left++;
+		}
+	}
+	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		JobWorkerSlot *worker = &JobShared->workers[i];
+
+		if (!worker->in_use || worker->database_oid != database_oid)
+			continue;
+		left++;
+		if (worker->pid != 0)
+			pids[npids++] = worker->pid;
+	}
+	LWLockRelease(JobShared->lock);
+	for (int i = 0; i < npids; i++)
+		(void) kill(pids[i], SIGTERM);
+	pfree(pids);
+	return left;
+}
+
+/*
+ * Leave a database that DROP DATABASE is about to drop, as autovacuum
+ * workers do: its scheduler and job workers are asked to exit (a worker
+ * records that it let go, not an attempt), no scheduler is started for it
+ * until JobDatabaseLeft, and this waits (at most 10 s) until they are gone.
+ * The jobs are dropped with the database; if the DROP fails, they go on.
+ */
+void
+JobDatabaseLeave(Oid database_oid)
+{
+	for (int waited_ms = 0; SignalDatabaseProcesses(database_oid) > 0 && waited_ms < 10000;
+		 waited_ms += 10)
+	{
+		CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* The DROP DATABASE that JobDatabaseLeave was for ended: dropped, or not */
+void
+JobDatabaseLeft(Oid database_oid, bool dropped)
+{
+	JobDatabaseSlot *slot;
+
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	slot = JobDatabaseSlotFind(database_oid, false);
+	if (slot != NULL && dropped && !slot->scheduler_running)
+		memset(slot, 0, sizeof(JobDatabaseSlot));
+	else if (slot != NULL)
+	{
+		slot->leaving = false;
+		slot->wake_pending = !dropped;
+	}
+	LWLockRelease(JobShared->lock);
+	if (!dropped)
+		JobWakeScheduler(database_oid);
+}
+
+/*
+ * Queue the announcement of a committed state change for the database's
+ * scheduler to send (then wake it, JobWakeScheduler).  A NOTIFY in the
+ * transaction that made the change would hold PostgreSQL's cluster-wide
+ * notify lock while its commit waits for a synchronous standby, and so
+ * make every other notifying session wait for that standby too.  The
+ * announcement is a hint to look again: when more than the queue holds
+ * wait, the oldest are dropped.
+ */
+void
+JobNoticePost(Oid database_oid, int64 job_id, const char *state)
+{
+	JobDatabaseSlot *slot;
+
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	slot = JobDatabaseSlotFind(database_oid, true);
+	if (slot != NULL)
+	{
+		if (slot->notice_count == JOB_NOTICES_PER_DATABASE)
+		{
+			memmove(&slot->notices[0], &slot->notices[1],
+					sizeof(JobNotice) * (JOB_NOTICES_PER_DATABASE - 1));
+			slot->notice_count--;
+		}
+		slot->notices[slot->notice_count].job_id = job_id;
+		strlcpy(slot->notices[slot->notice_count].state, state, sizeof(slot->notices[0].state));
+		slot->notice_count++;
+	}
+	LWLockRelease(JobShared->lock);
+}
+
+/* Take the database's queued announcements (at most JOB_NOTICES_PER_DATABASE) */
+int
+JobNoticesTake(Oid database_oid, JobNotice *notices)
+{
+	JobDatabaseSlot *slot;
+	int			count = 0;
+
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	slot = JobDatabaseSlotFind(database_oid, false);
+	if (slot != NULL)
+	{
+		count = slot->notice_count;
+		memcpy(notices, slot->notices, sizeof(JobNotice) * count);
+		slot->notice_count = 0;
+	}
+	LWLockRelease(JobShared->lock);
+	return count;
 }
 
 /*

@@ -18,6 +18,17 @@
 /* How many databases can have a scheduler at the same time */
 #define BGDDL_MAX_DATABASES		64
 
+/*
+ * A job's state change to announce: NOTIFY background_ddl, '<id> <state>',
+ * sent by the database's scheduler after the change committed (job_xact.c)
+ */
+#define JOB_NOTICES_PER_DATABASE 64
+typedef struct JobNotice
+{
+	int64		job_id;
+	char		state[16];
+} JobNotice;
+
 /* One database that has, or may have, unfinished jobs */
 typedef struct JobDatabaseSlot
 {
@@ -26,6 +37,10 @@ typedef struct JobDatabaseSlot
 	bool		scheduler_running;	/* a scheduler is registered for it */
 	bool		jobs_starved;	/* a job of it found no free worker slot */
 	Latch	   *scheduler_latch;	/* NULL until the scheduler is up */
+	pid_t		scheduler_pid;
+	bool		leaving;		/* DROP DATABASE waits for us to leave it */
+	int			notice_count;	/* the oldest are dropped when it is full */
+	JobNotice	notices[JOB_NOTICES_PER_DATABASE];
 } JobDatabaseSlot;
 
 /* One job worker; the scheduler fills it in before starting the worker */
@@ -95,6 +110,10 @@ extern void JobShmemRequest(void);
 extern void JobShmemInit(void);
 extern JobDatabaseSlot *JobDatabaseSlotFind(Oid database_oid, bool create);
 extern void JobWakeScheduler(Oid database_oid);
+extern void JobDatabaseLeave(Oid database_oid);
+extern void JobDatabaseLeft(Oid database_oid, bool dropped);
+extern void JobNoticePost(Oid database_oid, int64 job_id, const char *state);
+extern int	JobNoticesTake(Oid database_oid, JobNotice *notices);
 extern JobSlot *JobSlotFind(Oid database_oid, int64 job_id, bool create);
 extern void JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt);
 

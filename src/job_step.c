@@ -32,6 +32,7 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/interrupt.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/lsyscache.h"
@@ -48,6 +49,7 @@
 #include "pg_lock.h"
 
 volatile sig_atomic_t JobShutdownRequested = false;
+volatile sig_atomic_t JobCancelSignalled = false;
 JobGiveBack JobGivingBack = {false, 0, NULL};
 
 static int64 step_job_id = 0;
@@ -152,6 +154,14 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 		JobStepGiveBack(GetCurrentTimestamp(), "a fair share of the workers for other roles");
 
 	lock_wait_failed = false;
+	JobCancelSignalled = false;
+
+	/* As a backend between statements: a reload reaches the next step */
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	if (isolation == STEP_REPEATABLE_READ || isolation == STEP_REPEATABLE_READ_LATER)

@@ -46,6 +46,8 @@ extern void JobStepHoldAtChunk(int64 chunks_done);
 
 /* Set by the worker's SIGTERM handler: stop cleanly at the next chance */
 extern volatile sig_atomic_t JobShutdownRequested;
+/* Set by its SIGINT handler (a control request, or pg_cancel_backend); reset per step */
+extern volatile sig_atomic_t JobCancelSignalled;
 
 /* A worker that gives its slot back (JobStepGiveBack): until when, and why */
 typedef struct JobGiveBack

@@ -32,11 +32,16 @@
  *	  interrupted (as a query is cancelled), its step rolls back, and it
  *	  records that it let go cleanly and exits; the next start is not an
  *	  attempt either;
+ *	- SIGINT that no control function sent (pg_cancel_backend): its step
+ *	  rolls back and it gives its worker back at once, so that the job goes
+ *	  on from its last checkpoint in a new worker; not an attempt (a
+ *	  statement_timeout, also SQLSTATE 57014, is an error of the job);
+ *	- SIGHUP: the configuration file is read again before the next step;
  *	- a wait that would only hold a worker (a rate limit, a lock that does
  *	  not come free, a fair share for another role): it gives its worker
  *	  back, recording when the job may have one again; not an attempt;
  *	- an error a retry may cure (serialization failure, deadlock, lock
- *	  timeout, lack of resources): the error is recorded and the worker
+ *	  timeout, a full disk, too many connections): the error is recorded and the worker
  *	  exits; the scheduler starts another with backoff, and that counts as
  *	  an attempt, as a crash does;
  *	- any other error fails the job, with the error's message, SQLSTATE,
@@ -54,6 +59,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
@@ -61,6 +67,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
 #include "utils/memutils.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "catalog_access.h"
@@ -89,6 +96,20 @@ WorkerSigterm(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
+/*
+ * SIGINT from another process (a control request, pg_cancel_backend), or
+ * from our own statement_timeout (handle_sig_alarm sets the indicator
+ * before its handler signals us), which is an error of the job.
+ */
+static void
+WorkerSigint(SIGNAL_ARGS)
+{
+	if (!get_timeout_indicator(STATEMENT_TIMEOUT, false) &&
+		!get_timeout_indicator(LOCK_TIMEOUT, false))
+		JobCancelSignalled = true;
+	StatementCancelHandler(postgres_signal_arg);
+}
+
 static void
 WorkerDetach(int code, Datum arg)
 {
@@ -108,14 +129,20 @@ WorkerDetach(int code, Datum arg)
 	ConditionVariableBroadcast(&JobShared->job_finished);
 }
 
-/* Errors that a later attempt may not meet again */
+/*
+ * Errors that a later attempt may not meet again.  Of the lack of resources
+ * (class 53), a full disk and too many connections may pass; out of memory
+ * and a configured limit (temp_file_limit, max_locks_per_transaction) will
+ * be met again by the same work, so they fail the job at once.
+ */
 static bool
 ErrorIsTransient(int sqlerrcode)
 {
 	int			sqlclass = ERRCODE_TO_CATEGORY(sqlerrcode);
 
 	return sqlclass == ERRCODE_TRANSACTION_ROLLBACK ||
-		sqlclass == ERRCODE_INSUFFICIENT_RESOURCES ||
+		sqlerrcode == ERRCODE_DISK_FULL ||
+		sqlerrcode == ERRCODE_TOO_MANY_CONNECTIONS ||
 		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
 		sqlerrcode == ERRCODE_CANNOT_CONNECT_NOW;
 }
@@ -489,8 +516,15 @@ YieldJob(LOCKTAG *job_lock)
 static void
 ExitCleanly(int64 job_id)
 {
+	/* A stop noticed outside ProcessInterrupts left its cancel pending */
+	QueryCancelPending = false;
 	JobStepsStopping();
-	if (JobGivingBack.why != NULL)
+	if (JobShutdownRequested)
+		ereport(LOG,
+				(errmsg("background DDL job %lld stops: its worker was asked to exit (a server shutdown or pg_terminate_backend)",
+						(long long) job_id),
+				 errdetail("The job goes on from its last checkpoint when it has a worker again; this is not an attempt.")));
+	else if (JobGivingBack.why != NULL)
 		ereport(LOG,
 				(errmsg("background DDL job %lld gives its worker back until %s: %s",
 						(long long) job_id, timestamptz_to_str(JobGivingBack.until), JobGivingBack.why)));
@@ -545,6 +579,8 @@ JobWorkerMain(Datum main_arg)
 	JobError   *volatile failure = NULL;
 
 	pqsignal(SIGTERM, WorkerSigterm);
+	pqsignal(SIGINT, WorkerSigint);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
 	my_worker_slot = DatumGetInt32(main_arg);
@@ -604,6 +640,12 @@ JobWorkerMain(Datum main_arg)
 			if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
 				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
 								  "a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
+			/* pg_cancel_backend: this worker stops, the job goes on */
+			if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled && failure == NULL &&
+				!JobControlPending() && !JobShutdownRequested && run->claimed &&
+				!JobStateIsFinal(run->job.state))
+				JobStepGivingBack(GetCurrentTimestamp(),
+								  "its worker was cancelled (pg_cancel_backend)");
 			if (JobShutdownRequested || JobGivingBack.giving_back)
 				ExitCleanly(job_id);
 			if (JobControlPending())

@@ -13,11 +13,11 @@
  * exists if COMMIT PREPARED is run; that command wakes the scheduler).
  *
  * Notifications.  A state change that this transaction makes (a submit,
- * cancel_ddl, pause_ddl, resume_ddl) is announced with NOTIFY when it
- * commits: queued here and handed to NOTIFY just before the commit, so that
- * the transaction can still be prepared (PREPARE TRANSACTION refuses one
- * that has NOTIFY pending; a prepared transaction's changes are therefore
- * not announced, its job's later states are).
+ * cancel_ddl, pause_ddl, resume_ddl, a worker's) is announced once it has
+ * committed: queued here, handed at commit to the database's scheduler,
+ * which sends the NOTIFY in a transaction of its own that does not wait for
+ * synchronous standbys (job_shmem.c: JobNoticePost says why).  A prepared
+ * transaction's changes are not announced; its job's later states are.
  *
  * Held jobs.  cancel_ddl and pause_ddl (and DROP of a job's target) ask the
  * job's workers to let go of it (job_shmem.h: control_requests) and then
@@ -33,6 +33,7 @@
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "job_xact.h"
@@ -137,7 +138,7 @@ JobXactNotify(int64 job_id, const char *state)
 }
 
 static void
-SendNotifications(void)
+PostNotifications(void)
 {
 	ListCell   *lc;
 
@@ -145,9 +146,32 @@ SendNotifications(void)
 	{
 		SessionJob *entry = lfirst(lc);
 
-		Async_Notify(JOB_NOTIFY_CHANNEL,
-					 psprintf("%lld %s", (long long) entry->job_id, entry->state));
+		JobNoticePost(MyDatabaseId, entry->job_id, entry->state);
 	}
+	if (notifications != NIL)
+		wake_at_commit = true;
+}
+
+/*
+ * Send the queued announcements of this database's committed state changes
+ * (the scheduler, between its passes), in a transaction whose commit waits
+ * for no standby.
+ */
+void
+JobXactSendNotices(void)
+{
+	JobNotice	notices[JOB_NOTICES_PER_DATABASE];
+	int			count = JobNoticesTake(MyDatabaseId, notices);
+
+	if (count == 0)
+		return;
+	StartTransactionCommand();
+	(void) set_config_option("synchronous_commit", "local", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	for (int i = 0; i < count; i++)
+		Async_Notify(JOB_NOTIFY_CHANNEL,
+					 psprintf("%lld %s", (long long) notices[i].job_id, notices[i].state));
+	CommitTransactionCommand();
 }
 
 /* Wake the scheduler when the current transaction commits */
@@ -212,10 +236,8 @@ SessionJobsXactCallback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
-		case XACT_EVENT_PRE_COMMIT:
-			SendNotifications();
-			return;
 		case XACT_EVENT_COMMIT:
+			PostNotifications();
 			if (wake_at_commit)
 				JobWakeScheduler(MyDatabaseId);
 			/* FALLTHROUGH */

@@ -38,6 +38,7 @@ extern int64 JobXactLastJob(void);
 extern bool JobXactIsSubmitted(int64 job_id);
 extern void JobXactWakeScheduler(void);
 extern void JobXactNotify(int64 job_id, const char *state);
+extern void JobXactSendNotices(void);
 
 /* The channel of the job state notifications */
 #define JOB_NOTIFY_CHANNEL "background_ddl"

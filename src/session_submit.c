@@ -33,7 +33,9 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_extension.h"
+#include "commands/dbcommands.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -45,6 +47,7 @@
 #include "catalog_access.h"
 #include "catalog_job.h"
 #include "job_identity.h"
+#include "job_shmem.h"
 #include "job_xact.h"
 #include "kind.h"
 #include "kind_placeholder.h"
@@ -261,6 +264,38 @@ StatementIsUsers(ProcessUtilityContext context, Node *outer_utility)
  * the user's own, and background_ddl is on), the guards on jobs' objects
  * otherwise.
  */
+/*
+ * DROP DATABASE refuses a database that other sessions use: our scheduler
+ * and workers leave it first, as autovacuum workers do (JobDatabaseLeave).
+ */
+static void
+DropDatabaseLeftByJobs(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+			 ProcessUtilityContext context, ParamListInfo params,
+			 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Oid			database_oid = get_database_oid(((DropdbStmt *) pstmt->utilityStmt)->dbname, true);
+
+	if (!OidIsValid(database_oid) || database_oid == MyDatabaseId)
+	{
+		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							   queryEnv, dest, qc);
+		return;
+	}
+	JobDatabaseLeave(database_oid);
+	PG_TRY();
+	{
+		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							   queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		JobDatabaseLeft(database_oid, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	JobDatabaseLeft(database_oid, true);
+}
+
 static void
 ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 				 bool readOnlyTree, ProcessUtilityContext context,
@@ -320,6 +355,10 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			else
 				SessionCheckPlaceholderChange(parsetree);
 			break;
+		case T_DropdbStmt:
+			DropDatabaseLeftByJobs(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+						 dest, qc);
+			return;
 		case T_TransactionStmt:
 			if (((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED &&
 				IsTransactionState() && CatalogLookup() != NULL)
@@ -340,7 +379,8 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *outer_utility = enclosing_utility;
-	volatile bool may_submit = background_ddl_enabled &&
+	/* On a standby, PostgreSQL refuses the statement as it always does */
+	volatile bool may_submit = background_ddl_enabled && !RecoveryInProgress() &&
 		StatementIsUsers(context, outer_utility);
 
 	enclosing_utility = pstmt->utilityStmt;

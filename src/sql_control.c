@@ -28,6 +28,7 @@
 #include "storage/condition_variable.h"
 #include "storage/proc.h"
 #include "tcop/pquery.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -115,8 +116,11 @@ CheckControlPermission(const BgddlJob *job, const char *verb, bool captured_owne
 static int64
 ControlledJob(FunctionCallInfo fcinfo, const char *verb, BgddlJob *job)
 {
-	int64		job_id = JobIdArgument(fcinfo);
+	int64		job_id;
 
+	/* A standby shows the primary's jobs; only the primary controls them */
+	PreventCommandDuringRecovery(psprintf("%s_ddl()", verb));
+	job_id = JobIdArgument(fcinfo);
 	CatalogRequire();
 	JobLoadOrError(job_id, job);
 	CheckControlPermission(job, verb, strcmp(verb, "cancel") == 0);

@@ -23,12 +23,13 @@ sub workers_per_job_conf
 }
 
 # A started node with the library preloaded, the extension created in
-# database postgres, and the given extra postgresql.conf lines.
+# database postgres, and the given extra postgresql.conf lines; more
+# arguments go to init (allows_streaming => 1 for a primary).
 sub bgddl_node
 {
-	my ($name, $conf) = @_;
+	my ($name, $conf, %init) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(%init);
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'background_ddl'\n" . workers_per_job_conf() . ($conf // ''));
 	$node->start;

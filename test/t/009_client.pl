@@ -244,7 +244,13 @@ my $listener = $node->background_psql('postgres');
 $listener->query_safe('LISTEN background_ddl');
 my $job5 = submit_job($node, 'CREATE MATERIALIZED VIEW mv5 AS SELECT id FROM events');
 ok(wait_job_state($node, $job5, 'succeeded'), 'job for notifications succeeded');
-my $notes = $listener->query_safe('SELECT 1');
+# The scheduler sends them once the change has committed: poll, bounded
+my $notes = '';
+for (my $i = 0; $i < 100 && $notes !~ /payload "$job5 succeeded"/; $i++)
+{
+	$notes .= $listener->query_safe('SELECT 1');
+	select(undef, undef, undef, 0.1) if $notes !~ /payload "$job5 succeeded"/;
+}
 $listener->quit;
 like($notes, qr/payload "$job5 queued"/, 'NOTIFY: queued');
 like($notes, qr/payload "$job5 running"/, 'NOTIFY: running');
