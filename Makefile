@@ -41,6 +41,7 @@ OBJS = \
 	src/catalog_job.o \
 	src/catalog_access.o \
 	src/catalog_types.o \
+	src/catalog_replication.o \
 	src/job_xact.o \
 	src/job_shmem.o \
 	src/pg_heap_swap.o \

@@ -142,6 +142,42 @@ CREATE TABLE background_ddl.message (
 REVOKE ALL ON ALL TABLES IN SCHEMA background_ddl FROM PUBLIC;
 
 /*
+ * Nothing of ours is sent or applied by logical replication
+ * (catalog_replication.c): the tables' changes are not decoded, the tables
+ * without a key can be deleted from under a publication, and on a
+ * subscriber the rows that a replication worker copies into them are
+ * dropped.
+ */
+ALTER TABLE background_ddl.dirty REPLICA IDENTITY FULL;
+ALTER TABLE background_ddl.recomputed REPLICA IDENTITY FULL;
+CREATE FUNCTION background_ddl.skip_replicated_row()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'skip_replicated_row'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION background_ddl.skip_replicated_row() FROM PUBLIC;
+CREATE FUNCTION background_ddl.hide_from_decoding(regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'hide_from_decoding'
+LANGUAGE C STRICT;
+DO $$
+DECLARE
+	catalog_table regclass;
+BEGIN
+	FOR catalog_table IN SELECT c.oid FROM pg_catalog.pg_class c
+						  WHERE c.relnamespace = 'background_ddl'::regnamespace AND c.relkind = 'r'
+	LOOP
+		EXECUTE pg_catalog.format('CREATE TRIGGER skip_replicated_rows BEFORE INSERT OR UPDATE OR DELETE '
+								  'ON %s FOR EACH ROW EXECUTE FUNCTION background_ddl.skip_replicated_row()',
+								  catalog_table);
+		EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE REPLICA TRIGGER skip_replicated_rows',
+								  catalog_table);
+		PERFORM background_ddl.hide_from_decoding(catalog_table);
+	END LOOP;
+END
+$$;
+DROP FUNCTION background_ddl.hide_from_decoding(regclass);
+
+/*
  * Jobs are deliberately not dumped (no pg_extension_config_dump): a job row
  * names objects by OID, which a restore does not preserve.
  */

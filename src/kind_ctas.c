@@ -313,6 +313,7 @@ CtasReserve(KindSubmit *submit)
 	CommandCounterIncrement();
 	RenameRelationInternal(hidden_oid, psprintf("ctas_%u", submit->target_oid), true, false);
 	CommandCounterIncrement();
+	PgRelationSetDecoded(hidden_oid, false);
 	CatalogKindStateSetInt(&submit->kind_state, STATE_HIDDEN_OID, hidden_oid);
 
 	submit->strategy = QueryJobStrategyAtSubmit(CheckedNode(Query, stmt->query), submit->target_oid,
@@ -360,6 +361,7 @@ CtasPublish(JobRun *run, int64 rows)
 	CommandCounterIncrement();
 	RenameRelationInternal(content_oid, name, true, false);
 	CommandCounterIncrement();
+	PgRelationSetDecoded(content_oid, true);
 	JobRunSucceeded(run, content_oid, true, rows);
 }
 

@@ -1,11 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * pg_relation.c
- *	  Emptying and dropping a relation, transactionally.
+ *	  Emptying, dropping and hiding a relation from logical decoding,
+ *	  transactionally.
  *
  * What the jobs create (placeholders, hidden and staging relations) is
  * emptied as TRUNCATE empties a table, and dropped as DROP ... RESTRICT
  * drops it, both inside the caller's transaction.
+ *
+ * Logical decoding.  PostgreSQL 15 publishes every permanent table to a FOR
+ * ALL TABLES publication, with no way to leave one out; but logical
+ * decoding skips the row changes of the transient heaps that table
+ * rewrites create, which it knows by pg_class.relrewrite
+ * (ReorderBufferProcessTXN).  Our own relations carry that mark, so that no
+ * change of theirs is ever sent to a subscriber; a relation that becomes
+ * the user's loses it in the transaction that hands it over.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,8 +22,10 @@
 
 #include "access/relation.h"
 #include "access/xact.h"
+#include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/index.h"
+#include "catalog/indexing.h"
 #include "catalog/pg_class.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -58,5 +69,42 @@ PgRelationDrop(Oid relid)
 		return;
 	ObjectAddressSet(relation, RelationRelationId, relid);
 	performDeletion(&relation, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	CommandCounterIncrement();
+}
+
+/* Set a relation's relrewrite; returns its TOAST table */
+static Oid
+SetRelrewrite(Relation pg_class, Oid relid, Oid relrewrite)
+{
+	HeapTuple	tuple = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+	Oid			toast_oid;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	form = (Form_pg_class) GETSTRUCT(tuple);
+	toast_oid = form->reltoastrelid;
+	if (form->relrewrite != relrewrite)
+	{
+		form->relrewrite = relrewrite;
+		CatalogTupleUpdate(pg_class, &tuple->t_self, tuple);
+	}
+	heap_freetuple(tuple);
+	return toast_oid;
+}
+
+/*
+ * Let logical decoding see the row changes of a relation and its TOAST
+ * table, or not (marked as a transient heap of itself: see above)
+ */
+void
+PgRelationSetDecoded(Oid relid, bool decoded)
+{
+	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
+	Oid			toast_oid = SetRelrewrite(pg_class, relid, decoded ? InvalidOid : relid);
+
+	if (OidIsValid(toast_oid))
+		SetRelrewrite(pg_class, toast_oid, decoded ? InvalidOid : toast_oid);
+	table_close(pg_class, RowExclusiveLock);
 	CommandCounterIncrement();
 }

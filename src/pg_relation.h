@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pg_relation.h
- *	  Emptying and dropping a relation, transactionally.
+ *	  Emptying, dropping and hiding a relation from logical decoding,
+ *	  transactionally.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,5 +13,6 @@
 
 extern void PgRelationTruncate(Relation rel);
 extern void PgRelationDrop(Oid relid);
+extern void PgRelationSetDecoded(Oid relid, bool decoded);
 
 #endif							/* BGDDL_PG_RELATION_H */

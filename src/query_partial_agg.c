@@ -66,6 +66,7 @@
 #include "utils/syscache.h"
 
 #include "catalog_access.h"
+#include "pg_relation.h"
 #include "query_partial_agg.h"
 
 /* How the partials of one aggregate combine */
@@ -479,6 +480,7 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 	CommandCounterIncrement();
 	NewRelationCreateToastTable(address.objectId, (Datum) 0);
 	CommandCounterIncrement();
+	PgRelationSetDecoded(address.objectId, false);
 	CatalogAccessEnd(&access);
 	return address.objectId;
 }
