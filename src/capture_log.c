@@ -200,6 +200,29 @@ CaptureChunkRanges(int64 job_id)
 	return ranges;
 }
 
+/*
+ * The totals of a job's committed chunks (and of this transaction's): the
+ * truth of the backfill's progress, which the job row follows at most a few
+ * times a second (CatalogJobRecordChunk)
+ */
+void
+CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT count(*), coalesce(sum(rows_done), 0), "
+				   "coalesce(sum(end_block - start_block), 0) "
+				   "FROM background_ddl.chunk WHERE job_id = $1", 1, argtypes, values, NULL,
+				   SPI_OK_SELECT);
+	*chunks = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
+	*rows = DatumGetInt64(DirectFunctionCall1(numeric_int8, CatalogColumn(0, 2, 0)));
+	*blocks = DatumGetInt64(DirectFunctionCall1(numeric_int8, CatalogColumn(0, 3, 0)));
+	CatalogAccessEnd(&access);
+}
+
 /* A chunk's tid map (detoasted, in the caller's context), or NULL */
 bytea *
 CaptureChunkTidMap(int64 job_id, int64 start_block)

@@ -51,6 +51,7 @@ typedef struct ChunkRange
 extern void CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,
 						double seconds, bytea *tid_map);
 extern List *CaptureChunkRanges(int64 job_id);
+extern void CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks);
 extern bytea *CaptureChunkTidMap(int64 job_id, int64 start_block);
 extern void CaptureForget(int64 job_id, bool chunks_too);
 extern void CaptureRestart(int64 job_id);

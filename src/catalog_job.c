@@ -676,12 +676,27 @@ CatalogJobRecordTarget(int64 job_id, Oid target_oid)
 }
 
 /*
- * Count a committed chunk of rows rows and work units of work in the job's
- * row, in the chunk's transaction (several workers add theirs), and read
+ * Count a committed chunk of rows rows and work units of work, and read
  * back the job's totals and limits into *job.  next_work is the size of the
  * worker's next chunk (for the chunk count), seconds_per_unit the job's
  * pace (for the estimate of the time left).
+ *
+ * The chunk's own row (capture_log.c) is the checkpoint.  The job row only
+ * shows the totals, and several workers update it: each of them writes its
+ * chunks into it at most every JOB_ROW_INTERVAL_MS, with the chunk that
+ * makes the interval pass, so that they do not queue on its row lock.  In
+ * between, a worker reads the row (without a lock) for the limits that
+ * alter_ddl changes.  Counts that a worker kept to itself and never wrote
+ * (it stopped) are recovered from the chunk rows when the backfill settles
+ * (CatalogJobSetBackfillTotals).
  */
+#define JOB_ROW_INTERVAL_MS 250
+
+static int64 unwritten_rows = 0;
+static int64 unwritten_chunks = 0;
+static int64 unwritten_work = 0;
+static TimestampTz job_row_written_at = 0;
+
 void
 CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 					  double seconds_per_unit)
@@ -689,22 +704,38 @@ CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 	CatalogRow	row;
 	double		seconds;
 	int64		work_left;
+	TimestampTz now = GetCurrentTimestamp();
 
+	unwritten_rows += rows;
+	unwritten_chunks++;
+	unwritten_work += work;
+	if (!TimestampDifferenceExceeds(job_row_written_at, now, JOB_ROW_INTERVAL_MS))
+	{
+		job->rows_done += rows;
+		job->chunks_done++;
+		job->work_done += work;
+		if (JobRowRead(&row, job->id, false))
+			LimitsFromRow(&row, job);
+		CatalogRowClose(&row);
+		return;
+	}
 	if (!JobRowLock(&row, job->id))
 	{
 		CatalogRowClose(&row);
 		return;
 	}
 	ProgressFromRow(&row, job);
-	job->rows_done += rows;
-	job->chunks_done++;
-	job->work_done += work;
+	job->rows_done += unwritten_rows;
+	job->chunks_done += unwritten_chunks;
+	job->work_done += unwritten_work;
+	unwritten_rows = unwritten_chunks = unwritten_work = 0;
+	job_row_written_at = now;
 	job->work_total = Int64Or(&row, Anum_job_work_total, 0);
 	work_left = Max(job->work_total - job->work_done, 0);
 	job->progress = Max(job->progress,
 						job->progress_base + (99.9 - job->progress_base) *
 						Min(1.0, (double) job->work_done / Max(job->work_total, 1)));
-	seconds = (GetCurrentTimestamp() - TimestampOr(&row, Anum_job_attempt_started_at, 0)) /
+	seconds = (now - TimestampOr(&row, Anum_job_attempt_started_at, 0)) /
 		(double) USECS_PER_SEC;
 	CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(job->rows_done), false);
 	CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(job->chunks_done), false);
@@ -718,6 +749,31 @@ CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 	CatalogRowSet(&row, Anum_job_eta, IntervalSeconds(rint(work_left * seconds_per_unit)), false);
 	LimitsFromRow(&row, job);
 	CatalogRowWrite(&row);
+	CatalogRowClose(&row);
+}
+
+/*
+ * The backfill's totals, from its chunk rows (CaptureChunkTotals), into the
+ * job row and *job: every worker's chunks, also those whose counts a worker
+ * that stopped never wrote.
+ */
+void
+CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
+{
+	CatalogRow	row;
+
+	unwritten_rows = unwritten_chunks = unwritten_work = 0;
+	if (JobRowLock(&row, job->id))
+	{
+		ProgressFromRow(&row, job);
+		job->rows_done = rows;
+		job->chunks_done = chunks;
+		job->work_done = work;
+		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(rows), false);
+		CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(chunks), false);
+		CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(work), false);
+		CatalogRowWrite(&row);
+	}
 	CatalogRowClose(&row);
 }
 
@@ -754,17 +810,6 @@ CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows)
 	CatalogRowClose(&row);
 }
 
-/* Read the backfill's totals, which all the job's workers add to, into *job */
-void
-CatalogJobReadProgress(BgddlJob *job)
-{
-	CatalogRow	row;
-
-	if (JobRowRead(&row, job->id, false))
-		ProgressFromRow(&row, job);
-	CatalogRowClose(&row);
-}
-
 /*
  * Start the build over (the driving table or the content relation was
  * rewritten: every tuple id changed), with the kind's state and backfill
@@ -776,6 +821,7 @@ CatalogJobRestartBuild(BgddlJob *job)
 {
 	CatalogRow	row;
 
+	unwritten_rows = unwritten_chunks = unwritten_work = 0;
 	if (JobRowLock(&row, job->id))
 	{
 		job->progress = Float8Or(&row, Anum_job_progress, 0);

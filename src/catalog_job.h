@@ -162,7 +162,7 @@ extern void CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 n
 								  double seconds_per_unit);
 extern void CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows);
 extern void CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows);
-extern void CatalogJobReadProgress(BgddlJob *job);
+extern void CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work);
 extern void CatalogJobRestartBuild(BgddlJob *job);
 extern int64 CatalogJobAddMessages(int64 job_id, int64 count);
 

@@ -516,8 +516,13 @@ YieldJob(LOCKTAG *job_lock)
 static void
 ExitCleanly(int64 job_id)
 {
-	/* A stop noticed outside ProcessInterrupts left its cancel pending */
-	QueryCancelPending = false;
+	/*
+	 * Nothing cancels the recording of the stop: neither a cancel left
+	 * pending by a stop noticed outside ProcessInterrupts, nor the second
+	 * SIGTERM of a shutdown (the postmaster signals the process and its
+	 * group).
+	 */
+	HOLD_CANCEL_INTERRUPTS();
 	JobStepsStopping();
 	if (JobShutdownRequested)
 		ereport(LOG,
@@ -539,6 +544,12 @@ ExitCleanly(int64 job_id)
 	PG_CATCH();
 	{
 		/* Too late to record it; the next start counts as an attempt */
+		ErrorData  *error = CopyErrorData();
+
+		FlushErrorState();
+		ereport(LOG,
+				(errmsg("background DDL job %lld could not record that it stopped cleanly: %s",
+						(long long) job_id, error->message)));
 	}
 	PG_END_TRY();
 	proc_exit(0);
@@ -551,6 +562,7 @@ ExitForRetry(int64 job_id, const JobError *error)
 	ereport(LOG,
 			(errmsg("background DDL job %lld interrupted, will be retried: %s",
 					(long long) job_id, error->message)));
+	HOLD_CANCEL_INTERRUPTS();
 	PG_TRY();
 	{
 		JobStepBegin("background_ddl: recording an error", STEP_READ_COMMITTED);

@@ -494,10 +494,19 @@ MarkWholeTable(JobRun *run, const char *why)
 static bool
 ContentWasReset(const JobRun *run, Relation content)
 {
+	int64		chunks;
+	int64		rows = 0;
+	int64		blocks;
+
 	/* Partial aggregation fills the content at the cut-over only */
-	return !OidIsValid(QueryRunOf(run)->staging_oid) &&
-		content->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED &&
-		run->job.rows_done > 0 && RelationGetNumberOfBlocks(content) == 0;
+	if (OidIsValid(QueryRunOf(run)->staging_oid) ||
+		content->rd_rel->relpersistence != RELPERSISTENCE_UNLOGGED ||
+		RelationGetNumberOfBlocks(content) > 0)
+		return false;
+	/* The job row's count can lag behind the chunks' (CatalogJobRecordChunk) */
+	if (run->job.rows_done == 0)
+		CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
+	return run->job.rows_done > 0 || rows > 0;
 }
 
 /*
@@ -848,13 +857,17 @@ SettleBackfill(JobRun *run)
 	QueryRun   *q = QueryRunOf(run);
 	List	   *holes;
 	MemoryContext old_context;
+	int64		chunks;
+	int64		rows;
+	int64		blocks;
 
 	CloseClaims(q);
 	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
 	old_context = MemoryContextSwitchTo(JobContext());
 	holes = UncoveredRanges(CaptureChunkRanges(run->job.id), run->job.work_total);
 	MemoryContextSwitchTo(old_context);
-	CatalogJobReadProgress(&run->job);
+	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
+	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
 	JobStepEnd();
 	if (holes == NIL)
 		return JOB_STEP_DONE;

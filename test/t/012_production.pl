@@ -52,6 +52,8 @@ for my $round (1 .. 10)
 	ok(defined worker_pid($mv) && defined worker_pid($index), "stop $round: both jobs have a worker");
 	$node->stop($mode);
 	$node->start;
+	note("after stop $round: " . $node->safe_psql('postgres',
+		"SELECT string_agg(id || ' ' || attempts || ' ' || in_flight, ', ' ORDER BY id) FROM background_ddl.job"));
 }
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(state || ' ' || attempts, ', ' ORDER BY id) FROM background_ddl.job
@@ -110,6 +112,21 @@ cmp_ok(
 		  WHERE job_id = $reload AND done_at > '$reloaded_at'"),
 	'>=', 0.2, 'reload: chunks after it grew toward the new batch time of 1 s');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.batch_time; SELECT pg_reload_conf()');
+
+# --- The job row is written a few times a second, not once per chunk ------
+my $job_updates = "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'background_ddl.job'::regclass";
+my $updates_before = $node->safe_psql('postgres', $job_updates);
+my $busy = submit_job($node, "CREATE MATERIALIZED VIEW mv_busy AS $reload_query");
+$node->safe_psql('postgres', "SELECT alter_ddl($busy, batch_time => '10ms')");
+ok(wait_job_state($node, $busy, 'succeeded'), 'job row: the job succeeded');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type LIKE 'background_ddl worker%'"),
+	'job row: its workers exited (and flushed their statistics)');
+my $chunks = job_row($busy, 'chunks_done');
+my $updates = $node->safe_psql('postgres', $job_updates) - $updates_before;
+cmp_ok($chunks, '>=', 30, "job row: the job took $chunks chunks");
+cmp_ok($updates, '<', $chunks / 2, "job row: $updates updates for $chunks chunks");
+is(differences($node, 'mv_busy', $reload_query), '0', 'job row: the job is exact');
 
 # --- A configured limit will be hit again: one attempt --------------------
 my $tmp = submit_job($node, 'CREATE INDEX events_payload_idx ON events (payload)',
