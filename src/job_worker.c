@@ -41,9 +41,9 @@
  *	  not come free, a fair share for another role): it gives its worker
  *	  back, recording when the job may have one again; not an attempt;
  *	- an error a retry may cure (serialization failure, deadlock, lock
- *	  timeout, a full disk, too many connections): the error is recorded and the worker
- *	  exits; the scheduler starts another with backoff, and that counts as
- *	  an attempt, as a crash does;
+ *	  timeout, a full disk, too many connections): the error is recorded
+ *	  and the worker exits; the scheduler starts another with backoff, and
+ *	  that counts as an attempt, as a crash does;
  *	- any other error fails the job, with the error's message, SQLSTATE,
  *	  detail and hint;
  *	- after background_ddl.max_attempts attempts the job fails with the
@@ -653,9 +653,9 @@ JobWorkerMain(Datum main_arg)
 				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
 								  "a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
 			/* pg_cancel_backend: this worker stops, the job goes on */
-			if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled && failure == NULL &&
-				!JobControlPending() && !JobShutdownRequested && run->claimed &&
-				!JobStateIsFinal(run->job.state))
+			if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
+				failure == NULL && !JobControlPending() && !JobShutdownRequested &&
+				run->claimed && !JobStateIsFinal(run->job.state))
 				JobStepGivingBack(GetCurrentTimestamp(),
 								  "its worker was cancelled (pg_cancel_backend)");
 			if (JobShutdownRequested || JobGivingBack.giving_back)
