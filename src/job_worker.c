@@ -45,7 +45,9 @@
  *	  and the worker exits; the scheduler starts another with backoff, and
  *	  that counts as an attempt, as a crash does;
  *	- any other error fails the job, with the error's message, SQLSTATE,
- *	  detail and hint;
+ *	  detail and hint; if what the job created cannot all be removed then
+ *	  (an object of the user's depends on it), the job fails at once with
+ *	  both errors and what stayed;
  *	- after background_ddl.max_attempts attempts the job fails with the
  *	  last error it met.
  *
@@ -279,6 +281,28 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 					CatalogStateName(final_state),
 					final_error.message ? ": " : "",
 					final_error.message ? final_error.message : "")));
+}
+
+/*
+ * What a failing job created could not all be removed, for a reason that a
+ * retry would meet again (an object of the user's depends on it): end the
+ * job failed at once, saying what stayed and why, rather than retry its
+ * removal without end.  Exits.
+ */
+static void
+FailLeavingRemains(JobRun *run, const JobError *failure, const ErrorData *removal_error)
+{
+	JobError	final_error = *failure;
+
+	final_error.message = psprintf("%s (what the job created could not all be removed: %s)",
+								   failure->message, removal_error->message);
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+	CatalogJobFinish(run->job.id, JOB_STATE_FAILED, &final_error, false, -1, NULL);
+	JobStepEnd();
+	ereport(LOG,
+			(errmsg("background DDL job %lld for %s failed: %s",
+					(long long) run->job.id, run->job.target_name, final_error.message)));
+	proc_exit(0);
 }
 
 /* The job was started too often: fail it with the last error it met */
@@ -662,6 +686,8 @@ JobWorkerMain(Datum main_arg)
 				ExitCleanly(job_id);
 			if (JobControlPending())
 				yield = true;	/* try again from the last checkpoint */
+			else if (failure != NULL && !ErrorIsTransient(error->sqlerrcode))
+				FailLeavingRemains(run, failure, error);
 			else if (failure != NULL || !run->claimed || JobStateIsFinal(run->job.state))
 			{
 				/* Could not end the job, or clean up after it: later, then */

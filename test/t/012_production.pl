@@ -134,6 +134,23 @@ my $tmp = submit_job($node, 'CREATE INDEX events_payload_idx ON events (payload)
 ok(wait_job_state($node, $tmp, 'failed'), 'temp_file_limit: the job failed');
 is(job_row($tmp, 'error_sqlstate || attempts'), '534001', 'temp_file_limit: 53400 at the first attempt');
 
+# --- A removal that cannot finish ends the failed job at once --------------
+$hold = hold_at($node, 'chunk 1');
+my $stuck = submit_job($node, 'CREATE TABLE ctas_stuck AS SELECT id, 1 / (id - 250000) AS x FROM events');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
+	'stuck: the job is held after its first chunk');
+my $hidden = $node->safe_psql('postgres',
+	"SELECT 'background_ddl.ctas_' || target_oid FROM background_ddl.job WHERE id = $stuck");
+$node->safe_psql('postgres', "CREATE VIEW on_hidden AS SELECT * FROM $hidden");
+release_hold($node, $hold);
+ok(wait_job_state($node, $stuck, 'failed'), 'stuck: the job failed');
+like(job_row($stuck, 'error'),
+	qr/^division by zero \(what the job created could not all be removed: cannot drop table .*ctas_\d+ because other objects depend on it\)$/,
+	'stuck: the error says what stayed and why');
+is(job_row($stuck, 'attempts'), '1', 'stuck: the removal was not retried');
+$node->safe_psql('postgres', "DROP VIEW on_hidden; DROP TABLE $hidden; DROP MATERIALIZED VIEW IF EXISTS ctas_stuck");
+
 # --- DROP DATABASE while a job runs ---------------------------------------
 $node->safe_psql('postgres', 'CREATE DATABASE dropme');
 $node->safe_psql('dropme', q{
