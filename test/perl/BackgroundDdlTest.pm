@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
-  release_hold check_no_leftovers differences write_some chunks_kept);
+  held_at_hold release_hold check_no_leftovers differences write_some chunks_kept);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -68,6 +68,15 @@ sub hold_at
 	my $session = $node->background_psql('postgres');
 	$session->query_safe('SELECT pg_advisory_lock(4242)');
 	return $session;
+}
+
+# Poll (with the usual bound) until $count workers (default 1) wait at the hold point
+sub held_at_hold
+{
+	my ($node, $count) = @_;
+	$count //= 1;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) = $count FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted");
 }
 
 # Let held workers go on (and stop holding new ones)

@@ -98,9 +98,7 @@ is(job_row($timeout, 'error_sqlstate || attempts'), '570141', 'statement_timeout
 my $hold = hold_at($node, 'chunk 3');
 my $reload_query = 'SELECT id, md5(md5(md5(payload))) AS p FROM events';
 my $reload = submit_job($node, "CREATE MATERIALIZED VIEW mv_reload AS $reload_query");
-ok($node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
-	'reload: the job is held after its third chunk');
+ok(held_at_hold($node), 'reload: the job is held after its third chunk');
 my $reloaded_at = $node->safe_psql('postgres',
 	"ALTER SYSTEM SET background_ddl.batch_time = '1s'; SELECT pg_reload_conf(); SELECT clock_timestamp()");
 $reloaded_at = (split /\n/, $reloaded_at)[-1];
@@ -137,9 +135,7 @@ is(job_row($tmp, 'error_sqlstate || attempts'), '534001', 'temp_file_limit: 5340
 # --- A removal that cannot finish ends the failed job at once --------------
 $hold = hold_at($node, 'chunk 1');
 my $stuck = submit_job($node, 'CREATE TABLE ctas_stuck AS SELECT id, 1 / (id - 250000) AS x FROM events');
-ok($node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
-	'stuck: the job is held after its first chunk');
+ok(held_at_hold($node), 'stuck: the job is held after its first chunk');
 my $hidden = $node->safe_psql('postgres',
 	"SELECT 'background_ddl.ctas_' || target_oid FROM background_ddl.job WHERE id = $stuck");
 $node->safe_psql('postgres', "CREATE VIEW on_hidden AS SELECT * FROM $hidden");

@@ -55,20 +55,14 @@ my %pub_jobs = (
 	pub_refreshed => [ 'REFRESH MATERIALIZED VIEW pub_refreshed', '' ],
 	pub_idx => [ 'CREATE INDEX pub_idx ON events (account)', '' ],
 );
-sub held
-{
-	my ($node, $count) = @_;
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = $count FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted");
-}
 my $pub_hold = hold_at($pub, 'cutting over');
 my $sub_hold = hold_at($sub, 'cutting over');
 my %job;
 $job{$_} = submit_job($pub, join('', @{ $pub_jobs{$_} })) for sort keys %pub_jobs;
 my $sub_query = 'SELECT id, account, length(payload) AS l FROM events';
 my $sub_job = submit_job($sub, "CREATE MATERIALIZED VIEW sub_mv AS $sub_query");
-ok(held($pub, 4), 'publisher: the four jobs are held before their cut-over');
-ok(held($sub, 1), 'subscriber: its job is held before its cut-over');
+ok(held_at_hold($pub, 4), 'publisher: the four jobs are held before their cut-over');
+ok(held_at_hold($sub, 1), 'subscriber: its job is held before its cut-over');
 
 write_some($pub, $_, 100000) for 1 .. 5;
 $pub->wait_for_catchup('everything');    # applied (and captured) before any cut-over
