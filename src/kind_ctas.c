@@ -298,6 +298,7 @@ CtasReserve(KindSubmit *submit)
 	Relation	hidden;
 
 	submit->target_oid = CreateWithNoData(submit, final_name, true);
+	PgRelationSetExtensionMember(submit->target_oid, CatalogRequire()->extension_oid, true);
 	submit->target_name = quote_qualified_identifier(namespace_name, final_name->relname);
 
 	hidden_name = makeRangeVar(namespace_name,
@@ -314,6 +315,7 @@ CtasReserve(KindSubmit *submit)
 	RenameRelationInternal(hidden_oid, psprintf("ctas_%u", submit->target_oid), true, false);
 	CommandCounterIncrement();
 	PgRelationSetDecoded(hidden_oid, false);
+	PgRelationSetExtensionMember(hidden_oid, CatalogRequire()->extension_oid, true);
 	CatalogKindStateSetInt(&submit->kind_state, STATE_HIDDEN_OID, hidden_oid);
 
 	submit->strategy = QueryJobStrategyAtSubmit(CheckedNode(Query, stmt->query), submit->target_oid,
@@ -362,6 +364,7 @@ CtasPublish(JobRun *run, int64 rows)
 	RenameRelationInternal(content_oid, name, true, false);
 	CommandCounterIncrement();
 	PgRelationSetDecoded(content_oid, true);
+	PgRelationSetExtensionMember(content_oid, CatalogRequire()->extension_oid, false);
 	JobRunSucceeded(run, content_oid, true, rows);
 }
 

@@ -73,6 +73,7 @@
 #include "utils/resowner.h"
 #include "utils/timeout.h"
 
+#include "catalog_access.h"
 #include "catalog_job.h"
 #include "job_messages.h"
 #include "job_step.h"
@@ -607,6 +608,7 @@ ReserveIndexName(KindSubmit *submit, Oid table_oid, const char *name)
 	ObjectAddressSet(table, RelationRelationId, table_oid);
 	recordDependencyOn(&placeholder, &table, DEPENDENCY_AUTO);
 	CommandCounterIncrement();
+	PgRelationSetExtensionMember(relid, CatalogRequire()->extension_oid, true);
 	return relid;
 }
 

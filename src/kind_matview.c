@@ -32,6 +32,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "catalog_access.h"
 #include "kind.h"
 #include "kind_placeholder.h"
 #include "pg_citus.h"
@@ -106,6 +107,7 @@ MatviewReserve(KindSubmit *submit)
 		elog(ERROR, "placeholder materialized view \"%s\" was not created", name->relname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 name->relname);
+	PgRelationSetExtensionMember(submit->target_oid, CatalogRequire()->extension_oid, true);
 	submit->strategy = QueryJobStrategyAtSubmit(CheckedNode(Query, CreateStatement(submit)->query),
 												submit->target_oid, &submit->one_batch_reason);
 }
@@ -132,6 +134,7 @@ MatviewPublish(JobRun *run, int64 rows)
 	KindPlaceholderLock(run->job.target_oid);
 	target = table_open(run->job.target_oid, NoLock);
 	SetMatViewPopulatedState(target, true);
+	PgRelationSetExtensionMember(run->job.target_oid, CatalogRequire()->extension_oid, false);
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
 	table_close(target, NoLock);
 }

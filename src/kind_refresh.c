@@ -201,6 +201,7 @@ PrepareHiddenHeap(JobRun *run, Relation matview, bool helper)
 		return hidden_oid;
 	hidden_oid = PgHeapCreateLike(matview, CatalogRequire()->schema_oid,
 								  psprintf("refresh_%u", run->job.target_oid));
+	PgRelationSetExtensionMember(hidden_oid, CatalogRequire()->extension_oid, true);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_HIDDEN_OID, hidden_oid);
 	CatalogJobRecordKindState(&run->job);
 	return hidden_oid;

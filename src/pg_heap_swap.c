@@ -374,7 +374,7 @@ PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes
 
 	/* The hidden heap now holds the old storage, TOAST table and indexes */
 	ObjectAddressSet(hidden, RelationRelationId, hidden_oid);
-	performDeletion(&hidden, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	performDeletion(&hidden, DROP_RESTRICT, PERFORM_DELETION_INTERNAL | PERFORM_DELETION_SKIP_EXTENSIONS);
 	CommandCounterIncrement();
 
 	/* As finish_heap_swap: the view's TOAST table is named after the view */

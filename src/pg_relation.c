@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pg_relation.c
- *	  Emptying, dropping and hiding a relation from logical decoding,
- *	  transactionally.
+ *	  Emptying, dropping, and hiding a relation from logical decoding and
+ *	  from pg_dump, transactionally.
  *
  * What the jobs create (placeholders, hidden and staging relations) is
  * emptied as TRUNCATE empties a table, and dropped as DROP ... RESTRICT
@@ -27,6 +27,8 @@
 #include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -58,7 +60,9 @@ PgRelationTruncate(Relation rel)
 
 /*
  * Drop a relation if it exists, RESTRICT: if something else depends on it,
- * the error says what.  Caller is in a transaction.
+ * the error says what.  A relation that belongs to an extension (a job's
+ * object, PgRelationSetExtensionMember) is dropped too.  Caller is in a
+ * transaction.
  */
 void
 PgRelationDrop(Oid relid)
@@ -68,7 +72,8 @@ PgRelationDrop(Oid relid)
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
 		return;
 	ObjectAddressSet(relation, RelationRelationId, relid);
-	performDeletion(&relation, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	performDeletion(&relation, DROP_RESTRICT,
+					PERFORM_DELETION_INTERNAL | PERFORM_DELETION_SKIP_EXTENSIONS);
 	CommandCounterIncrement();
 }
 
@@ -106,5 +111,33 @@ PgRelationSetDecoded(Oid relid, bool decoded)
 	if (OidIsValid(toast_oid))
 		SetRelrewrite(pg_class, toast_oid, decoded ? InvalidOid : toast_oid);
 	table_close(pg_class, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Make a relation a member of an extension, or no longer one.  pg_dump
+ * leaves extension members out of a dump: what a job creates (placeholders,
+ * hidden and staging relations) belongs to the extension until it is the
+ * user's, so that a dump taken while the job runs holds only the committed
+ * user-visible state.  Its privileges then are its initial ones, which
+ * pg_dump does not dump either.
+ */
+void
+PgRelationSetExtensionMember(Oid relid, Oid extension_oid, bool member)
+{
+	ObjectAddress relation;
+	ObjectAddress extension;
+
+	ObjectAddressSet(relation, RelationRelationId, relid);
+	ObjectAddressSet(extension, ExtensionRelationId, extension_oid);
+	if (member && getExtensionOfObject(RelationRelationId, relid) != extension_oid)
+	{
+		recordDependencyOn(&relation, &extension, DEPENDENCY_EXTENSION);
+		recordExtObjInitPriv(relid, RelationRelationId);
+	}
+	else if (!member &&
+			 deleteDependencyRecordsForSpecific(RelationRelationId, relid, DEPENDENCY_EXTENSION,
+												ExtensionRelationId, extension_oid) > 0)
+		removeExtObjInitPriv(relid, RelationRelationId);
 	CommandCounterIncrement();
 }

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pg_relation.h
- *	  Emptying, dropping and hiding a relation from logical decoding,
- *	  transactionally.
+ *	  Emptying, dropping, and hiding a relation from logical decoding and
+ *	  from pg_dump, transactionally.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,5 +14,6 @@
 extern void PgRelationTruncate(Relation rel);
 extern void PgRelationDrop(Oid relid);
 extern void PgRelationSetDecoded(Oid relid, bool decoded);
+extern void PgRelationSetExtensionMember(Oid relid, Oid extension_oid, bool member);
 
 #endif							/* BGDDL_PG_RELATION_H */

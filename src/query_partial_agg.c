@@ -481,6 +481,7 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 	NewRelationCreateToastTable(address.objectId, (Datum) 0);
 	CommandCounterIncrement();
 	PgRelationSetDecoded(address.objectId, false);
+	PgRelationSetExtensionMember(address.objectId, CatalogRequire()->extension_oid, true);
 	CatalogAccessEnd(&access);
 	return address.objectId;
 }
@@ -498,6 +499,6 @@ QueryPartialAggDropStaging(Oid staging_oid)
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(staging_oid)))
 		return;
 	CatalogAccessBegin(&access);
-	performDeletion(&address, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	performDeletion(&address, DROP_RESTRICT, PERFORM_DELETION_INTERNAL | PERFORM_DELETION_SKIP_EXTENSIONS);
 	CatalogAccessEnd(&access);
 }

@@ -29,6 +29,7 @@
 #include "job_xact.h"
 #include "kind.h"
 #include "pg_compat.h"
+#include "pg_relation.h"
 #include "session_control.h"
 
 /*
@@ -118,8 +119,9 @@ SessionCancelDroppedTargets(DropStmt *stmt)
 			(void) SessionCancelJob(job_id, "the target was dropped", false);
 			continue;
 		}
-		if (job_id != 0)
-			(void) SessionCancelJob(job_id, "the target was dropped", true);
+		/* The DROP drops the target: no longer the extension's (pg_relation.c) */
+		if (job_id != 0 && SessionCancelJob(job_id, "the target was dropped", true))
+			PgRelationSetExtensionMember(target_oid, CatalogRequire()->extension_oid, false);
 		left = lappend(left, lfirst(lc));
 	}
 	return left;

@@ -16,29 +16,58 @@
  *
  * (DROP of a job's target cancels the job: session_control.c.)
  *
+ * What a job creates belongs to the extension while the job runs, so that
+ * pg_dump leaves it out (pg_relation.c: PgRelationSetExtensionMember).  A
+ * DROP that reaches such an object through a dependency (DROP TABLE of a
+ * view's base table, DROP SCHEMA ... CASCADE) would then be turned by
+ * PostgreSQL into a drop of the whole extension: SessionDropStatement runs
+ * a DROP as the extension's own script would, so that the objects are
+ * dropped as they would be without the membership (their jobs are
+ * cancelled).  The object-access hook is the backstop: the extension, and
+ * its catalog tables, are dropped by DROP EXTENSION only.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/analyze.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/evtcache.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
+#include "catalog_access.h"
 #include "catalog_job.h"
 #include "job_xact.h"
 #include "kind.h"
 #include "kind_placeholder.h"
+#include "pg_relation.h"
 #include "session_guards.h"
+#include "settings.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
+static bool dropping_extension = false;	/* in a DROP EXTENSION statement */
+static bool dropping_as_script = false; /* SessionDropStatement set creating_extension */
 static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
 
 static void GuardExecutorStart(QueryDesc *queryDesc, int eflags);
+static void GuardObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId,
+							  void *arg);
 static void GuardPostParseAnalyze(ParseState *pstate, Query *query,
 										JumbleState *jstate);
 
@@ -49,6 +78,157 @@ SessionGuardsInstall(void)
 	ExecutorStart_hook = GuardExecutorStart;
 	prev_post_parse_analyze = post_parse_analyze_hook;
 	post_parse_analyze_hook = GuardPostParseAnalyze;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = GuardObjectAccess;
+}
+
+/* A relation of the extension's schema that a job created (its hidden or staging relation) */
+static bool
+IsJobRelation(const char *relname)
+{
+	return strncmp(relname, "ctas_", 5) == 0 || strncmp(relname, "refresh_", 8) == 0 ||
+		strncmp(relname, "partial_", 8) == 0;
+}
+
+/*
+ * The backstop: the extension, and the catalog tables in its schema, are
+ * dropped by DROP EXTENSION (or an extension script) only, never as a side
+ * effect of another statement.  (Not through CatalogLookup: while the
+ * extension's objects are being dropped, it no longer finds them.)
+ */
+static void
+GuardObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
+{
+	Oid			extension_oid;
+	bool		refuse = false;
+
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access != OAT_DROP || subId != 0 || dropping_extension ||
+		(creating_extension && !dropping_as_script) ||
+		(classId != ExtensionRelationId && classId != RelationRelationId) ||
+		!OidIsValid(extension_oid = get_extension_oid(BGDDL_EXTENSION_NAME, true)))
+		return;
+	if (classId == ExtensionRelationId)
+		refuse = objectId == extension_oid;
+	else if (get_rel_relkind(objectId) == RELKIND_RELATION || get_rel_relkind(objectId) == RELKIND_VIEW)
+		refuse = get_rel_namespace(objectId) == get_namespace_oid(BGDDL_SCHEMA_NAME, true) &&
+			!IsJobRelation(get_rel_name(objectId)) &&
+			getExtensionOfObject(RelationRelationId, objectId) == extension_oid;
+	if (refuse)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop extension %s or its catalog as a side effect of this statement",
+						BGDDL_EXTENSION_NAME),
+				 errdetail("The statement reaches an object that a background DDL job created, or the extension's catalog."),
+				 errhint("Cancel the jobs first (cancel_ddl), or drop the extension with DROP EXTENSION.")));
+}
+
+/*
+ * DROP OWNED drops the roles' objects at its top level, where PostgreSQL
+ * refuses to drop an extension's member: the objects of the roles' jobs
+ * stop being the extension's first (for this transaction), so that they go
+ * as they would without the membership.  (Not SessionDropStatement's way:
+ * DROP OWNED also revokes privileges, which inside an extension's script
+ * would be recorded as initial privileges.)
+ */
+void
+SessionDropOwned(DropOwnedStmt *stmt)
+{
+	Oid			extension_oid = get_extension_oid(BGDDL_EXTENSION_NAME, true);
+	Oid			schema_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
+	List	   *roles = NIL;
+	List	   *members = NIL;
+	ListCell   *lc;
+	Relation	depend;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	if (!OidIsValid(extension_oid))
+		return;
+	foreach(lc, stmt->roles)
+		roles = lappend_oid(roles, get_rolespec_oid(lfirst(lc), true));
+
+	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extension_oid));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
+
+		if (dependency->classid == RelationRelationId && dependency->deptype == DEPENDENCY_EXTENSION)
+			members = lappend_oid(members, dependency->objid);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+
+	foreach(lc, members)
+	{
+		Oid			relid = lfirst_oid(lc);
+		HeapTuple	class_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		Form_pg_class form;
+		bool		lift;
+
+		if (!HeapTupleIsValid(class_tuple))
+			continue;
+		form = (Form_pg_class) GETSTRUCT(class_tuple);
+		lift = list_member_oid(roles, form->relowner) &&
+			(form->relnamespace != schema_oid || IsJobRelation(NameStr(form->relname)));
+		ReleaseSysCache(class_tuple);
+		if (lift)
+			PgRelationSetExtensionMember(relid, extension_oid, false);
+	}
+}
+
+/*
+ * Run a statement that drops objects (DropStmt, or an ALTER TABLE that only
+ * drops columns or constraints) as the extension's script would: the
+ * dependency of a job's objects on the extension is ignored, so that they
+ * are dropped as if they were not its members.  Not while event triggers
+ * may create objects during the statement (they would become the
+ * extension's), nor inside another extension's script: then GuardObjectAccess
+ * refuses such a DROP instead.
+ */
+void
+SessionDropStatement(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					 ProcessUtilityContext context, ParamListInfo params,
+					 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc,
+					 ProcessUtility_hook_type next)
+{
+	const BgddlCatalog *catalog = CatalogLookup();
+	bool		extension_drop = IsA(pstmt->utilityStmt, DropStmt) &&
+		((DropStmt *) pstmt->utilityStmt)->removeType == OBJECT_EXTENSION;
+	bool		as_script = catalog != NULL && !extension_drop && !creating_extension &&
+		EventCacheLookup(EVT_DDLCommandStart) == NIL &&
+		EventCacheLookup(EVT_DDLCommandEnd) == NIL && EventCacheLookup(EVT_SQLDrop) == NIL;
+	bool		saved_dropping_extension = dropping_extension;
+
+	if (as_script)
+	{
+		creating_extension = true;
+		CurrentExtensionObject = catalog->extension_oid;
+		dropping_as_script = true;
+	}
+	dropping_extension = extension_drop;
+	PG_TRY();
+	{
+		next(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (as_script)
+		{
+			creating_extension = false;
+			CurrentExtensionObject = InvalidOid;
+			dropping_as_script = false;
+		}
+		dropping_extension = saved_dropping_extension;
+	}
+	PG_END_TRY();
 }
 
 /* A target of a job of the current transaction that a statement uses */

@@ -9,8 +9,14 @@
 #define BGDDL_SESSION_GUARDS_H
 
 #include "nodes/parsenodes.h"
+#include "tcop/utility.h"
 
 extern void SessionGuardsInstall(void);
+extern void SessionDropStatement(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+								 ProcessUtilityContext context, ParamListInfo params,
+								 QueryEnvironment *queryEnv, DestReceiver *dest,
+								 QueryCompletion *qc, ProcessUtility_hook_type next);
 extern void SessionCheckPlaceholderChange(Node *parsetree);
+extern void SessionDropOwned(DropOwnedStmt *stmt);
 
 #endif							/* BGDDL_SESSION_GUARDS_H */

@@ -296,6 +296,22 @@ DropDatabaseLeftByJobs(PlannedStmt *pstmt, const char *queryString, bool readOnl
 	JobDatabaseLeft(database_oid, true);
 }
 
+/* Does an ALTER TABLE only drop (columns, constraints)? */
+static bool
+AlterTableOnlyDrops(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableType subtype = lfirst_node(AlterTableCmd, lc)->subtype;
+
+		if (subtype != AT_DropColumn && subtype != AT_DropConstraint)
+			return false;
+	}
+	return stmt->cmds != NIL;
+}
+
 static void
 ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 				 bool readOnlyTree, ProcessUtilityContext context,
@@ -303,6 +319,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 				 DestReceiver *dest, QueryCompletion *qc, bool may_submit)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+	bool		drops = false;
 
 	if (may_submit)
 	{
@@ -325,14 +342,18 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 		case T_RefreshMatViewStmt:
 			KindCheckPlaceholderRefresh((RefreshMatViewStmt *) parsetree);
 			break;
-		case T_IndexStmt:
 		case T_AlterTableStmt:
+			drops = AlterTableOnlyDrops((AlterTableStmt *) parsetree);
+			SessionCheckPlaceholderChange(parsetree);
+			break;
+		case T_IndexStmt:
 		case T_CreateStatsStmt:
 		case T_GrantStmt:
 		case T_CommentStmt:
 			SessionCheckPlaceholderChange(parsetree);
 			break;
 		case T_DropStmt:
+			drops = true;
 			if (((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
 				GuardDropExtension((DropStmt *) parsetree);
 			else
@@ -355,6 +376,9 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			else
 				SessionCheckPlaceholderChange(parsetree);
 			break;
+		case T_DropOwnedStmt:
+			SessionDropOwned((DropOwnedStmt *) parsetree);
+			break;
 		case T_DropdbStmt:
 			DropDatabaseLeftByJobs(pstmt, queryString, readOnlyTree, context, params, queryEnv,
 						 dest, qc);
@@ -368,8 +392,12 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			break;
 	}
 
-	CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-						   queryEnv, dest, qc);
+	if (drops)
+		SessionDropStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+							 dest, qc, CallNextProcessUtility);
+	else
+		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							   queryEnv, dest, qc);
 }
 
 static void
