@@ -32,12 +32,14 @@
 
 #include "access/genam.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_init_privs.h"
 #include "commands/extension.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
@@ -125,6 +127,51 @@ GuardObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 }
 
 /*
+ * The relations that jobs created and that belong to the extension (not its
+ * catalog), with their owners
+ */
+static List *
+JobObjects(Oid extension_oid, List **owners)
+{
+	Oid			schema_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
+	List	   *objects = NIL;
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	*owners = NIL;
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extension_oid));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
+		HeapTuple	class_tuple;
+		Form_pg_class form;
+
+		if (dependency->classid != RelationRelationId ||
+			dependency->deptype != DEPENDENCY_EXTENSION)
+			continue;
+		class_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(dependency->objid));
+		if (!HeapTupleIsValid(class_tuple))
+			continue;
+		form = (Form_pg_class) GETSTRUCT(class_tuple);
+		if (form->relnamespace != schema_oid || IsJobRelation(NameStr(form->relname)))
+		{
+			objects = lappend_oid(objects, dependency->objid);
+			*owners = lappend_oid(*owners, form->relowner);
+		}
+		ReleaseSysCache(class_tuple);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return objects;
+}
+
+/*
  * DROP OWNED drops the roles' objects at its top level, where PostgreSQL
  * refuses to drop an extension's member: the objects of the roles' jobs
  * stop being the extension's first (for this transaction), so that they go
@@ -136,51 +183,87 @@ void
 SessionDropOwned(DropOwnedStmt *stmt)
 {
 	Oid			extension_oid = get_extension_oid(BGDDL_EXTENSION_NAME, true);
-	Oid			schema_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
 	List	   *roles = NIL;
-	List	   *members = NIL;
+	List	   *objects;
+	List	   *owners;
 	ListCell   *lc;
-	Relation	depend;
-	ScanKeyData keys[2];
-	SysScanDesc scan;
-	HeapTuple	tuple;
+	ListCell   *owner;
 
 	if (!OidIsValid(extension_oid))
 		return;
 	foreach(lc, stmt->roles)
 		roles = lappend_oid(roles, get_rolespec_oid(lfirst(lc), true));
-
-	depend = table_open(DependRelationId, AccessShareLock);
-	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(ExtensionRelationId));
-	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extension_oid));
-	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	objects = JobObjects(extension_oid, &owners);
+	forboth(lc, objects, owner, owners)
 	{
-		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
+		if (list_member_oid(roles, lfirst_oid(owner)))
+			PgRelationSetExtensionMember(lfirst_oid(lc), extension_oid, false);
+	}
+}
 
-		if (dependency->classid == RelationRelationId && dependency->deptype == DEPENDENCY_EXTENSION)
-			members = lappend_oid(members, dependency->objid);
+/*
+ * After a statement that may change privileges (GRANT, REVOKE, a change of
+ * owner): a job's object keeps its current privileges as its initial ones,
+ * which pg_dump compares an extension member's with, so that a dump taken
+ * while the job runs has no GRANT on an object it leaves out.  The job's
+ * result keeps the privileges (PgRelationSetExtensionMember).
+ */
+/* Do a relation's privileges differ from its initial ones (pg_init_privs)? */
+static bool
+PrivilegesChanged(Oid relid)
+{
+	HeapTuple	class_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Relation	init_privs;
+	ScanKeyData keys[3];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		isnull;
+	Datum		current;
+	bool		changed;
+
+	if (!HeapTupleIsValid(class_tuple))
+		return false;
+	current = SysCacheGetAttr(RELOID, class_tuple, Anum_pg_class_relacl, &isnull);
+	init_privs = table_open(InitPrivsRelationId, AccessShareLock);
+	ScanKeyInit(&keys[0], Anum_pg_init_privs_objoid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&keys[1], Anum_pg_init_privs_classoid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&keys[2], Anum_pg_init_privs_objsubid, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(0));
+	scan = systable_beginscan(init_privs, InitPrivsObjIndexId, true, NULL, 3, keys);
+	tuple = systable_getnext(scan);
+	if (!HeapTupleIsValid(tuple))
+		changed = !isnull;
+	else
+	{
+		bool		init_isnull;
+		Datum		initial = heap_getattr(tuple, Anum_pg_init_privs_initprivs,
+										   RelationGetDescr(init_privs), &init_isnull);
+
+		changed = isnull || init_isnull ||
+			!aclequal(DatumGetAclP(current), DatumGetAclP(initial));
 	}
 	systable_endscan(scan);
-	table_close(depend, AccessShareLock);
+	table_close(init_privs, AccessShareLock);
+	ReleaseSysCache(class_tuple);
+	return changed;
+}
 
-	foreach(lc, members)
+void
+SessionKeepJobObjectPrivileges(void)
+{
+	Oid			extension_oid = get_extension_oid(BGDDL_EXTENSION_NAME, true);
+	List	   *owners;
+	ListCell   *lc;
+
+	if (!OidIsValid(extension_oid) || creating_extension)
+		return;
+	CommandCounterIncrement();
+	foreach(lc, JobObjects(extension_oid, &owners))
 	{
-		Oid			relid = lfirst_oid(lc);
-		HeapTuple	class_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-		Form_pg_class form;
-		bool		lift;
-
-		if (!HeapTupleIsValid(class_tuple))
-			continue;
-		form = (Form_pg_class) GETSTRUCT(class_tuple);
-		lift = list_member_oid(roles, form->relowner) &&
-			(form->relnamespace != schema_oid || IsJobRelation(NameStr(form->relname)));
-		ReleaseSysCache(class_tuple);
-		if (lift)
-			PgRelationSetExtensionMember(relid, extension_oid, false);
+		if (PrivilegesChanged(lfirst_oid(lc)))
+			recordExtObjInitPriv(lfirst_oid(lc), RelationRelationId);
 	}
 }
 

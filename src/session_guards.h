@@ -18,5 +18,6 @@ extern void SessionDropStatement(PlannedStmt *pstmt, const char *queryString, bo
 								 QueryCompletion *qc, ProcessUtility_hook_type next);
 extern void SessionCheckPlaceholderChange(Node *parsetree);
 extern void SessionDropOwned(DropOwnedStmt *stmt);
+extern void SessionKeepJobObjectPrivileges(void);
 
 #endif							/* BGDDL_SESSION_GUARDS_H */

@@ -320,6 +320,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		drops = false;
+	bool		privileges = false;
 
 	if (may_submit)
 	{
@@ -344,11 +345,19 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			break;
 		case T_AlterTableStmt:
 			drops = AlterTableOnlyDrops((AlterTableStmt *) parsetree);
+			privileges = true;	/* OWNER TO */
 			SessionCheckPlaceholderChange(parsetree);
+			break;
+		case T_GrantStmt:
+			privileges = true;
+			SessionCheckPlaceholderChange(parsetree);
+			break;
+		case T_AlterOwnerStmt:
+		case T_ReassignOwnedStmt:
+			privileges = true;
 			break;
 		case T_IndexStmt:
 		case T_CreateStatsStmt:
-		case T_GrantStmt:
 		case T_CommentStmt:
 			SessionCheckPlaceholderChange(parsetree);
 			break;
@@ -398,6 +407,8 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 	else
 		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 							   queryEnv, dest, qc);
+	if (privileges)
+		SessionKeepJobObjectPrivileges();
 }
 
 static void

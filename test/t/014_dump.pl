@@ -48,6 +48,9 @@ cmp_ok( $node->safe_psql('postgres',
 		    AND relname ~ '^(ctas|partial)_'"),
 	'>=', 3, 'their hidden and staging relations exist');
 
+# A view's placeholder becomes the view: a GRANT on it is kept, but not dumped yet
+$node->safe_psql('postgres', 'GRANT SELECT ON d_mv TO PUBLIC');
+
 my $dump = $node->basedir . '/mid_job.dump';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres') ],
 	'pg_dump while the jobs run');
@@ -84,6 +87,7 @@ $node->command_ok([ 'pg_dump', '-Fc', '-f', $after, '-d', $node->connstr('postgr
 	'pg_dump after the jobs');
 $listing = `pg_restore -l $after`;
 like($listing, qr/MATERIALIZED VIEW public d_mv /, 'after: the view is dumped');
+like($listing, qr/ACL public TABLE d_mv /, 'after: with the GRANT made while it was built');
 like($listing, qr/MATERIALIZED VIEW public d_agg /, 'after: the aggregating view is dumped');
 like($listing, qr/TABLE public d_ctas /, 'after: the table is dumped, as a table');
 like($listing, qr/INDEX public d_idx /, 'after: the index is dumped');
