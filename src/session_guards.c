@@ -84,11 +84,16 @@ SessionGuardsInstall(void)
 	object_access_hook = GuardObjectAccess;
 }
 
-/* A relation of the extension's schema that a job created (its hidden or staging relation) */
+/*
+ * Is an extension member relation a job's object (a placeholder in the
+ * user's schema, or a hidden or staging relation in ours) rather than the
+ * extension's catalog?
+ */
 static bool
-IsJobRelation(const char *relname)
+IsJobObject(Oid relnamespace, const char *relname)
 {
-	return strncmp(relname, "ctas_", 5) == 0 || strncmp(relname, "refresh_", 8) == 0 ||
+	return relnamespace != get_namespace_oid(BGDDL_SCHEMA_NAME, true) ||
+		strncmp(relname, "ctas_", 5) == 0 || strncmp(relname, "refresh_", 8) == 0 ||
 		strncmp(relname, "partial_", 8) == 0;
 }
 
@@ -113,10 +118,14 @@ GuardObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		return;
 	if (classId == ExtensionRelationId)
 		refuse = objectId == extension_oid;
-	else if (get_rel_relkind(objectId) == RELKIND_RELATION || get_rel_relkind(objectId) == RELKIND_VIEW)
-		refuse = get_rel_namespace(objectId) == get_namespace_oid(BGDDL_SCHEMA_NAME, true) &&
-			!IsJobRelation(get_rel_name(objectId)) &&
+	else
+	{
+		char		relkind = get_rel_relkind(objectId);
+
+		refuse = (relkind == RELKIND_RELATION || relkind == RELKIND_VIEW) &&
+			!IsJobObject(get_rel_namespace(objectId), get_rel_name(objectId)) &&
 			getExtensionOfObject(RelationRelationId, objectId) == extension_oid;
+	}
 	if (refuse)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -133,7 +142,6 @@ GuardObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 static List *
 JobObjects(Oid extension_oid, List **owners)
 {
-	Oid			schema_oid = get_namespace_oid(BGDDL_SCHEMA_NAME, true);
 	List	   *objects = NIL;
 	Relation	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyData keys[2];
@@ -159,7 +167,7 @@ JobObjects(Oid extension_oid, List **owners)
 		if (!HeapTupleIsValid(class_tuple))
 			continue;
 		form = (Form_pg_class) GETSTRUCT(class_tuple);
-		if (form->relnamespace != schema_oid || IsJobRelation(NameStr(form->relname)))
+		if (IsJobObject(form->relnamespace, NameStr(form->relname)))
 		{
 			objects = lappend_oid(objects, dependency->objid);
 			*owners = lappend_oid(*owners, form->relowner);
