@@ -153,8 +153,7 @@ $node->psql('postgres',
 like($notice, qr/DETAIL:  It runs in one batch: no TRIGGER privilege on table "alice_busy"/,
 	'SELECT only: the submit says the job runs in one batch, and why');
 $job = $node->safe_psql('postgres', "SELECT id FROM pg_stat_background_ddl WHERE target = 'public.bob_copy'");
-ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
+ok( held_at_hold($node),
 	'SELECT only: job held before its cut-over');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'alice_busy'::regclass"),
 	'0', 'SELECT only: no trigger on the other role\'s table');
@@ -167,8 +166,7 @@ ok(wait_job_state($node, $job, 'succeeded'), 'SELECT only: job succeeded in one 
 $node->safe_psql('postgres', 'GRANT TRIGGER ON alice_busy TO bob');
 $hold = hold_at($node, 'chunk 1');
 $job = submit_job($node, 'CREATE MATERIALIZED VIEW bob_copy2 AS SELECT id FROM alice_busy', user => 'bob');
-ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
+ok( held_at_hold($node),
 	'TRIGGER granted: job held in its backfill');
 is($node->safe_psql('postgres',
 		"SELECT count(*) || ' ' || bool_and(tgisinternal) || ' ' || bool_and(tgenabled = 'A')
@@ -232,8 +230,7 @@ for my $stmt ('SET ROLE postgres', q{SELECT set_config('role', 'postgres', false
 # pg_dump during a job does not dump the capture triggers.
 $hold = hold_at($node, 'chunk 1');
 $job = submit_job($node, 'CREATE MATERIALIZED VIEW dumped AS SELECT id FROM alice_busy');
-ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted"),
+ok( held_at_hold($node),
 	'pg_dump: job held with its triggers installed');
 my ($dump, $dump_err);
 IPC::Run::run([ 'pg_dump', '-s', '-h', $node->host, '-p', $node->port, 'postgres' ],

@@ -37,12 +37,6 @@ my %queries = (
 	one_batch => 'SELECT e.id, slow_volatile(e.account) AS account FROM events e',
 );
 
-sub held
-{
-	return $node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted");
-}
-
 # The chunks checkpointed so far, with the time each was committed.
 sub checkpoints
 {
@@ -65,7 +59,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 		my $query = $queries{$kind};
 		my $hold = hold_at($node, $point);
 		my $job = submit_job($node, "CREATE MATERIALIZED VIEW $name AS $query");
-		ok(held(), "$label: job $job held at the point");
+		ok(held_at_hold($node), "$label: job $job held at the point");
 		my $already_succeeded = $point eq 'cleaning up';
 		write_some($node, $scenario, 300000) unless $already_succeeded;
 		my $before = checkpoints($job);
@@ -127,7 +121,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 # A one-batch job, killed in its batch, restarts and is exact.
 my $hold = hold_at($node, 'cutting over');
 my $job = submit_job($node, "CREATE MATERIALIZED VIEW one_batch AS $queries{one_batch}");
-ok(held(), 'one batch: held');
+ok(held_at_hold($node), 'one batch: held');
 kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
 eval { $hold->quit };
 $node->poll_query_until('postgres', 'SELECT true');
@@ -140,7 +134,7 @@ is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHE
 # A paused job stays paused across an immediate restart, then resumes.
 $hold = hold_at($node, 'chunk 2');
 $job = submit_job($node, "CREATE MATERIALIZED VIEW paused_mv AS $queries{chunked}");
-ok(held(), 'pause: held');
+ok(held_at_hold($node), 'pause: held');
 is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', 'pause: paused');
 release_hold($node, $hold);
 my $before = checkpoints($job);
@@ -160,7 +154,7 @@ is(differences($node, 'paused_mv', $queries{chunked}), '0', 'pause: content equa
 # (it commits between its looks at the job).
 $hold = hold_at($node, 'chunk 1');
 $job = submit_job($node, "CREATE MATERIALIZED VIEW waited_mv AS $queries{chunked}");
-ok(held(), 'wait: held');
+ok(held_at_hold($node), 'wait: held');
 my $waiter = $node->background_psql('postgres');
 $waiter->query_until(qr/waiting/, "\\echo waiting\nCALL await_ddl($job);\n");
 ok( $node->poll_query_until('postgres',
