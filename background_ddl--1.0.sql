@@ -97,17 +97,26 @@ CREATE TABLE background_ddl.capture (
 );
 
 /*
- * The dirty log: tuple ids of driving-table rows changed since the job
- * started capturing (the OLD and NEW versions), appended by the capture
- * trigger in the writer's transaction.  whole_table marks a change the log
- * cannot pin to rows (a non-driving table, TRUNCATE, a rewrite).  WAL-logged
- * on purpose: a crash must not lose marks.  No index: the worker reads it
- * by block ranges and deletes what it processed by ctid.
+ * The dirty log, appended by the capture trigger in the writer's transaction
+ * since the job started capturing: source_tid, a changed row of the driving
+ * table (its OLD and NEW versions); join_relid and join_key, a changed row of
+ * a joined table, by the text of its join key (OLD and NEW), which stands
+ * for the driving rows that join to it; whole_table, a change the log cannot
+ * pin to rows (TRUNCATE, a rewrite, a transaction that changed too many
+ * rows), after which every row is recomputed in batches.  uncaptured: from
+ * then on changes may go unlogged (a pause, a stopped capture, a changed
+ * capture trigger), and only the cut-over's whole recomputation covers them.
+ * WAL-logged on purpose: a crash must not lose marks.  No index: the worker
+ * reads it with one scan per catch-up pass and deletes what it processed by
+ * ctid.
  */
 CREATE TABLE background_ddl.dirty (
 	job_id			bigint NOT NULL,
 	source_tid		tid,
-	whole_table		boolean NOT NULL DEFAULT false
+	whole_table		boolean NOT NULL DEFAULT false,
+	join_relid		oid,
+	join_key		text,
+	uncaptured		boolean NOT NULL DEFAULT false
 );
 
 /*
@@ -299,6 +308,8 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.cutover_snapshot,
 		   j.cutover_at,
 		   j.dirty_rows,
+		   (j.kind_state ->> 'catchup_passes')::integer AS catchup_passes,
+		   (j.kind_state ->> 'rows_recomputed')::bigint AS rows_recomputed,
 		   j.strategy,
 		   coalesce(l.workers, 0) AS workers,
 		   j.messages,

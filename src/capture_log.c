@@ -16,7 +16,10 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
 #include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "pgstat.h"
@@ -24,6 +27,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "catalog_access.h"
 #include "catalog_job.h"
@@ -134,7 +138,7 @@ CaptureRowDelete(int64 job_id)
 
 /*
  * The job's backlog outgrew its bound: its capture triggers log nothing
- * more for it (capture_trigger.c), and one whole_table mark stands for every
+ * more for it (capture_trigger.c), and one uncaptured mark stands for every
  * change (the cut-over recomputes the whole result).
  */
 void
@@ -246,6 +250,18 @@ CaptureChunkTidMap(int64 job_id, int64 start_block)
 	return map;
 }
 
+/* Replace a chunk's tid map: its rows were all recomputed */
+void
+CaptureChunkReplaceTidMap(int64 job_id, int64 start_block, bytea *tid_map)
+{
+	Oid			argtypes[] = {INT8OID, INT8OID, BYTEAOID};
+	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(start_block),
+	PointerGetDatum(tid_map)};
+
+	CatalogRun("UPDATE background_ddl.chunk SET tid_map = $3 WHERE job_id = $1 AND start_block = $2",
+			   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
 /*
  * Forget a job's captured changes: its marks, recomputed rows and tid maps;
  * with chunks_too, its chunks as well (the build starts over, or is
@@ -265,7 +281,7 @@ CaptureForget(int64 job_id, bool chunks_too)
 }
 
 /*
- * Start over: forget a job's chunks and what it captured, except whole_table
+ * Start over: forget a job's chunks and what it captured, except uncaptured
  * marks, which still stand (changes logged by nobody meanwhile, while the
  * capture was paused or stopped, are recomputed by the cut-over).
  */
@@ -273,7 +289,7 @@ void
 CaptureRestart(int64 job_id)
 {
 	static const char *const statements[] = {
-		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT whole_table",
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT uncaptured",
 		"DELETE FROM background_ddl.recomputed WHERE job_id = $1",
 		"DELETE FROM background_ddl.chunk WHERE job_id = $1"};
 	static const int results[] = {SPI_OK_DELETE, SPI_OK_DELETE, SPI_OK_DELETE};
@@ -282,17 +298,17 @@ CaptureRestart(int64 job_id)
 }
 
 /*
- * From now on the job's changes need not be known row by row: one
- * whole_table mark stands for all of them (the cut-over recomputes the
- * whole result), and its row marks go.
+ * From now on the job's changes may go unlogged: one uncaptured mark stands
+ * for all of them (the cut-over recomputes the whole result), and its other
+ * marks go.
  */
 void
 CaptureCoverAll(int64 job_id)
 {
 	static const char *const statements[] = {
-		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT whole_table",
-		"INSERT INTO background_ddl.dirty (job_id, whole_table) SELECT $1, true "
-		"WHERE NOT EXISTS (SELECT FROM background_ddl.dirty WHERE job_id = $1 AND whole_table)"};
+		"DELETE FROM background_ddl.dirty WHERE job_id = $1 AND NOT uncaptured",
+		"INSERT INTO background_ddl.dirty (job_id, whole_table, uncaptured) SELECT $1, true, true "
+		"WHERE NOT EXISTS (SELECT FROM background_ddl.dirty WHERE job_id = $1 AND uncaptured)"};
 	static const int results[] = {SPI_OK_DELETE, SPI_OK_INSERT};
 
 	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
@@ -303,7 +319,7 @@ CaptureCoverAll(int64 job_id)
  * job recomputes them (a throttled job, one whose worker is gone for a
  * while).  A job whose row marks outnumber its bound (twice its driving
  * table's rows, and at least BACKLOG_MIN_BOUND) stops its capture
- * (CaptureStop): one whole_table mark stands for every change, and its
+ * (CaptureStop): one uncaptured mark stands for every change, and its
  * cut-over recomputes the whole result.  Counting scans the log, so it is
  * done only once writers have logged a quarter of the smallest bound since
  * the last count (as the statistics say).  Called by the scheduler, in a
@@ -327,7 +343,7 @@ CaptureBoundBacklogs(void)
 	CatalogExecute("SELECT j.id, m.marks FROM background_ddl.job j "
 				   "JOIN background_ddl.capture c ON c.job_id = j.id "
 				   "JOIN (SELECT job_id, count(*) AS marks FROM background_ddl.dirty "
-				   "      WHERE NOT whole_table GROUP BY job_id) m ON m.job_id = j.id "
+				   "      WHERE NOT uncaptured GROUP BY job_id) m ON m.job_id = j.id "
 				   "WHERE NOT c.stopped AND j.state IN ('queued', 'running') "
 				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT r.reltuples FROM pg_class r "
 				   "                                           WHERE r.oid = c.driving_oid), 0))",
@@ -346,17 +362,6 @@ CaptureBoundBacklogs(void)
 	for (int i = 0; i < nstopped; i++)
 		CaptureStop(stopped[i]);
 	return nstopped;
-}
-
-/* The number of blocks of the dirty log now */
-BlockNumber
-CaptureLogBlocks(void)
-{
-	Relation	dirty = relation_open(CatalogRequire()->dirty_relid, AccessShareLock);
-	BlockNumber blocks = RelationGetNumberOfBlocks(dirty);
-
-	relation_close(dirty, AccessShareLock);
-	return blocks;
 }
 
 /*
@@ -380,52 +385,94 @@ DirtyMarkCompare(const void *a, const void *b)
 	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
 }
 
-static Datum
-BlockTidDatum(BlockNumber block)
+static int
+TidPairSourceCompare(const void *a, const void *b)
 {
-	ItemPointer tid = palloc(sizeof(ItemPointerData));
-
-	ItemPointerSet(tid, block, 0);
-	return ItemPointerGetDatum(tid);
+	return ItemPointerCompare(&((TidPair *) a)->source, &((TidPair *) b)->source);
 }
+
+/* The columns of background_ddl.dirty, in the order of its CREATE TABLE */
+#define Anum_dirty_job_id		1
+#define Anum_dirty_source_tid	2
+#define Anum_dirty_whole_table	3
+#define Anum_dirty_join_relid	4
+#define Anum_dirty_join_key		5
+#define Anum_dirty_uncaptured	6
+#define Natts_dirty				6
 
 /*
- * The row marks of a job visible to the current snapshot that lie in blocks
- * [from_block, to_block) of the dirty log, sorted by source tuple id
- * (whole_table marks are not returned).  Allocated in the caller's context.
+ * Read the job's marks visible to the active snapshot, with one scan of the
+ * dirty log: its row marks (at most max_marks of them, then *more is set;
+ * sorted by source), its join marks, and the tuple ids of its whole_table
+ * and join marks.  Allocated in the caller's context.  The log is bounded
+ * (CaptureBoundBacklogs), and so is what this reads.
  */
-DirtyMark *
-CaptureMarksRead(int64 job_id, BlockNumber from_block, BlockNumber to_block, int *nmarks)
+void
+CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, TIDOID, TIDOID};
-	Datum		values[] = {Int64GetDatum(job_id), BlockTidDatum(from_block),
-	BlockTidDatum(to_block)};
-	DirtyMark  *marks;
+	Relation	dirty = table_open(CatalogRequire()->dirty_relid, AccessShareLock);
+	TableScanDesc scan = table_beginscan(dirty, GetActiveSnapshot(), 0, NULL);
+	int			capacity = 1024;
+	int			other_capacity = 16;
+	HeapTuple	tuple;
 
-	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT ctid, source_tid FROM background_ddl.dirty "
-				   "WHERE ctid >= $2 AND ctid < $3 AND job_id = $1 AND NOT whole_table",
-				   lengthof(values), argtypes, values, NULL, SPI_OK_SELECT);
-	marks = MemoryContextAlloc(access.caller_context,
-							   sizeof(DirtyMark) * Max(SPI_processed, 1));
-	for (uint64 row = 0; row < SPI_processed; row++)
+	memset(marks, 0, sizeof(CapturedMarks));
+	marks->rows = palloc(sizeof(DirtyMark) * capacity);
+	marks->others = palloc(sizeof(ItemPointerData) * other_capacity);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
-		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &marks[row].source);
-		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &marks[row].mark);
+		Datum		values[Natts_dirty];
+		bool		nulls[Natts_dirty];
+
+		CHECK_FOR_INTERRUPTS();
+		heap_deform_tuple(tuple, RelationGetDescr(dirty), values, nulls);
+		if (DatumGetInt64(values[Anum_dirty_job_id - 1]) != job_id)
+			continue;
+		if (DatumGetBool(values[Anum_dirty_uncaptured - 1]))
+		{
+			marks->uncaptured = true;
+			continue;
+		}
+		if (marks->nrows + marks->nothers >= max_marks)
+		{
+			marks->more = true;
+			break;
+		}
+		if (!nulls[Anum_dirty_source_tid - 1])
+		{
+			if (marks->nrows == capacity)
+				marks->rows = repalloc_huge(marks->rows, sizeof(DirtyMark) * (capacity *= 2));
+			ItemPointerCopy(DatumGetItemPointer(values[Anum_dirty_source_tid - 1]),
+							&marks->rows[marks->nrows].source);
+			marks->rows[marks->nrows++].mark = tuple->t_self;
+			continue;
+		}
+		if (marks->nothers == other_capacity)
+			marks->others = repalloc_huge(marks->others,
+										  sizeof(ItemPointerData) * (other_capacity *= 2));
+		marks->others[marks->nothers++] = tuple->t_self;
+		if (DatumGetBool(values[Anum_dirty_whole_table - 1]))
+			marks->whole_table = true;
+		else if (!nulls[Anum_dirty_join_key - 1])
+		{
+			JoinKeyMark *key = palloc(sizeof(JoinKeyMark));
+
+			key->relid = DatumGetObjectId(values[Anum_dirty_join_relid - 1]);
+			key->key = TextDatumGetCString(values[Anum_dirty_join_key - 1]);
+			marks->join_keys = lappend(marks->join_keys, key);
+		}
 	}
-	*nmarks = (int) SPI_processed;
-	CatalogAccessEnd(&access);
-	qsort(marks, *nmarks, sizeof(DirtyMark), DirtyMarkCompare);
-	return marks;
+	table_endscan(scan);
+	table_close(dirty, NoLock);
+	qsort(marks->rows, marks->nrows, sizeof(DirtyMark), DirtyMarkCompare);
 }
 
-/* Is a whole_table mark of the job visible? */
+/* Is an uncaptured mark of the job visible? */
 bool
-CaptureHasWholeTable(int64 job_id)
+CaptureHasUncaptured(int64 job_id)
 {
 	return DatumGetBool(CatalogValueForJob("SELECT true FROM background_ddl.dirty "
-										   "WHERE job_id = $1 AND whole_table LIMIT 1",
+										   "WHERE job_id = $1 AND uncaptured LIMIT 1",
 										   job_id, BoolGetDatum(false)));
 }
 
@@ -435,7 +482,7 @@ CaptureBacklog(int64 job_id)
 {
 	return DatumGetInt64(CatalogValueForJob("SELECT count(DISTINCT source_tid) "
 											"FROM background_ddl.dirty "
-											"WHERE job_id = $1 AND NOT whole_table",
+											"WHERE job_id = $1 AND source_tid IS NOT NULL",
 											job_id, Int64GetDatum(0)));
 }
 
@@ -456,15 +503,20 @@ CaptureMarksDelete(ItemPointer marks, int nmarks)
 	CatalogAccessEnd(&access);
 }
 
-/* Record a change that cannot be pinned to driving rows (a table rewrite) */
+/*
+ * Record a change that cannot be pinned to driving rows (a joined table was
+ * rewritten): every row is recomputed.  uncaptured: changes may go unlogged
+ * from now on (a capture trigger was changed), and only the cut-over's
+ * whole recomputation covers them.
+ */
 void
-CaptureMarkWholeTable(int64 job_id)
+CaptureMarkWholeTable(int64 job_id, bool uncaptured)
 {
-	static const char *const statements[] = {
-		"INSERT INTO background_ddl.dirty (job_id, whole_table) VALUES ($1, true)"};
-	static const int results[] = {SPI_OK_INSERT};
+	Oid			argtypes[] = {INT8OID, BOOLOID};
+	Datum		values[] = {Int64GetDatum(job_id), BoolGetDatum(uncaptured)};
 
-	CatalogExecuteForJob(job_id, lengthof(statements), statements, results);
+	CatalogRun("INSERT INTO background_ddl.dirty (job_id, whole_table, uncaptured) "
+			   "VALUES ($1, true, $2)", lengthof(values), argtypes, values, NULL, SPI_OK_INSERT);
 }
 
 /*
@@ -495,6 +547,50 @@ CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npai
 	}
 	*npairs = (int) SPI_processed;
 	CatalogAccessEnd(&access);
+	return pairs;
+}
+
+/*
+ * The recomputed outputs of the sources in driving blocks [start_block,
+ * end_block), sorted by source, as CaptureRecomputedRead; with delete, they
+ * are forgotten as well (their rows are recomputed as a range).
+ */
+TidPair *
+CaptureRecomputedRange(int64 job_id, int64 start_block, int64 end_block, bool delete,
+					   int *npairs)
+{
+	CatalogAccess access;
+	ItemPointerData bounds[2];
+	Oid			argtypes[] = {INT8OID, TIDOID, TIDOID};
+	Datum		values[3];
+	TidPair    *pairs;
+
+	ItemPointerSet(&bounds[0], (BlockNumber) start_block, 0);
+	ItemPointerSet(&bounds[1], (BlockNumber) end_block, 0);
+	values[0] = Int64GetDatum(job_id);
+	values[1] = ItemPointerGetDatum(&bounds[0]);
+	values[2] = ItemPointerGetDatum(&bounds[1]);
+	CatalogAccessBegin(&access);
+	CatalogExecute(delete ?
+				   "DELETE FROM background_ddl.recomputed "
+				   "WHERE job_id = $1 AND source_tid >= $2 AND source_tid < $3 "
+				   "RETURNING source_tid, output_tid" :
+				   "SELECT source_tid, output_tid FROM background_ddl.recomputed "
+				   "WHERE job_id = $1 AND source_tid >= $2 AND source_tid < $3",
+				   lengthof(values), argtypes, values, NULL,
+				   delete ? SPI_OK_DELETE_RETURNING : SPI_OK_SELECT);
+	pairs = MemoryContextAlloc(access.caller_context, sizeof(TidPair) * Max(SPI_processed, 1));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &pairs[row].source);
+		if (!CatalogColumnIsNull(row, 2))
+			ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &pairs[row].output);
+		else
+			ItemPointerSetInvalid(&pairs[row].output);
+	}
+	*npairs = (int) SPI_processed;
+	CatalogAccessEnd(&access);
+	qsort(pairs, *npairs, sizeof(TidPair), TidPairSourceCompare);
 	return pairs;
 }
 

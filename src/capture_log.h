@@ -53,6 +53,7 @@ extern void CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows
 extern List *CaptureChunkRanges(int64 job_id);
 extern void CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks);
 extern bytea *CaptureChunkTidMap(int64 job_id, int64 start_block);
+extern void CaptureChunkReplaceTidMap(int64 job_id, int64 start_block, bytea *tid_map);
 extern void CaptureForget(int64 job_id, bool chunks_too);
 extern void CaptureRestart(int64 job_id);
 extern void CaptureCoverAll(int64 job_id);
@@ -61,17 +62,37 @@ extern int	CaptureBoundBacklogs(void);
 /* A job's backlog of changed rows is bounded by at least this (CaptureBoundBacklogs) */
 #define BACKLOG_MIN_BOUND		100000
 
-extern BlockNumber CaptureLogBlocks(void);
+/* A changed row of a joined table: the text of its join key */
+typedef struct JoinKeyMark
+{
+	Oid			relid;
+	char	   *key;
+} JoinKeyMark;
+
+/* The marks of a job one catch-up pass reads (CaptureMarksScan) */
+typedef struct CapturedMarks
+{
+	DirtyMark  *rows;			/* row marks, sorted by source */
+	int			nrows;
+	List	   *join_keys;		/* JoinKeyMarks, not deduplicated */
+	ItemPointer others;			/* the tuple ids of its join and whole_table marks */
+	int			nothers;
+	bool		whole_table;	/* every row is to be recomputed */
+	bool		uncaptured;		/* the cut-over recomputes everything */
+	bool		more;			/* more marks than it may read at once */
+} CapturedMarks;
+
 extern int64 CaptureMarksLogged(void);
-extern DirtyMark *CaptureMarksRead(int64 job_id, BlockNumber from_block, BlockNumber to_block,
-								 int *nmarks);
-extern bool CaptureHasWholeTable(int64 job_id);
+extern void CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks);
+extern bool CaptureHasUncaptured(int64 job_id);
 extern int64 CaptureBacklog(int64 job_id);
 extern void CaptureMarksDelete(ItemPointer marks, int nmarks);
-extern void CaptureMarkWholeTable(int64 job_id);
+extern void CaptureMarkWholeTable(int64 job_id, bool uncaptured);
 
 extern TidPair *CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources,
 							   int *npairs);
+extern TidPair *CaptureRecomputedRange(int64 job_id, int64 start_block, int64 end_block,
+									   bool delete, int *npairs);
 extern void CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
 							  TidPair *pairs, int npairs);
 

@@ -8,8 +8,11 @@
  * a base table after a row was read must be known, down to the row: the
  * capture trigger appends, in the writer's own transaction, the tuple ids
  * of the OLD and NEW versions of every changed row of the driving table to
- * background_ddl.dirty.  A change the log cannot pin to driving rows (a row
- * of another base table, a TRUNCATE) appends one whole_table mark.  Since
+ * background_ddl.dirty.  A changed row of a table joined to the driving
+ * table by an equality (query_decompose.c: QueryJoinKeys) appends the text of
+ * its join key, OLD and NEW: it stands for the driving rows that join to
+ * it.  A change the log cannot pin to rows (a row of another base table, a
+ * TRUNCATE) appends one whole_table mark.  Since
  * the marks commit or abort with the change itself, a mark is visible in a
  * snapshot exactly when its change is.  query_catchup.c consumes them.
  *
@@ -179,10 +182,11 @@ CaptureCallbacksInstall(void)
 /*
  * Append one mark to background_ddl.dirty, unless this transaction already
  * did (and has not rolled it back), or the job no longer captures.  tid
- * NULL: a whole_table mark.
+ * NULL: a join mark if join_key is not NULL (not deduplicated: a joined
+ * table changes seldom), a whole_table mark otherwise.
  */
 static void
-LogDirtyMark(int64 job_id, ItemPointer tid)
+LogDirtyMark(int64 job_id, ItemPointer tid, Oid join_relid, const char *join_key)
 {
 	const BgddlCatalog *catalog;
 	LoggedMarkKey key;
@@ -190,8 +194,8 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 	CapturingJob *job;
 	bool		found;
 	Relation	dirty;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
+	Datum		values[6];
+	bool		nulls[6] = {false, false, false, true, true, false};
 
 	if (logged_marks == NULL)
 	{
@@ -214,8 +218,7 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 		ItemPointerCopy(tid, &key.tid);
 	else
 		ItemPointerSetInvalid(&key.tid);
-	mark = hash_search(logged_marks, &key, HASH_FIND, NULL);
-	if (mark != NULL)
+	if (join_key == NULL && hash_search(logged_marks, &key, HASH_FIND, NULL) != NULL)
 		return;
 
 	catalog = CatalogLookup();
@@ -235,30 +238,57 @@ LogDirtyMark(int64 job_id, ItemPointer tid)
 	 * mark instead of the rest: the log stays bounded, whatever one
 	 * statement does, and the job recomputes everything
 	 */
-	if (tid != NULL && job->row_marks >= CAPTURE_ROW_MARKS_PER_TRANSACTION)
+	if ((tid != NULL || join_key != NULL) && job->row_marks >= CAPTURE_ROW_MARKS_PER_TRANSACTION)
 	{
-		LogDirtyMark(job_id, NULL);
+		LogDirtyMark(job_id, NULL, InvalidOid, NULL);
 		return;
 	}
-	if (tid != NULL)
+	if (tid != NULL || join_key != NULL)
 		job->row_marks++;
-
-	mark = hash_search(logged_marks, &key, HASH_ENTER, NULL);
-	mark->subid = GetCurrentSubTransactionId();
+	if (join_key == NULL)
+	{
+		mark = hash_search(logged_marks, &key, HASH_ENTER, NULL);
+		mark->subid = GetCurrentSubTransactionId();
+	}
 
 	dirty = table_open(catalog->dirty_relid, RowExclusiveLock);
 	values[0] = Int64GetDatum(job_id);
 	values[1] = tid != NULL ? PointerGetDatum(&key.tid) : (Datum) 0;
 	nulls[1] = (tid == NULL);
-	values[2] = BoolGetDatum(tid == NULL);
+	values[2] = BoolGetDatum(tid == NULL && join_key == NULL);
+	if (join_key != NULL)
+	{
+		values[3] = ObjectIdGetDatum(join_relid);
+		values[4] = CStringGetTextDatum(join_key);
+		nulls[3] = nulls[4] = false;
+	}
+	values[5] = BoolGetDatum(false);
 	simple_heap_insert(dirty, heap_form_tuple(RelationGetDescr(dirty), values, nulls));
 	table_close(dirty, NoLock);
 }
 
+/* Log the join key of a joined table's row version, unless it is NULL (it joins nothing) */
+static void
+LogJoinKey(int64 job_id, Relation rel, TupleTableSlot *slot, AttrNumber attnum)
+{
+	bool		isnull;
+	Datum		value = slot_getattr(slot, attnum, &isnull);
+	Oid			output_function;
+	bool		varlena;
+
+	if (isnull)
+		return;
+	getTypeOutputInfo(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid,
+					  &output_function, &varlena);
+	LogDirtyMark(job_id, NULL, RelationGetRelid(rel),
+				 OidOutputFunctionCall(output_function, value));
+}
+
 /*
  * The capture trigger.  Arguments: the job id, and "driving" (row trigger
- * on the driving table), "other" (row trigger on another base table) or
- * "truncate" (statement trigger on any base table).
+ * on the driving table), "join N" (row trigger on a table joined to it on
+ * its column N, see QueryJoinKeys), "other" (row trigger on another base
+ * table) or "truncate" (statement trigger on any base table).
  */
 Datum
 capture_changes(PG_FUNCTION_ARGS)
@@ -279,15 +309,23 @@ capture_changes(PG_FUNCTION_ARGS)
 	job_id = pg_strtoint64(trigger->tgargs[0]);
 	event = trigdata->tg_event;
 
-	if (strcmp(trigger->tgargs[1], "driving") != 0 || TRIGGER_FIRED_BY_TRUNCATE(event))
-		LogDirtyMark(job_id, NULL);
+	if (strncmp(trigger->tgargs[1], "join ", 5) == 0 && !TRIGGER_FIRED_BY_TRUNCATE(event))
+	{
+		AttrNumber	attnum = (AttrNumber) pg_strtoint32(trigger->tgargs[1] + 5);
+
+		LogJoinKey(job_id, trigdata->tg_relation, trigdata->tg_trigslot, attnum);
+		if (TRIGGER_FIRED_BY_UPDATE(event))
+			LogJoinKey(job_id, trigdata->tg_relation, trigdata->tg_newslot, attnum);
+	}
+	else if (strcmp(trigger->tgargs[1], "driving") != 0 || TRIGGER_FIRED_BY_TRUNCATE(event))
+		LogDirtyMark(job_id, NULL, InvalidOid, NULL);
 	else if (TRIGGER_FIRED_BY_UPDATE(event))
 	{
-		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid);
-		LogDirtyMark(job_id, &trigdata->tg_newslot->tts_tid);
+		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid, InvalidOid, NULL);
+		LogDirtyMark(job_id, &trigdata->tg_newslot->tts_tid, InvalidOid, NULL);
 	}
 	else
-		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid);
+		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid, InvalidOid, NULL);
 
 	return PointerGetDatum(NULL);
 }
@@ -412,23 +450,28 @@ CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
  * Create the capture triggers of a job on its base relations (the driving
  * table among them), each relation locked first as a job locks what others
  * use (JobStepLockRelation), and record them with their row versions and the
- * relations' relfilenodes in the job's capture.  Caller is in a step, as a
- * superuser, and has checked CaptureRefusal for each relation.
+ * relations' relfilenodes in the job's capture.  join_attnums gives, for each
+ * relation, the column of its join key to log (0: none, see QueryJoinKeys).
+ * Caller is in a step, as a superuser, and has checked CaptureRefusal for
+ * each relation.
  */
 void
-CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid, Capture *capture)
+CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, Oid driving_oid,
+			   Capture *capture)
 {
 	Relation	pg_trigger;
 	ListCell   *lc;
+	ListCell   *attnum_cell;
 
 	memset(capture, 0, sizeof(Capture));
 	capture->job_id = job_id;
 	capture->driving_oid = driving_oid;
 	capture->relids = list_copy(relids);
-	foreach(lc, relids)
+	forboth(lc, relids, attnum_cell, join_attnums)
 	{
 		Oid			relid = lfirst_oid(lc);
-		const char *role = relid == driving_oid ? "driving" : "other";
+		const char *role = relid == driving_oid ? "driving" :
+			lfirst_int(attnum_cell) > 0 ? psprintf("join %d", lfirst_int(attnum_cell)) : "other";
 		Relation	rel;
 
 		JobStepLockRelation(relid, ShareRowExclusiveLock,

@@ -16,7 +16,8 @@
 extern void CaptureCallbacksInstall(void);
 extern void CaptureCheckRename(RenameStmt *stmt);
 extern char *CaptureRefusal(Oid relid, Oid roleid);
-extern void CaptureInstall(int64 job_id, Oid target_oid, List *relids, Oid driving_oid,
+extern void CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums,
+						   Oid driving_oid,
 						   Capture *capture);
 extern bool CaptureIntact(const Capture *capture);
 extern void CaptureDetach(int64 job_id, Oid target_oid);

@@ -779,10 +779,11 @@ CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
 
 /*
  * The catch-up's progress: the rows in the result, the changed rows
- * waiting, and the kind's state.
+ * waiting, when they will have been recomputed (eta_seconds < 0: not known
+ * yet), and the kind's state.
  */
 void
-CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows)
+CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows, double eta_seconds)
 {
 	CatalogRow	row;
 
@@ -790,6 +791,8 @@ CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows)
 	{
 		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(job->rows_done), false);
 		CatalogRowSet(&row, Anum_job_dirty_rows, Int64GetDatum(dirty_rows), false);
+		if (eta_seconds >= 0)
+			CatalogRowSet(&row, Anum_job_eta, IntervalSeconds(rint(eta_seconds)), false);
 		SetKindState(&row, job);
 		CatalogRowWrite(&row);
 	}

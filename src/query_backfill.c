@@ -239,17 +239,37 @@ MakeCtidVar(Index rtindex)
 	return makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1, InvalidOid, 0);
 }
 
-/* "ctid <op> '(block,0)'" on the driving table */
+/* '(block,0)' */
 static Expr *
-MakeCtidBound(Index rtindex, Oid opno, int64 block)
+MakeBlockTid(int64 block)
 {
 	ItemPointer tid = palloc(sizeof(ItemPointerData));
-	Const	   *bound;
 
 	ItemPointerSet(tid, (BlockNumber) block, 0);
-	bound = makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
-					  PointerGetDatum(tid), false, false);
-	return make_opclause(opno, BOOLOID, false, (Expr *) MakeCtidVar(rtindex), (Expr *) bound,
+	return (Expr *) makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
+							  PointerGetDatum(tid), false, false);
+}
+
+/* The tid parameter $paramid */
+static Expr *
+MakeTidParam(int paramid)
+{
+	Param	   *param = makeNode(Param);
+
+	param->paramkind = PARAM_EXTERN;
+	param->paramid = paramid;
+	param->paramtype = TIDOID;
+	param->paramtypmod = -1;
+	param->paramcollid = InvalidOid;
+	param->location = -1;
+	return (Expr *) param;
+}
+
+/* "ctid <op> bound" on the driving table */
+static Expr *
+MakeCtidBound(Index rtindex, Oid opno, Expr *bound)
+{
+	return make_opclause(opno, BOOLOID, false, (Expr *) MakeCtidVar(rtindex), bound,
 						 InvalidOid, InvalidOid);
 }
 
@@ -288,25 +308,24 @@ RestrictToTids(Query *query, Index rtindex, ItemPointer tids, int ntids)
 
 /*
  * Make the query also return, as a last column, the driving row's ctid; or,
- * for a chunk of partial aggregation (whose rows come from many driving
- * rows), the chunk's first tuple id, which stands for all of its rows.
+ * for a range of partial aggregation (whose rows come from many driving
+ * rows), partial_source: the range's first tuple id, which stands for all of
+ * its rows.
  */
 static void
-AppendSourceColumn(Query *query, Index rtindex, int64 partial_chunk_start)
+AppendSourceColumn(Query *query, Index rtindex, Expr *partial_source)
 {
-	Expr	   *source = (Expr *) MakeCtidVar(rtindex);
+	Expr	   *source = partial_source != NULL ? partial_source : (Expr *) MakeCtidVar(rtindex);
 
-	if (partial_chunk_start >= 0)
-	{
-		ItemPointer tid = palloc(sizeof(ItemPointerData));
-
-		ItemPointerSet(tid, (BlockNumber) partial_chunk_start, 0);
-		source = (Expr *) makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
-									PointerGetDatum(tid), false, false);
-	}
 	query->targetList = lappend(query->targetList,
 								makeTargetEntry(source, list_length(query->targetList) + 1,
 												pstrdup("background_ddl_source"), false));
+}
+
+static int
+ItemPointerCompareQsort(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
 
 static int
@@ -328,22 +347,17 @@ TidPairCompare(const void *a, const void *b)
  * Returns the number of rows inserted.
  */
 static uint64
-RunIntoContent(Relation content, Query *query, int cursor_options, bool count_live,
-			   TidPair **pairs, int *npairs)
+RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bool count_live,
+				   TidPair **pairs, int *npairs)
 {
-	PlannedStmt *plan;
 	QueryDesc  *query_desc;
 	ContentInsertReceiver *receiver;
 	uint64		rows;
 
-	/* An xid before a parallel plan starts: parallel mode cannot assign one */
-	(void) GetCurrentTransactionId();
-
-	plan = pg_plan_query(query, "background_ddl backfill", cursor_options, NULL);
 	receiver = ContentInsertReceiverCreate(content, pairs != NULL);
 	receiver->count_live = count_live;
 	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
-								 InvalidSnapshot, (DestReceiver *) receiver, NULL, NULL, 0);
+								 InvalidSnapshot, (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(query_desc, 0);
 	ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
 	ExecutorFinish(query_desc);
@@ -362,25 +376,78 @@ RunIntoContent(Relation content, Query *query, int cursor_options, bool count_li
 	return rows;
 }
 
+static uint64
+RunIntoContent(Relation content, Query *query, int cursor_options, bool count_live,
+			   TidPair **pairs, int *npairs)
+{
+	/* An xid before a parallel plan starts: parallel mode cannot assign one */
+	(void) GetCurrentTransactionId();
+	return RunPlanIntoContent(content, pg_plan_query(query, "background_ddl backfill",
+													 cursor_options, NULL),
+							  NULL, count_live, pairs, npairs);
+}
+
 /*
  * Compute the rows of driving-table blocks [start_block, end_block) into the
  * content relation (end_block < 0: to the end of the table); *pairs gets
  * their (source, output) tuple ids.  With partial, the query is a chunk
- * query of partial aggregation (query_partial_agg.c), and every row's source is
- * the chunk's first tuple id.  With count_live, the rows count in the
- * job's live progress (not for a recompute: the rows it replaces go at the
- * same time).  Caller as for RunIntoContent; query is a copy it gives away.
+ * query of partial aggregation (query_partial_agg.c), the content relation
+ * its staging relation, and every row's source, the chunk's first tuple id,
+ * goes into the staging relation's last column (*pairs gets nothing).  With
+ * count_live, the rows count in the job's live progress (not for a
+ * recompute: the rows it replaces go at the same time).  Caller as for
+ * RunIntoContent; query is a copy it gives away.
  */
 uint64
 QueryBackfillBlocks(Relation content, Query *query, Index driving_rtindex, bool partial,
 			   bool count_live, int64 start_block, int64 end_block,
 			   TidPair **pairs, int *npairs)
 {
-	AddQual(query, MakeCtidBound(driving_rtindex, TIDGreaterEqOperator, start_block));
+	AddQual(query, MakeCtidBound(driving_rtindex, TIDGreaterEqOperator, MakeBlockTid(start_block)));
 	if (end_block >= 0)
-		AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, end_block));
-	AppendSourceColumn(query, driving_rtindex, partial ? start_block : -1);
-	return RunIntoContent(content, query, 0, count_live, pairs, npairs);
+		AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, MakeBlockTid(end_block)));
+	AppendSourceColumn(query, driving_rtindex, partial ? MakeBlockTid(start_block) : NULL);
+	*pairs = NULL;
+	*npairs = 0;
+	return RunIntoContent(content, query, 0, count_live, partial ? NULL : pairs, npairs);
+}
+
+/*
+ * Compute the partial rows (query is a chunk query of partial aggregation,
+ * content its staging relation) of each of the driving-table block ranges
+ * [starts[i], ends[i]) as their own group of rows, whose source is the
+ * range's first tuple id: the query is planned once, with the bounds as
+ * parameters, and run once per range.  Caller as for RunIntoContent; query
+ * is a copy it gives away.  Returns the number of rows.
+ */
+uint64
+QueryBackfillRanges(Relation content, Query *query, Index driving_rtindex,
+					const int64 *starts, const int64 *ends, int nranges)
+{
+	PlannedStmt *plan;
+	ParamListInfo params = makeParamList(2);
+	ItemPointerData bounds[2];
+	uint64		rows = 0;
+
+	AddQual(query, MakeCtidBound(driving_rtindex, TIDGreaterEqOperator, MakeTidParam(1)));
+	AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, MakeTidParam(2)));
+	AppendSourceColumn(query, driving_rtindex, MakeTidParam(1));
+	plan = pg_plan_query(query, "background_ddl catch-up", 0, NULL);
+	params->numParams = 2;
+	for (int i = 0; i < 2; i++)
+	{
+		params->params[i].ptype = TIDOID;
+		params->params[i].isnull = false;
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].value = PointerGetDatum(&bounds[i]);
+	}
+	for (int i = 0; i < nranges; i++)
+	{
+		ItemPointerSet(&bounds[0], (BlockNumber) starts[i], 0);
+		ItemPointerSet(&bounds[1], (BlockNumber) ends[i], 0);
+		rows += RunPlanIntoContent(content, plan, params, false, NULL, NULL);
+	}
+	return rows;
 }
 
 /*
@@ -405,10 +472,74 @@ QueryRecompute(Relation content, Query *query, Index driving_rtindex,
 	TidPair    *pairs;
 
 	RestrictToTids(query, driving_rtindex, sources, nsources);
-	AppendSourceColumn(query, driving_rtindex, -1);
+	AppendSourceColumn(query, driving_rtindex, NULL);
 	/* Not counted live: the rows it replaces go at the same time */
 	(void) RunIntoContent(content, query, 0, false, &pairs, npairs);
 	return pairs;
+}
+
+/* A DestReceiver that collects the tuple ids of a query's only column */
+typedef struct TidCollector
+{
+	DestReceiver pub;
+	ItemPointer tids;
+	int			ntids;
+	int			capacity;
+} TidCollector;
+
+static bool
+TidCollectorReceive(TupleTableSlot *slot, DestReceiver *self)
+{
+	TidCollector *collector = (TidCollector *) self;
+	bool		isnull;
+	Datum		tid = slot_getattr(slot, 1, &isnull);
+
+	if (isnull)
+		return true;
+	if (collector->ntids == collector->capacity)
+		collector->tids = repalloc_huge(collector->tids,
+										sizeof(ItemPointerData) * (collector->capacity *= 2));
+	ItemPointerCopy((ItemPointer) DatumGetPointer(tid), &collector->tids[collector->ntids++]);
+	return true;
+}
+
+static void
+TidCollectorStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+TidCollectorShutdown(DestReceiver *self)
+{
+}
+
+/*
+ * Run a query whose only column is a tid; returns its values, sorted and
+ * unique.  Caller as for RunIntoContent.
+ */
+ItemPointer
+QueryTids(Query *query, int *ntids)
+{
+	PlannedStmt *plan = pg_plan_query(query, "background_ddl catch-up", 0, NULL);
+	TidCollector collector = {{TidCollectorReceive, TidCollectorStartup, TidCollectorShutdown,
+	NULL, DestNone}, palloc(sizeof(ItemPointerData) * 64), 0, 64};
+	QueryDesc  *query_desc = CreateQueryDesc(plan, "background_ddl catch-up", GetActiveSnapshot(),
+											 InvalidSnapshot, &collector.pub, NULL, NULL, 0);
+	int			unique = 0;
+
+	ExecutorStart(query_desc, 0);
+	ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
+	ExecutorFinish(query_desc);
+	ExecutorEnd(query_desc);
+	FreeQueryDesc(query_desc);
+	qsort(collector.tids, collector.ntids, sizeof(ItemPointerData), ItemPointerCompareQsort);
+	for (int i = 0; i < collector.ntids; i++)
+	{
+		if (unique == 0 || !ItemPointerEquals(&collector.tids[unique - 1], &collector.tids[i]))
+			collector.tids[unique++] = collector.tids[i];
+	}
+	*ntids = unique;
+	return collector.tids;
 }
 
 /* The planner's estimate of the query's row count */

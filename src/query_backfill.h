@@ -19,7 +19,10 @@ extern Query *QueryOfRule(Relation rule_relation, Oid check_as_role,
 extern uint64 QueryBackfillBlocks(Relation content, Query *query, Index driving_rtindex, bool partial,
 							 bool count_live, int64 start_block, int64 end_block,
 							 TidPair **pairs, int *npairs);
+extern uint64 QueryBackfillRanges(Relation content, Query *query, Index driving_rtindex,
+								  const int64 *starts, const int64 *ends, int nranges);
 extern uint64 QueryBackfillAll(Relation content, Query *query);
+extern ItemPointer QueryTids(Query *query, int *ntids);
 extern TidPair *QueryRecompute(Relation content, Query *query, Index driving_rtindex,
 								  ItemPointer sources, int nsources, int *npairs);
 extern int64 QueryEstimateRows(Query *query);

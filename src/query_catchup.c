@@ -16,31 +16,54 @@
  *	2. recompute T's output rows at S with a TID scan (nothing if the tuple
  *	   at T is not visible in S: deleted, or an old version);
  *	3. record them in background_ddl.recomputed;
- *	4. delete the marks for T that S sees: their changes are now reflected.
- *	   Marks committed after S stay, and T is processed again later.
+ *	4. delete the marks for T that were read at a snapshot S0 before S: their
+ *	   changes are now reflected.  Later marks stay, and T is processed again
+ *	   in a later pass.
  *
- * Catch-up passes do this in batches of short transactions while writers
- * go on (query_job.c); each batch handles the marks that lie in a range of
- * blocks of the dirty log, so it holds only those marks, and one chunk's
- * tid map at a time, in memory.  The final pass runs inside the cut-over
- * transaction (REPEATABLE READ, so that the marks it reads and the rows it
- * recomputes share one snapshot): after it, every source's rows are the
- * query at the cut-over snapshot, which is the result of the blocking
- * statement at that snapshot.  A source whose marks lie in two batches is
- * simply processed twice; each time is exact at its own snapshot.
+ * A pass reads the job's marks with one scan of the log (at most
+ * PASS_MAX_MARKS of them; the rest wait for the next pass), sorts them by
+ * source, and processes them in batches of short transactions in driving
+ * table order, so that each changed source is recomputed once per pass
+ * however many marks it has, and a pass costs at most one backfill.  The
+ * cut-over runs the last pass inside its own transaction (REPEATABLE READ,
+ * so that the marks it reads and the rows it recomputes share one
+ * snapshot): after it, every source's rows are the query at the cut-over
+ * snapshot, which is the result of the blocking statement at that snapshot.
  *
- * For partial aggregation (query_partial_agg.c) a chunk's rows come from all of
- * its driving rows at once, so the unit of recomputation is the chunk: a
- * changed source stands for the first tuple id of the chunk that covers it
- * (or, beyond the chunks, of the blocks added since the capture began), and
- * recomputing it recomputes the chunk's partial rows.
+ * Other marks:
+ *	- a join mark (a changed row of a joined table, by its join key k) stands
+ *	  for the driving rows whose join column equals k at the pass's start:
+ *	  the pass recomputes them, found by a query on the driving table (an
+ *	  index scan where there is an index).  A driving row that changed its
+ *	  key since has marks of its own.
+ *	- a whole_table mark makes the pass recompute everything, chunk by
+ *	  chunk, each in its own short transaction: every row is then recomputed
+ *	  after the change.
+ *	- an uncaptured mark (changes may have gone unlogged) leaves it all to
+ *	  the cut-over, which recomputes the whole result (query_job.c).
+ *
+ * For partial aggregation (query_partial_agg.c) a chunk's rows come from all
+ * of its driving rows at once, so the unit of recomputation is a block
+ * range: the first time a change touches a chunk, the chunk is recomputed as
+ * units of UNIT_BLOCKS blocks, each with its own partial rows, whose source
+ * is the unit's first tuple id; from then on a change recomputes its unit
+ * only.  So the work per change shrinks from a chunk to UNIT_BLOCKS blocks,
+ * which lets the catch-up outpace steady writers, and the staging relation
+ * holds at most one partial row per driving row (bounded by the table).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "storage/bufmgr.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
@@ -51,6 +74,17 @@
 #include "query_decompose.h"
 #include "job_step.h"
 #include "query_partial_agg.h"
+
+/* Partial aggregation: a recomputed chunk is split into units of this many blocks */
+#define UNIT_BLOCKS			16
+/* A pass reads at most this many marks; the rest wait for the next pass */
+#define PASS_MAX_MARKS		1000000
+
+static int
+DirtyMarkSourceCompare(const void *a, const void *b)
+{
+	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
+}
 
 /* The tid map of the chunk that covers the current sources */
 typedef struct LoadedChunkMap
@@ -164,98 +198,21 @@ CurrentOutputs(const QueryCatchUpTarget *target, ItemPointer sources, int nsourc
 	return outputs;
 }
 
-/*
- * The first tuple ids of the chunks that cover the given sources (sorted,
- * unique): partial aggregation recomputes whole chunks.  Sources beyond the
- * chunks (added since the capture began) fall in one more range, from
- * blocks_total to the end of the table.
- */
-static ItemPointer
-ChunkStarts(const QueryCatchUpTarget *target, ItemPointer sources, int nsources, int *nstarts)
-{
-	List	   *ranges = CaptureChunkRanges(target->job_id);
-	ItemPointer starts = palloc(sizeof(ItemPointerData) * Max(nsources, 1));
-	int			count = 0;
-
-	for (int s = 0; s < nsources; s++)
-	{
-		BlockNumber block = ItemPointerGetBlockNumber(&sources[s]);
-		int64		start_block = target->blocks_total;
-		ListCell   *lc;
-
-		foreach(lc, ranges)
-		{
-			ChunkRange *range = lfirst(lc);
-
-			if (block >= range->start_block && block < range->end_block)
-				start_block = range->start_block;
-		}
-		if (count == 0 || ItemPointerGetBlockNumber(&starts[count - 1]) != start_block)
-		{
-			ItemPointerSet(&starts[count], (BlockNumber) start_block, 0);
-			count++;
-		}
-	}
-	list_free_deep(ranges);
-	*nstarts = count;
-	return starts;
-}
-
-/*
- * Recompute the partial rows of the chunks that start at the given tuple
- * ids (sorted, unique; see ChunkStarts) into the staging relation; returns
- * their (chunk start, row) pairs, sorted.  Caller is as the job's role.
- */
-static TidPair *
-RecomputeChunks(const QueryCatchUpTarget *target, Query *chunk_query, Index driving_rtindex,
-				ItemPointer starts, int nstarts, int *npairs)
-{
-	List	   *ranges = CaptureChunkRanges(target->job_id);
-	TidPair    *all_pairs = NULL;
-	int			count = 0;
-
-	for (int i = 0; i < nstarts; i++)
-	{
-		int64		start_block = ItemPointerGetBlockNumber(&starts[i]);
-		int64		end_block = -1; /* beyond the chunks: to the end */
-		TidPair    *pairs;
-		int			chunk_pairs;
-		ListCell   *lc;
-
-		foreach(lc, ranges)
-		{
-			ChunkRange *range = lfirst(lc);
-
-			if (range->start_block == start_block)
-				end_block = range->end_block;
-		}
-		(void) QueryBackfillBlocks(target->content, copyObject(chunk_query), driving_rtindex, true,
-							  false, start_block, end_block, &pairs, &chunk_pairs);
-		all_pairs = all_pairs == NULL ?
-			palloc(sizeof(TidPair) * Max(chunk_pairs, 1)) :
-			repalloc_huge(all_pairs, sizeof(TidPair) * (count + chunk_pairs + 1));
-		memcpy(all_pairs + count, pairs, sizeof(TidPair) * chunk_pairs);
-		count += chunk_pairs;
-		pfree(pairs);
-	}
-	*npairs = count;
-	return all_pairs;
-}
 
 /*
  * Steps 1 to 3 for a batch of sources (sorted, unique), in the current
  * transaction, at its snapshot.  Returns how many rows the result gained
- * (negative: lost).
+ * (negative: lost); *recomputed gets the rows computed.
  */
 static int64
-RecomputeSources(const QueryCatchUpTarget *target, ItemPointer sources, int nsources)
+RecomputeSources(const QueryCatchUpTarget *target, ItemPointer sources, int nsources,
+				 int64 *recomputed)
 {
 	int			noutputs;
 	ItemPointer outputs = CurrentOutputs(target, sources, nsources, &noutputs);
 	TidPair    *pairs;
 	int			npairs;
 	Query	   *query;
-	Index		driving_rtindex;
 
 	for (int i = 0; i < noutputs; i++)
 		simple_table_tuple_delete(target->content, &outputs[i], GetActiveSnapshot());
@@ -263,69 +220,526 @@ RecomputeSources(const QueryCatchUpTarget *target, ItemPointer sources, int nsou
 
 	JobQueryBegin(target->query_role, true);
 	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
-	driving_rtindex = QueryDrivingRtindex(query, target->driving_oid);
-	if (target->partial)
-		pairs = RecomputeChunks(target, QueryPartialAggChunk(query), driving_rtindex,
-								sources, nsources, &npairs);
-	else
-		pairs = QueryRecompute(target->content, query, driving_rtindex,
-								  sources, nsources, &npairs);
+	pairs = QueryRecompute(target->content, query, QueryDrivingRtindex(query, target->driving_oid),
+						   sources, nsources, &npairs);
 	JobQueryEnd();
 
 	CaptureRecomputedReplace(target->job_id, sources, nsources, pairs, npairs);
+	*recomputed += npairs;
 	return (int64) npairs - noutputs;
 }
 
-/* Unique sources of marks sorted by source */
-static ItemPointer
-UniqueSources(DirtyMark *marks, int nmarks, int *nsources)
+/*
+ * Partial aggregation: recompute the units [starts[i], ends[i]) (sorted),
+ * each its own partial rows, replacing the rows stored for them (for the
+ * unit at the start of a chunk not split yet, the chunk's rows).  The
+ * chunks that split_starts start are recorded as split (a recomputed row
+ * with no output).
+ */
+static int64
+RecomputeUnits(const QueryCatchUpTarget *target, const int64 *starts, const int64 *ends,
+			   int nunits, ItemPointer split_starts, int nsplit, int64 *recomputed)
 {
-	ItemPointer sources = palloc(sizeof(ItemPointerData) * Max(nmarks, 1));
-	int			count = 0;
+	ItemPointer sources = palloc(sizeof(ItemPointerData) * Max(nunits, 1));
+	int64		deleted;
+	uint64		rows;
+	Query	   *query;
 
-	for (int i = 0; i < nmarks; i++)
-	{
-		if (count == 0 || !ItemPointerEquals(&sources[count - 1], &marks[i].source))
-			sources[count++] = marks[i].source;
-	}
-	*nsources = count;
-	return sources;
+	for (int i = 0; i < nunits; i++)
+		ItemPointerSet(&sources[i], (BlockNumber) starts[i], 0);
+	deleted = QueryPartialAggDeleteSources(target->content, sources, nunits);
+	CommandCounterIncrement();
+
+	JobQueryBegin(target->query_role, true);
+	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
+	rows = QueryBackfillRanges(target->content, QueryPartialAggChunk(query),
+							   QueryDrivingRtindex(query, target->driving_oid),
+							   starts, ends, nunits);
+	JobQueryEnd();
+
+	if (nsplit > 0)
+		CaptureRecomputedReplace(target->job_id, split_starts, nsplit, NULL, 0);
+	*recomputed += rows;
+	return (int64) rows - deleted;
 }
 
 /*
- * Process the row marks of a job that lie in blocks [from_block, to_block)
- * of the dirty log, in the current transaction, at its snapshot.  Returns
- * the number of changed sources processed; *rows_gained says how the
- * result's row count moved.  Caller is in a REPEATABLE READ step (not as
- * the job's role): the marks it reads and deletes and the rows it
- * recomputes must share one snapshot, or a mark of a change committed in
- * between would be deleted unprocessed.  Caller holds RowExclusiveLock on
- * the content relation, and has checked that the sources are still what
- * the job captures.
+ * Row by row: recompute every row of driving blocks [start_block, end_block),
+ * a whole chunk (chunk_start >= 0: its tid map is replaced) or blocks beyond
+ * the chunks (their rows are recorded as recomputed).
  */
-int
-QueryCatchUpBlocks(const QueryCatchUpTarget *target, BlockNumber from_block,
-					 BlockNumber to_block, int64 *rows_gained)
+static int64
+RecomputeRange(const QueryCatchUpTarget *target, int64 chunk_start, int64 start_block,
+			   int64 end_block, int64 *recomputed)
 {
-	int			nmarks;
-	DirtyMark  *marks = CaptureMarksRead(target->job_id, from_block, to_block, &nmarks);
-	int			nsources;
-	ItemPointer sources = UniqueSources(marks, nmarks, &nsources);
-	ItemPointer mark_tids;
-	int			changed_sources = nsources;
+	int			nreplaced;
+	TidPair    *replaced = CaptureRecomputedRange(target->job_id, start_block, end_block, true,
+												  &nreplaced);
+	int64		deleted = 0;
+	TidPair    *pairs;
+	int			npairs;
+	Query	   *query;
 
+	/* The rows of sources recomputed before, then the chunk's other rows */
+	for (int i = 0; i < nreplaced; i++)
+	{
+		if (!ItemPointerIsValid(&replaced[i].output))
+			continue;
+		simple_table_tuple_delete(target->content, &replaced[i].output, GetActiveSnapshot());
+		deleted++;
+	}
+	if (chunk_start >= 0)
+	{
+		bytea	   *raw = CaptureChunkTidMap(target->job_id, chunk_start);
+		int			nmap = 0;
+		TidPair    *map = raw != NULL ? CaptureTidMapDecode(raw, &nmap) : NULL;
+		int			r = 0;
+
+		for (int i = 0; i < nmap; i++)
+		{
+			while (r < nreplaced && ItemPointerCompare(&replaced[r].source, &map[i].source) < 0)
+				r++;
+			if (r < nreplaced && ItemPointerEquals(&replaced[r].source, &map[i].source))
+				continue;
+			simple_table_tuple_delete(target->content, &map[i].output, GetActiveSnapshot());
+			deleted++;
+		}
+	}
+	CommandCounterIncrement();
+
+	JobQueryBegin(target->query_role, true);
+	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
+	(void) QueryBackfillBlocks(target->content, query,
+							   QueryDrivingRtindex(query, target->driving_oid), false, false,
+							   start_block, end_block, &pairs, &npairs);
+	JobQueryEnd();
+
+	if (chunk_start >= 0)
+		CaptureChunkReplaceTidMap(target->job_id, chunk_start, CaptureTidMapEncode(pairs, npairs));
+	else
+	{
+		ItemPointer sources = palloc(sizeof(ItemPointerData) * Max(npairs, 1));
+		int			nsources = 0;
+
+		for (int i = 0; i < npairs; i++)
+		{
+			if (nsources == 0 || !ItemPointerEquals(&sources[nsources - 1], &pairs[i].source))
+				sources[nsources++] = pairs[i].source;
+		}
+		CaptureRecomputedReplace(target->job_id, sources, nsources, pairs, npairs);
+	}
+	*recomputed += npairs;
+	return (int64) npairs - deleted;
+}
+
+/*
+ * The driving rows that join to the changed keys of one joined table, as
+ * the job's role sees them now: "SELECT ctid FROM driving WHERE column op
+ * ANY(keys)", the driving table's entry copied from the job's query (its
+ * row security and privileges with it).
+ */
+static ItemPointer
+JoinedSources(Query *query, Index driving_rtindex, const QueryJoinKey *key, List *marks,
+			  int *nsources)
+{
+	Query	   *tids = makeNode(Query);
+	RangeTblRef *ref = makeNode(RangeTblRef);
+	Oid			key_type;
+	int32		key_typmod;
+	Oid			key_collation;
+	Oid			input_function;
+	Oid			ioparam;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *keys = palloc(sizeof(Datum) * Max(list_length(marks), 1));
+	int			nkeys = 0;
+	ScalarArrayOpExpr *saop = makeNode(ScalarArrayOpExpr);
+	Oid			driving_type;
+	int32		driving_typmod;
+	Oid			driving_collation;
+	ListCell   *lc;
+
+	get_atttypetypmodcoll(key->relid, key->attnum, &key_type, &key_typmod, &key_collation);
+	getTypeInputInfo(key_type, &input_function, &ioparam);
+	get_typlenbyvalalign(key_type, &typlen, &typbyval, &typalign);
+	foreach(lc, marks)
+	{
+		JoinKeyMark *mark = lfirst(lc);
+
+		if (mark->relid == key->relid)
+			keys[nkeys++] = OidInputFunctionCall(input_function, mark->key, ioparam, key_typmod);
+	}
+	get_atttypetypmodcoll(rt_fetch(driving_rtindex, query->rtable)->relid, key->driving_attnum,
+						  &driving_type, &driving_typmod, &driving_collation);
+	saop->opno = key->opno;
+	saop->opfuncid = get_opcode(key->opno);
+	saop->useOr = true;
+	saop->inputcollid = key->collation;
+	saop->args = list_make2(makeVar(1, key->driving_attnum, driving_type, driving_typmod,
+									driving_collation, 0),
+							makeConst(get_array_type(key_type), -1, InvalidOid, -1,
+									  PointerGetDatum(construct_array(keys, nkeys, key_type,
+																	  typlen, typbyval,
+																	  typalign)),
+									  false, false));
+	ref->rtindex = 1;
+	tids->commandType = CMD_SELECT;
+	tids->querySource = QSRC_ORIGINAL;
+	tids->canSetTag = true;
+	tids->rtable = list_make1(copyObject(rt_fetch(driving_rtindex, query->rtable)));
+	tids->jointree = makeFromExpr(list_make1(ref), (Node *) saop);
+	tids->targetList = list_make1(makeTargetEntry((Expr *) makeVar(1, SelfItemPointerAttributeNumber,
+																   TIDOID, -1, InvalidOid, 0),
+												  1, pstrdup("ctid"), false));
+	return QueryTids(tids, nsources);
+}
+
+/*
+ * Add to the pass's row marks the driving rows its join marks stand for
+ * (with no mark of their own to delete).  A join mark of a table that is no
+ * longer joined on a key (it cannot happen while the query is the same)
+ * makes the pass recompute everything.
+ */
+static void
+AddJoinedSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass)
+{
+	Query	   *query;
+	Index		driving_rtindex;
+	List	   *join_keys;
+	List	   *done = NIL;
+	ListCell   *lc;
+
+	JobQueryBegin(target->query_role, false);
+	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
+	driving_rtindex = QueryDrivingRtindex(query, target->driving_oid);
+	join_keys = QueryJoinKeys(query, driving_rtindex);
+	foreach(lc, pass->marks.join_keys)
+	{
+		JoinKeyMark *mark = lfirst(lc);
+		QueryJoinKey *key = QueryJoinKeyOf(join_keys, mark->relid);
+		ItemPointer sources;
+		int			nsources;
+		int			capacity = pass->marks.nrows;
+
+		if (list_member_oid(done, mark->relid))
+			continue;
+		done = lappend_oid(done, mark->relid);
+		if (key == NULL)
+		{
+			pass->marks.whole_table = true;
+			continue;
+		}
+		sources = JoinedSources(query, driving_rtindex, key, pass->marks.join_keys, &nsources);
+		pass->marks.rows = repalloc_huge(pass->marks.rows,
+										 sizeof(DirtyMark) * Max(capacity + nsources, 1));
+		for (int i = 0; i < nsources; i++)
+		{
+			pass->marks.rows[pass->marks.nrows].source = sources[i];
+			ItemPointerSetInvalid(&pass->marks.rows[pass->marks.nrows].mark);
+			pass->marks.nrows++;
+		}
+	}
+	JobQueryEnd();
+	qsort(pass->marks.rows, pass->marks.nrows, sizeof(DirtyMark), DirtyMarkSourceCompare);
+}
+
+/*
+ * Start a pass: read the job's marks visible now (see CapturedMarks) and its
+ * chunks, into a memory context of its own under parent.  Caller is in a
+ * step, not as the job's role, and holds the locks of the job's sources
+ * (ACCESS SHARE on the driving table).  If pass->marks.uncaptured, the pass
+ * has nothing to do: the cut-over recomputes everything.
+ */
+void
+QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
+					  MemoryContext parent)
+{
+	MemoryContext old_context;
+	List	   *chunks;
+	ListCell   *lc;
+	ItemPointer starts;
+	TidPair    *split;
+	int			nsplit;
+	Relation	driving;
+
+	memset(pass, 0, sizeof(QueryCatchUpPass));
+	pass->context = AllocSetContextCreate(parent, "background_ddl catch-up pass",
+										  ALLOCSET_DEFAULT_SIZES);
+	old_context = MemoryContextSwitchTo(pass->context);
+	CaptureMarksScan(target->job_id, PASS_MAX_MARKS, &pass->marks);
+	if (pass->marks.uncaptured)
+	{
+		MemoryContextSwitchTo(old_context);
+		return;
+	}
+	if (pass->marks.join_keys != NIL)
+		AddJoinedSources(target, pass);
+	for (int i = 0; i < pass->marks.nrows; i++)
+	{
+		if (i == 0 || !ItemPointerEquals(&pass->marks.rows[i - 1].source,
+										 &pass->marks.rows[i].source))
+			pass->sources++;
+	}
+
+	chunks = CaptureChunkRanges(target->job_id);
+	pass->chunks = palloc(sizeof(ChunkRange) * Max(list_length(chunks), 1));
+	pass->split = palloc0(sizeof(bool) * Max(list_length(chunks), 1));
+	starts = palloc(sizeof(ItemPointerData) * Max(list_length(chunks), 1));
+	foreach(lc, chunks)
+	{
+		pass->chunks[pass->nchunks] = *(ChunkRange *) lfirst(lc);
+		ItemPointerSet(&starts[pass->nchunks], (BlockNumber) pass->chunks[pass->nchunks].start_block, 0);
+		pass->nchunks++;
+	}
 	if (target->partial)
-		sources = ChunkStarts(target, sources, nsources, &nsources);
+	{
+		/* A chunk was split once its first unit was recomputed */
+		split = CaptureRecomputedRead(target->job_id, starts, pass->nchunks, &nsplit);
+		for (int i = 0, c = 0; i < nsplit; i++)
+		{
+			while (c < pass->nchunks &&
+				   ItemPointerCompare(&starts[c], &split[i].source) < 0)
+				c++;
+			if (c < pass->nchunks && ItemPointerEquals(&starts[c], &split[i].source))
+				pass->split[c] = true;
+		}
+	}
+	driving = relation_open(target->driving_oid, NoLock);
+	pass->end_block = RelationGetNumberOfBlocks(driving);
+	relation_close(driving, NoLock);
+	pass->next_block = target->blocks_total;
+	MemoryContextSwitchTo(old_context);
+}
+
+/* The pass is over: free what it read */
+void
+QueryCatchUpPassEnd(QueryCatchUpPass *pass)
+{
+	MemoryContextDelete(pass->context);
+	pass->context = NULL;
+}
+
+/*
+ * The unit of partial aggregation that holds a driving block: its range,
+ * and the chunk it is in (-1: beyond the chunks)
+ */
+static int
+UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end)
+{
+	int			low = 0;
+	int			high = pass->nchunks;
+	int64		grid = block - block % UNIT_BLOCKS;
+	int64		lower = 0;
+	int64		upper = PG_INT64_MAX;
+
+	/* The first chunk that starts after the block */
+	while (low < high)
+	{
+		int			middle = low + (high - low) / 2;
+
+		if (pass->chunks[middle].start_block <= block)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	if (low > 0)
+		lower = pass->chunks[low - 1].end_block;
+	if (low < pass->nchunks)
+		upper = pass->chunks[low].start_block;
+	if (low > 0 && block < pass->chunks[low - 1].end_block)
+	{
+		lower = pass->chunks[low - 1].start_block;
+		upper = pass->chunks[low - 1].end_block;
+	}
+	*start = Max(grid, lower);
+	*end = Min(grid + UNIT_BLOCKS, upper);
+	return low > 0 && block < pass->chunks[low - 1].end_block ? low - 1 : -1;
+}
+
+/* Collect the tuple ids of marks to delete */
+static void
+AddMark(ItemPointer *marks, int *nmarks, int *capacity, ItemPointer mark)
+{
+	if (!ItemPointerIsValid(mark))
+		return;
+	if (*nmarks == *capacity)
+		*marks = repalloc_huge(*marks, sizeof(ItemPointerData) * (*capacity *= 2));
+	(*marks)[(*nmarks)++] = *mark;
+}
+
+/*
+ * One batch of a pass, in the current transaction (REPEATABLE READ, see
+ * QueryCatchUpTarget), at its snapshot: the next sources, or units of
+ * partial aggregation, or (after a whole_table mark) chunks, in driving
+ * table order, about budget of them (rows, or blocks), at least one; their
+ * marks are deleted.  The last batch deletes the pass's other marks.
+ * Returns false once the pass is done.  *rows_gained says how the result's
+ * row count moved, *recomputed counts the rows computed again.
+ */
+bool
+QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 budget,
+				  int64 *rows_gained, int64 *recomputed)
+{
+	CapturedMarks *marks = &pass->marks;
+	int			capacity = 64;
+	ItemPointer done = palloc(sizeof(ItemPointerData) * capacity);
+	int			ndone = 0;
+	int64		cost = 0;
 
 	Assert(IsolationUsesXactSnapshot());
 	*rows_gained = 0;
-	if (nsources == 0)
-		return 0;
-	*rows_gained = RecomputeSources(target, sources, nsources);
+	if (marks->whole_table)
+	{
+		/* Whole chunks, then blocks beyond them, up to the budget of blocks */
+		while (cost < budget && pass->next_chunk < pass->nchunks)
+		{
+			int			c = pass->next_chunk++;
+			ChunkRange *chunk = &pass->chunks[c];
 
-	mark_tids = palloc(sizeof(ItemPointerData) * nmarks);
-	for (int i = 0; i < nmarks; i++)
-		mark_tids[i] = marks[i].mark;
-	CaptureMarksDelete(mark_tids, nmarks);
-	return changed_sources;
+			if (target->partial)
+			{
+				int64		max_units = (chunk->end_block - chunk->start_block) / UNIT_BLOCKS + 2;
+				int64	   *starts = palloc(sizeof(int64) * max_units);
+				int64	   *ends = palloc(sizeof(int64) * max_units);
+				int			nunits = 0;
+				ItemPointerData split_start;
+
+				for (int64 block = chunk->start_block; block < chunk->end_block; block = ends[nunits - 1])
+				{
+					(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
+					nunits++;
+				}
+				ItemPointerSet(&split_start, (BlockNumber) chunk->start_block, 0);
+				*rows_gained += RecomputeUnits(target, starts, ends, nunits, &split_start,
+											   pass->split[c] ? 0 : 1, recomputed);
+				pass->split[c] = true;
+			}
+			else
+				*rows_gained += RecomputeRange(target, chunk->start_block, chunk->start_block,
+											   chunk->end_block, recomputed);
+			cost += chunk->end_block - chunk->start_block;
+		}
+		while (cost < budget && pass->next_chunk == pass->nchunks && pass->next_block < pass->end_block)
+		{
+			int64		start;
+			int64		end;
+
+			if (target->partial)
+			{
+				(void) UnitOf(pass, pass->next_block, &start, &end);
+				*rows_gained += RecomputeUnits(target, &start, &end, 1, NULL, 0, recomputed);
+			}
+			else
+			{
+				start = pass->next_block;
+				end = Min(pass->end_block, start + Max(budget - cost, 1));
+				*rows_gained += RecomputeRange(target, -1, start, end, recomputed);
+			}
+			cost += end - start;
+			pass->next_block = end;
+		}
+		if (pass->next_chunk < pass->nchunks || pass->next_block < pass->end_block)
+			return true;
+		/* Every row was recomputed after every mark the pass read */
+		for (int i = 0; i < marks->nrows; i++)
+			AddMark(&done, &ndone, &capacity, &marks->rows[i].mark);
+		marks->nrows = 0;
+		pass->sources_done = pass->sources;
+	}
+	else if (target->partial)
+	{
+		int			unit_capacity = 64;
+		int64	   *starts = palloc(sizeof(int64) * unit_capacity);
+		int64	   *ends = palloc(sizeof(int64) * unit_capacity);
+		int			nunits = 0;
+		ItemPointer split_starts = palloc(sizeof(ItemPointerData) * Max(pass->nchunks, 1));
+		int			nsplit = 0;
+
+		while (pass->next < marks->nrows)
+		{
+			int64		start;
+			int64		end;
+			int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&marks->rows[pass->next].source),
+									   &start, &end);
+			bool		whole_chunk = chunk >= 0 && !pass->split[chunk];
+			int64		unit_cost = whole_chunk ?
+				pass->chunks[chunk].end_block - pass->chunks[chunk].start_block : end - start;
+			int64		block;
+
+			if (nunits > 0 && cost + unit_cost > budget)
+				break;
+			cost += unit_cost;
+			/* A chunk not split yet is recomputed as all of its units */
+			for (block = whole_chunk ? pass->chunks[chunk].start_block : start;
+				 block < (whole_chunk ? pass->chunks[chunk].end_block : end);
+				 block = ends[nunits - 1])
+			{
+				if (nunits == unit_capacity)
+				{
+					starts = repalloc(starts, sizeof(int64) * (unit_capacity *= 2));
+					ends = repalloc(ends, sizeof(int64) * unit_capacity);
+				}
+				(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
+				nunits++;
+			}
+			if (whole_chunk)
+			{
+				pass->split[chunk] = true;
+				/* ItemPointerSet evaluates its pointer more than once */
+				ItemPointerSet(&split_starts[nsplit], (BlockNumber) pass->chunks[chunk].start_block, 0);
+				nsplit++;
+			}
+			while (pass->next < marks->nrows &&
+				   ItemPointerGetBlockNumber(&marks->rows[pass->next].source) < block)
+			{
+				if (pass->next == 0 || !ItemPointerEquals(&marks->rows[pass->next - 1].source,
+														  &marks->rows[pass->next].source))
+					pass->sources_done++;
+				AddMark(&done, &ndone, &capacity, &marks->rows[pass->next].mark);
+				pass->next++;
+			}
+		}
+		if (nunits > 0)
+			*rows_gained = RecomputeUnits(target, starts, ends, nunits, split_starts, nsplit,
+										  recomputed);
+	}
+	else
+	{
+		ItemPointer sources = palloc(sizeof(ItemPointerData) * Max(Min(budget, marks->nrows), 1));
+		int			nsources = 0;
+
+		while (pass->next < marks->nrows)
+		{
+			ItemPointer source = &marks->rows[pass->next].source;
+
+			if (nsources == 0 || !ItemPointerEquals(&sources[nsources - 1], source))
+			{
+				if (nsources >= budget)
+					break;
+				sources[nsources++] = *source;
+			}
+			AddMark(&done, &ndone, &capacity, &marks->rows[pass->next].mark);
+			pass->next++;
+		}
+		pass->sources_done += nsources;
+		if (nsources > 0)
+			*rows_gained = RecomputeSources(target, sources, nsources, recomputed);
+	}
+	if (pass->next >= marks->nrows)
+	{
+		/* Their driving rows were all recomputed since the pass began */
+		for (int i = 0; i < marks->nothers; i++)
+			AddMark(&done, &ndone, &capacity, &marks->others[i]);
+		marks->nothers = 0;
+	}
+	CaptureMarksDelete(done, ndone);
+	return pass->next < marks->nrows;
+}
+
+/* The changed sources of the pass not yet recomputed */
+int64
+QueryCatchUpBacklog(const QueryCatchUpPass *pass)
+{
+	return Max(pass->sources - pass->sources_done, 0);
 }

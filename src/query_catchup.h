@@ -10,7 +10,10 @@
 
 #include "datatype/timestamp.h"
 #include "storage/block.h"
+#include "utils/palloc.h"
 #include "utils/relcache.h"
+
+#include "capture_log.h"
 
 /* The relations the catch-up of one job works on */
 typedef struct QueryCatchUpTarget
@@ -25,7 +28,27 @@ typedef struct QueryCatchUpTarget
 	TimestampTz job_start;		/* now() in the job's query */
 } QueryCatchUpTarget;
 
-extern int	QueryCatchUpBlocks(const QueryCatchUpTarget *target, BlockNumber from_block,
-								 BlockNumber to_block, int64 *rows_gained);
+/* One catch-up pass: what it read at its start, and how far it got */
+typedef struct QueryCatchUpPass
+{
+	MemoryContext context;		/* everything below; deleted at its end */
+	CapturedMarks marks;		/* its marks; join marks' driving rows among the rows */
+	int			next;			/* the first row mark not yet processed */
+	ChunkRange *chunks;			/* the job's chunks, ordered */
+	bool	   *split;			/* partial aggregation: chunk recomputed as units */
+	int			nchunks;
+	int			next_chunk;		/* whole_table: the next chunk to recompute */
+	int64		next_block;		/* whole_table: beyond the chunks, the next block */
+	int64		end_block;		/* the driving table's size at its start */
+	int64		sources;		/* changed driving rows at its start */
+	int64		sources_done;
+} QueryCatchUpPass;
+
+extern void QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
+								  MemoryContext parent);
+extern bool QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
+							  int64 budget, int64 *rows_gained, int64 *recomputed);
+extern int64 QueryCatchUpBacklog(const QueryCatchUpPass *pass);
+extern void QueryCatchUpPassEnd(QueryCatchUpPass *pass);
 
 #endif							/* BGDDL_CATCHUP_H */

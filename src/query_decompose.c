@@ -29,8 +29,12 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/transam.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
@@ -300,18 +304,228 @@ QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
 	if (result->driving_rtindex == 0)
 		result->reason = refusal ? pstrdup(refusal) : pstrdup("the driving table changed");
 	else
+	{
 		result->partial = QueryPartialAggApplies(query);
+		result->join_keys = QueryJoinKeys(query, result->driving_rtindex);
+	}
 }
 
-/* The strategy as pg_stat_background_ddl shows it */
+/* Walker state: how often a relation is read, anywhere in a query */
+typedef struct OccurrencesContext
+{
+	Oid			relid;
+	int			count;
+} OccurrencesContext;
+
+static bool
+OccurrencesWalker(Node *node, OccurrencesContext *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == context->relid)
+			context->count++;
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, OccurrencesWalker, context,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, OccurrencesWalker, context);
+}
+
+/* A built-in operator: its semantics are PostgreSQL's */
+#define IsBuiltIn(oid)	((oid) < FirstNormalObjectId)
+
+/*
+ * Can a join key of this type go through the dirty log as text, and come
+ * back the same whatever the writer's settings (DateStyle, extra_float_digits,
+ * lc_monetary...)?
+ */
+static bool
+JoinKeyTypeLogged(Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case NUMERICOID:
+		case BOOLOID:
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case NAMEOID:
+		case UUIDOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * If qual is "driving.a = other.b" (either way round) with a built-in
+ * equality operator, and other.b of a type whose text JoinKeyTypeLogged, the
+ * join key it gives; else NULL.
+ */
+static QueryJoinKey *
+JoinKeyOfQual(Query *query, Node *qual, Index driving_rtindex)
+{
+	OpExpr	   *op;
+	Var		   *left;
+	Var		   *right;
+	Var		   *driving;
+	Var		   *other;
+	RangeTblEntry *other_rte;
+	QueryJoinKey *key;
+	Oid			opno;
+
+	if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
+		return NULL;
+	op = (OpExpr *) qual;
+	left = linitial(op->args);
+	right = lsecond(op->args);
+	if (!IsA(left, Var) || !IsA(right, Var) || left->varlevelsup != 0 ||
+		right->varlevelsup != 0 || left->varattno <= 0 || right->varattno <= 0)
+		return NULL;
+	if (left->varno == driving_rtindex && right->varno != driving_rtindex)
+	{
+		driving = left;
+		other = right;
+		opno = op->opno;
+	}
+	else if (right->varno == driving_rtindex && left->varno != driving_rtindex)
+	{
+		driving = right;
+		other = left;
+		opno = get_commutator(op->opno);
+	}
+	else
+		return NULL;
+	other_rte = rt_fetch(other->varno, query->rtable);
+	if (!OidIsValid(opno) || !IsBuiltIn(opno) || !op_mergejoinable(opno, driving->vartype) ||
+		!JoinKeyTypeLogged(other->vartype) || other_rte->rtekind != RTE_RELATION)
+		return NULL;
+	key = palloc(sizeof(QueryJoinKey));
+	key->relid = other_rte->relid;
+	key->attnum = other->varattno;
+	key->driving_attnum = driving->varattno;
+	key->opno = opno;
+	key->collation = op->inputcollid;
+	return key;
+}
+
+/* Collect the join keys of the quals of a join tree node (see QueryJoinKeys) */
+static void
+CollectJoinKeys(Query *query, Node *node, Index driving_rtindex, List **keys)
+{
+	List	   *quals = NIL;
+	ListCell   *lc;
+
+	if (node == NULL || IsA(node, RangeTblRef))
+		return;
+	if (IsA(node, FromExpr))
+	{
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			CollectJoinKeys(query, lfirst(lc), driving_rtindex, keys);
+		quals = make_ands_implicit((Expr *) ((FromExpr *) node)->quals);
+	}
+	else if (IsA(node, JoinExpr))
+	{
+		CollectJoinKeys(query, ((JoinExpr *) node)->larg, driving_rtindex, keys);
+		CollectJoinKeys(query, ((JoinExpr *) node)->rarg, driving_rtindex, keys);
+		quals = make_ands_implicit((Expr *) ((JoinExpr *) node)->quals);
+	}
+	foreach(lc, quals)
+	{
+		QueryJoinKey *key = JoinKeyOfQual(query, lfirst(lc), driving_rtindex);
+		ListCell   *known;
+		bool		duplicate = false;
+
+		if (key == NULL)
+			continue;
+		foreach(known, *keys)
+			duplicate |= ((QueryJoinKey *) lfirst(known))->relid == key->relid;
+		if (!duplicate)
+			*keys = lappend(*keys, key);
+	}
+}
+
+/*
+ * The tables of a chunked query whose changed rows can be pinned to driving
+ * rows: read once, and joined to the driving table by an equality between
+ * columns (an inner join, or the nullable side of a left join), so that a
+ * changed row with join key k changes the output of the driving rows whose
+ * column equals k, and no other.  A List of QueryJoinKey, at most one per
+ * table.
+ */
+List *
+QueryJoinKeys(Query *query, Index driving_rtindex)
+{
+	List	   *keys = NIL;
+	List	   *once = NIL;
+	ListCell   *lc;
+
+	CollectJoinKeys(query, (Node *) query->jointree, driving_rtindex, &keys);
+	foreach(lc, keys)
+	{
+		QueryJoinKey *key = lfirst(lc);
+		OccurrencesContext context = {key->relid, 0};
+
+		(void) query_tree_walker(query, OccurrencesWalker, &context, QTW_EXAMINE_RTES_BEFORE);
+		if (context.count == 1)
+			once = lappend(once, key);
+	}
+	return once;
+}
+
+/* The join key of a relation (QueryJoinKeys), or NULL */
+QueryJoinKey *
+QueryJoinKeyOf(List *join_keys, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, join_keys)
+	{
+		if (((QueryJoinKey *) lfirst(lc))->relid == relid)
+			return lfirst(lc);
+	}
+	return NULL;
+}
+
+/*
+ * The strategy as pg_stat_background_ddl shows it, with the joined tables
+ * whose every change makes all rows recomputed
+ */
 char *
 QueryStrategy(const QueryDecomposition *decomposition)
 {
-	if (decomposition->partial)
-		return pstrdup(STRATEGY_PARTIAL_AGGREGATION);
-	if (decomposition->driving_rtindex > 0)
-		return pstrdup(STRATEGY_CTID_CHUNKS);
-	return psprintf("one batch: %s", decomposition->reason);
+	StringInfoData strategy;
+	ListCell   *lc;
+	bool		first = true;
+
+	if (decomposition->driving_rtindex == 0)
+		return psprintf("one batch: %s", decomposition->reason);
+	initStringInfo(&strategy);
+	appendStringInfoString(&strategy, decomposition->partial ?
+						   STRATEGY_PARTIAL_AGGREGATION : STRATEGY_CTID_CHUNKS);
+	foreach(lc, decomposition->relids)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		if (relid == decomposition->driving_oid ||
+			QueryJoinKeyOf(decomposition->join_keys, relid) != NULL)
+			continue;
+		appendStringInfo(&strategy, "%s\"%s\"", first ? "; a change to " : ", ",
+						 get_rel_name(relid));
+		first = false;
+	}
+	if (!first)
+		appendStringInfoString(&strategy, " recomputes every row");
+	return strategy.data;
 }
 
 /* The range table index of the driving table in a rewritten query, or 0 */

@@ -10,6 +10,16 @@
 
 #include "nodes/parsenodes.h"
 
+/* A table joined to the driving table on "driving.driving_attnum opno joined.attnum" */
+typedef struct QueryJoinKey
+{
+	Oid			relid;
+	AttrNumber	attnum;
+	AttrNumber	driving_attnum;
+	Oid			opno;			/* driving column's type on the left */
+	Oid			collation;
+} QueryJoinKey;
+
 /* How a query's result is computed */
 typedef struct QueryDecomposition
 {
@@ -17,6 +27,7 @@ typedef struct QueryDecomposition
 	Oid			driving_oid;
 	List	   *relids;			/* relations to capture, driving first */
 	bool		partial;		/* chunks of partial aggregation (query_partial_agg.c) */
+	List	   *join_keys;		/* QueryJoinKeys: tables whose changes are pinned to rows */
 	char	   *reason;			/* why one batch; NULL if chunked */
 } QueryDecomposition;
 
@@ -27,5 +38,7 @@ extern void QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid require
 						   QueryDecomposition *result);
 extern char *QueryStrategy(const QueryDecomposition *decomposition);
 extern Index QueryDrivingRtindex(Query *query, Oid driving_oid);
+extern List *QueryJoinKeys(Query *query, Index driving_rtindex);
+extern QueryJoinKey *QueryJoinKeyOf(List *join_keys, Oid relid);
 
 #endif							/* BGDDL_DECOMPOSE_H */

@@ -87,17 +87,21 @@
 
 #define CHUNK_BLOCKS_INITIAL	64
 #define CHUNK_BLOCKS_MAX		(1 << 20)
-#define CATCHUP_BLOCKS_INITIAL	4
-#define CATCHUP_BLOCKS_MAX		256
+#define CATCHUP_ROWS_INITIAL	256
+#define CATCHUP_ROWS_MAX		100000
 
 /* Helpers leave while writers log more marks per second than this */
 #define HELPER_QUIET_MARKS_PER_SECOND	200
 #define HELPER_BACKOFF_MS				30000
 
-/* Catch-up passes stop once a pass starts with at most this many changed rows */
-#define CATCHUP_FINAL_BACKLOG	5000
-/* ... or after this many passes: writes may outpace the worker */
-#define CATCHUP_MAX_PASSES		5
+/*
+ * Catch-up passes stop once one is as short as a batch, or no shorter than
+ * the one before (QueryJobCatchUp), or after this many
+ */
+#define CATCHUP_MAX_PASSES		20
+
+/* How often the first worker counts the backlog while it backfills */
+#define BACKLOG_COUNT_INTERVAL_MS	5000
 
 /*
  * Check everything the blocking statement's executor would check before
@@ -230,6 +234,7 @@ QueryJobExplain(Node *raw_select, const char *query_string)
 #define STATE_STAGING_OID		"staging_oid"
 #define STATE_CONTENT_FILENODE	"content_filenode"
 #define STATE_CATCHUP_PASSES	"catchup_passes"
+#define STATE_ROWS_RECOMPUTED	"rows_recomputed"
 
 static void
 ReadQueryState(JobRun *run)
@@ -241,6 +246,7 @@ ReadQueryState(JobRun *run)
 	q->staging_oid = (Oid) CatalogKindStateInt(state, STATE_STAGING_OID);
 	q->content_filenode = (Oid) CatalogKindStateInt(state, STATE_CONTENT_FILENODE);
 	q->catchup_passes = (int32) CatalogKindStateInt(state, STATE_CATCHUP_PASSES);
+	q->rows_recomputed = CatalogKindStateInt(state, STATE_ROWS_RECOMPUTED);
 }
 
 /* Put the query run's state into the job's kind_state (before recording it) */
@@ -253,6 +259,7 @@ WriteQueryState(JobRun *run)
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_STAGING_OID, q->staging_oid);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_CONTENT_FILENODE, q->content_filenode);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_CATCHUP_PASSES, q->catchup_passes);
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_ROWS_RECOMPUTED, q->rows_recomputed);
 }
 
 /* Has the job installed its capture (the chunked backfill has begun)? */
@@ -364,7 +371,7 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 	q->content_oid = content_oid;
 	q->query_role = query_role;
 	q->chunk_blocks = CHUNK_BLOCKS_INITIAL;
-	q->catchup_batch_blocks = CATCHUP_BLOCKS_INITIAL;
+	q->catchup_rows = CATCHUP_ROWS_INITIAL;
 	ReadQueryState(run);
 
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
@@ -434,6 +441,8 @@ InstallCaptureStep(JobRun *run)
 	QueryDecomposition decomposition;
 	Relation	driving;
 	Query	   *chunk_query = NULL;
+	List	   *join_attnums = NIL;
+	ListCell   *lc;
 	MemoryContext old_context;
 
 	JobQueryBegin(q->query_role, false);
@@ -455,8 +464,14 @@ InstallCaptureStep(JobRun *run)
 		return;
 	}
 
+	foreach(lc, decomposition.relids)
+	{
+		QueryJoinKey *key = QueryJoinKeyOf(decomposition.join_keys, lfirst_oid(lc));
+
+		join_attnums = lappend_int(join_attnums, key != NULL ? key->attnum : 0);
+	}
 	old_context = MemoryContextSwitchTo(JobContext());
-	CaptureInstall(run->job.id, run->job.target_oid, decomposition.relids,
+	CaptureInstall(run->job.id, run->job.target_oid, decomposition.relids, join_attnums,
 				   decomposition.driving_oid, &q->capture);
 	MemoryContextSwitchTo(old_context);
 	driving = table_open(decomposition.driving_oid, NoLock);
@@ -471,19 +486,24 @@ InstallCaptureStep(JobRun *run)
 	run->job.cleanup_pending = true;
 }
 
-/* Record, once per worker, that the cut-over must recompute everything */
+/*
+ * Record that every row must be recomputed (the catch-up does it in
+ * batches), or with uncaptured, that changes may go unlogged from now on
+ * (the cut-over recomputes everything; once per worker).
+ */
 static void
-MarkWholeTable(JobRun *run, const char *why)
+MarkWholeTable(JobRun *run, const char *why, bool uncaptured)
 {
 	QueryRun   *q = QueryRunOf(run);
 
-	if (q->whole_table_marked)
+	if (uncaptured && q->uncaptured_marked)
 		return;
 	ereport(LOG,
-			(errmsg("background DDL job %lld: %s; the result will be recomputed at cut-over",
-					(long long) run->job.id, why)));
-	CaptureMarkWholeTable(run->job.id);
+			(errmsg("background DDL job %lld: %s; every row will be recomputed%s",
+					(long long) run->job.id, why, uncaptured ? " at cut-over" : "")));
+	CaptureMarkWholeTable(run->job.id, uncaptured);
 	q->whole_table_marked = true;
+	q->uncaptured_marked |= uncaptured;
 }
 
 /*
@@ -642,12 +662,12 @@ CheckSources(JobRun *run)
 	}
 	if (other_rewritten)
 	{
-		MarkWholeTable(run, "a base table was rewritten");
+		MarkWholeTable(run, "a base table was rewritten", false);
 		q->capture.filenodes = JobList(filenodes);
 		CaptureRowSetFilenodes(run->job.id, filenodes);
 	}
-	if (!q->whole_table_marked && !CaptureIntact(&q->capture))
-		MarkWholeTable(run, "a capture trigger was changed, disabled or dropped");
+	if (!q->uncaptured_marked && !CaptureIntact(&q->capture))
+		MarkWholeTable(run, "a capture trigger was changed, disabled or dropped", true);
 	return JOB_STEP_MORE;
 }
 
@@ -799,7 +819,7 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 	*seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
 
 	CaptureChunkRecord(job->id, range, rows, job->attempts, *seconds,
-					   CaptureTidMapEncode(pairs, npairs));
+					   partial ? NULL : CaptureTidMapEncode(pairs, npairs));
 
 	/*
 	 * This worker's chunks grow or shrink toward the batch time, and under a
@@ -877,6 +897,26 @@ SettleBackfill(JobRun *run)
 }
 
 /*
+ * Every BACKLOG_COUNT_INTERVAL_MS of the backfill, record how many changed
+ * rows wait (dirty_rows): the view shows the backlog as it builds up.
+ */
+static void
+CountBacklog(JobRun *run)
+{
+	QueryRun   *q = QueryRunOf(run);
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (q->backlog_counted_at == 0)
+		q->backlog_counted_at = now;
+	if (!TimestampDifferenceExceeds(q->backlog_counted_at, now, BACKLOG_COUNT_INTERVAL_MS))
+		return;
+	q->backlog_counted_at = now;
+	JobStepBegin("background_ddl: counting changed rows", STEP_READ_COMMITTED);
+	CatalogJobSetDirtyRows(run->job.id, CaptureBacklog(run->job.id));
+	JobStepEnd();
+}
+
+/*
  * One step of the backfill, in the job's first worker: install the capture
  * first, then open the chunk claims to helpers (job_scheduler.c), then one
  * chunk per call.  A one-batch job has nothing to backfill: its cut-over
@@ -907,6 +947,7 @@ QueryJobBackfillStep(JobRun *run)
 	}
 
 	JobStepHoldAtChunk(run->job.chunks_done);
+	CountBacklog(run);
 	result = ChunkStep(run, "background_ddl: backfilling a chunk");
 	if (result == JOB_STEP_RESTART && RestartBuildStep(run) == JOB_STEP_RESTART)
 		return JOB_STEP_MORE;
@@ -981,97 +1022,168 @@ QueryJobHelpStep(JobRun *run)
 }
 
 /*
- * Process the marks in dirty-log blocks [from_block, to_block) at the
- * current snapshot, in the content relation (or, for partial aggregation,
- * the staging relation).  Caller is in a step and has checked the sources.
+ * The catch-up's view of the job, with the relation that receives its rows
+ * (the content relation, or for partial aggregation the staging relation)
+ * and the query's rule relation opened.  Caller is in a step and has
+ * checked the sources; CloseCatchUpTarget closes them.
  */
-static int
-ProcessMarks(JobRun *run, BlockNumber from_block, BlockNumber to_block)
+static void
+OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target)
 {
 	QueryRun   *q = QueryRunOf(run);
-	Relation	content = table_open(OidIsValid(q->staging_oid) ? q->staging_oid : q->content_oid,
-									 RowExclusiveLock);
-	Relation	rule_relation = table_open(q->rule_relid, AccessShareLock);
-	QueryCatchUpTarget target = {run->job.id, content, rule_relation, q->query_role,
-		q->driving_oid, OidIsValid(q->staging_oid), Max(run->job.work_total, 0),
-	run->job.started_at};
-	int64		gained;
-	int			sources = QueryCatchUpBlocks(&target, from_block, to_block, &gained);
 
-	table_close(rule_relation, NoLock);
-	table_close(content, NoLock);
-	run->job.rows_done += gained;
-	return sources;
+	target->job_id = run->job.id;
+	target->content = table_open(OidIsValid(q->staging_oid) ? q->staging_oid : q->content_oid,
+								 RowExclusiveLock);
+	target->rule_relation = table_open(q->rule_relid, AccessShareLock);
+	target->query_role = q->query_role;
+	target->driving_oid = q->driving_oid;
+	target->partial = OidIsValid(q->staging_oid);
+	target->blocks_total = Max(run->job.work_total, 0);
+	target->job_start = run->job.started_at;
+}
+
+static void
+CloseCatchUpTarget(QueryCatchUpTarget *target)
+{
+	table_close(target->rule_relation, NoLock);
+	table_close(target->content, NoLock);
+}
+
+/*
+ * One batch of a catch-up pass, in its own REPEATABLE READ step (the marks
+ * it deletes and the rows it recomputes share one snapshot).  Returns
+ * JOB_STEP_MORE while the pass goes on, JOB_STEP_DONE at its end, or what
+ * the check of the sources says.
+ */
+static JobStepResult
+CatchUpBatchStep(JobRun *run, QueryCatchUpPass *pass)
+{
+	QueryRun   *q = QueryRunOf(run);
+	bool		in_blocks = OidIsValid(q->staging_oid) || pass->marks.whole_table;
+	int64	   *budget = in_blocks ? &q->catchup_blocks : &q->catchup_rows;
+	JobStepResult result;
+	instr_time	start_time;
+	instr_time	duration;
+	double		seconds;
+
+	INSTR_TIME_SET_CURRENT(start_time);
+	SourcesStepBegin(run, "background_ddl: catching up", true);
+	JobStepHoldPoint("catch-up batch");
+	result = CheckSources(run);
+	if (result == JOB_STEP_MORE && !q->uncaptured_marked)
+	{
+		QueryCatchUpTarget target;
+		int64		gained;
+
+		OpenCatchUpTarget(run, &target);
+		if (!QueryCatchUpBatch(&target, pass, *budget, &gained, &q->rows_recomputed))
+			result = JOB_STEP_DONE;
+		CloseCatchUpTarget(&target);
+		run->job.rows_done += gained;
+		WriteQueryState(run);
+		seconds = (GetCurrentTimestamp() - q->pass_started_at) / (double) USECS_PER_SEC;
+		CatalogJobRecordBacklog(&run->job, QueryCatchUpBacklog(pass),
+								pass->sources_done > 0 ?
+								seconds * QueryCatchUpBacklog(pass) / pass->sources_done : -1);
+	}
+	JobStepEnd();
+	if (result != JOB_STEP_MORE && result != JOB_STEP_DONE)
+		return result;
+	JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
+					   run->job.rows_total, false);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start_time);
+	*budget = (int64) Max(1.0, Min(in_blocks ? (double) CHUNK_BLOCKS_MAX : (double) CATCHUP_ROWS_MAX,
+								   *budget * JobRunBatchScale(&run->job,
+															  INSTR_TIME_GET_DOUBLE(duration))));
+	return result;
 }
 
 /*
  * One catch-up pass over the marks visible when it starts, in batches of
- * short transactions, each a range of blocks of the dirty log whose size
- * adapts toward the batch time.  Returns JOB_STEP_MORE if another pass is
- * worth it, JOB_STEP_DONE when the cut-over can take the rest.
+ * short transactions whose size adapts toward the batch time
+ * (query_catchup.c).  Passes go on while they shrink: the cut-over takes the
+ * rest once a pass is as short as a batch (about as much is left for it), or
+ * once a pass is no shorter than the one before (writers change rows as
+ * fast as the catch-up recomputes them), so the cut-over has at most about
+ * one pass of work, and a pass at most one backfill's.  Returns
+ * JOB_STEP_MORE if another pass is worth it, JOB_STEP_DONE when the cut-over
+ * can take the rest.
  */
 JobStepResult
 QueryJobCatchUp(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
-	BlockNumber pass_blocks;
-	int64		backlog;
-	int64		backlog_at_start;
+	QueryCatchUpPass pass;
+	JobStepResult result;
+	instr_time	start_time;
+	instr_time	duration;
+	double		seconds;
 	bool		whole_table;
 
-	if (!OidIsValid(q->driving_oid) || q->catchup_passes >= CATCHUP_MAX_PASSES)
+	if (!OidIsValid(q->driving_oid) || q->uncaptured_marked ||
+		q->catchup_passes >= CATCHUP_MAX_PASSES)
 		return JOB_STEP_DONE;
 
 	JobStepHoldPoint("catching up");
+	INSTR_TIME_SET_CURRENT(start_time);
+	q->pass_started_at = GetCurrentTimestamp();
 	q->catchup_passes++;
-	WriteQueryState(run);
-	JobStepBegin("background_ddl: catching up", STEP_READ_COMMITTED);
+	if (q->catchup_blocks == 0)
+		q->catchup_blocks = q->chunk_blocks;
+	SourcesStepBegin(run, "background_ddl: catching up", false);
 	CatalogJobSetPhase(run->job.id, JOB_PHASE_CATCHING_UP);
-	pass_blocks = CaptureLogBlocks();
-	whole_table = CaptureHasWholeTable(run->job.id);
-	backlog = whole_table ? 0 : CaptureBacklog(run->job.id);
-	backlog_at_start = backlog;
-	CatalogJobRecordBacklog(&run->job, backlog);
+	result = CheckSources(run);
+	if (result == JOB_STEP_MORE)
+	{
+		QueryCatchUpTarget target;
+
+		OpenCatchUpTarget(run, &target);
+		q->whole_table_marked = false;	/* the pass sees it */
+		QueryCatchUpPassBegin(&target, &pass, JobContext());
+		CloseCatchUpTarget(&target);
+		WriteQueryState(run);
+		CatalogJobRecordBacklog(&run->job, QueryCatchUpBacklog(&pass), -1);
+	}
 	JobStepEnd();
-	if (whole_table)
+	if (result == JOB_STEP_RESTART)
+		return RestartBuildStep(run);
+	if (result != JOB_STEP_MORE)
+		return result;
+	if (pass.marks.uncaptured || q->uncaptured_marked ||
+		(pass.marks.nrows == 0 && pass.marks.nothers == 0))
+	{
+		QueryCatchUpPassEnd(&pass);
+		return JOB_STEP_DONE;
+	}
+	whole_table = pass.marks.whole_table;
+
+	while ((result = CatchUpBatchStep(run, &pass)) == JOB_STEP_MORE)
+	{
+		if (q->uncaptured_marked)
+			break;
+	}
+	QueryCatchUpPassEnd(&pass);
+	if (result == JOB_STEP_RESTART)
+		return RestartBuildStep(run);
+	if (result != JOB_STEP_MORE && result != JOB_STEP_DONE)
+		return result;
+	if (q->uncaptured_marked)
 		return JOB_STEP_DONE;
 
-	for (BlockNumber from_block = 0; from_block < pass_blocks;)
-	{
-		BlockNumber to_block = Min(pass_blocks, from_block + q->catchup_batch_blocks);
-		JobStepResult check;
-		instr_time	start_time;
-		instr_time	duration;
-
-		INSTR_TIME_SET_CURRENT(start_time);
-		/* The marks it reads and the rows it recomputes share one snapshot */
-		SourcesStepBegin(run, "background_ddl: catching up", true);
-		JobStepHoldPoint("catch-up batch");
-		check = CheckSources(run);
-		if (check == JOB_STEP_MORE && !q->whole_table_marked)
-		{
-			backlog -= ProcessMarks(run, from_block, to_block);
-			CatalogJobRecordBacklog(&run->job, Max(backlog, 0));
-		}
-		JobStepEnd();
-		if (check == JOB_STEP_RESTART)
-			return RestartBuildStep(run);
-		if (check != JOB_STEP_MORE)
-			return check;
-		if (q->whole_table_marked)
-			return JOB_STEP_DONE;
-		JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
-						   run->job.rows_total, false);
-
-		INSTR_TIME_SET_CURRENT(duration);
-		INSTR_TIME_SUBTRACT(duration, start_time);
-		q->catchup_batch_blocks =
-			(int32) Min((double) CATCHUP_BLOCKS_MAX,
-						Max(1.0, (to_block - from_block) *
-							JobRunBatchScale(&run->job, INSTR_TIME_GET_DOUBLE(duration))));
-		from_block = to_block;
-	}
-	return backlog_at_start > CATCHUP_FINAL_BACKLOG ? JOB_STEP_MORE : JOB_STEP_DONE;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start_time);
+	seconds = INSTR_TIME_GET_DOUBLE(duration);
+	result = seconds <= JobRunBatchTimeMs(&run->job) / 1000.0 ||
+		(!whole_table && q->last_pass_seconds > 0 && seconds >= 0.9 * q->last_pass_seconds) ?
+		JOB_STEP_DONE : JOB_STEP_MORE;
+	if (result == JOB_STEP_DONE && seconds > JobRunBatchTimeMs(&run->job) / 1000.0)
+		ereport(LOG,
+				(errmsg("background DDL job %lld: catch-up pass %d took %.1f s, no less than the one before; the cut-over takes the rest",
+						(long long) run->job.id, q->catchup_passes, seconds)));
+	q->last_pass_seconds = seconds;
+	return result;
 }
 
 /* Delete every row of the content relation (visible to this transaction) */
@@ -1107,19 +1219,33 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 	if (!recompute_all)
 	{
 		JobStepResult check = CheckSources(run);
+		QueryCatchUpTarget target;
+		QueryCatchUpPass pass;
 
 		if (check != JOB_STEP_MORE)
 			return check;
-		recompute_all = q->whole_table_marked || CaptureHasWholeTable(run->job.id);
+
+		/*
+		 * The last pass, in this transaction; after a whole_table mark it
+		 * would recompute every chunk, which the whole query does faster, and
+		 * with more marks than a pass reads the whole query is faster too
+		 */
+		OpenCatchUpTarget(run, &target);
+		QueryCatchUpPassBegin(&target, &pass, CurrentMemoryContext);
+		recompute_all = q->whole_table_marked || pass.marks.uncaptured || pass.marks.whole_table ||
+			pass.marks.more;
 		if (!recompute_all)
 		{
-			BlockNumber blocks = CaptureLogBlocks();
+			int64		gained;
 
-			for (BlockNumber from_block = 0; from_block < blocks; from_block += CATCHUP_BLOCKS_MAX)
-				(void) ProcessMarks(run, from_block, Min(blocks, from_block + CATCHUP_BLOCKS_MAX));
+			while (QueryCatchUpBatch(&target, &pass, PG_INT64_MAX, &gained, &q->rows_recomputed))
+				run->job.rows_done += gained;
+			run->job.rows_done += gained;
 			*rows = run->job.rows_done;
 		}
-		else
+		QueryCatchUpPassEnd(&pass);
+		CloseCatchUpTarget(&target);
+		if (recompute_all)
 			EmptyContent(content);
 	}
 	if (recompute_all || OidIsValid(q->staging_oid))

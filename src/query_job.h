@@ -19,9 +19,9 @@
 
 /*
  * What a worker knows of the query job it runs (JobRun.kind_run).  The
- * driving table, the staging relation, the content relation's relfilenode
- * and the catch-up passes live with the job, in its kind_state (keys of
- * those names); the query kinds add their own keys.
+ * driving table, the staging relation, the content relation's relfilenode,
+ * the catch-up passes and the rows they recomputed live with the job, in its
+ * kind_state (keys of those names); the query kinds add their own keys.
  */
 typedef struct QueryRun
 {
@@ -32,16 +32,22 @@ typedef struct QueryRun
 	Oid			staging_oid;	/* partial aggregation's rows; InvalidOid: none */
 	Oid			content_filenode;	/* the content relation's, when the backfill began */
 	int32		catchup_passes;
+	int64		rows_recomputed;	/* by the catch-up, since the backfill */
 	Capture		capture;		/* once installed (job_id set) */
 	/* this worker's own */
 	int64		next_block;		/* first driving block no chunk has reached */
 	List	   *holes;			/* ChunkRanges below it that no chunk covers */
 	uint32		build_generation;	/* of the chunk claims; 0: not open */
 	int32		chunk_blocks;	/* adaptive size of its chunks */
-	int32		catchup_batch_blocks;	/* adaptive size of a catch-up batch */
+	int64		catchup_rows;	/* adaptive size of a catch-up batch, in rows */
+	int64		catchup_blocks; /* ... or in blocks (partial aggregation, whole_table) */
+	TimestampTz pass_started_at;	/* when its catch-up pass began */
+	double		last_pass_seconds;	/* how long its previous catch-up pass took */
+	TimestampTz backlog_counted_at; /* when it last counted the backlog */
 	int64		marks_logged;	/* a helper's last look at CaptureMarksLogged */
 	TimestampTz marks_logged_at;
-	bool		whole_table_marked; /* this worker recorded a whole_table mark */
+	bool		whole_table_marked; /* it recorded a whole_table mark since the pass began */
+	bool		uncaptured_marked;	/* it recorded an uncaptured mark */
 } QueryRun;
 
 #define QueryRunOf(run)	((QueryRun *) (run)->kind_run)

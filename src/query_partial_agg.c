@@ -31,7 +31,10 @@
  *
  * The partial rows go to the job's staging relation (one per job, in the
  * extension's schema, created and dropped by the worker, owned by the role
- * whose query fills it).  The cut-over
+ * whose query fills it), each with its source in a last column: the first
+ * tuple id of the block range it was computed from (a chunk, or a unit of
+ * the catch-up, query_catchup.c), indexed, so that a range's rows can be
+ * replaced.  The cut-over
  * computes the result with the combine query: the job's query with its
  * relations replaced by the staging relation, each group key by its
  * staging column and each aggregate by its combine expression; HAVING and
@@ -41,7 +44,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
@@ -49,7 +54,9 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "catalog/toasting.h"
+#include "commands/defrem.h"
 #include "commands/tablecmds.h"
+#include "executor/tuptable.h"
 #include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -61,8 +68,10 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "catalog_access.h"
@@ -449,6 +458,8 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 {
 	CatalogAccess access;
 	CreateStmt *create = makeNode(CreateStmt);
+	IndexStmt  *index = makeNode(IndexStmt);
+	IndexElem  *source = makeNode(IndexElem);
 	ListCell   *lc;
 	ObjectAddress address;
 
@@ -470,6 +481,8 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 
 		create->tableElts = lappend(create->tableElts, column);
 	}
+	create->tableElts = lappend(create->tableElts,
+								makeColumnDef(STAGING_SOURCE_COLUMN, TIDOID, -1, InvalidOid));
 	create->relation = makeRangeVar(get_namespace_name(CatalogRequire()->schema_oid),
 									psprintf("partial_%lld", (long long) job_id), -1);
 	create->oncommit = ONCOMMIT_NOOP;
@@ -480,10 +493,55 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 	CommandCounterIncrement();
 	NewRelationCreateToastTable(address.objectId, (Datum) 0);
 	CommandCounterIncrement();
+	index->idxname = psprintf("partial_%lld_source", (long long) job_id);
+	index->relation = create->relation;
+	index->accessMethod = "btree";
+	index->tableSpace = create->tablespacename;
+	source->name = STAGING_SOURCE_COLUMN;
+	source->ordering = SORTBY_DEFAULT;
+	source->nulls_ordering = SORTBY_NULLS_DEFAULT;
+	index->indexParams = list_make1(source);
+	(void) DefineIndex(address.objectId, index, InvalidOid, InvalidOid, InvalidOid, false, false,
+					   false, false, true);
+	CommandCounterIncrement();
 	PgRelationSetDecoded(address.objectId, false);
 	PgRelationSetExtensionMember(address.objectId, CatalogRequire()->extension_oid, true);
 	CatalogAccessEnd(&access);
 	return address.objectId;
+}
+
+/*
+ * Delete the staging rows computed from the block ranges that start at the
+ * given tuple ids (see QueryBackfillRanges), found through the index on
+ * their source column; returns how many.  Caller is in a transaction, with
+ * an active snapshot, and holds RowExclusiveLock on the staging relation.
+ */
+int64
+QueryPartialAggDeleteSources(Relation staging, ItemPointer sources, int nsources)
+{
+	Relation	index = index_open(linitial_oid(RelationGetIndexList(staging)), AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(staging, NULL);
+	Snapshot	snapshot = GetActiveSnapshot();
+	int64		deleted = 0;
+
+	for (int i = 0; i < nsources; i++)
+	{
+		ScanKeyData key;
+		IndexScanDesc scan;
+
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TIDEQ, PointerGetDatum(&sources[i]));
+		scan = index_beginscan(staging, index, snapshot, 1, 0);
+		index_rescan(scan, &key, 1, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			simple_table_tuple_delete(staging, &slot->tts_tid, snapshot);
+			deleted++;
+		}
+		index_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	return deleted;
 }
 
 /* Drop a job's staging relation, if it still exists.  Caller is in a transaction. */

@@ -9,7 +9,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
-  held_at_hold release_hold check_no_leftovers differences write_some chunks_kept);
+  held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
+  history_setup check_exact);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -142,6 +143,96 @@ DELETE FROM events WHERE id % 1999 = $round % 1999;
 INSERT INTO events SELECT $max_id + g * 50 + $round, g % 1000, 'new' FROM generate_series(1, 20) g
   ON CONFLICT DO NOTHING;
 });
+	return;
+}
+
+# Tables accounts(account, name) and events(id, account, payload) of $rows
+# rows, whose every row version is also appended to a history table (from a
+# trigger, after the row lock, with the writing transaction's xid), and
+# functions events_at(snapshot) and accounts_at(snapshot) that rebuild them
+# as of a snapshot with pg_visible_in_snapshot(): a job's result can then be
+# compared with its query at the job's cut-over snapshot, long after it.
+sub history_setup
+{
+	my ($node, $rows) = @_;
+	$node->safe_psql('postgres', qq{
+CREATE TABLE accounts (account int PRIMARY KEY, name text NOT NULL);
+CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
+  WITH (fillfactor = 80);
+CREATE INDEX ON events (account);   -- updates of account are not HOT
+
+-- History of every row version, in commit order per row.
+CREATE TABLE history (seq bigserial, xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+                      at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                      tab text NOT NULL, id bigint NOT NULL, account int, payload text,
+                      deleted boolean NOT NULL);
+CREATE FUNCTION record_history() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+  IF TG_TABLE_NAME = 'events' THEN
+    IF TG_OP = 'DELETE' THEN
+      INSERT INTO history (tab, id, deleted) VALUES ('events', OLD.id, true);
+    ELSE
+      INSERT INTO history (tab, id, account, payload, deleted)
+        VALUES ('events', NEW.id, NEW.account, NEW.payload, false);
+    END IF;
+  ELSE
+    IF TG_OP = 'DELETE' THEN
+      INSERT INTO history (tab, id, deleted) VALUES ('accounts', OLD.account, true);
+    ELSE
+      INSERT INTO history (tab, id, payload, deleted) VALUES ('accounts', NEW.account, NEW.name, false);
+    END IF;
+  END IF;
+  RETURN NULL;
+END \$\$;
+CREATE TRIGGER history AFTER INSERT OR UPDATE OR DELETE ON events
+  FOR EACH ROW EXECUTE FUNCTION record_history();
+CREATE TRIGGER history AFTER INSERT OR UPDATE OR DELETE ON accounts
+  FOR EACH ROW EXECUTE FUNCTION record_history();
+
+INSERT INTO accounts SELECT g, 'account ' || g FROM generate_series(0, 999) g;
+INSERT INTO events (account, payload) SELECT g % 1000, md5(g::text) FROM generate_series(1, $rows) g;
+
+-- The base tables as of a snapshot.
+CREATE FUNCTION events_at(snap pg_snapshot) RETURNS TABLE (id bigint, account int, payload text)
+LANGUAGE sql STABLE AS \$\$
+  SELECT id, account, payload FROM (
+    SELECT DISTINCT ON (id) id, account, payload, deleted FROM history
+     WHERE tab = 'events' AND pg_visible_in_snapshot(xid, snap)
+     ORDER BY id, seq DESC) h
+   WHERE NOT deleted \$\$;
+CREATE FUNCTION accounts_at(snap pg_snapshot) RETURNS TABLE (account int, name text)
+LANGUAGE sql STABLE AS \$\$
+  SELECT id::int, payload FROM (
+    SELECT DISTINCT ON (id) id, payload, deleted FROM history
+     WHERE tab = 'accounts' AND pg_visible_in_snapshot(xid, snap)
+     ORDER BY id, seq DESC) h
+   WHERE NOT deleted \$\$;
+});
+	return;
+}
+
+# A job succeeds, and its result equals its query at its cut-over snapshot
+# (SNAP in $query_at), both ways; writes happened while it ran.
+sub check_exact
+{
+	my ($node, $name, $job, $query_at, $min_rows) = @_;
+	ok( $node->poll_query_until('postgres',
+			"SELECT state FROM pg_stat_background_ddl WHERE id = $job", 'succeeded'),
+		"$name: job $job succeeded");
+	my $snapshot = $node->safe_psql('postgres',
+		"SELECT cutover_snapshot FROM pg_stat_background_ddl WHERE id = $job");
+	ok($snapshot =~ /^\d+:\d+:/, "$name: cut-over snapshot recorded ($snapshot)");
+	my $writes = $node->safe_psql('postgres',
+		"SELECT count(*) FROM history h, pg_stat_background_ddl j
+		  WHERE j.id = $job AND h.at BETWEEN j.started_at AND j.cutover_at");
+	cmp_ok($writes, '>', 100, "$name: $writes row versions were written while the job ran");
+	(my $query = $query_at) =~ s/SNAP/'$snapshot'::pg_snapshot/g;
+	my $diff = $node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL ($query)) a) || ' ' ||
+		        (SELECT count(*) FROM (($query) EXCEPT ALL TABLE $name) b)");
+	is($diff, '0 0', "$name: content equals the query at the cut-over snapshot (extra, missing)");
+	my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $name");
+	cmp_ok($rows, '>', $min_rows // 1000, "$name: $rows rows");
 	return;
 }
 

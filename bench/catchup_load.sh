@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# bench/catchup_load.sh -- benchmark (not a test): building views over a table that writers keep
+# changing.  pgbench updates single rows of `events`, spread over the table, at a steady rate
+# (pgbench -R), and about 5 rows a second of its 1,000-row dimension table `accounts`; under that
+# same load an aggregating view and a join view are built blocking and as background jobs.
+#
+# For each configuration ROWS:UPDATES_PER_SECOND (default "8000000:1000 2000000:300 2000000:5000")
+# it reports, per view: the blocking build time and the background build time (submit to
+# succeeded) under the load, their ratio, the longest time any of the build's processes held a
+# snapshot (sampled every 20 ms: the blocking session, or the job's workers), and from the job's
+# view row the rows it recomputed after the backfill (rows_recomputed) and its catch-up passes.
+# It exits non-zero if a job does not succeed.  (Exactness under load is the TAP tests' to check:
+# test/t/015_catchup_load.pl compares each view with its query at the job's cut-over snapshot.)
+#
+# Usage: bench/catchup_load.sh [CONFIG...]   (env ROUNDS, default 1; EXTRA_CONF, more
+#        postgresql.conf lines, one per line, e.g. "background_ddl.max_workers_per_job = 1")
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib.sh"
+
+CONFIGS=("$@")
+[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(8000000:1000 2000000:300 2000000:5000)
+ROUNDS=${ROUNDS:-1}
+export PGPORT=${PGPORT:-54332}
+AGG="SELECT account, count(*) AS n, sum(amount) AS total, max(amount) AS top FROM events GROUP BY account"
+JOIN="SELECT e.id, e.account, a.name, e.amount FROM events e JOIN accounts a ON a.id = e.account"
+
+need_root
+ensure_packages
+build_install
+trap 'kill $(jobs -p) 2>/dev/null || true; cluster_stop' EXIT
+mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
+cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" \
+    "autovacuum = off" "${extra_conf[@]}"
+B=$CLUSTER_DIR
+sql -q -c "CREATE EXTENSION background_ddl"
+
+# Longest snapshot held by the build's processes, sampled until the file $B/stop_sampling exists
+sample_xmin() {
+    local who=$1
+    : >"$B/xmin_$who"
+    while [ ! -e "$B/stop_sampling" ]; do
+        sql -c "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)
+                  FROM pg_stat_activity
+                 WHERE backend_xmin IS NOT NULL AND xact_start IS NOT NULL
+                   AND (backend_type = 'background_ddl worker' OR application_name = 'bench_build')" \
+            >>"$B/xmin_$who" 2>/dev/null || true
+        sleep 0.02
+    done
+}
+
+# build VIEW MODE NAME: build under the running load; prints "ms max_xmin_s recomputed passes"
+build() {
+    local query=$1 mode=$2 name=$3 t0 t1 job state out=""
+    rm -f "$B/stop_sampling"
+    sample_xmin "$mode" &
+    local sampler=$!
+    t0=$(date +%s%N)
+    if [ "$mode" = blocking ]; then
+        PGAPPNAME=bench_build sql -q -c "CREATE MATERIALIZED VIEW $name AS $query"
+    else
+        job=$(sql -c "SET background_ddl = on" -c "CREATE MATERIALIZED VIEW $name AS $query" \
+                  -c "SELECT last_ddl_job()" | tail -n1)
+        for _ in $(seq 60000); do
+            state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
+            [ "$state" = succeeded ] && break
+            [ "$state" = running ] || [ "$state" = queued ] || { echo "job $job $state" >&2; exit 1; }
+            sleep 0.05
+        done
+        out=$(sql -F' ' -c "SELECT coalesce(rows_recomputed, 0), coalesce(catchup_passes, 0)
+                              FROM pg_stat_background_ddl WHERE id = $job" 2>/dev/null || echo "- -")
+    fi
+    t1=$(date +%s%N)
+    touch "$B/stop_sampling"
+    wait "$sampler"
+    echo "$(( (t1 - t0) / 1000000 )) $(sort -g "$B/xmin_$mode" | tail -n1) ${out:-- -}"
+}
+
+: >"$B/results"
+for config in "${CONFIGS[@]}"; do
+    rows=${config%%:*}
+    rate=${config##*:}
+    echo "== loading $rows rows into events"
+    sql -q -c "DROP TABLE IF EXISTS events, accounts CASCADE" \
+        -c "CREATE TABLE accounts (id int PRIMARY KEY, name text NOT NULL)" \
+        -c "INSERT INTO accounts SELECT g, md5(g::text) FROM generate_series(0, 999) g" \
+        -c "CREATE TABLE events (id bigint PRIMARY KEY, account int NOT NULL, amount int NOT NULL,
+                                 payload text NOT NULL) WITH (fillfactor = 90)" \
+        -c "INSERT INTO events SELECT g, g % 1000, g % 97, md5(g::text) FROM generate_series(1, $rows) g" \
+        -c "CREATE INDEX ON events (account)" \
+        -c "VACUUM ANALYZE events, accounts" -c "CHECKPOINT"
+    printf '\\set id random(1, %d)\nUPDATE events SET amount = amount + 1 WHERE id = :id;\n' "$rows" \
+        >"$B/events.sql"
+    printf '\\set a random(0, 999)\nUPDATE accounts SET name = md5(random()::text) WHERE id = :a;\n' \
+        >"$B/accounts.sql"
+    for round in $(seq "$ROUNDS"); do
+        for view in agg join; do
+            if [ $view = agg ]; then query=$AGG; else query=$JOIN; fi
+            for mode in blocking background; do
+                (cd "$B" && "$PGBIN/pgbench" -n -c 2 -j 2 -R "$rate" -T 600 -f events.sql \
+                    >"$B/load_events.out" 2>&1) &
+                load1=$!
+                (cd "$B" && "$PGBIN/pgbench" -n -c 1 -R 5 -T 600 -f accounts.sql \
+                    >"$B/load_accounts.out" 2>&1) &
+                load2=$!
+                sleep 2
+                read -r ms xmin recomputed passes <<<"$(build "$query" "$mode" "${view}_${mode}_$round")"
+                kill "$load1" "$load2" 2>/dev/null || true
+                wait "$load1" "$load2" 2>/dev/null || true
+                echo "$rows $rate $view $mode $ms $xmin $recomputed $passes" >>"$B/results"
+                echo "== $rows rows, $rate updates/s, round $round: $view $mode ${ms} ms, snapshot held up to ${xmin} s, recomputed $recomputed rows in $passes passes"
+            done
+            sql -q -c "DROP MATERIALIZED VIEW ${view}_blocking_$round, ${view}_background_$round"
+        done
+    done
+done
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo
+printf '%-9s %6s %-5s %10s %10s %6s %10s %10s %10s %7s\n' rows upd/s view block_ms bg_ms ratio \
+    block_xmin bg_xmin recomputed passes
+for config in "${CONFIGS[@]}"; do
+    rows=${config%%:*}
+    rate=${config##*:}
+    for view in agg join; do
+        pick() { awk -v r="$rows" -v u="$rate" -v v="$view" -v m="$1" -v c="$2" \
+                   '$1 == r && $2 == u && $3 == v && $4 == m { print $c }' "$B/results" | median; }
+        b=$(pick blocking 5); g=$(pick background 5)
+        printf '%-9s %6s %-5s %10s %10s %6.2f %10.2f %10.2f %10s %7s\n' "$rows" "$rate" "$view" "$b" "$g" \
+            "$(awk -v a="$g" -v b="$b" 'BEGIN { print a / b }')" "$(pick blocking 6)" "$(pick background 6)" \
+            "$(pick background 7)" "$(pick background 8)"
+    done
+done

@@ -1,0 +1,125 @@
+# Jobs under a steady write load: an aggregating view and a join view are
+# built while pgbench changes single rows of events at a fixed rate and,
+# a few times a second, rows of the joined table accounts.  Each job must
+# finish within a generous bound, be exact at its cut-over snapshot, and
+# handle the changes of accounts by their join keys, not by recomputing
+# everything; a TRUNCATE of accounts in the middle of a job is recomputed in
+# batches; and no mark is left once the jobs have ended.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+use IPC::Run;
+use Time::HiRes qw(time);
+
+my $rows = 200000;
+my $node = bgddl_node('load', "max_connections = 40\n");
+history_setup($node, $rows);
+$node->safe_psql('postgres', 'VACUUM ANALYZE events, accounts');
+
+my $dir = PostgreSQL::Test::Utils::tempdir;
+open my $fh, '>', "$dir/events.sql" or die;
+print $fh <<"EOS";
+\\set id random(1, $rows)
+\\set acc random(0, 999)
+UPDATE events SET payload = md5(random()::text), account = :acc WHERE id = :id;
+EOS
+close $fh;
+open $fh, '>', "$dir/accounts.sql" or die;
+print $fh <<'EOS';
+\set acc random(0, 999)
+UPDATE accounts SET name = 'renamed ' || md5(random()::text) WHERE account = :acc;
+EOS
+close $fh;
+
+# A steady load: $rate single-row updates of events a second, and 5 of accounts
+sub start_load
+{
+	my ($rate) = @_;
+	my @common = ('-n', '-T', '600', '-h', $node->host, '-p', $node->port, 'postgres');
+	my $pgbench = $ENV{PGBENCH} // 'pgbench';
+	return (
+		IPC::Run::start([ $pgbench, '-c', '2', '-j', '2', '-R', $rate, '-f', "$dir/events.sql", @common ],
+			'>', \my $out1, '2>', \my $err1),
+		IPC::Run::start([ $pgbench, '-c', '1', '-R', '5', '-f', "$dir/accounts.sql", @common ],
+			'>', \my $out2, '2>', \my $err2));
+}
+
+my $agg_query = 'SELECT account, count(*) AS n, sum(id) AS s, max(payload) AS hi FROM %s GROUP BY account';
+my $join_query = 'SELECT e.id, a.name, e.payload FROM %s e JOIN %s a USING (account)';
+
+my @load = start_load(300);
+$node->poll_query_until('postgres',
+	"SELECT count(*) > 100 FROM history WHERE tab = 'accounts'")
+  or die 'no load';
+
+# The blocking statements under the same load give the bound: ten times as long, at least a minute
+my $start = time;
+$node->safe_psql('postgres', 'CREATE MATERIALIZED VIEW agg_blocking AS ' . sprintf($agg_query, 'events'));
+$node->safe_psql('postgres',
+	'CREATE MATERIALIZED VIEW join_blocking AS ' . sprintf($join_query, 'events', 'accounts'));
+my $bound = 10 * (time - $start);
+$bound = 60 if $bound < 60;
+
+my $agg = submit_job($node, 'CREATE MATERIALIZED VIEW agg_load AS ' . sprintf($agg_query, 'events'));
+my $join = submit_job($node,
+	'CREATE MATERIALIZED VIEW join_load AS ' . sprintf($join_query, 'events', 'accounts'));
+is($node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHERE id = $join"),
+	'ctid chunks', 'the join view: a change to accounts is pinned to rows by its join key');
+$start = time;
+my $ended;
+while (time - $start < $bound)
+{
+	$ended = $node->safe_psql('postgres',
+		"SELECT bool_and(state NOT IN ('queued', 'running')) FROM pg_stat_background_ddl WHERE id IN ($agg, $join)");
+	last if $ended eq 't';
+	select(undef, undef, undef, 0.2);
+}
+is($ended, 't', sprintf('both jobs ended under the load within %.0f s, ten times the blocking builds', $bound));
+$_->kill_kill for @load;
+
+check_exact($node, 'agg_load', $agg, sprintf($agg_query, 'events_at(SNAP)'), 900);
+check_exact($node, 'join_load', $join, sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), $rows - 1);
+my ($changed, $recomputed, $passes) = split /\|/, $node->safe_psql('postgres',
+	"SELECT (SELECT count(*) FROM history h WHERE h.tab = 'accounts' AND h.at BETWEEN j.started_at AND j.cutover_at),
+	        j.rows_recomputed, j.catchup_passes
+	   FROM pg_stat_background_ddl j WHERE j.id = $join");
+cmp_ok($changed, '>', 0, "the join view: $changed rows of accounts changed while it ran");
+cmp_ok($recomputed, '<', $rows / 2,
+	"the join view: its catch-up recomputed $recomputed rows in $passes passes, not everything");
+my $agg_passes = $node->safe_psql('postgres', "SELECT catchup_passes FROM pg_stat_background_ddl WHERE id = $agg");
+cmp_ok($agg_passes, '>=', 1, "the aggregating view caught up in $agg_passes passes");
+check_no_leftovers($node, $_) for ($agg, $join);
+
+# A TRUNCATE of the joined table while a job catches up: every row is
+# recomputed, in batches, before the cut-over (TRUNCATE fires no row
+# trigger: the history records the deletions itself)
+my $hold = hold_at($node, 'catching up');
+my $truncated = submit_job($node,
+	'CREATE MATERIALIZED VIEW join_truncated AS ' . sprintf($join_query, 'events', 'accounts'));
+ok(held_at_hold($node), 'the job waits before its catch-up');
+$node->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO history (tab, id, deleted) SELECT 'accounts', account, true FROM accounts;
+TRUNCATE accounts;
+INSERT INTO accounts SELECT g, 'after truncate ' || g FROM generate_series(0, 499) g;
+COMMIT;
+UPDATE events SET payload = 'after the backfill' WHERE id % 1000 = 7;
+});
+release_hold($node, $hold);
+check_exact($node, 'join_truncated', $truncated,
+	sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), $rows / 4);
+cmp_ok($node->safe_psql('postgres', "SELECT rows_recomputed FROM pg_stat_background_ddl WHERE id = $truncated"),
+	'>=', $rows / 2, 'after the TRUNCATE the catch-up recomputed every row');
+unlike(slurp_file($node->logfile), qr/job $truncated: .*recomputed at cut-over/,
+	'and the cut-over did not recompute the whole result');
+check_no_leftovers($node, $truncated);
+
+is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.dirty'), '0',
+	'no mark is left in the dirty log');
+$node->stop;
+done_testing();
