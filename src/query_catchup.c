@@ -45,11 +45,13 @@
  * For partial aggregation (query_partial_agg.c) a chunk's rows come from all
  * of its driving rows at once, so the unit of recomputation is a block
  * range: the first time a change touches a chunk, the chunk is recomputed as
- * units of UNIT_BLOCKS blocks, each with its own partial rows, whose source
- * is the unit's first tuple id; from then on a change recomputes its unit
- * only.  So the work per change shrinks from a chunk to UNIT_BLOCKS blocks,
- * which lets the catch-up outpace steady writers, and the staging relation
- * holds at most one partial row per driving row (bounded by the table).
+ * UNITS_PER_CHUNK units, each with its own partial rows, whose source is the
+ * unit's first tuple id; from then on a change recomputes its unit only.  So
+ * changes in a few places of the table cost a few units, and the staging
+ * relation holds a few times the groups per chunk at most (and never more
+ * than a row per driving row).  Changes spread over the whole table make
+ * every unit dirty: recomputing them all costs more than the whole query,
+ * which the cut-over then runs instead (QueryCatchUpPassCostsMore).
  *
  *-------------------------------------------------------------------------
  */
@@ -75,8 +77,14 @@
 #include "job_step.h"
 #include "query_partial_agg.h"
 
-/* Partial aggregation: a recomputed chunk is split into units of this many blocks */
-#define UNIT_BLOCKS			16
+/*
+ * Partial aggregation: a recomputed chunk is split into this many units, of
+ * at least UNIT_MIN_BLOCKS blocks; beyond the chunks, units have
+ * BEYOND_UNIT_BLOCKS blocks
+ */
+#define UNITS_PER_CHUNK		8
+#define UNIT_MIN_BLOCKS		16
+#define BEYOND_UNIT_BLOCKS	64
 /* A pass reads at most this many marks; the rest wait for the next pass */
 #define PASS_MAX_MARKS		1000000
 
@@ -86,70 +94,69 @@ DirtyMarkSourceCompare(const void *a, const void *b)
 	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
 }
 
-/* The tid map of the chunk that covers the current sources */
-typedef struct LoadedChunkMap
-{
-	List	   *ranges;			/* all chunks of the job, ordered */
-	ChunkRange *range;			/* the one loaded, or NULL */
-	TidPair    *pairs;
-	int			npairs;
-} LoadedChunkMap;
+static int	UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end);
 
 /*
- * The chunk map that covers a source tuple id, loaded (the previous one is
- * freed: sources come in order); NULL if none (a row added after the
- * backfill began).
+ * Load the tid map of the chunk that covers a source tuple id into the
+ * pass, unless it is loaded already (sources come in order: each chunk's
+ * map is decoded once per pass).  False if no chunk covers the source (a
+ * row added after the backfill began).
  */
-static LoadedChunkMap *
-ChunkMapFor(const QueryCatchUpTarget *target, LoadedChunkMap *map, ItemPointer source)
+static bool
+ChunkMapFor(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemPointer source)
 {
-	BlockNumber block = ItemPointerGetBlockNumber(source);
-	ListCell   *lc;
+	int64		start;
+	int64		end;
+	int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(source), &start, &end);
+	bytea	   *raw;
 
-	if (map->range != NULL && block >= map->range->start_block && block < map->range->end_block)
-		return map;
-	if (map->pairs != NULL)
-		pfree(map->pairs);
-	map->range = NULL;
-	map->pairs = NULL;
-	map->npairs = 0;
-	foreach(lc, map->ranges)
+	if (chunk < 0)
+		return false;
+	if (chunk == pass->map_chunk)
+		return true;
+	if (pass->map_pairs != NULL)
+		pfree(pass->map_pairs);
+	pass->map_pairs = NULL;
+	pass->map_npairs = 0;
+	pass->map_chunk = chunk;
+	raw = CaptureChunkTidMap(target->job_id, pass->chunks[chunk].start_block);
+	if (raw != NULL)
 	{
-		ChunkRange *range = lfirst(lc);
-		bytea	   *raw;
+		MemoryContext old_context = MemoryContextSwitchTo(pass->context);
 
-		if (block < range->start_block || block >= range->end_block)
-			continue;
-		map->range = range;
-		raw = CaptureChunkTidMap(target->job_id, range->start_block);
-		if (raw != NULL)
-		{
-			map->pairs = CaptureTidMapDecode(raw, &map->npairs);
-			pfree(raw);
-		}
-		return map;
+		pass->map_pairs = CaptureTidMapDecode(raw, &pass->map_npairs);
+		MemoryContextSwitchTo(old_context);
+		pfree(raw);
 	}
-	return NULL;
+	return true;
 }
 
-/* Append the outputs a chunk map records for source (pairs sorted by source) */
+/*
+ * Append the outputs the loaded chunk map records for source (pairs sorted
+ * by source), making room for them
+ */
 static int
-ChunkMapOutputs(LoadedChunkMap *map, ItemPointer source, ItemPointer outputs, int noutputs)
+ChunkMapOutputs(const QueryCatchUpPass *pass, ItemPointer source, ItemPointer *outputs,
+				int *capacity, int noutputs)
 {
 	int			low = 0;
-	int			high = map->npairs;
+	int			high = pass->map_npairs;
 
 	while (low < high)
 	{
 		int			middle = low + (high - low) / 2;
 
-		if (ItemPointerCompare(&map->pairs[middle].source, source) < 0)
+		if (ItemPointerCompare(&pass->map_pairs[middle].source, source) < 0)
 			low = middle + 1;
 		else
 			high = middle;
 	}
-	for (; low < map->npairs && ItemPointerEquals(&map->pairs[low].source, source); low++)
-		outputs[noutputs++] = map->pairs[low].output;
+	for (; low < pass->map_npairs && ItemPointerEquals(&pass->map_pairs[low].source, source); low++)
+	{
+		if (noutputs == *capacity)
+			*outputs = repalloc_huge(*outputs, sizeof(ItemPointerData) * (*capacity *= 2));
+		(*outputs)[noutputs++] = pass->map_pairs[low].output;
+	}
 	return noutputs;
 }
 
@@ -158,12 +165,12 @@ ChunkMapOutputs(LoadedChunkMap *map, ItemPointer source, ItemPointer outputs, in
  * recomputed rows where a source was recomputed, the chunk map otherwise.
  */
 static ItemPointer
-CurrentOutputs(const QueryCatchUpTarget *target, ItemPointer sources, int nsources, int *noutputs)
+CurrentOutputs(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemPointer sources,
+			   int nsources, int *noutputs)
 {
 	int			nrecomputed;
 	TidPair    *recomputed = CaptureRecomputedRead(target->job_id, sources, nsources, &nrecomputed);
-	LoadedChunkMap map = {CaptureChunkRanges(target->job_id), NULL, NULL, 0};
-	int			capacity = nrecomputed + 16;
+	int			capacity = nrecomputed + nsources + 16;
 	ItemPointer outputs = palloc(sizeof(ItemPointerData) * capacity);
 	int			count = 0;
 	int			r = 0;
@@ -171,7 +178,6 @@ CurrentOutputs(const QueryCatchUpTarget *target, ItemPointer sources, int nsourc
 	for (int s = 0; s < nsources; s++)
 	{
 		bool		was_recomputed = false;
-		LoadedChunkMap *covering;
 
 		while (r < nrecomputed && ItemPointerCompare(&recomputed[r].source, &sources[s]) < 0)
 			r++;
@@ -184,15 +190,8 @@ CurrentOutputs(const QueryCatchUpTarget *target, ItemPointer sources, int nsourc
 				outputs = repalloc_huge(outputs, sizeof(ItemPointerData) * (capacity *= 2));
 			outputs[count++] = recomputed[r].output;
 		}
-		if (was_recomputed || (covering = ChunkMapFor(target, &map, &sources[s])) == NULL)
-			continue;
-		/* A source's outputs in a chunk map are few: make room generously */
-		if (count + covering->npairs > capacity)
-		{
-			capacity = count + covering->npairs + 16;
-			outputs = repalloc_huge(outputs, sizeof(ItemPointerData) * capacity);
-		}
-		count = ChunkMapOutputs(covering, &sources[s], outputs, count);
+		if (!was_recomputed && ChunkMapFor(target, pass, &sources[s]))
+			count = ChunkMapOutputs(pass, &sources[s], &outputs, &capacity, count);
 	}
 	*noutputs = count;
 	return outputs;
@@ -205,11 +204,11 @@ CurrentOutputs(const QueryCatchUpTarget *target, ItemPointer sources, int nsourc
  * (negative: lost); *recomputed gets the rows computed.
  */
 static int64
-RecomputeSources(const QueryCatchUpTarget *target, ItemPointer sources, int nsources,
-				 int64 *recomputed)
+RecomputeSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemPointer sources,
+				 int nsources, int64 *recomputed)
 {
 	int			noutputs;
-	ItemPointer outputs = CurrentOutputs(target, sources, nsources, &noutputs);
+	ItemPointer outputs = CurrentOutputs(target, pass, sources, nsources, &noutputs);
 	TidPair    *pairs;
 	int			npairs;
 	Query	   *query;
@@ -464,6 +463,7 @@ QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
 	Relation	driving;
 
 	memset(pass, 0, sizeof(QueryCatchUpPass));
+	pass->map_chunk = -1;
 	pass->context = AllocSetContextCreate(parent, "background_ddl catch-up pass",
 										  ALLOCSET_DEFAULT_SIZES);
 	old_context = MemoryContextSwitchTo(pass->context);
@@ -522,16 +522,18 @@ QueryCatchUpPassEnd(QueryCatchUpPass *pass)
 
 /*
  * The unit of partial aggregation that holds a driving block: its range,
- * and the chunk it is in (-1: beyond the chunks)
+ * and the chunk it is in (-1: beyond the chunks).  A chunk has
+ * UNITS_PER_CHUNK units (of at least UNIT_MIN_BLOCKS blocks); beyond the
+ * chunks, units are BEYOND_UNIT_BLOCKS blocks.
  */
 static int
 UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end)
 {
 	int			low = 0;
 	int			high = pass->nchunks;
-	int64		grid = block - block % UNIT_BLOCKS;
 	int64		lower = 0;
 	int64		upper = PG_INT64_MAX;
+	int64		unit_blocks = BEYOND_UNIT_BLOCKS;
 
 	/* The first chunk that starts after the block */
 	while (low < high)
@@ -551,10 +553,85 @@ UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end)
 	{
 		lower = pass->chunks[low - 1].start_block;
 		upper = pass->chunks[low - 1].end_block;
+		unit_blocks = Max(UNIT_MIN_BLOCKS, (upper - lower + UNITS_PER_CHUNK - 1) / UNITS_PER_CHUNK);
+		*start = lower + (block - lower) / unit_blocks * unit_blocks;
+		*end = Min(*start + unit_blocks, upper);
+		return low - 1;
 	}
-	*start = Max(grid, lower);
-	*end = Min(grid + UNIT_BLOCKS, upper);
-	return low > 0 && block < pass->chunks[low - 1].end_block ? low - 1 : -1;
+	*start = Max(block - block % unit_blocks, lower);
+	*end = Min(block - block % unit_blocks + unit_blocks, upper);
+	return -1;
+}
+
+/*
+ * Partial aggregation: how many driving blocks the pass recomputes (a chunk
+ * not split yet, whole), about; with chunks_only, only those in chunks
+ */
+static int64
+PassWorkBlocks(const QueryCatchUpPass *pass, bool chunks_only)
+{
+	int64		blocks = 0;
+	int64		covered = -1;	/* the end of the last range counted */
+
+	if (pass->marks.whole_table)
+		return pass->end_block;
+	for (int i = 0; i < pass->marks.nrows; i++)
+	{
+		int64		block = ItemPointerGetBlockNumber(&pass->marks.rows[i].source);
+		int64		start;
+		int64		end;
+		int			chunk;
+
+		if (block < covered)
+			continue;
+		chunk = UnitOf(pass, block, &start, &end);
+		if (chunk < 0 && chunks_only)
+			continue;
+		if (chunk >= 0 && !pass->split[chunk])
+		{
+			start = pass->chunks[chunk].start_block;
+			end = pass->chunks[chunk].end_block;
+		}
+		blocks += end - start;
+		covered = end;
+	}
+	return blocks;
+}
+
+/*
+ * Would recomputing the whole result cost less than this pass?  For partial
+ * aggregation, when the pass recomputes more than half of the driving table:
+ * the whole query reads it once, in parallel, and writes no staging rows.
+ */
+bool
+QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass)
+{
+	return target->partial && PassWorkBlocks(pass, false) * 2 > Max(pass->end_block, 1);
+}
+
+/*
+ * Partial aggregation, during the backfill: have changes already made more
+ * than half of the backfilled blocks dirty?  Then by its end they will have
+ * made most of the table dirty, and the whole query at the cut-over costs
+ * less than the rest of the backfill and its catch-up.  Caller is in a step,
+ * not as the job's role.
+ */
+bool
+QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
+{
+	QueryCatchUpPass pass;
+	int64		backfilled = 0;
+	bool		spread = false;
+
+	if (!target->partial)
+		return false;
+	QueryCatchUpPassBegin(target, &pass, CurrentMemoryContext);
+	for (int i = 0; i < pass.nchunks; i++)
+		backfilled += pass.chunks[i].end_block - pass.chunks[i].start_block;
+	if (!pass.marks.uncaptured && pass.nchunks >= 4)
+		spread = PassWorkBlocks(&pass, true) * 2 > backfilled;
+	QueryCatchUpPassEnd(&pass);
+	return spread;
 }
 
 /* Collect the tuple ids of marks to delete */
@@ -599,7 +676,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 
 			if (target->partial)
 			{
-				int64		max_units = (chunk->end_block - chunk->start_block) / UNIT_BLOCKS + 2;
+				int64		max_units = (chunk->end_block - chunk->start_block) / UNIT_MIN_BLOCKS + 2;
 				int64	   *starts = palloc(sizeof(int64) * max_units);
 				int64	   *ends = palloc(sizeof(int64) * max_units);
 				int			nunits = 0;
@@ -724,7 +801,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 		}
 		pass->sources_done += nsources;
 		if (nsources > 0)
-			*rows_gained = RecomputeSources(target, sources, nsources, recomputed);
+			*rows_gained = RecomputeSources(target, pass, sources, nsources, recomputed);
 	}
 	if (pass->next >= marks->nrows)
 	{

@@ -42,6 +42,9 @@ typedef struct QueryCatchUpPass
 	int64		end_block;		/* the driving table's size at its start */
 	int64		sources;		/* changed driving rows at its start */
 	int64		sources_done;
+	int			map_chunk;		/* whose tid map is loaded (-1: none) */
+	TidPair    *map_pairs;
+	int			map_npairs;
 } QueryCatchUpPass;
 
 extern void QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
@@ -49,6 +52,9 @@ extern void QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUp
 extern bool QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
 							  int64 budget, int64 *rows_gained, int64 *recomputed);
 extern int64 QueryCatchUpBacklog(const QueryCatchUpPass *pass);
+extern bool QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target,
+									  const QueryCatchUpPass *pass);
+extern bool QueryCatchUpChangesSpread(const QueryCatchUpTarget *target);
 extern void QueryCatchUpPassEnd(QueryCatchUpPass *pass);
 
 #endif							/* BGDDL_CATCHUP_H */

@@ -102,6 +102,8 @@
 
 /* How often the first worker counts the backlog while it backfills */
 #define BACKLOG_COUNT_INTERVAL_MS	5000
+/* ... and, for partial aggregation, looks at how the changes spread */
+#define SPREAD_CHECK_INTERVAL_MS	1000
 
 /*
  * Check everything the blocking statement's executor would check before
@@ -896,6 +898,48 @@ SettleBackfill(JobRun *run)
 	return JOB_STEP_MORE;
 }
 
+static void OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target);
+static void CloseCatchUpTarget(QueryCatchUpTarget *target);
+
+/*
+ * Partial aggregation, every SPREAD_CHECK_INTERVAL_MS of the backfill: have
+ * writers' changes already spread over most of what it backfilled
+ * (QueryCatchUpChangesSpread)?  Then the rest of the backfill and the
+ * catch-up would cost more than the whole query, which the cut-over runs
+ * instead.
+ */
+static bool
+ChangesSpread(JobRun *run)
+{
+	QueryRun   *q = QueryRunOf(run);
+	TimestampTz now = GetCurrentTimestamp();
+	QueryCatchUpTarget target;
+	JobStepResult result;
+	bool		spread = false;
+
+	if (!OidIsValid(q->staging_oid))
+		return false;
+	if (q->spread_checked_at == 0)
+		q->spread_checked_at = now;
+	if (!TimestampDifferenceExceeds(q->spread_checked_at, now, SPREAD_CHECK_INTERVAL_MS))
+		return false;
+	q->spread_checked_at = now;
+	SourcesStepBegin(run, "background_ddl: looking at the changed rows", false);
+	result = CheckSources(run);
+	if (result == JOB_STEP_MORE)
+	{
+		OpenCatchUpTarget(run, &target);
+		spread = QueryCatchUpChangesSpread(&target);
+		CloseCatchUpTarget(&target);
+	}
+	JobStepEnd();
+	if (spread)
+		ereport(LOG,
+				(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
+						(long long) run->job.id)));
+	return spread;
+}
+
 /*
  * Every BACKLOG_COUNT_INTERVAL_MS of the backfill, record how many changed
  * rows wait (dirty_rows): the view shows the backlog as it builds up.
@@ -948,6 +992,12 @@ QueryJobBackfillStep(JobRun *run)
 
 	JobStepHoldAtChunk(run->job.chunks_done);
 	CountBacklog(run);
+	if (ChangesSpread(run))
+	{
+		q->recompute_at_cutover = true;
+		CloseClaims(q);
+		return JOB_STEP_DONE;
+	}
 	result = ChunkStep(run, "background_ddl: backfilling a chunk");
 	if (result == JOB_STEP_RESTART && RestartBuildStep(run) == JOB_STEP_RESTART)
 		return JOB_STEP_MORE;
@@ -1121,8 +1171,9 @@ QueryJobCatchUp(JobRun *run)
 	instr_time	duration;
 	double		seconds;
 	bool		whole_table;
+	bool		costs_more = false;
 
-	if (!OidIsValid(q->driving_oid) || q->uncaptured_marked ||
+	if (!OidIsValid(q->driving_oid) || q->uncaptured_marked || q->recompute_at_cutover ||
 		q->catchup_passes >= CATCHUP_MAX_PASSES)
 		return JOB_STEP_DONE;
 
@@ -1142,6 +1193,7 @@ QueryJobCatchUp(JobRun *run)
 		OpenCatchUpTarget(run, &target);
 		q->whole_table_marked = false;	/* the pass sees it */
 		QueryCatchUpPassBegin(&target, &pass, JobContext());
+		costs_more = QueryCatchUpPassCostsMore(&target, &pass);
 		CloseCatchUpTarget(&target);
 		WriteQueryState(run);
 		CatalogJobRecordBacklog(&run->job, QueryCatchUpBacklog(&pass), -1);
@@ -1151,7 +1203,14 @@ QueryJobCatchUp(JobRun *run)
 		return RestartBuildStep(run);
 	if (result != JOB_STEP_MORE)
 		return result;
-	if (pass.marks.uncaptured || q->uncaptured_marked ||
+	if (costs_more)
+	{
+		ereport(LOG,
+				(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
+						(long long) run->job.id)));
+		q->recompute_at_cutover = true;
+	}
+	if (pass.marks.uncaptured || q->uncaptured_marked || costs_more ||
 		(pass.marks.nrows == 0 && pass.marks.nothers == 0))
 	{
 		QueryCatchUpPassEnd(&pass);
@@ -1227,13 +1286,15 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 
 		/*
 		 * The last pass, in this transaction; after a whole_table mark it
-		 * would recompute every chunk, which the whole query does faster, and
-		 * with more marks than a pass reads the whole query is faster too
+		 * would recompute every chunk, which the whole query does faster, as
+		 * it does a pass that reads more marks than a pass may, or one that
+		 * costs more than the whole query
 		 */
 		OpenCatchUpTarget(run, &target);
 		QueryCatchUpPassBegin(&target, &pass, CurrentMemoryContext);
-		recompute_all = q->whole_table_marked || pass.marks.uncaptured || pass.marks.whole_table ||
-			pass.marks.more;
+		recompute_all = q->whole_table_marked || q->recompute_at_cutover ||
+			pass.marks.uncaptured || pass.marks.whole_table || pass.marks.more ||
+			QueryCatchUpPassCostsMore(&target, &pass);
 		if (!recompute_all)
 		{
 			int64		gained;

@@ -44,6 +44,8 @@ typedef struct QueryRun
 	TimestampTz pass_started_at;	/* when its catch-up pass began */
 	double		last_pass_seconds;	/* how long its previous catch-up pass took */
 	TimestampTz backlog_counted_at; /* when it last counted the backlog */
+	TimestampTz spread_checked_at;	/* when it last looked at their spread */
+	bool		recompute_at_cutover;	/* the changes spread over most of the table */
 	int64		marks_logged;	/* a helper's last look at CaptureMarksLogged */
 	TimestampTz marks_logged_at;
 	bool		whole_table_marked; /* it recorded a whole_table mark since the pass began */
