@@ -177,7 +177,7 @@ CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 atte
 	CatalogAccessEnd(&access);
 }
 
-/* The block ranges of a job's chunks, ordered, as a List of ChunkRange */
+/* The block ranges and rows of a job's chunks, ordered, as a List of ChunkRange */
 List *
 CaptureChunkRanges(int64 job_id)
 {
@@ -187,7 +187,7 @@ CaptureChunkRanges(int64 job_id)
 	List	   *ranges = NIL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT start_block, end_block FROM background_ddl.chunk "
+	CatalogExecute("SELECT start_block, end_block, rows_done FROM background_ddl.chunk "
 				   "WHERE job_id = $1 ORDER BY start_block", 1, argtypes, values, NULL,
 				   SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
@@ -197,6 +197,7 @@ CaptureChunkRanges(int64 job_id)
 
 		range->start_block = DatumGetInt64(CatalogColumn(row, 1, 0));
 		range->end_block = DatumGetInt64(CatalogColumn(row, 2, 0));
+		range->rows = DatumGetInt64(CatalogColumn(row, 3, 0));
 		ranges = lappend(ranges, range);
 		MemoryContextSwitchTo(spi_context);
 	}
@@ -520,6 +521,27 @@ CaptureMarkWholeTable(int64 job_id, bool uncaptured)
 }
 
 /*
+ * The (source_tid, output_tid) rows of the last catalog statement as pairs,
+ * in context; a NULL output_tid becomes an invalid output
+ */
+static TidPair *
+RecomputedPairs(MemoryContext context, int *npairs)
+{
+	TidPair    *pairs = MemoryContextAlloc(context, sizeof(TidPair) * Max(SPI_processed, 1));
+
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &pairs[row].source);
+		if (!CatalogColumnIsNull(row, 2))
+			ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &pairs[row].output);
+		else
+			ItemPointerSetInvalid(&pairs[row].output);
+	}
+	*npairs = (int) SPI_processed;
+	return pairs;
+}
+
+/*
  * The recomputed outputs of those of the given sources that have been
  * recomputed; a pair with an invalid output means "recomputed, produced
  * nothing".  Allocated in the caller's context.
@@ -536,28 +558,18 @@ CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npai
 	CatalogExecute("SELECT source_tid, output_tid FROM background_ddl.recomputed "
 				   "WHERE job_id = $1 AND source_tid = ANY($2) ORDER BY source_tid",
 				   2, argtypes, values, NULL, SPI_OK_SELECT);
-	pairs = MemoryContextAlloc(access.caller_context, sizeof(TidPair) * Max(SPI_processed, 1));
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &pairs[row].source);
-		if (!CatalogColumnIsNull(row, 2))
-			ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &pairs[row].output);
-		else
-			ItemPointerSetInvalid(&pairs[row].output);
-	}
-	*npairs = (int) SPI_processed;
+	pairs = RecomputedPairs(access.caller_context, npairs);
 	CatalogAccessEnd(&access);
 	return pairs;
 }
 
 /*
- * The recomputed outputs of the sources in driving blocks [start_block,
- * end_block), sorted by source, as CaptureRecomputedRead; with delete, they
- * are forgotten as well (their rows are recomputed as a range).
+ * Forget the recomputed outputs of the sources in driving blocks
+ * [start_block, end_block) (their rows are recomputed as a range), and
+ * return them, sorted by source, as CaptureRecomputedRead does.
  */
 TidPair *
-CaptureRecomputedRange(int64 job_id, int64 start_block, int64 end_block, bool delete,
-					   int *npairs)
+CaptureRecomputedTakeRange(int64 job_id, int64 start_block, int64 end_block, int *npairs)
 {
 	CatalogAccess access;
 	ItemPointerData bounds[2];
@@ -571,24 +583,11 @@ CaptureRecomputedRange(int64 job_id, int64 start_block, int64 end_block, bool de
 	values[1] = ItemPointerGetDatum(&bounds[0]);
 	values[2] = ItemPointerGetDatum(&bounds[1]);
 	CatalogAccessBegin(&access);
-	CatalogExecute(delete ?
-				   "DELETE FROM background_ddl.recomputed "
+	CatalogExecute("DELETE FROM background_ddl.recomputed "
 				   "WHERE job_id = $1 AND source_tid >= $2 AND source_tid < $3 "
-				   "RETURNING source_tid, output_tid" :
-				   "SELECT source_tid, output_tid FROM background_ddl.recomputed "
-				   "WHERE job_id = $1 AND source_tid >= $2 AND source_tid < $3",
-				   lengthof(values), argtypes, values, NULL,
-				   delete ? SPI_OK_DELETE_RETURNING : SPI_OK_SELECT);
-	pairs = MemoryContextAlloc(access.caller_context, sizeof(TidPair) * Max(SPI_processed, 1));
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 1, 0)), &pairs[row].source);
-		if (!CatalogColumnIsNull(row, 2))
-			ItemPointerCopy(DatumGetItemPointer(CatalogColumn(row, 2, 0)), &pairs[row].output);
-		else
-			ItemPointerSetInvalid(&pairs[row].output);
-	}
-	*npairs = (int) SPI_processed;
+				   "RETURNING source_tid, output_tid",
+				   lengthof(values), argtypes, values, NULL, SPI_OK_DELETE_RETURNING);
+	pairs = RecomputedPairs(access.caller_context, npairs);
 	CatalogAccessEnd(&access);
 	qsort(pairs, *npairs, sizeof(TidPair), TidPairSourceCompare);
 	return pairs;

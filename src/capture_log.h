@@ -41,11 +41,15 @@ typedef struct DirtyMark
 	ItemPointerData mark;
 } DirtyMark;
 
-/* A committed chunk: blocks [start_block, end_block) of the driving table */
+/*
+ * A committed chunk: blocks [start_block, end_block) of the driving table,
+ * and the rows it produced (CaptureChunkRanges; 0 elsewhere)
+ */
 typedef struct ChunkRange
 {
 	int64		start_block;
 	int64		end_block;
+	int64		rows;
 } ChunkRange;
 
 extern void CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,
@@ -91,8 +95,8 @@ extern void CaptureMarkWholeTable(int64 job_id, bool uncaptured);
 
 extern TidPair *CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources,
 							   int *npairs);
-extern TidPair *CaptureRecomputedRange(int64 job_id, int64 start_block, int64 end_block,
-									   bool delete, int *npairs);
+extern TidPair *CaptureRecomputedTakeRange(int64 job_id, int64 start_block, int64 end_block,
+										   int *npairs);
 extern void CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
 							  TidPair *pairs, int npairs);
 

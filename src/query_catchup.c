@@ -57,6 +57,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/relation.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -85,6 +87,9 @@
 #define UNITS_PER_CHUNK		8
 #define UNIT_MIN_BLOCKS		16
 #define BEYOND_UNIT_BLOCKS	64
+
+/* Row by row: a chunk with a changed row in this many is recomputed whole */
+#define CHUNK_RECOMPUTE_SHARE	20
 /* A pass reads at most this many marks; the rest wait for the next pass */
 #define PASS_MAX_MARKS		1000000
 
@@ -95,6 +100,7 @@ DirtyMarkSourceCompare(const void *a, const void *b)
 }
 
 static int	UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end);
+static bool ChunkMostlyChanged(const QueryCatchUpPass *pass, int chunk, int first, int *next);
 
 /*
  * Load the tid map of the chunk that covers a source tuple id into the
@@ -272,8 +278,8 @@ RecomputeRange(const QueryCatchUpTarget *target, int64 chunk_start, int64 start_
 			   int64 end_block, int64 *recomputed)
 {
 	int			nreplaced;
-	TidPair    *replaced = CaptureRecomputedRange(target->job_id, start_block, end_block, true,
-												  &nreplaced);
+	TidPair    *replaced = CaptureRecomputedTakeRange(target->job_id, start_block, end_block,
+													  &nreplaced);
 	int64		deleted = 0;
 	TidPair    *pairs;
 	int			npairs;
@@ -565,10 +571,10 @@ UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end)
 
 /*
  * Partial aggregation: how many driving blocks the pass recomputes (a chunk
- * not split yet, whole), about; with chunks_only, only those in chunks
+ * not split yet, whole), about
  */
 static int64
-PassWorkBlocks(const QueryCatchUpPass *pass, bool chunks_only)
+PassWorkBlocks(const QueryCatchUpPass *pass)
 {
 	int64		blocks = 0;
 	int64		covered = -1;	/* the end of the last range counted */
@@ -585,8 +591,6 @@ PassWorkBlocks(const QueryCatchUpPass *pass, bool chunks_only)
 		if (block < covered)
 			continue;
 		chunk = UnitOf(pass, block, &start, &end);
-		if (chunk < 0 && chunks_only)
-			continue;
 		if (chunk >= 0 && !pass->split[chunk])
 		{
 			start = pass->chunks[chunk].start_block;
@@ -599,37 +603,82 @@ PassWorkBlocks(const QueryCatchUpPass *pass, bool chunks_only)
 }
 
 /*
- * Would recomputing the whole result cost less than this pass?  For partial
- * aggregation, when the pass recomputes more than half of the driving table:
- * the whole query reads it once, in parallel, and writes no staging rows.
+ * Would recomputing the whole result cost less than this pass?  When the
+ * pass recomputes more than half of the driving table as whole ranges
+ * (units of partial aggregation, or chunks that ChunkMostlyChanged): the
+ * whole query reads it once, in parallel, and keeps no staging rows or tid
+ * maps.  (A pass after a whole_table mark recomputes every chunk, in
+ * batches: the cut-over does not take that on.)
  */
 bool
 QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass)
 {
-	return target->partial && PassWorkBlocks(pass, false) * 2 > Max(pass->end_block, 1);
+	int64		blocks = 0;
+
+	if (pass->marks.whole_table)
+		return false;			/* recomputed in batches all the same */
+	if (target->partial)
+		return PassWorkBlocks(pass) * 2 > Max(pass->end_block, 1);
+	for (int i = 0; i < pass->marks.nrows;)
+	{
+		int64		start;
+		int64		end;
+		int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&pass->marks.rows[i].source),
+								   &start, &end);
+		int			next;
+
+		if (chunk < 0)
+			break;				/* beyond the chunks: row by row */
+		if (ChunkMostlyChanged(pass, chunk, i, &next))
+			blocks += pass->chunks[chunk].end_block - pass->chunks[chunk].start_block;
+		i = next;
+	}
+	return blocks * 2 > Max(pass->end_block, 1);
 }
 
 /*
- * Partial aggregation, during the backfill: have changes already made more
- * than half of the backfilled blocks dirty?  Then by its end they will have
- * made most of the table dirty, and the whole query at the cut-over costs
- * less than the rest of the backfill and its catch-up.  Caller is in a step,
- * not as the job's role.
+ * Partial aggregation, during the backfill: will the writers' changes have
+ * made most of the table dirty by the end?  If a share f of the units of
+ * the backfilled blocks is dirty now, changes at the same pace leave about
+ * 1 - (1 - f)^(table / backfilled) of the table's units dirty once the rest
+ * is backfilled: above a half, the whole query at the cut-over costs less
+ * than the rest of the backfill and its catch-up.  Caller is in a step, not
+ * as the job's role.
  */
 bool
 QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 {
 	QueryCatchUpPass pass;
 	int64		backfilled = 0;
+	int64		units = 0;
+	int64		dirty = 0;
+	int64		last_dirty = -1;
 	bool		spread = false;
 
 	if (!target->partial)
 		return false;
 	QueryCatchUpPassBegin(target, &pass, CurrentMemoryContext);
 	for (int i = 0; i < pass.nchunks; i++)
+	{
 		backfilled += pass.chunks[i].end_block - pass.chunks[i].start_block;
-	if (!pass.marks.uncaptured && pass.nchunks >= 4)
-		spread = PassWorkBlocks(&pass, true) * 2 > backfilled;
+		units += Min(UNITS_PER_CHUNK, (pass.chunks[i].end_block - pass.chunks[i].start_block +
+									   UNIT_MIN_BLOCKS - 1) / UNIT_MIN_BLOCKS);
+	}
+	for (int i = 0; i < pass.marks.nrows; i++)
+	{
+		int64		start;
+		int64		end;
+
+		if (UnitOf(&pass, ItemPointerGetBlockNumber(&pass.marks.rows[i].source), &start, &end) >= 0 &&
+			start != last_dirty)
+		{
+			dirty++;
+			last_dirty = start;
+		}
+	}
+	if (!pass.marks.uncaptured && pass.nchunks >= 4 && units > 0)
+		spread = 1.0 - pow(1.0 - (double) dirty / units,
+						   (double) Max(pass.end_block, backfilled) / backfilled) > 0.5;
 	QueryCatchUpPassEnd(&pass);
 	return spread;
 }
@@ -643,6 +692,42 @@ AddMark(ItemPointer *marks, int *nmarks, int *capacity, ItemPointer mark)
 	if (*nmarks == *capacity)
 		*marks = repalloc_huge(*marks, sizeof(ItemPointerData) * (*capacity *= 2));
 	(*marks)[(*nmarks)++] = *mark;
+}
+
+/*
+ * Row by row: have changes touched so many of the rows of a chunk (a
+ * twentieth), from mark first on, that recomputing the whole chunk costs
+ * less than recomputing them one by one, with a TID scan each?  *next gets
+ * the first mark beyond the chunk.
+ */
+static bool
+ChunkMostlyChanged(const QueryCatchUpPass *pass, int chunk, int first, int *next)
+{
+	int64		changed = 0;
+	int			i;
+
+	for (i = first; i < pass->marks.nrows &&
+		 ItemPointerGetBlockNumber(&pass->marks.rows[i].source) < pass->chunks[chunk].end_block; i++)
+	{
+		if (i == first || !ItemPointerEquals(&pass->marks.rows[i - 1].source,
+											 &pass->marks.rows[i].source))
+			changed++;
+	}
+	*next = i;
+	return changed * CHUNK_RECOMPUTE_SHARE > pass->chunks[chunk].rows;
+}
+
+/* Does the pass's next mark lie in a chunk that ChunkMostlyChanged? */
+static bool
+NextChunkMostlyChanged(QueryCatchUpPass *pass)
+{
+	int64		start;
+	int64		end;
+	int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&pass->marks.rows[pass->next].source),
+							   &start, &end);
+	int			next;
+
+	return chunk >= 0 && ChunkMostlyChanged(pass, chunk, pass->next, &next);
 }
 
 /*
@@ -780,6 +865,28 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 		if (nunits > 0)
 			*rows_gained = RecomputeUnits(target, starts, ends, nunits, split_starts, nsplit,
 										  recomputed);
+	}
+	else if (NextChunkMostlyChanged(pass))
+	{
+		/* Recompute the chunk as a whole: cheaper than row by row */
+		int64		start;
+		int64		end;
+		int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&marks->rows[pass->next].source),
+								   &start, &end);
+
+		*rows_gained = RecomputeRange(target, pass->chunks[chunk].start_block,
+									  pass->chunks[chunk].start_block,
+									  pass->chunks[chunk].end_block, recomputed);
+		pass->map_chunk = -1;	/* its tid map was replaced */
+		while (pass->next < marks->nrows &&
+			   ItemPointerGetBlockNumber(&marks->rows[pass->next].source) < pass->chunks[chunk].end_block)
+		{
+			if (pass->next == 0 || !ItemPointerEquals(&marks->rows[pass->next - 1].source,
+													  &marks->rows[pass->next].source))
+				pass->sources_done++;
+			AddMark(&done, &ndone, &capacity, &marks->rows[pass->next].mark);
+			pass->next++;
+		}
 	}
 	else
 	{

@@ -103,7 +103,7 @@
 /* How often the first worker counts the backlog while it backfills */
 #define BACKLOG_COUNT_INTERVAL_MS	5000
 /* ... and, for partial aggregation, looks at how the changes spread */
-#define SPREAD_CHECK_INTERVAL_MS	1000
+#define SPREAD_CHECK_INTERVAL_MS	250
 
 /*
  * Check everything the blocking statement's executor would check before
@@ -335,7 +335,7 @@ UncoveredRanges(List *chunks, int64 end_block)
 
 		if (chunk->start_block > covered)
 		{
-			ChunkRange *hole = palloc(sizeof(ChunkRange));
+			ChunkRange *hole = palloc0(sizeof(ChunkRange));
 
 			hole->start_block = covered;
 			hole->end_block = Min(chunk->start_block, end_block);
@@ -345,7 +345,7 @@ UncoveredRanges(List *chunks, int64 end_block)
 	}
 	if (covered < end_block)
 	{
-		ChunkRange *hole = palloc(sizeof(ChunkRange));
+		ChunkRange *hole = palloc0(sizeof(ChunkRange));
 
 		hole->start_block = covered;
 		hole->end_block = end_block;
@@ -849,7 +849,7 @@ static JobStepResult
 ChunkStep(JobRun *run, const char *activity)
 {
 	JobStepResult result;
-	ChunkRange	range;
+	ChunkRange	range = {0};
 	uint64		rows = 0;
 	double		seconds = 0;
 

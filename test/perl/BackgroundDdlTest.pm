@@ -10,7 +10,7 @@ use Test::More;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
   held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
-  history_setup check_exact);
+  history_setup accounts_script check_exact);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -209,6 +209,19 @@ LANGUAGE sql STABLE AS \$\$
    WHERE NOT deleted \$\$;
 });
 	return;
+}
+
+# A pgbench script that renames one random account: $dir/accounts.sql
+sub accounts_script
+{
+	my ($dir) = @_;
+	open my $fh, '>', "$dir/accounts.sql" or die;
+	print $fh <<'EOS';
+\set acc random(0, 999)
+UPDATE accounts SET name = 'renamed ' || md5(random()::text) WHERE account = :acc;
+EOS
+	close $fh;
+	return "$dir/accounts.sql";
 }
 
 # A job succeeds, and its result equals its query at its cut-over snapshot

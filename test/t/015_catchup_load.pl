@@ -35,12 +35,7 @@ print $fh <<"EOS";
 UPDATE events SET payload = md5(random()::text) WHERE id = :id;
 EOS
 close $fh;
-open $fh, '>', "$dir/accounts.sql" or die;
-print $fh <<'EOS';
-\set acc random(0, 999)
-UPDATE accounts SET name = 'renamed ' || md5(random()::text) WHERE account = :acc;
-EOS
-close $fh;
+accounts_script($dir);
 
 # A steady load: $rate single-row updates of events a second ($script: spread
 # over the table, or the hot rows of its first blocks), and 5 of accounts
