@@ -29,6 +29,10 @@
  * so that the marks it reads and the rows it recomputes share one
  * snapshot): after it, every source's rows are the query at the cut-over
  * snapshot, which is the result of the blocking statement at that snapshot.
+ * A chunk of which a twentieth of the rows changed is recomputed whole, as
+ * a range, which costs less than that many TID scans; a pass that would
+ * recompute most of the table so leaves it to the cut-over, whose whole
+ * query costs less still (QueryCatchUpPassCostsMore).
  *
  * Other marks:
  *	- a join mark (a changed row of a joined table, by its join key k) stands
@@ -51,7 +55,8 @@
  * relation holds a few times the groups per chunk at most (and never more
  * than a row per driving row).  Changes spread over the whole table make
  * every unit dirty: recomputing them all costs more than the whole query,
- * which the cut-over then runs instead (QueryCatchUpPassCostsMore).
+ * which the cut-over then runs instead (QueryCatchUpPassCostsMore, and
+ * during the backfill already QueryCatchUpChangesSpread).
  *
  *-------------------------------------------------------------------------
  */

@@ -102,7 +102,7 @@
 
 /* How often the first worker counts the backlog while it backfills */
 #define BACKLOG_COUNT_INTERVAL_MS	5000
-/* ... and, for partial aggregation, looks at how the changes spread */
+/* ... and, for partial aggregation, looks at how the changes spread (at least) */
 #define SPREAD_CHECK_INTERVAL_MS	250
 
 /*
@@ -237,6 +237,7 @@ QueryJobExplain(Node *raw_select, const char *query_string)
 #define STATE_CONTENT_FILENODE	"content_filenode"
 #define STATE_CATCHUP_PASSES	"catchup_passes"
 #define STATE_ROWS_RECOMPUTED	"rows_recomputed"
+#define STATE_RECOMPUTE_ALL		"recompute_all"
 
 static void
 ReadQueryState(JobRun *run)
@@ -249,6 +250,7 @@ ReadQueryState(JobRun *run)
 	q->content_filenode = (Oid) CatalogKindStateInt(state, STATE_CONTENT_FILENODE);
 	q->catchup_passes = (int32) CatalogKindStateInt(state, STATE_CATCHUP_PASSES);
 	q->rows_recomputed = CatalogKindStateInt(state, STATE_ROWS_RECOMPUTED);
+	q->recompute_at_cutover = CatalogKindStateInt(state, STATE_RECOMPUTE_ALL) != 0;
 }
 
 /* Put the query run's state into the job's kind_state (before recording it) */
@@ -262,6 +264,7 @@ WriteQueryState(JobRun *run)
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_CONTENT_FILENODE, q->content_filenode);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_CATCHUP_PASSES, q->catchup_passes);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_ROWS_RECOMPUTED, q->rows_recomputed);
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_RECOMPUTE_ALL, q->recompute_at_cutover);
 }
 
 /* Has the job installed its capture (the chunked backfill has begun)? */
@@ -520,8 +523,11 @@ ContentWasReset(const JobRun *run, Relation content)
 	int64		rows = 0;
 	int64		blocks;
 
-	/* Partial aggregation fills the content at the cut-over only */
-	if (OidIsValid(QueryRunOf(run)->staging_oid) ||
+	/*
+	 * Partial aggregation fills the content at the cut-over only, as does a
+	 * job that left the whole query to it (LeaveAllToCutOver)
+	 */
+	if (OidIsValid(QueryRunOf(run)->staging_oid) || QueryRunOf(run)->recompute_at_cutover ||
 		content->rd_rel->relpersistence != RELPERSISTENCE_UNLOGGED ||
 		RelationGetNumberOfBlocks(content) > 0)
 		return false;
@@ -756,6 +762,36 @@ RestartBuildStep(JobRun *run)
 }
 
 /*
+ * Leave the whole query to the cut-over (the writers' changes cost more to
+ * catch up with): empty the content relation now, in a step of its own, as
+ * a restart does, so that the cut-over only fills it; recorded with the
+ * job, so that a worker after this one goes straight to the cut-over.
+ */
+static JobStepResult
+LeaveAllToCutOver(JobRun *run)
+{
+	QueryRun   *q = QueryRunOf(run);
+	Relation	content;
+
+	CloseClaims(q);
+	JobStepBegin("background_ddl: leaving the whole query to the cut-over", STEP_READ_COMMITTED);
+	if (!JobRunTargetExists(run))
+	{
+		JobStepEnd();
+		return JOB_STEP_TARGET_GONE;
+	}
+	content = table_open(q->content_oid, AccessExclusiveLock);
+	PgRelationTruncate(content);
+	q->content_filenode = PgRelFileNumber(content);
+	table_close(content, NoLock);
+	q->recompute_at_cutover = true;
+	WriteQueryState(run);
+	CatalogJobRecordKindState(&run->job);
+	JobStepEnd();
+	return JOB_STEP_DONE;
+}
+
+/*
  * The next chunk for this worker: the first worker fills the gaps a crash
  * left first; then every worker takes the next blocks in turn.  False if
  * none is left to take.
@@ -920,10 +956,12 @@ ChangesSpread(JobRun *run)
 	if (!OidIsValid(q->staging_oid))
 		return false;
 	if (q->spread_checked_at == 0)
+	{
 		q->spread_checked_at = now;
-	if (!TimestampDifferenceExceeds(q->spread_checked_at, now, SPREAD_CHECK_INTERVAL_MS))
+		q->spread_check_interval_ms = SPREAD_CHECK_INTERVAL_MS;
+	}
+	if (!TimestampDifferenceExceeds(q->spread_checked_at, now, q->spread_check_interval_ms))
 		return false;
-	q->spread_checked_at = now;
 	SourcesStepBegin(run, "background_ddl: looking at the changed rows", false);
 	result = CheckSources(run);
 	if (result == JOB_STEP_MORE)
@@ -933,6 +971,10 @@ ChangesSpread(JobRun *run)
 		CloseCatchUpTarget(&target);
 	}
 	JobStepEnd();
+	/* A look at the marks costs at most a twentieth of the backfill's time */
+	q->spread_checked_at = GetCurrentTimestamp();
+	q->spread_check_interval_ms = Max(SPREAD_CHECK_INTERVAL_MS,
+									  20 * (q->spread_checked_at - now) / 1000);
 	if (spread)
 		ereport(LOG,
 				(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
@@ -984,6 +1026,8 @@ QueryJobBackfillStep(JobRun *run)
 		q->holes = NIL;
 		return JOB_STEP_MORE;
 	}
+	if (q->recompute_at_cutover)
+		return JOB_STEP_DONE;
 	if (q->build_generation == 0)
 	{
 		q->build_generation = JobClaimsOpen(q->next_block, run->job.work_total);
@@ -993,11 +1037,7 @@ QueryJobBackfillStep(JobRun *run)
 	JobStepHoldAtChunk(run->job.chunks_done);
 	CountBacklog(run);
 	if (ChangesSpread(run))
-	{
-		q->recompute_at_cutover = true;
-		CloseClaims(q);
-		return JOB_STEP_DONE;
-	}
+		return LeaveAllToCutOver(run);
 	result = ChunkStep(run, "background_ddl: backfilling a chunk");
 	if (result == JOB_STEP_RESTART && RestartBuildStep(run) == JOB_STEP_RESTART)
 		return JOB_STEP_MORE;
@@ -1208,9 +1248,10 @@ QueryJobCatchUp(JobRun *run)
 		ereport(LOG,
 				(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
 						(long long) run->job.id)));
-		q->recompute_at_cutover = true;
+		QueryCatchUpPassEnd(&pass);
+		return LeaveAllToCutOver(run);
 	}
-	if (pass.marks.uncaptured || q->uncaptured_marked || costs_more ||
+	if (pass.marks.uncaptured || q->uncaptured_marked ||
 		(pass.marks.nrows == 0 && pass.marks.nothers == 0))
 	{
 		QueryCatchUpPassEnd(&pass);

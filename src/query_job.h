@@ -45,6 +45,7 @@ typedef struct QueryRun
 	double		last_pass_seconds;	/* how long its previous catch-up pass took */
 	TimestampTz backlog_counted_at; /* when it last counted the backlog */
 	TimestampTz spread_checked_at;	/* when it last looked at their spread */
+	int64		spread_check_interval_ms;	/* and when it looks again */
 	bool		recompute_at_cutover;	/* the changes spread over most of the table */
 	int64		marks_logged;	/* a helper's last look at CaptureMarksLogged */
 	TimestampTz marks_logged_at;

@@ -165,6 +165,27 @@ unlike(slurp_file($node->logfile), qr/job $truncated: .*recomputed at cut-over/,
 	'and the cut-over did not recompute the whole result');
 check_no_leftovers($node, $truncated);
 
+# Changes all over the table while an aggregating view backfills: the job
+# leaves the whole query to its cut-over, and a crash there loses nothing
+$hold = hold_at($node, 'chunk 2');
+my $spread = submit_job($node, 'CREATE MATERIALIZED VIEW agg_spread AS ' . sprintf($agg_query, 'events'));
+ok(held_at_hold($node), 'the job waits in its backfill');
+$node->safe_psql('postgres', "UPDATE events SET payload = md5(payload) WHERE id % 7 = $_") for (1 .. 3);
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET background_ddl.test_hold_point = 'cutting over'; SELECT pg_reload_conf();");
+$hold->query_safe('SELECT pg_advisory_unlock(4242)');
+$hold->query_safe('SELECT pg_advisory_lock(4242)');
+ok(held_at_hold($node), 'then at its cut-over');
+like(slurp_file($node->logfile), qr/job $spread: the changed rows are spread over most of the table/,
+	'it left the whole query to the cut-over');
+is($node->safe_psql('postgres', "SELECT kind_state->>'recompute_all' FROM background_ddl.job WHERE id = $spread"),
+	'1', 'and recorded so with the job');
+$node->stop('immediate');
+$node->start;
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+check_exact($node, 'agg_spread', $spread, sprintf($agg_query, 'events_at(SNAP)'), 900);
+check_no_leftovers($node, $spread);
+
 is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.dirty'), '0',
 	'no mark is left in the dirty log');
 $node->stop;
