@@ -177,7 +177,7 @@ CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 atte
 	CatalogAccessEnd(&access);
 }
 
-/* The block ranges and rows of a job's chunks, ordered, as a List of ChunkRange */
+/* The block ranges of a job's chunks, ordered, as a List of ChunkRange */
 List *
 CaptureChunkRanges(int64 job_id)
 {
@@ -187,7 +187,7 @@ CaptureChunkRanges(int64 job_id)
 	List	   *ranges = NIL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT start_block, end_block, rows_done FROM background_ddl.chunk "
+	CatalogExecute("SELECT start_block, end_block FROM background_ddl.chunk "
 				   "WHERE job_id = $1 ORDER BY start_block", 1, argtypes, values, NULL,
 				   SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
@@ -197,7 +197,6 @@ CaptureChunkRanges(int64 job_id)
 
 		range->start_block = DatumGetInt64(CatalogColumn(row, 1, 0));
 		range->end_block = DatumGetInt64(CatalogColumn(row, 2, 0));
-		range->rows = DatumGetInt64(CatalogColumn(row, 3, 0));
 		ranges = lappend(ranges, range);
 		MemoryContextSwitchTo(spi_context);
 	}

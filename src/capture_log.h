@@ -41,15 +41,11 @@ typedef struct DirtyMark
 	ItemPointerData mark;
 } DirtyMark;
 
-/*
- * A committed chunk: blocks [start_block, end_block) of the driving table,
- * and the rows it produced (CaptureChunkRanges; 0 elsewhere)
- */
+/* A committed chunk: blocks [start_block, end_block) of the driving table */
 typedef struct ChunkRange
 {
 	int64		start_block;
 	int64		end_block;
-	int64		rows;
 } ChunkRange;
 
 extern void CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,

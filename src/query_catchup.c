@@ -95,6 +95,8 @@
 
 /* Row by row: a chunk with a changed row in this many is recomputed whole */
 #define CHUNK_RECOMPUTE_SHARE	20
+/* Driving rows per block when the statistics do not say */
+#define DEFAULT_ROWS_PER_BLOCK	50
 /* A pass reads at most this many marks; the rest wait for the next pass */
 #define PASS_MAX_MARKS		1000000
 
@@ -518,6 +520,8 @@ QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
 	}
 	driving = relation_open(target->driving_oid, NoLock);
 	pass->end_block = RelationGetNumberOfBlocks(driving);
+	pass->rows_per_block = driving->rd_rel->relpages > 0 && driving->rd_rel->reltuples > 0 ?
+		driving->rd_rel->reltuples / driving->rd_rel->relpages : DEFAULT_ROWS_PER_BLOCK;
 	relation_close(driving, NoLock);
 	pass->next_block = target->blocks_total;
 	MemoryContextSwitchTo(old_context);
@@ -642,13 +646,19 @@ QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target, const QueryCatchUpPa
 }
 
 /*
- * Partial aggregation, during the backfill: will the writers' changes have
- * made most of the table dirty by the end?  If a share f of the units of
- * the backfilled blocks is dirty now, changes at the same pace leave about
- * 1 - (1 - f)^(table / backfilled) of the table's units dirty once the rest
- * is backfilled: above a half, the whole query at the cut-over costs less
- * than the rest of the backfill and its catch-up.  Caller is in a step, not
- * as the job's role.
+ * During the backfill: will the writers' changes have made most of the table
+ * dirty by the end, so that the whole query at the cut-over costs less than
+ * the rest of the backfill and its catch-up?  Projected from the backfilled
+ * chunks, whose changes go on at the same pace while the rest is backfilled:
+ *
+ *	- partial aggregation: if a share f of their units is dirty, about
+ *	  1 - (1 - f)^(table / backfilled) of the table's will be: above a half;
+ *	- row by row: if a share f of their driving rows changed, about
+ *	  f * table / backfilled of the table's will have: above the share that
+ *	  makes a chunk cheaper to recompute whole (CHUNK_RECOMPUTE_SHARE).
+ *
+ * At least four chunks must be done.  Caller is in a step, not as the job's
+ * role.
  */
 bool
 QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
@@ -658,10 +668,9 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 	int64		units = 0;
 	int64		dirty = 0;
 	int64		last_dirty = -1;
+	double		scale;
 	bool		spread = false;
 
-	if (!target->partial)
-		return false;
 	QueryCatchUpPassBegin(target, &pass, CurrentMemoryContext);
 	for (int i = 0; i < pass.nchunks; i++)
 	{
@@ -671,19 +680,22 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 	}
 	for (int i = 0; i < pass.marks.nrows; i++)
 	{
+		ItemPointer source = &pass.marks.rows[i].source;
 		int64		start;
 		int64		end;
 
-		if (UnitOf(&pass, ItemPointerGetBlockNumber(&pass.marks.rows[i].source), &start, &end) >= 0 &&
-			start != last_dirty)
-		{
+		if (UnitOf(&pass, ItemPointerGetBlockNumber(source), &start, &end) < 0)
+			continue;
+		if (target->partial ? start != last_dirty :
+			i == 0 || !ItemPointerEquals(&pass.marks.rows[i - 1].source, source))
 			dirty++;
-			last_dirty = start;
-		}
+		last_dirty = start;
 	}
+	scale = (double) Max(pass.end_block, backfilled) / Max(backfilled, 1);
 	if (!pass.marks.uncaptured && pass.nchunks >= 4 && units > 0)
-		spread = 1.0 - pow(1.0 - (double) dirty / units,
-						   (double) Max(pass.end_block, backfilled) / backfilled) > 0.5;
+		spread = target->partial ?
+			1.0 - pow(1.0 - (double) dirty / units, scale) > 0.5 :
+			dirty / (backfilled * pass.rows_per_block) * scale * CHUNK_RECOMPUTE_SHARE > 1.0;
 	QueryCatchUpPassEnd(&pass);
 	return spread;
 }
@@ -700,10 +712,10 @@ AddMark(ItemPointer *marks, int *nmarks, int *capacity, ItemPointer mark)
 }
 
 /*
- * Row by row: have changes touched so many of the rows of a chunk (a
- * twentieth), from mark first on, that recomputing the whole chunk costs
- * less than recomputing them one by one, with a TID scan each?  *next gets
- * the first mark beyond the chunk.
+ * Row by row: have changes touched so many of the driving rows of a chunk
+ * (a twentieth, as the statistics count its rows), from mark first on, that
+ * recomputing the whole chunk costs less than recomputing them one by one,
+ * with a TID scan each?  *next gets the first mark beyond the chunk.
  */
 static bool
 ChunkMostlyChanged(const QueryCatchUpPass *pass, int chunk, int first, int *next)
@@ -719,7 +731,8 @@ ChunkMostlyChanged(const QueryCatchUpPass *pass, int chunk, int first, int *next
 			changed++;
 	}
 	*next = i;
-	return changed * CHUNK_RECOMPUTE_SHARE > pass->chunks[chunk].rows;
+	return changed * CHUNK_RECOMPUTE_SHARE >
+		(pass->chunks[chunk].end_block - pass->chunks[chunk].start_block) * pass->rows_per_block;
 }
 
 /* Does the pass's next mark lie in a chunk that ChunkMostlyChanged? */

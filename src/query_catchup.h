@@ -40,6 +40,7 @@ typedef struct QueryCatchUpPass
 	int			next_chunk;		/* whole_table: the next chunk to recompute */
 	int64		next_block;		/* whole_table: beyond the chunks, the next block */
 	int64		end_block;		/* the driving table's size at its start */
+	double		rows_per_block; /* the driving table's, as the statistics say */
 	int64		sources;		/* changed driving rows at its start */
 	int64		sources_done;
 	int			map_chunk;		/* whose tid map is loaded (-1: none) */

@@ -102,7 +102,7 @@
 
 /* How often the first worker counts the backlog while it backfills */
 #define BACKLOG_COUNT_INTERVAL_MS	5000
-/* ... and, for partial aggregation, looks at how the changes spread (at least) */
+/* ... and looks at how the changes spread (at least) */
 #define SPREAD_CHECK_INTERVAL_MS	250
 
 /*
@@ -338,7 +338,7 @@ UncoveredRanges(List *chunks, int64 end_block)
 
 		if (chunk->start_block > covered)
 		{
-			ChunkRange *hole = palloc0(sizeof(ChunkRange));
+			ChunkRange *hole = palloc(sizeof(ChunkRange));
 
 			hole->start_block = covered;
 			hole->end_block = Min(chunk->start_block, end_block);
@@ -348,7 +348,7 @@ UncoveredRanges(List *chunks, int64 end_block)
 	}
 	if (covered < end_block)
 	{
-		ChunkRange *hole = palloc0(sizeof(ChunkRange));
+		ChunkRange *hole = palloc(sizeof(ChunkRange));
 
 		hole->start_block = covered;
 		hole->end_block = end_block;
@@ -885,7 +885,7 @@ static JobStepResult
 ChunkStep(JobRun *run, const char *activity)
 {
 	JobStepResult result;
-	ChunkRange	range = {0};
+	ChunkRange	range;
 	uint64		rows = 0;
 	double		seconds = 0;
 
@@ -938,8 +938,8 @@ static void OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target);
 static void CloseCatchUpTarget(QueryCatchUpTarget *target);
 
 /*
- * Partial aggregation, every SPREAD_CHECK_INTERVAL_MS of the backfill: have
- * writers' changes already spread over most of what it backfilled
+ * Every SPREAD_CHECK_INTERVAL_MS of the backfill (at least): will the
+ * writers' changes have spread over most of the table by its end
  * (QueryCatchUpChangesSpread)?  Then the rest of the backfill and the
  * catch-up would cost more than the whole query, which the cut-over runs
  * instead.
@@ -953,8 +953,6 @@ ChangesSpread(JobRun *run)
 	JobStepResult result;
 	bool		spread = false;
 
-	if (!OidIsValid(q->staging_oid))
-		return false;
 	if (q->spread_checked_at == 0)
 	{
 		q->spread_checked_at = now;
