@@ -10,7 +10,7 @@ use Test::More;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
   held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
-  history_setup accounts_script check_exact);
+  history_setup accounts_script check_exact_at_cutover);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -226,7 +226,7 @@ EOS
 
 # A job succeeds, and its result equals its query at its cut-over snapshot
 # (SNAP in $query_at), both ways; writes happened while it ran.
-sub check_exact
+sub check_exact_at_cutover
 {
 	my ($node, $name, $job, $query_at, $min_rows) = @_;
 	ok( $node->poll_query_until('postgres',

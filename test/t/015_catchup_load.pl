@@ -107,8 +107,8 @@ ok(ended_within($bound, $agg, $join),
 	sprintf('both jobs ended under the load within %.0f s, ten times the blocking builds', $bound));
 $_->kill_kill for @load;
 
-check_exact($node, 'agg_load', $agg, sprintf($agg_query, 'events_at(SNAP)'), 900);
-check_exact($node, 'join_load', $join, sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), $rows - 1);
+check_exact_at_cutover($node, 'agg_load', $agg, sprintf($agg_query, 'events_at(SNAP)'), 900);
+check_exact_at_cutover($node, 'join_load', $join, sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), $rows - 1);
 my ($changed, $recomputed, $passes) = split /\|/, $node->safe_psql('postgres',
 	"SELECT (SELECT count(*) FROM history h WHERE h.tab = 'accounts' AND h.at BETWEEN j.started_at AND j.cutover_at),
 	        j.rows_recomputed, j.catchup_passes
@@ -133,7 +133,7 @@ my $hot = submit_job($node, 'CREATE MATERIALIZED VIEW agg_hot AS ' . sprintf($ag
 writes_while_held($hold, 1, 'events');
 ok(ended_within($bound, $hot), 'the aggregating view over hot rows ended under the load');
 $_->kill_kill for @load;
-check_exact($node, 'agg_hot', $hot, sprintf($agg_query, 'events_at(SNAP)'), 900);
+check_exact_at_cutover($node, 'agg_hot', $hot, sprintf($agg_query, 'events_at(SNAP)'), 900);
 my $hot_passes = $node->safe_psql('postgres',
 	"SELECT catchup_passes FROM pg_stat_background_ddl WHERE id = $hot");
 cmp_ok($hot_passes, '>=', 1, "the aggregating view over hot rows caught up in $hot_passes passes");
@@ -157,7 +157,7 @@ COMMIT;
 UPDATE events SET payload = 'after the backfill' WHERE id % 1000 = 7;
 });
 release_hold($node, $hold);
-check_exact($node, 'join_truncated', $truncated,
+check_exact_at_cutover($node, 'join_truncated', $truncated,
 	sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), $rows / 4);
 cmp_ok($node->safe_psql('postgres', "SELECT rows_recomputed FROM pg_stat_background_ddl WHERE id = $truncated"),
 	'>=', $rows / 2, 'after the TRUNCATE the catch-up recomputed every row');
@@ -183,7 +183,7 @@ is($node->safe_psql('postgres', "SELECT kind_state->>'recompute_all' FROM backgr
 $node->stop('immediate');
 $node->start;
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
-check_exact($node, 'agg_spread', $spread, sprintf($agg_query, 'events_at(SNAP)'), 900);
+check_exact_at_cutover($node, 'agg_spread', $spread, sprintf($agg_query, 'events_at(SNAP)'), 900);
 check_no_leftovers($node, $spread);
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.dirty'), '0',
