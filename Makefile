@@ -25,6 +25,7 @@ OBJS = \
 	src/kind_index.o \
 	src/kind_placeholder.o \
 	src/query_job.o \
+	src/query_submit.o \
 	src/query_catchup.o \
 	src/query_backfill.o \
 	src/query_decompose.o \

@@ -29,7 +29,7 @@
  *	- once its job has ended (or is being cancelled, or paused, or its
  *	  capture stopped) it logs nothing: the first time it fires for a job in
  *	  a transaction, it reads the job's state.  What stops a capture also
- *	  logs a whole_table mark, so that nothing goes unrecomputed;
+ *	  logs an uncaptured mark, so that nothing goes unrecomputed;
  *	- the log stays bounded: a transaction that changes more rows than
  *	  CAPTURE_ROW_MARKS_PER_TRANSACTION logs a whole_table mark instead of
  *	  the rest, and a job whose backlog grows past its bound stops its

@@ -65,6 +65,7 @@
 #include "pg_compat.h"
 #include "pg_relation.h"
 #include "query_job.h"
+#include "query_submit.h"
 
 /* The hidden table's OID, in the job's kind_state */
 #define STATE_HIDDEN_OID	"hidden_oid"

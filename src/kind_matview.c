@@ -39,6 +39,7 @@
 #include "pg_compat.h"
 #include "pg_relation.h"
 #include "query_job.h"
+#include "query_submit.h"
 
 static CreateTableAsStmt *
 CreateStatement(KindSubmit *submit)

@@ -55,6 +55,7 @@
 #include "pg_heap_swap.h"
 #include "pg_relation.h"
 #include "query_job.h"
+#include "query_submit.h"
 #include "settings.h"
 
 /* The hidden heap's OID, in the job's kind_state */

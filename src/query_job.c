@@ -13,11 +13,14 @@
  *	backfill	install the capture triggers (capture_trigger.c), recording
  *				the driving table's size under the lock that installs them;
  *				then one step per chunk, each checkpointed
- *	catch up	passes over the dirty log (query_catchup.c), until the
- *				backlog is small
- *	cut over	the last marks at the cut-over snapshot, or, for one batch or
- *				after a change the log could not pin to rows, the whole query;
- *				then the kind publishes the content, in the same transaction
+ *	catch up	passes over the dirty log (query_catchup.c), while they get
+ *				shorter; or, when the writers' changes spread over most of
+ *				the table, none: the content is emptied and left to the
+ *				cut-over (LeaveAllToCutOver)
+ *	cut over	the last pass at the cut-over snapshot, or, for one batch,
+ *				after an uncaptured mark or when the content was left to it,
+ *				the whole query; then the kind publishes the content, in the
+ *				same transaction
  *	clean up	after the end: drop the capture triggers
  *
  * and, when the job fails or is cancelled, removes what every query job
@@ -25,8 +28,9 @@
  *
  * Before every step the sources are checked: a dropped target ends the job;
  * a rewritten driving table or content relation (every tuple id changed)
- * restarts the build; a rewritten other table, or capture triggers that a
- * superuser changed, leave a whole_table mark, so the cut-over recomputes
+ * restarts the build; a rewritten other table leaves a whole_table mark
+ * (the catch-up recomputes every row, in batches); capture triggers that a
+ * superuser changed leave an uncaptured mark, so the cut-over recomputes
  * everything.
  *
  *-------------------------------------------------------------------------
@@ -43,24 +47,14 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_rewrite.h"
-#include "executor/executor.h"
-#include "fmgr.h"
-#include "jit/jit.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/analyze.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
-#include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteSupport.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/latch.h"
-#include "tcop/tcopprot.h"
 #include "utils/acl.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -79,10 +73,8 @@
 #include "query_backfill.h"
 #include "query_catchup.h"
 #include "query_decompose.h"
-#include "query_functions.h"
 #include "query_job.h"
 #include "query_partial_agg.h"
-#include "query_view_pullup.h"
 #include "settings.h"
 
 #define CHUNK_BLOCKS_INITIAL	64
@@ -104,129 +96,6 @@
 #define BACKLOG_COUNT_INTERVAL_MS	5000
 /* ... and looks at how the changes spread (at least) */
 #define SPREAD_CHECK_INTERVAL_MS	250
-
-/*
- * Check everything the blocking statement's executor would check before
- * producing its first row: rewrite, plan and start the executor in
- * EXPLAIN-only mode (privileges on tables and columns, row security, EXECUTE
- * on functions).  Returns the plan.  Caller has an active snapshot.
- */
-PlannedStmt *
-QueryJobValidate(Query *query, const char *query_string, ParamListInfo params,
-				 QueryEnvironment *query_env)
-{
-	List	   *rewritten = QueryRewrite(copyObject(query));
-	PlannedStmt *plan;
-	QueryDesc  *query_desc;
-
-	if (list_length(rewritten) != 1)
-		elog(ERROR, "unexpected rewrite result for a background DDL query");
-
-	plan = pg_plan_query(linitial_node(Query, rewritten), query_string, 0, params);
-	/* Nothing runs: compiling the expressions (at executor start) is waste */
-	plan->jitFlags = PGJIT_NONE;
-	query_desc = CreateQueryDesc(plan, query_string, GetActiveSnapshot(),
-								 InvalidSnapshot, None_Receiver, params, query_env, 0);
-	ExecutorStart(query_desc, EXEC_FLAG_EXPLAIN_ONLY);
-	ExecutorEnd(query_desc);
-	FreeQueryDesc(query_desc);
-	return plan;
-}
-
-/* Replace external parameters by their values in params (see QueryBindParams) */
-static Node *
-BindParamsMutator(Node *node, ParamListInfo params)
-{
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
-	{
-		Param	   *param = (Param *) node;
-		ParamExternData workspace;
-		ParamExternData *value = NULL;
-		int16		typlen;
-		bool		typbyval;
-		Datum		datum = (Datum) 0;
-
-		if (params != NULL && param->paramid > 0 && param->paramid <= params->numParams)
-			value = params->paramFetch != NULL ?
-				params->paramFetch(params, param->paramid, false, &workspace) :
-				&params->params[param->paramid - 1];
-		if (value == NULL || value->ptype != param->paramtype)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_PARAMETER),
-					 errmsg("there is no parameter $%d", param->paramid)));
-		get_typlenbyval(param->paramtype, &typlen, &typbyval);
-		if (!value->isnull)
-			datum = typlen == -1 ? PointerGetDatum(PG_DETOAST_DATUM_COPY(value->value)) :
-				datumCopy(value->value, typbyval, typlen);
-		return (Node *) makeConst(param->paramtype, param->paramtypmod, param->paramcollid,
-								  typlen, datum, value->isnull, typbyval);
-	}
-	if (IsA(node, Query))
-		return (Node *) query_tree_mutator((Query *) node, BindParamsMutator, params, 0);
-	return expression_tree_mutator(node, BindParamsMutator, params);
-}
-
-/*
- * A copy of the query with every external parameter (CREATE TABLE ... AS
- * EXECUTE's, a PL/pgSQL variable) replaced by its value in params, as a
- * constant, bound once as the blocking statement binds them: a job's query
- * must stand on its own in another session.
- */
-Query *
-QueryBindParams(Query *query, ParamListInfo params)
-{
-	return (Query *) BindParamsMutator((Node *) copyObject(query), params);
-}
-
-/*
- * The strategy a job would use for a query, as the submitting role: for the
- * NOTICE at submit.  The worker decides again when it plans (privileges
- * may change meanwhile).
- */
-char *
-QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
-{
-	List	   *rewritten = QueryRewrite(copyObject(query));
-	QueryDecomposition decomposition;
-	Query	   *rewritten_query;
-
-	if (list_length(rewritten) != 1)
-		elog(ERROR, "unexpected rewrite result for a background DDL query");
-	/* As QueryOfRule gives it to the worker; any time as now() decides alike */
-	rewritten_query = linitial_node(Query, rewritten);
-	QueryPullUpViews(rewritten_query);
-	QueryDecompose(QueryPinJobStart(rewritten_query, GetCurrentTransactionStartTimestamp()),
-				   rule_relid, GetUserId(), InvalidOid, &decomposition);
-	*one_batch_reason = decomposition.reason;
-	return QueryStrategy(&decomposition);
-}
-
-/* The relfilenodes of the given relations (taking ACCESS SHARE on each) */
-/*
- * explain_ddl of a query (the SELECT of a statement, not analysed yet): the
- * strategy its job would use, as the calling role; NULL if it is not a
- * plain SELECT.
- */
-const char *
-QueryJobExplain(Node *raw_select, const char *query_string)
-{
-	RawStmt    *raw = makeNode(RawStmt);
-	Query	   *query;
-	char	   *reason;
-
-	if (raw_select == NULL || !IsA(raw_select, SelectStmt))
-		return NULL;
-	/* SELECT ... INTO is CREATE TABLE AS */
-	raw_select = copyObject(raw_select);
-	((SelectStmt *) raw_select)->intoClause = NULL;
-	raw->stmt = raw_select;
-	query = parse_analyze_fixedparams(raw, query_string, NULL, 0, NULL);
-	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
-		return NULL;
-	return QueryJobStrategyAtSubmit(query, InvalidOid, &reason);
-}
 
 /*
  * The query run's state that lives with the job (its kind_state), read at
@@ -1479,7 +1348,7 @@ QueryJobDiscard(const BgddlJob *job)
 /*
  * A query job was paused (the paused routine of the query kinds): its
  * capture triggers log no change while it is paused (capture_trigger.c),
- * so one whole_table mark stands for them all, and a paused job costs
+ * so one uncaptured mark stands for them all, and a paused job costs
  * writers nothing.
  */
 void

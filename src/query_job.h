@@ -55,14 +55,6 @@ typedef struct QueryRun
 
 #define QueryRunOf(run)	((QueryRun *) (run)->kind_run)
 
-/* Submit side */
-extern PlannedStmt *QueryJobValidate(Query *query, const char *query_string,
-									 ParamListInfo params, QueryEnvironment *query_env);
-extern Query *QueryBindParams(Query *query, ParamListInfo params);
-extern char *QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason);
-extern const char *QueryJobExplain(Node *raw_select, const char *query_string);
-
-/* Worker side */
 extern void QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role);
 extern void QueryJobPlan(JobRun *run);
 extern JobStepResult QueryJobBackfillStep(JobRun *run);
