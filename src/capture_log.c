@@ -386,6 +386,15 @@ DirtyMarkCompare(const void *a, const void *b)
 }
 
 static int
+TransactionIdCompare(const void *a, const void *b)
+{
+	TransactionId x = *(const TransactionId *) a;
+	TransactionId y = *(const TransactionId *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static int
 TidPairSourceCompare(const void *a, const void *b)
 {
 	return ItemPointerCompare(&((TidPair *) a)->source, &((TidPair *) b)->source);
@@ -414,11 +423,14 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 	TableScanDesc scan = table_beginscan(dirty, GetActiveSnapshot(), 0, NULL);
 	int			capacity = 1024;
 	int			other_capacity = 16;
+	int			xmin_capacity = 64;
 	HeapTuple	tuple;
+	int			unique = 0;
 
 	memset(marks, 0, sizeof(CapturedMarks));
 	marks->rows = palloc(sizeof(DirtyMark) * capacity);
 	marks->others = palloc(sizeof(ItemPointerData) * other_capacity);
+	marks->xmins = palloc(sizeof(TransactionId) * xmin_capacity);
 	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Datum		values[Natts_dirty];
@@ -437,6 +449,15 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 		{
 			marks->more = true;
 			break;
+		}
+		/* Consecutive marks are mostly one transaction's: keep the last only */
+		if (marks->nxmins == 0 ||
+			marks->xmins[marks->nxmins - 1] != HeapTupleHeaderGetRawXmin(tuple->t_data))
+		{
+			if (marks->nxmins == xmin_capacity)
+				marks->xmins = repalloc_huge(marks->xmins,
+											 sizeof(TransactionId) * (xmin_capacity *= 2));
+			marks->xmins[marks->nxmins++] = HeapTupleHeaderGetRawXmin(tuple->t_data);
 		}
 		if (!nulls[Anum_dirty_source_tid - 1])
 		{
@@ -465,6 +486,13 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 	table_endscan(scan);
 	table_close(dirty, NoLock);
 	qsort(marks->rows, marks->nrows, sizeof(DirtyMark), DirtyMarkCompare);
+	qsort(marks->xmins, marks->nxmins, sizeof(TransactionId), TransactionIdCompare);
+	for (int i = 0; i < marks->nxmins; i++)
+	{
+		if (unique == 0 || marks->xmins[unique - 1] != marks->xmins[i])
+			marks->xmins[unique++] = marks->xmins[i];
+	}
+	marks->nxmins = unique;
 }
 
 /* Is an uncaptured mark of the job visible? */
@@ -486,20 +514,37 @@ CaptureBacklog(int64 job_id)
 											job_id, Int64GetDatum(0)));
 }
 
-/* Delete processed dirty marks, by their own tuple ids */
+/*
+ * Delete processed dirty marks of a job, by their own tuple ids.  They were
+ * read (CaptureMarksScan) in an earlier transaction, so a tuple id may hold
+ * another mark by now (theirs was deleted, say by CaptureCoverAll, and the
+ * space reused): a mark is deleted only if the job and a transaction that
+ * wrote the marks read (xmins, sorted) are its own too.  A mark written
+ * later is never written by one of those, which had committed when they
+ * were read.
+ */
 void
-CaptureMarksDelete(ItemPointer marks, int nmarks)
+CaptureMarksDelete(int64 job_id, ItemPointer marks, int nmarks, const TransactionId *xmins,
+				   int nxmins)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {TIDARRAYOID};
-	Datum		values[1];
+	Oid			argtypes[] = {INT8OID, TIDARRAYOID, XIDARRAYOID};
+	Datum		values[3];
+	Datum	   *xmin_datums;
 
 	if (nmarks == 0)
 		return;
-	values[0] = CatalogTidArray(marks, nmarks);
+	xmin_datums = palloc(sizeof(Datum) * Max(nxmins, 1));
+	for (int i = 0; i < nxmins; i++)
+		xmin_datums[i] = TransactionIdGetDatum(xmins[i]);
+	values[0] = Int64GetDatum(job_id);
+	values[1] = CatalogTidArray(marks, nmarks);
+	values[2] = PointerGetDatum(construct_array(xmin_datums, nxmins, XIDOID, sizeof(TransactionId),
+												true, TYPALIGN_INT));
 	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.dirty WHERE ctid = ANY($1)",
-				   1, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogExecute("DELETE FROM background_ddl.dirty "
+				   "WHERE ctid = ANY($2) AND job_id = $1 AND xmin = ANY($3)",
+				   lengthof(values), argtypes, values, NULL, SPI_OK_DELETE);
 	CatalogAccessEnd(&access);
 }
 

@@ -77,6 +77,8 @@ typedef struct CapturedMarks
 	List	   *join_keys;		/* JoinKeyMarks, not deduplicated */
 	ItemPointer others;			/* the tuple ids of its join and whole_table marks */
 	int			nothers;
+	TransactionId *xmins;		/* the transactions that wrote them all, sorted */
+	int			nxmins;
 	bool		whole_table;	/* every row is to be recomputed */
 	bool		uncaptured;		/* the cut-over recomputes everything */
 	bool		more;			/* more marks than it may read at once */
@@ -86,7 +88,8 @@ extern int64 CaptureMarksLogged(void);
 extern void CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks);
 extern bool CaptureHasUncaptured(int64 job_id);
 extern int64 CaptureBacklog(int64 job_id);
-extern void CaptureMarksDelete(ItemPointer marks, int nmarks);
+extern void CaptureMarksDelete(int64 job_id, ItemPointer marks, int nmarks,
+							   const TransactionId *xmins, int nxmins);
 extern void CaptureMarkWholeTable(int64 job_id, bool uncaptured);
 
 extern TidPair *CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources,

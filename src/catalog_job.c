@@ -33,6 +33,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
@@ -255,6 +256,32 @@ CatalogJobLoad(int64 job_id, BgddlJob *job, bool latest)
 		JobFromRow(&row, job);
 	CatalogRowClose(&row);
 	return found;
+}
+
+/*
+ * Wait until the transaction that last wrote the job's row has ended
+ * altogether.  A transaction is seen committed before it has sent the
+ * invalidations of its catalog changes, and releases its locks only after
+ * that: a session that saw a job end (wait_ddl) and then looks the job's
+ * object up could otherwise still find the placeholder in its caches.
+ */
+void
+CatalogJobWaitForLastWriter(int64 job_id)
+{
+	CatalogRow	row;
+	TransactionId writer = InvalidTransactionId;
+
+	if (JobRowRead(&row, job_id, true))
+	{
+		bool		isnull;
+		Datum		xmin = slot_getsysattr(row.slot, MinTransactionIdAttributeNumber, &isnull);
+
+		if (!isnull)
+			writer = DatumGetTransactionId(xmin);
+	}
+	CatalogRowClose(&row);
+	if (TransactionIdIsNormal(writer) && !TransactionIdIsCurrentTransactionId(writer))
+		XactLockTableWait(writer, NULL, NULL, XLTW_None);
 }
 
 /*

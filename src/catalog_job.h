@@ -137,6 +137,7 @@ typedef struct JobError
 /* Rows */
 extern int64 CatalogJobInsert(const BgddlJobSubmission *submission);
 extern bool CatalogJobLoad(int64 job_id, BgddlJob *job, bool latest);
+extern void CatalogJobWaitForLastWriter(int64 job_id);
 extern List *CatalogJobsSchedulable(void);
 extern int64 CatalogJobBuilding(Oid target_oid);
 extern List *CatalogJobsUnfinished(void);

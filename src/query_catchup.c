@@ -71,6 +71,7 @@
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
 #include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -356,6 +357,7 @@ JoinedSources(Query *query, Index driving_rtindex, const QueryJoinKey *key, List
 {
 	Query	   *tids = makeNode(Query);
 	RangeTblRef *ref = makeNode(RangeTblRef);
+	RangeTblEntry *rte;
 	Oid			key_type;
 	int32		key_typmod;
 	Oid			key_collation;
@@ -399,7 +401,10 @@ JoinedSources(Query *query, Index driving_rtindex, const QueryJoinKey *key, List
 	tids->commandType = CMD_SELECT;
 	tids->querySource = QSRC_ORIGINAL;
 	tids->canSetTag = true;
-	tids->rtable = list_make1(copyObject(rt_fetch(driving_rtindex, query->rtable)));
+	rte = copyObject(rt_fetch(driving_rtindex, query->rtable));
+	/* Its row security quals follow it to its new place */
+	ChangeVarNodes((Node *) rte->securityQuals, driving_rtindex, 1, 0);
+	tids->rtable = list_make1(rte);
 	tids->jointree = makeFromExpr(list_make1(ref), (Node *) saop);
 	tids->targetList = list_make1(makeTargetEntry((Expr *) makeVar(1, SelfItemPointerAttributeNumber,
 																   TIDOID, -1, InvalidOid, 0),
@@ -443,6 +448,12 @@ AddJoinedSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass)
 			continue;
 		}
 		sources = JoinedSources(query, driving_rtindex, key, pass->marks.join_keys, &nsources);
+		if ((int64) capacity + nsources > PASS_MAX_MARKS)
+		{
+			/* More rows than a pass holds: recompute them all, in batches */
+			pass->marks.whole_table = true;
+			continue;
+		}
 		pass->marks.rows = repalloc_huge(pass->marks.rows,
 										 sizeof(DirtyMark) * Max(capacity + nsources, 1));
 		for (int i = 0; i < nsources; i++)
@@ -821,9 +832,17 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 		}
 		if (pass->next_chunk < pass->nchunks || pass->next_block < pass->end_block)
 			return true;
-		/* Every row was recomputed after every mark the pass read */
+		/*
+		 * Every row was recomputed after every mark the pass read, but for
+		 * marks beyond the blocks it recomputed (the table was longer once:
+		 * vacuum truncated it): those rows' outputs are the next pass's to
+		 * delete, so their marks stay
+		 */
 		for (int i = 0; i < marks->nrows; i++)
-			AddMark(&done, &ndone, &capacity, &marks->rows[i].mark);
+		{
+			if (ItemPointerGetBlockNumber(&marks->rows[i].source) < pass->end_block)
+				AddMark(&done, &ndone, &capacity, &marks->rows[i].mark);
+		}
 		marks->nrows = 0;
 		pass->sources_done = pass->sources;
 	}
@@ -884,7 +903,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 			*rows_gained = RecomputeUnits(target, starts, ends, nunits, split_starts, nsplit,
 										  recomputed);
 	}
-	else if (NextChunkMostlyChanged(pass))
+	else if (pass->next < marks->nrows && NextChunkMostlyChanged(pass))
 	{
 		/* Recompute the chunk as a whole: cheaper than row by row */
 		int64		start;
@@ -935,7 +954,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 			AddMark(&done, &ndone, &capacity, &marks->others[i]);
 		marks->nothers = 0;
 	}
-	CaptureMarksDelete(done, ndone);
+	CaptureMarksDelete(target->job_id, done, ndone, marks->xmins, marks->nxmins);
 	return pass->next < marks->nrows;
 }
 

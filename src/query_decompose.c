@@ -406,7 +406,8 @@ JoinKeyOfQual(Query *query, Node *qual, Index driving_rtindex)
 	else
 		return NULL;
 	other_rte = rt_fetch(other->varno, query->rtable);
-	if (!OidIsValid(opno) || !IsBuiltIn(opno) || !op_mergejoinable(opno, driving->vartype) ||
+	if (!OidIsValid(opno) || !IsBuiltIn(opno) || !IsBuiltIn(op->opno) ||
+		!op_mergejoinable(opno, driving->vartype) ||
 		!JoinKeyTypeLogged(other->vartype) || other_rte->rtekind != RTE_RELATION)
 		return NULL;
 	key = palloc(sizeof(QueryJoinKey));

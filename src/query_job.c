@@ -1100,7 +1100,8 @@ QueryJobCatchUp(JobRun *run)
 		OpenCatchUpTarget(run, &target);
 		q->whole_table_marked = false;	/* the pass sees it */
 		QueryCatchUpPassBegin(&target, &pass, JobContext());
-		costs_more = QueryCatchUpPassCostsMore(&target, &pass);
+		costs_more = QueryCatchUpPassCostsMore(&target, &pass) ||
+			(pass.marks.whole_table && q->last_pass_whole);
 		CloseCatchUpTarget(&target);
 		WriteQueryState(run);
 		CatalogJobRecordBacklog(&run->job, QueryCatchUpBacklog(&pass), -1);
@@ -1112,6 +1113,7 @@ QueryJobCatchUp(JobRun *run)
 		return result;
 	if (costs_more)
 	{
+		/* (or every row changed again, as in the pass before: the same to come) */
 		ereport(LOG,
 				(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
 						(long long) run->job.id)));
@@ -1125,6 +1127,7 @@ QueryJobCatchUp(JobRun *run)
 		return JOB_STEP_DONE;
 	}
 	whole_table = pass.marks.whole_table;
+	q->last_pass_whole = whole_table;
 
 	while ((result = CatchUpBatchStep(run, &pass)) == JOB_STEP_MORE)
 	{

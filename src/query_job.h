@@ -43,6 +43,7 @@ typedef struct QueryRun
 	int64		catchup_blocks; /* ... or in blocks (partial aggregation, whole_table) */
 	TimestampTz pass_started_at;	/* when its catch-up pass began */
 	double		last_pass_seconds;	/* how long its previous catch-up pass took */
+	bool		last_pass_whole;	/* ... and whether it recomputed every row */
 	TimestampTz backlog_counted_at; /* when it last counted the backlog */
 	TimestampTz spread_checked_at;	/* when it last looked at their spread */
 	int64		spread_check_interval_ms;	/* and when it looks again */

@@ -31,6 +31,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/portal.h"
@@ -287,7 +288,16 @@ WaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks, BgddlJ
 					 errdetail("The job is still %s.", CatalogStateName(job->state))));
 		MemoryContextSwitchTo(caller_context);
 		if (ended)
+		{
+			/* What the job changed in the catalogs is seen from here on */
+			if (commit_between_looks)
+				PushActiveSnapshot(GetTransactionSnapshot());
+			CatalogJobWaitForLastWriter(job_id);
+			if (commit_between_looks)
+				PopActiveSnapshot();
+			AcceptInvalidationMessages();
 			break;
+		}
 		MemoryContextReset(look_context);
 		/* Workers broadcast when they exit; the timeout bounds any miss */
 		(void) ConditionVariableTimedSleep(&JobShared->job_finished, 100, PG_WAIT_EXTENSION);

@@ -186,6 +186,28 @@ $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point;
 check_exact_at_cutover($node, 'agg_spread', $spread, sprintf($agg_query, 'events_at(SNAP)'), 900);
 check_no_leftovers($node, $spread);
 
+# A role under row security: the driving rows that a changed join key
+# stands for are looked up as that role, under its policy
+$node->safe_psql('postgres', q{
+CREATE ROLE analyst LOGIN;
+GRANT SELECT, TRIGGER ON events, accounts TO analyst;
+GRANT CREATE ON SCHEMA public TO analyst;
+ALTER TABLE events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY low_accounts ON events TO analyst USING (account < 500);
+});
+$hold = hold_at($node, 'catching up');
+my $secured = submit_job($node,
+	'CREATE MATERIALIZED VIEW join_secured AS ' . sprintf($join_query, 'events', 'accounts'),
+	user => 'analyst');
+ok(held_at_hold($node), 'the job of a role under row security waits before its catch-up');
+$node->safe_psql('postgres',
+	"UPDATE accounts SET name = 'secured ' || account WHERE account % 10 = 3; "
+	  . "UPDATE events SET payload = 'secured' WHERE id % 500 = 3;");
+release_hold($node, $hold);
+check_exact_at_cutover($node, 'join_secured', $secured,
+	sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)') . ' WHERE e.account < 500', 1000);
+check_no_leftovers($node, $secured);
+
 is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.dirty'), '0',
 	'no mark is left in the dirty log');
 $node->stop;
