@@ -385,6 +385,13 @@ DirtyMarkCompare(const void *a, const void *b)
 	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
 }
 
+/* Sort marks by source tuple id */
+void
+CaptureMarksSort(DirtyMark *marks, int nmarks)
+{
+	qsort(marks, nmarks, sizeof(DirtyMark), DirtyMarkCompare);
+}
+
 static int
 TransactionIdCompare(const void *a, const void *b)
 {
@@ -485,7 +492,7 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 	}
 	table_endscan(scan);
 	table_close(dirty, NoLock);
-	qsort(marks->rows, marks->nrows, sizeof(DirtyMark), DirtyMarkCompare);
+	CaptureMarksSort(marks->rows, marks->nrows);
 	qsort(marks->xmins, marks->nxmins, sizeof(TransactionId), TransactionIdCompare);
 	for (int i = 0; i < marks->nxmins; i++)
 	{

@@ -86,6 +86,7 @@ typedef struct CapturedMarks
 
 extern int64 CaptureMarksLogged(void);
 extern void CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks);
+extern void CaptureMarksSort(DirtyMark *marks, int nmarks);
 extern bool CaptureHasUncaptured(int64 job_id);
 extern int64 CaptureBacklog(int64 job_id);
 extern void CaptureMarksDelete(int64 job_id, ItemPointer marks, int nmarks,

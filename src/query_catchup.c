@@ -101,10 +101,11 @@
 /* A pass reads at most this many marks; the rest wait for the next pass */
 #define PASS_MAX_MARKS		1000000
 
-static int
-DirtyMarkSourceCompare(const void *a, const void *b)
+/* Is mark i (of marks sorted by source) the first of its source, from mark first on? */
+static inline bool
+NewSource(DirtyMark *rows, int i, int first)
 {
-	return ItemPointerCompare(&((DirtyMark *) a)->source, &((DirtyMark *) b)->source);
+	return i == first || !ItemPointerEquals(&rows[i - 1].source, &rows[i].source);
 }
 
 static int	UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end);
@@ -464,7 +465,7 @@ AddJoinedSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass)
 		}
 	}
 	JobQueryEnd();
-	qsort(pass->marks.rows, pass->marks.nrows, sizeof(DirtyMark), DirtyMarkSourceCompare);
+	CaptureMarksSort(pass->marks.rows, pass->marks.nrows);
 }
 
 /*
@@ -501,8 +502,7 @@ QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
 		AddJoinedSources(target, pass);
 	for (int i = 0; i < pass->marks.nrows; i++)
 	{
-		if (i == 0 || !ItemPointerEquals(&pass->marks.rows[i - 1].source,
-										 &pass->marks.rows[i].source))
+		if (NewSource(pass->marks.rows, i, 0))
 			pass->sources++;
 	}
 
@@ -697,8 +697,7 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 
 		if (UnitOf(&pass, ItemPointerGetBlockNumber(source), &start, &end) < 0)
 			continue;
-		if (target->partial ? start != last_dirty :
-			i == 0 || !ItemPointerEquals(&pass.marks.rows[i - 1].source, source))
+		if (target->partial ? start != last_dirty : NewSource(pass.marks.rows, i, 0))
 			dirty++;
 		last_dirty = start;
 	}
@@ -723,6 +722,25 @@ AddMark(ItemPointer *marks, int *nmarks, int *capacity, ItemPointer mark)
 }
 
 /*
+ * Take the pass's next marks, those of sources before end_block (recomputed
+ * now), into the marks to delete
+ */
+static void
+TakeMarksBefore(QueryCatchUpPass *pass, int64 end_block, ItemPointer *marks, int *nmarks,
+				int *capacity)
+{
+	DirtyMark  *rows = pass->marks.rows;
+
+	for (; pass->next < pass->marks.nrows &&
+		 ItemPointerGetBlockNumber(&rows[pass->next].source) < end_block; pass->next++)
+	{
+		if (NewSource(rows, pass->next, 0))
+			pass->sources_done++;
+		AddMark(marks, nmarks, capacity, &rows[pass->next].mark);
+	}
+}
+
+/*
  * Row by row: have changes touched so many of the driving rows of a chunk
  * (a twentieth, as the statistics count its rows), from mark first on, that
  * recomputing the whole chunk costs less than recomputing them one by one,
@@ -737,8 +755,7 @@ ChunkMostlyChanged(const QueryCatchUpPass *pass, int chunk, int first, int *next
 	for (i = first; i < pass->marks.nrows &&
 		 ItemPointerGetBlockNumber(&pass->marks.rows[i].source) < pass->chunks[chunk].end_block; i++)
 	{
-		if (i == first || !ItemPointerEquals(&pass->marks.rows[i - 1].source,
-											 &pass->marks.rows[i].source))
+		if (NewSource(pass->marks.rows, i, first))
 			changed++;
 	}
 	*next = i;
@@ -889,15 +906,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 				ItemPointerSet(&split_starts[nsplit], (BlockNumber) pass->chunks[chunk].start_block, 0);
 				nsplit++;
 			}
-			while (pass->next < marks->nrows &&
-				   ItemPointerGetBlockNumber(&marks->rows[pass->next].source) < block)
-			{
-				if (pass->next == 0 || !ItemPointerEquals(&marks->rows[pass->next - 1].source,
-														  &marks->rows[pass->next].source))
-					pass->sources_done++;
-				AddMark(&done, &ndone, &capacity, &marks->rows[pass->next].mark);
-				pass->next++;
-			}
+			TakeMarksBefore(pass, block, &done, &ndone, &capacity);
 		}
 		if (nunits > 0)
 			*rows_gained = RecomputeUnits(target, starts, ends, nunits, split_starts, nsplit,
@@ -915,15 +924,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 									  pass->chunks[chunk].start_block,
 									  pass->chunks[chunk].end_block, recomputed);
 		pass->map_chunk = -1;	/* its tid map was replaced */
-		while (pass->next < marks->nrows &&
-			   ItemPointerGetBlockNumber(&marks->rows[pass->next].source) < pass->chunks[chunk].end_block)
-		{
-			if (pass->next == 0 || !ItemPointerEquals(&marks->rows[pass->next - 1].source,
-													  &marks->rows[pass->next].source))
-				pass->sources_done++;
-			AddMark(&done, &ndone, &capacity, &marks->rows[pass->next].mark);
-			pass->next++;
-		}
+		TakeMarksBefore(pass, pass->chunks[chunk].end_block, &done, &ndone, &capacity);
 	}
 	else
 	{

@@ -642,6 +642,9 @@ LeaveAllToCutOver(JobRun *run)
 	QueryRun   *q = QueryRunOf(run);
 	Relation	content;
 
+	ereport(LOG,
+			(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
+					(long long) run->job.id)));
 	CloseClaims(q);
 	JobStepBegin("background_ddl: leaving the whole query to the cut-over", STEP_READ_COMMITTED);
 	if (!JobRunTargetExists(run))
@@ -842,10 +845,6 @@ ChangesSpread(JobRun *run)
 	q->spread_checked_at = GetCurrentTimestamp();
 	q->spread_check_interval_ms = Max(SPREAD_CHECK_INTERVAL_MS,
 									  20 * (q->spread_checked_at - now) / 1000);
-	if (spread)
-		ereport(LOG,
-				(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
-						(long long) run->job.id)));
 	return spread;
 }
 
@@ -1114,9 +1113,6 @@ QueryJobCatchUp(JobRun *run)
 	if (costs_more)
 	{
 		/* (or every row changed again, as in the pass before: the same to come) */
-		ereport(LOG,
-				(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
-						(long long) run->job.id)));
 		QueryCatchUpPassEnd(&pass);
 		return LeaveAllToCutOver(run);
 	}
@@ -1189,34 +1185,40 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 	if (!recompute_all)
 	{
 		JobStepResult check = CheckSources(run);
-		QueryCatchUpTarget target;
-		QueryCatchUpPass pass;
 
 		if (check != JOB_STEP_MORE)
 			return check;
 
 		/*
-		 * The last pass, in this transaction; after a whole_table mark it
-		 * would recompute every chunk, which the whole query does faster, as
-		 * it does a pass that reads more marks than a pass may, or one that
+		 * The last pass, in this transaction, unless the whole query is known
+		 * to be left to it already; after a whole_table mark the pass would
+		 * recompute every chunk, which the whole query does faster, as it
+		 * does a pass that reads more marks than a pass may, or one that
 		 * costs more than the whole query
 		 */
-		OpenCatchUpTarget(run, &target);
-		QueryCatchUpPassBegin(&target, &pass, CurrentMemoryContext);
-		recompute_all = q->whole_table_marked || q->recompute_at_cutover ||
-			pass.marks.uncaptured || pass.marks.whole_table || pass.marks.more ||
-			QueryCatchUpPassCostsMore(&target, &pass);
+		recompute_all = q->whole_table_marked || q->recompute_at_cutover;
 		if (!recompute_all)
 		{
-			int64		gained;
+			QueryCatchUpTarget target;
+			QueryCatchUpPass pass;
 
-			while (QueryCatchUpBatch(&target, &pass, PG_INT64_MAX, &gained, &q->rows_recomputed))
+			OpenCatchUpTarget(run, &target);
+			QueryCatchUpPassBegin(&target, &pass, CurrentMemoryContext);
+			recompute_all = pass.marks.uncaptured || pass.marks.whole_table || pass.marks.more ||
+				QueryCatchUpPassCostsMore(&target, &pass);
+			if (!recompute_all)
+			{
+				int64		gained;
+
+				while (QueryCatchUpBatch(&target, &pass, PG_INT64_MAX, &gained,
+										 &q->rows_recomputed))
+					run->job.rows_done += gained;
 				run->job.rows_done += gained;
-			run->job.rows_done += gained;
-			*rows = run->job.rows_done;
+				*rows = run->job.rows_done;
+			}
+			QueryCatchUpPassEnd(&pass);
+			CloseCatchUpTarget(&target);
 		}
-		QueryCatchUpPassEnd(&pass);
-		CloseCatchUpTarget(&target);
 		if (recompute_all)
 			EmptyContent(content);
 	}
