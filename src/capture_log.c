@@ -430,14 +430,11 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 	TableScanDesc scan = table_beginscan(dirty, GetActiveSnapshot(), 0, NULL);
 	int			capacity = 1024;
 	int			other_capacity = 16;
-	int			xmin_capacity = 64;
 	HeapTuple	tuple;
-	int			unique = 0;
 
 	memset(marks, 0, sizeof(CapturedMarks));
 	marks->rows = palloc(sizeof(DirtyMark) * capacity);
-	marks->others = palloc(sizeof(ItemPointerData) * other_capacity);
-	marks->xmins = palloc(sizeof(TransactionId) * xmin_capacity);
+	marks->others = palloc(sizeof(MarkId) * other_capacity);
 	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Datum		values[Natts_dirty];
@@ -457,28 +454,20 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 			marks->more = true;
 			break;
 		}
-		/* Consecutive marks are mostly one transaction's: keep the last only */
-		if (marks->nxmins == 0 ||
-			marks->xmins[marks->nxmins - 1] != HeapTupleHeaderGetRawXmin(tuple->t_data))
-		{
-			if (marks->nxmins == xmin_capacity)
-				marks->xmins = repalloc_huge(marks->xmins,
-											 sizeof(TransactionId) * (xmin_capacity *= 2));
-			marks->xmins[marks->nxmins++] = HeapTupleHeaderGetRawXmin(tuple->t_data);
-		}
 		if (!nulls[Anum_dirty_source_tid - 1])
 		{
 			if (marks->nrows == capacity)
 				marks->rows = repalloc_huge(marks->rows, sizeof(DirtyMark) * (capacity *= 2));
 			ItemPointerCopy(DatumGetItemPointer(values[Anum_dirty_source_tid - 1]),
 							&marks->rows[marks->nrows].source);
-			marks->rows[marks->nrows++].mark = tuple->t_self;
+			marks->rows[marks->nrows].mark.tid = tuple->t_self;
+			marks->rows[marks->nrows++].mark.xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
 			continue;
 		}
 		if (marks->nothers == other_capacity)
-			marks->others = repalloc_huge(marks->others,
-										  sizeof(ItemPointerData) * (other_capacity *= 2));
-		marks->others[marks->nothers++] = tuple->t_self;
+			marks->others = repalloc_huge(marks->others, sizeof(MarkId) * (other_capacity *= 2));
+		marks->others[marks->nothers].tid = tuple->t_self;
+		marks->others[marks->nothers++].xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
 		if (DatumGetBool(values[Anum_dirty_whole_table - 1]))
 			marks->whole_table = true;
 		else if (!nulls[Anum_dirty_join_key - 1])
@@ -493,13 +482,6 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 	table_endscan(scan);
 	table_close(dirty, NoLock);
 	CaptureMarksSort(marks->rows, marks->nrows);
-	qsort(marks->xmins, marks->nxmins, sizeof(TransactionId), TransactionIdCompare);
-	for (int i = 0; i < marks->nxmins; i++)
-	{
-		if (unique == 0 || marks->xmins[unique - 1] != marks->xmins[i])
-			marks->xmins[unique++] = marks->xmins[i];
-	}
-	marks->nxmins = unique;
 }
 
 /* Is an uncaptured mark of the job visible? */
@@ -522,30 +504,43 @@ CaptureBacklog(int64 job_id)
 }
 
 /*
- * Delete processed dirty marks of a job, by their own tuple ids.  They were
+ * Delete processed dirty marks of a job, as a pass read them.  They were
  * read (CaptureMarksScan) in an earlier transaction, so a tuple id may hold
  * another mark by now (theirs was deleted, say by CaptureCoverAll, and the
  * space reused): a mark is deleted only if the job and a transaction that
- * wrote the marks read (xmins, sorted) are its own too.  A mark written
- * later is never written by one of those, which had committed when they
- * were read.
+ * wrote one of these marks are its own too.  A mark written later is never
+ * written by one of those, which had committed when they were read.  The
+ * transactions are those of these marks alone: a batch's few, not a pass's.
  */
 void
-CaptureMarksDelete(int64 job_id, ItemPointer marks, int nmarks, const TransactionId *xmins,
-				   int nxmins)
+CaptureMarksDelete(int64 job_id, const MarkId *marks, int nmarks)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID, TIDARRAYOID, XIDARRAYOID};
 	Datum		values[3];
+	ItemPointer tids;
+	TransactionId *xmins;
 	Datum	   *xmin_datums;
+	int			nxmins = 0;
 
 	if (nmarks == 0)
 		return;
-	xmin_datums = palloc(sizeof(Datum) * Max(nxmins, 1));
-	for (int i = 0; i < nxmins; i++)
-		xmin_datums[i] = TransactionIdGetDatum(xmins[i]);
+	tids = palloc(sizeof(ItemPointerData) * nmarks);
+	xmins = palloc(sizeof(TransactionId) * nmarks);
+	for (int i = 0; i < nmarks; i++)
+	{
+		tids[i] = marks[i].tid;
+		xmins[i] = marks[i].xmin;
+	}
+	qsort(xmins, nmarks, sizeof(TransactionId), TransactionIdCompare);
+	xmin_datums = palloc(sizeof(Datum) * nmarks);
+	for (int i = 0; i < nmarks; i++)
+	{
+		if (i == 0 || xmins[i] != xmins[i - 1])
+			xmin_datums[nxmins++] = TransactionIdGetDatum(xmins[i]);
+	}
 	values[0] = Int64GetDatum(job_id);
-	values[1] = CatalogTidArray(marks, nmarks);
+	values[1] = CatalogTidArray(tids, nmarks);
 	values[2] = PointerGetDatum(construct_array(xmin_datums, nxmins, XIDOID, sizeof(TransactionId),
 												true, TYPALIGN_INT));
 	CatalogAccessBegin(&access);
@@ -553,6 +548,9 @@ CaptureMarksDelete(int64 job_id, ItemPointer marks, int nmarks, const Transactio
 				   "WHERE ctid = ANY($2) AND job_id = $1 AND xmin = ANY($3)",
 				   lengthof(values), argtypes, values, NULL, SPI_OK_DELETE);
 	CatalogAccessEnd(&access);
+	pfree(tids);
+	pfree(xmins);
+	pfree(xmin_datums);
 }
 
 /*

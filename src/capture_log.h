@@ -35,10 +35,21 @@ extern void CaptureRowDelete(int64 job_id);
 extern void CaptureStop(int64 job_id);
 
 /* A dirty mark: the changed source tuple id, and where the mark itself is */
+/*
+ * A mark of the dirty log as a pass read it: its tuple id, and the
+ * transaction that wrote it (so that a later mark in the same place is not
+ * taken for it)
+ */
+typedef struct MarkId
+{
+	ItemPointerData tid;
+	TransactionId xmin;
+} MarkId;
+
 typedef struct DirtyMark
 {
 	ItemPointerData source;
-	ItemPointerData mark;
+	MarkId		mark;
 } DirtyMark;
 
 /* A committed chunk: blocks [start_block, end_block) of the driving table */
@@ -75,10 +86,8 @@ typedef struct CapturedMarks
 	DirtyMark  *rows;			/* row marks, sorted by source */
 	int			nrows;
 	List	   *join_keys;		/* JoinKeyMarks, not deduplicated */
-	ItemPointer others;			/* the tuple ids of its join and whole_table marks */
+	MarkId	   *others;			/* its join and whole_table marks */
 	int			nothers;
-	TransactionId *xmins;		/* the transactions that wrote them all, sorted */
-	int			nxmins;
 	bool		whole_table;	/* every row is to be recomputed */
 	bool		uncaptured;		/* the cut-over recomputes everything */
 	bool		more;			/* more marks than it may read at once */
@@ -89,8 +98,7 @@ extern void CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks);
 extern void CaptureMarksSort(DirtyMark *marks, int nmarks);
 extern bool CaptureHasUncaptured(int64 job_id);
 extern int64 CaptureBacklog(int64 job_id);
-extern void CaptureMarksDelete(int64 job_id, ItemPointer marks, int nmarks,
-							   const TransactionId *xmins, int nxmins);
+extern void CaptureMarksDelete(int64 job_id, const MarkId *marks, int nmarks);
 extern void CaptureMarkWholeTable(int64 job_id, bool uncaptured);
 
 extern TidPair *CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources,

@@ -460,7 +460,7 @@ AddJoinedSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass)
 		for (int i = 0; i < nsources; i++)
 		{
 			pass->marks.rows[pass->marks.nrows].source = sources[i];
-			ItemPointerSetInvalid(&pass->marks.rows[pass->marks.nrows].mark);
+			ItemPointerSetInvalid(&pass->marks.rows[pass->marks.nrows].mark.tid);
 			pass->marks.nrows++;
 		}
 	}
@@ -712,12 +712,12 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 
 /* Collect the tuple ids of marks to delete */
 static void
-AddMark(ItemPointer *marks, int *nmarks, int *capacity, ItemPointer mark)
+AddMark(MarkId **marks, int *nmarks, int *capacity, const MarkId *mark)
 {
-	if (!ItemPointerIsValid(mark))
+	if (!ItemPointerIsValid(&mark->tid))
 		return;
 	if (*nmarks == *capacity)
-		*marks = repalloc_huge(*marks, sizeof(ItemPointerData) * (*capacity *= 2));
+		*marks = repalloc_huge(*marks, sizeof(MarkId) * (*capacity *= 2));
 	(*marks)[(*nmarks)++] = *mark;
 }
 
@@ -726,7 +726,7 @@ AddMark(ItemPointer *marks, int *nmarks, int *capacity, ItemPointer mark)
  * now), into the marks to delete
  */
 static void
-TakeMarksBefore(QueryCatchUpPass *pass, int64 end_block, ItemPointer *marks, int *nmarks,
+TakeMarksBefore(QueryCatchUpPass *pass, int64 end_block, MarkId **marks, int *nmarks,
 				int *capacity)
 {
 	DirtyMark  *rows = pass->marks.rows;
@@ -791,7 +791,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 {
 	CapturedMarks *marks = &pass->marks;
 	int			capacity = 64;
-	ItemPointer done = palloc(sizeof(ItemPointerData) * capacity);
+	MarkId	   *done = palloc(sizeof(MarkId) * capacity);
 	int			ndone = 0;
 	int64		cost = 0;
 
@@ -955,7 +955,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 			AddMark(&done, &ndone, &capacity, &marks->others[i]);
 		marks->nothers = 0;
 	}
-	CaptureMarksDelete(target->job_id, done, ndone, marks->xmins, marks->nxmins);
+	CaptureMarksDelete(target->job_id, done, ndone);
 	return pass->next < marks->nrows;
 }
 
