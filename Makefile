@@ -23,6 +23,8 @@ OBJS = \
 	src/kind_ctas.o \
 	src/kind_refresh.o \
 	src/kind_index.o \
+	src/index_partitions.o \
+	src/index_build.o \
 	src/kind_placeholder.o \
 	src/query_job.o \
 	src/query_submit.o \

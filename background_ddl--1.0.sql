@@ -276,7 +276,9 @@ LANGUAGE C STABLE;
  * job's object.  The phase of a running job is its worker's (live_jobs), not
  * the catalog's, which a long step commits only at its end.  A worker that
  * builds an index (CREATE INDEX CONCURRENTLY) shows the phase, tuples and
- * progress of its pg_stat_progress_create_index row.
+ * progress of its pg_stat_progress_create_index row; for the index of a
+ * partitioned table, built partition by partition, that row's partition is
+ * named, and the job's progress counts the partitions done.
  */
 CREATE VIEW pg_stat_background_ddl AS
 	SELECT j.id,
@@ -287,15 +289,19 @@ CREATE VIEW pg_stat_background_ddl AS
 		   CASE WHEN v.visible THEN j.command ELSE '<insufficient privilege>' END AS command,
 		   CASE WHEN j.state = 'running' AND l.pid IS NULL AND NOT pg_catalog.pg_is_in_recovery()
 				THEN 'queued' ELSE j.state END AS state,
-		   coalesce(i.phase, CASE WHEN j.state IN ('running', 'cancelling') THEN l.phase END,
+		   coalesce(i.phase || coalesce(' (partition ' || pt.partition || ', ' || pt.done + 1 ||
+										' of ' || pt.total || ')', ''),
+					CASE WHEN j.state IN ('running', 'cancelling') THEN l.phase END,
 					j.phase) AS phase,
-		   greatest(j.progress, l.progress, i.progress) AS progress,
-		   coalesce(i.tuples_done, greatest(j.rows_done, l.rows_done)) AS rows_done,
-		   coalesce(i.tuples_total, j.rows_total) AS rows_total,
+		   greatest(j.progress, l.progress, coalesce(pt.progress, i.progress)) AS progress,
+		   CASE WHEN pt.total IS NOT NULL THEN j.rows_done + coalesce(i.tuples_done, 0)
+				ELSE coalesce(i.tuples_done, greatest(j.rows_done, l.rows_done)) END AS rows_done,
+		   CASE WHEN pt.total IS NOT NULL THEN j.rows_total
+				ELSE coalesce(i.tuples_total, j.rows_total) END AS rows_total,
 		   greatest(j.chunks_done, l.chunks_done) AS chunks_done,
-		   j.chunks_total,
-		   coalesce(i.rate, j.rate) AS rate,
-		   coalesce(i.eta, j.eta) AS eta,
+		   coalesce(j.chunks_total, (j.kind_state ->> 'partitions_total')::bigint) AS chunks_total,
+		   coalesce(pt.rate, i.rate, j.rate) AS rate,
+		   coalesce(pt.eta, i.eta, j.eta) AS eta,
 		   j.submitted_at,
 		   j.started_at,
 		   j.finished_at,
@@ -338,7 +344,8 @@ CREATE VIEW pg_stat_background_ddl AS
 				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
 				 WHEN a.query LIKE 'background_ddl: throttled%'
 				   THEN 'the rate limit of ' || j.max_rate || ' rows/s (alter_ddl)'
-				 WHEN i.phase LIKE 'waiting for%' THEN i.phase
+				 WHEN i.phase LIKE 'waiting for%'
+				   THEN i.phase || coalesce(' (building the index of partition ' || pt.partition || ')', '')
 			   END
 			 WHEN j.not_before > now()
 			   THEN j.given_back_for || ' (its worker was given back until ' || j.not_before::text || ')'
@@ -380,6 +387,24 @@ CREATE VIEW pg_stat_background_ddl AS
 								OR p.phase LIKE 'waiting for readers%' THEN 99.0
 							  ELSE 0.0 END AS progress) pp
 						  WHERE p.pid = l.pid) i ON true
+	  /*
+	   * The index of a partitioned table: the partition being built, the
+	   * leaves done and in all, and the progress, rate and ETA of the whole
+	   */
+	  LEFT JOIN LATERAL (SELECT pc.partition, pc.done, pc.total, pc.progress,
+								(j.rows_done + coalesce(i.tuples_done, 0)) /
+								  greatest(extract(epoch FROM now() - j.attempt_started_at), 0.001) AS rate,
+								CASE WHEN pc.progress > 0 AND j.state = 'running'
+									 THEN (now() - j.attempt_started_at) * ((100 - pc.progress) / pc.progress)
+								END AS eta
+						   FROM (SELECT j.kind_state ->> 'partition' AS partition,
+										(j.kind_state ->> 'partitions_done')::bigint AS done,
+										(j.kind_state ->> 'partitions_total')::bigint AS total,
+										100.0 * ((j.kind_state ->> 'partitions_done')::bigint +
+												 coalesce(i.progress, 0) / 100) /
+										  nullif((j.kind_state ->> 'partitions_total')::bigint, 0)
+										  AS progress) pc
+						  WHERE j.kind_state ? 'partitions_total') pt ON true
 	  /* the functions behind pg_stat_activity and pg_locks: the view is read often */
 	  LEFT JOIN LATERAL (SELECT s.query, s.wait_event FROM pg_catalog.pg_stat_get_activity(l.pid) s
 						  WHERE s.pid = l.pid) a ON true

@@ -13,7 +13,7 @@ PG_MAJOR=15
 PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
 export PG_CONFIG=$PGBIN/pg_config
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev libipc-run-perl libio-pty-perl make gcc)
+PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-$PG_MAJOR-partman libpq-dev libipc-run-perl libio-pty-perl make gcc)
 
 # Deterministic locale (C.UTF-8 always exists on Debian); never read stdin.
 export LANG=C.UTF-8

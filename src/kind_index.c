@@ -30,8 +30,10 @@
  * After a crash, the invalid index left behind is dropped and the name
  * reserved again in one transaction, and the build restarts.  A failed or
  * cancelled job drops the index (or the placeholder), with the short lock
- * timeout and retries, and leaves no invalid index.  Partitioned tables are
- * refused: CREATE INDEX CONCURRENTLY cannot build their indexes either.
+ * timeout and retries, and leaves no invalid index.  On a partitioned table,
+ * which CREATE INDEX CONCURRENTLY cannot index, the index is created ON ONLY
+ * the table in the worker's first transaction, and the partitions' indexes
+ * are built and attached one by one (index_partitions.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -75,6 +77,8 @@
 
 #include "catalog_access.h"
 #include "catalog_job.h"
+#include "index_build.h"
+#include "index_partitions.h"
 #include "job_messages.h"
 #include "job_step.h"
 #include "kind.h"
@@ -85,8 +89,9 @@
 #include "pg_relation.h"
 #include "settings.h"
 
-/* The strategy of every index job */
+/* The strategy of an index job, on a table and on a partitioned table */
 #define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
+#define STRATEGY_PARTITIONS		"concurrent index build, partition by partition"
 
 
 /* The job's kind_state: the indexed table, and the resolved parts */
@@ -122,9 +127,8 @@ RunUtilityInWorker(KindSubmit *submit, PlannedStmt *pstmt)
  * CREATE INDEX, unless IF NOT EXISTS finds the name, or the table is a
  * job's placeholder: empty, so the blocking statement is instant (and
  * kind_placeholder.c decides whether it may run at all).  In the session: an
- * index on a temporary table (the session's own), on a partitioned table
- * (ON ONLY builds nothing; otherwise PostgreSQL builds one per partition
- * in one transaction), or on a Citus table.
+ * index on a temporary table (the session's own), ON ONLY a partitioned
+ * table (it builds nothing), or on a Citus table.
  */
 static KindAcceptance
 IndexAccepts(Node *parsetree, const char **reason)
@@ -146,8 +150,6 @@ IndexAccepts(Node *parsetree, const char **reason)
 		*reason = "The table is temporary: it belongs to this session.";
 	else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE && !stmt->relation->inh)
 		*reason = "CREATE INDEX ... ON ONLY a partitioned table builds nothing: the index stays invalid until an index of each partition is attached to it.";
-	else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
-		*reason = "The index of a partitioned table is built with an index on each partition, which a background job does not do.";
 	else if (PgCitusTable(relid))
 		*reason = PgCitusInSessionReason(relid);
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
@@ -297,9 +299,18 @@ DryRunDefineIndex(Oid relid, IndexStmt *stmt)
 	ResourceOwner caller_owner = CurrentResourceOwner;
 	IndexStmt  *dry = copyObject(stmt);
 	volatile bool locked = false;
+	bool		partitioned = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE;
 	ErrorData  *error;
 
-	dry->concurrent = true;
+	/*
+	 * A partitioned table's index is defined as CREATE INDEX defines it (not
+	 * concurrently, which PostgreSQL refuses: so does the dry run if the
+	 * statement says CONCURRENTLY), under its SHARE lock, which writers wait
+	 * for: it is tried without queueing only, and held for the dry run's
+	 * few catalog entries.  The dry run stops at the parent's index, before
+	 * PostgreSQL would recurse to the partitions.
+	 */
+	dry->concurrent = partitioned ? stmt->concurrent : true;
 	dry->if_not_exists = false;
 	dry_run_context = caller_context;
 	dry_run_index_name = NULL;
@@ -307,7 +318,7 @@ DryRunDefineIndex(Oid relid, IndexStmt *stmt)
 	MemoryContextSwitchTo(caller_context);
 	PG_TRY();
 	{
-		if (!PgLockRelationWithin(relid, ShareUpdateExclusiveLock,
+		if (!PgLockRelationWithin(relid, partitioned ? ShareLock : ShareUpdateExclusiveLock,
 								  background_ddl_lock_timeout_ms))
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
@@ -376,11 +387,18 @@ CheckDefinitionAlone(Relation rel, IndexStmt *stmt)
 	ListCell   *lc;
 	AclResult	aclresult;
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW)
+	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW &&
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot create index on relation \"%s\"", RelationGetRelationName(rel)),
 				 errdetail_relkind_not_supported(rel->rd_rel->relkind)));
+	/* (that a unique index holds the partition key, the worker's first step checks) */
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE && stmt->concurrent)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create index on partitioned table \"%s\" concurrently",
+						RelationGetRelationName(rel))));
 	if (list_length(stmt->indexParams) + list_length(stmt->indexIncludingParams) > INDEX_MAX_KEYS)
 		ereport(ERROR,
 				(errcode(ERRCODE_TOO_MANY_COLUMNS),
@@ -495,6 +513,11 @@ IndexValidate(KindSubmit *submit)
 	rel = table_open(relid, NoLock);
 	if (name == NULL)
 		name = CheckDefinitionAlone(rel, stmt);
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		IndexPartitionsCheckSubmit(relid, stmt);
+		CatalogKindStateSetInt(&submit->kind_state, INDEX_STATE_PARTITIONED, 1);
+	}
 	am_oid = get_index_am_oid(stmt->accessMethod, false);
 	foreach(lc, stmt->indexParams)
 		QualifyKeyColumn(rel, lfirst(lc), am_oid, stmt->accessMethod);
@@ -637,38 +660,13 @@ IndexPlan(JobRun *run)
 {
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
 	run->job.planned = true;
+	if (IndexPartitionsJob(&run->job))
+	{
+		IndexPartitionsPlan(run, IndexedTable(&run->job));
+		run->job.strategy = MemoryContextStrdup(JobContext(), STRATEGY_PARTITIONS);
+	}
 	CatalogJobRecordPlan(&run->job);
 	JobStepEnd();
-}
-
-/* Is the relation an index; if so, is it valid? */
-static bool
-IsIndex(Oid relid, bool *valid)
-{
-	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(relid));
-
-	*valid = false;
-	if (!HeapTupleIsValid(tuple))
-		return false;
-	*valid = ((Form_pg_index) GETSTRUCT(tuple))->indisvalid;
-	ReleaseSysCache(tuple);
-	return true;
-}
-
-/*
- * Drop an index of the job (valid or not), which takes ACCESS EXCLUSIVE on
- * its table: in a job's step, that lock is taken as a job takes what others
- * use (JobStepLockRelation).  Never in cancel_ddl's transaction
- * (IndexDiscardsInAnyTransaction).
- */
-static void
-DropIndex(const BgddlJob *job, Oid index_oid)
-{
-	if (get_rel_relkind(index_oid) == RELKIND_INDEX &&
-		SearchSysCacheExists1(RELOID, ObjectIdGetDatum(IndexedTable(job))))
-		JobStepLockRelation(IndexedTable(job), AccessExclusiveLock,
-							background_ddl_lock_timeout_ms);
-	PgRelationDrop(index_oid);
 }
 
 /*
@@ -684,7 +682,7 @@ RestartBuildStep(JobRun *run)
 	Oid			saved_userid;
 	int			saved_sec_context;
 
-	DropIndex(&run->job, run->job.target_oid);
+	IndexBuildDrop(run->job.target_oid);
 	ereport(LOG,
 			(errmsg("background DDL job %lld: dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
 					(long long) run->job.id, name)));
@@ -726,12 +724,8 @@ static JobStepResult
 BuildIndex(JobRun *run)
 {
 	IndexStmt  *stmt;
-	Relation	pg_class;
-	Oid			tablespace;
 	Oid			index_oid;
 	Oid			table_oid = IndexedTable(&run->job);
-	Oid			saved_userid;
-	int			saved_sec_context;
 
 	/*
 	 * Wait for other index builds on the table (CREATE INDEX CONCURRENTLY
@@ -750,28 +744,40 @@ BuildIndex(JobRun *run)
 	/* The placeholder's name now: it may have been renamed */
 	stmt = StatementToRun(&run->job, get_rel_name(run->job.target_oid));
 	PgRelationDrop(run->job.target_oid);
-	tablespace = stmt->tableSpace ? get_tablespace_oid(stmt->tableSpace, false) :
-		GetDefaultTablespace(get_rel_persistence(table_oid), false);
-	pg_class = table_open(RelationRelationId, RowExclusiveLock);
-	index_oid = GetNewRelFileNode(tablespace, pg_class, get_rel_persistence(table_oid));
-	table_close(pg_class, RowExclusiveLock);
+	index_oid = IndexBuildNewOid(table_oid, stmt->tableSpace);
 	run->job.target_oid = index_oid;
 	CatalogJobRecordTarget(run->job.id, index_oid);
-
-	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
-	SetUserIdAndSecContext(run->job.identity.owner_oid,
-						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	if (StatementTimeout > 0)
-		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
-	JobMessagesCatch(true);
-	(void) DefineIndex(table_oid, stmt, index_oid, InvalidOid, InvalidOid,
-					   false, true, false, false, true);
-	JobMessagesCatch(false);
-	disable_timeout(STATEMENT_TIMEOUT, false);
-	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	(void) IndexBuildDefine(&run->job, table_oid, stmt, index_oid, InvalidOid);
 	JobStepEnd();
 	return JOB_STEP_DONE;
+}
+
+/*
+ * A partitioned table's index: created ON ONLY the table (invalid while it
+ * has partitions) in the placeholder's place, in one transaction, under the
+ * SHARE lock that takes on the table (a locking step: writers wait at most
+ * lock_timeout for it).  Its OID is recorded with the job in the same
+ * transaction.
+ */
+static void
+CreateParentIndexStep(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	IndexStmt  *stmt;
+	ObjectAddress index;
+
+	JobStepLockRelation(table_oid, ShareLock, background_ddl_lock_timeout_ms);
+	if (!TableExists(run) || !JobRunTargetExists(run) ||
+		get_rel_relkind(run->job.target_oid) != RELKIND_MATVIEW)
+		return;
+	stmt = StatementToRun(&run->job, get_rel_name(run->job.target_oid));
+	stmt->relation->inh = false;
+	stmt->concurrent = false;
+	PgRelationDrop(run->job.target_oid);
+	CommandCounterIncrement();
+	index = IndexBuildDefine(&run->job, table_oid, stmt, InvalidOid, InvalidOid);
+	run->job.target_oid = index.objectId;
+	CatalogJobRecordTarget(run->job.id, index.objectId);
 }
 
 /* The whole build is one step of the backfill */
@@ -782,13 +788,22 @@ IndexBackfillStep(JobRun *run)
 	bool		is_index;
 	bool		exists;
 
-	JobStepHoldPoint("chunk 0");
+	if (!IndexPartitionsJob(&run->job))
+		JobStepHoldPoint("chunk 0");
 	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
 	exists = TableExists(run) && JobRunTargetExists(run);
-	is_index = IsIndex(run->job.target_oid, &valid);
+	is_index = IndexBuildIsIndex(run->job.target_oid, &valid);
 	JobStepEnd();
 	if (!exists)
 		return JOB_STEP_TARGET_GONE;
+	if (IndexPartitionsJob(&run->job) && !is_index)
+	{
+		JobRunLockingStep(run, CreateParentIndexStep, JOB_PHASE_BACKFILLING,
+						  "background_ddl: creating the index of the partitioned table");
+		return JOB_STEP_MORE;
+	}
+	if (IndexPartitionsJob(&run->job))
+		return valid ? JOB_STEP_DONE : IndexPartitionsStep(run, IndexedTable(&run->job));
 	if (is_index && valid)
 		return JOB_STEP_DONE;
 	if (is_index)
@@ -808,7 +823,7 @@ IndexCutOver(JobRun *run)
 
 	JobStepHoldPoint("cutting over");
 	JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
-	if (!TableExists(run) || !IsIndex(run->job.target_oid, &valid))
+	if (!TableExists(run) || !IndexBuildIsIndex(run->job.target_oid, &valid))
 	{
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
@@ -849,19 +864,28 @@ IndexBuildHere(const BgddlJob *job)
 	return index.objectId;
 }
 
-/* Drop the index (valid or not) or the placeholder */
+/*
+ * Drop the index (valid or not) or the placeholder; on a partitioned table,
+ * with the partitions' indexes the job built
+ */
 static void
 IndexDiscard(const BgddlJob *job, bool keep_target)
 {
-	if (!keep_target)
-		DropIndex(job, job->target_oid);
+	if (keep_target)
+		return;
+	if (IndexPartitionsJob(job) && get_rel_relkind(job->target_oid) == RELKIND_PARTITIONED_INDEX)
+		IndexPartitionsDiscard(job);
+	else
+		IndexBuildDrop(job->target_oid);
 }
 
 /* A placeholder can go in any transaction; an index needs its table locked */
 static bool
 IndexDiscardsInAnyTransaction(const BgddlJob *job)
 {
-	return get_rel_relkind(job->target_oid) != RELKIND_INDEX;
+	char		relkind = get_rel_relkind(job->target_oid);
+
+	return relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX;
 }
 
 /* explain_ddl: CREATE INDEX */

@@ -10,7 +10,7 @@ use Test::More;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
   held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
-  history_setup accounts_script check_exact_at_cutover);
+  history_setup accounts_script check_exact_at_cutover create_slow_function);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -36,6 +36,24 @@ sub bgddl_node
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION background_ddl');
 	return $node;
+}
+
+# An immutable function $name($type) that returns its argument and, in a
+# session with bgddl_test.slow on (a job's session, whose settings its
+# workers take), sleeps 10 ms every 50 values: about 0.2 ms a row, so that
+# jobs last seconds while the checks of their results do not.
+sub create_slow_function
+{
+	my ($node, $name, $type) = @_;
+	$node->safe_psql('postgres', qq{
+CREATE FUNCTION $name(x $type) RETURNS $type LANGUAGE plpgsql IMMUTABLE AS \$\$
+BEGIN
+  IF x % 50 = 0 AND current_setting('bgddl_test.slow', true) = 'on' THEN
+    PERFORM pg_sleep(0.01);
+  END IF;
+  RETURN x;
+END \$\$});
+	return;
 }
 
 # Submit a statement as a background job (optionally as another role, with

@@ -178,14 +178,26 @@ CREATE INDEX k_bad ON k (nosuchcolumn);
 CREATE INDEX k_bad ON k USING gin (payload);
 CREATE INDEX k_bad ON k USING nosuchmethod (payload);
 CREATE INDEX k_id ON k (grp);
--- A partitioned table's index (ON ONLY, or with its partitions'), and a
+-- A partitioned table's index is a job, partition by partition; at submit,
+-- PostgreSQL's errors: a unique index without the partition key (also a
+-- sub-partition's), CONCURRENTLY.  Its index ON ONLY the table, and a
 -- temporary table's, are built in this session.
-CREATE TABLE k_parted (a int) PARTITION BY RANGE (a);
+CREATE TABLE k_parted (a int, b int) PARTITION BY RANGE (a);
 CREATE TABLE k_parted_1 PARTITION OF k_parted FOR VALUES FROM (0) TO (10);
+CREATE TABLE k_parted_2 PARTITION OF k_parted FOR VALUES FROM (10) TO (20) PARTITION BY LIST (b);
+CREATE TABLE k_parted_2_1 PARTITION OF k_parted_2 FOR VALUES IN (1);
+INSERT INTO k_parted VALUES (1, 1), (11, 1);
 CREATE INDEX ON k_parted (a);
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, strategy, chunks_done, chunks_total, progress FROM pg_stat_background_ddl
+ WHERE id = last_ddl_job();
+CREATE UNIQUE INDEX k_parted_bad ON k_parted (b);
+CREATE UNIQUE INDEX k_parted_bad ON k_parted (a);
+CREATE INDEX CONCURRENTLY k_parted_bad ON k_parted (a);
 CREATE INDEX k_parted_only ON ONLY k_parted (a);
-SELECT relname, indisvalid FROM pg_index JOIN pg_class ON oid = indexrelid
- WHERE indrelid IN ('k_parted'::regclass, 'k_parted_1'::regclass) ORDER BY relname;
+SELECT relname, indisvalid, inhparent::regclass AS attached_to
+  FROM pg_index JOIN pg_class ON oid = indexrelid LEFT JOIN pg_inherits ON inhrelid = oid
+ WHERE indrelid IN (SELECT relid FROM pg_partition_tree('k_parted')) ORDER BY relname;
 CREATE TEMP TABLE k_temp_for_index (a int);
 CREATE INDEX ON k_temp_for_index (a);
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'k_temp_for_index'::regclass;

@@ -27,14 +27,8 @@ CREATE TABLE a (id int PRIMARY KEY, v int NOT NULL);
 INSERT INTO a SELECT g, g FROM generate_series(1, 30000) g;
 CREATE TABLE b (id int PRIMARY KEY, v int NOT NULL);
 INSERT INTO b SELECT g, g FROM generate_series(1, 30000) g;
-CREATE FUNCTION slow(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN
-  IF x % 50 = 0 AND current_setting('bgddl_test.slow', true) = 'on' THEN
-    PERFORM pg_sleep(0.01);
-  END IF;
-  RETURN x;
-END $$;
 });
+create_slow_function($node, 'slow', 'int');
 my %slow = (before => 'SET bgddl_test.slow = on;');
 
 my $query_a = 'SELECT id, slow(v) AS v FROM a';

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# bench/partition_index.sh -- benchmark (not a test): CREATE INDEX on a partitioned table as one
+# background job, against the blocking CREATE INDEX on the parent and against PostgreSQL's
+# documented recipe run by a script (CREATE INDEX ... ON ONLY the parent, CREATE INDEX
+# CONCURRENTLY on each partition, ALTER INDEX ... ATTACH PARTITION each); and a materialized
+# view over the partitioned table, background against blocking.
+#
+# As root: installs/builds like scripts/demo, starts a throwaway cluster (default parallel query
+# settings), fills `events` (range-partitioned on `day`, PARTITIONS partitions) with ROWS rows.
+# Then, ROUNDS times, in alternating order, each of the three index builds of
+# events (account, payload), with writers running around it: pgbench at WRITE_RATE transactions
+# per second (-R), each an UPDATE of a random row (by primary key, on a random partition) and an
+# INSERT.  For each build: its time (psql \timing for the blocking statement and the recipe's
+# whole script, submitted_at to finished_at for the job), the writes completed per second during
+# it, and the longest write that ended during it (with -R a write's latency counts from its
+# scheduled start, so a writer queued behind a lock shows the whole wait).  Checks after each
+# build that the parent index is valid, with one valid index per partition.  Last, the view
+# (blocking, then background, no writers) and a check that it equals its query.
+#
+# Usage: bench/partition_index.sh [ROWS]   (env ROWS, default 20000000; PARTITIONS, 20;
+#        ROUNDS, 1; WRITE_RATE, 200)
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib.sh"
+
+ROWS=${1:-${ROWS:-20000000}}
+PARTITIONS=${PARTITIONS:-20}
+ROUNDS=${ROUNDS:-1}
+WRITE_RATE=${WRITE_RATE:-200}
+QUERY="SELECT day, account, count(*) AS n, sum(id) AS s FROM events GROUP BY day, account"
+export PGPORT=${PGPORT:-54334}
+
+need_root
+ensure_packages
+build_install
+trap cluster_stop EXIT
+cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
+B=$CLUSTER_DIR
+
+echo "== loading $ROWS rows into events ($PARTITIONS partitions)"
+sql -q -c "CREATE EXTENSION background_ddl" \
+    -c "CREATE TABLE events (id bigint NOT NULL, day int NOT NULL, account int NOT NULL,
+                             payload text NOT NULL, PRIMARY KEY (id, day)) PARTITION BY RANGE (day)"
+for p in $(seq 0 $((PARTITIONS - 1))); do
+    sql -q -c "CREATE TABLE events_$p PARTITION OF events FOR VALUES FROM ($p) TO ($((p + 1)))"
+done
+sql -q -c "INSERT INTO events SELECT g, g % $PARTITIONS, g % 1000, md5(g::text)
+             FROM generate_series(1, $ROWS) g" \
+    -c "VACUUM ANALYZE events" \
+    -c "CREATE TABLE bench_stop (x int)"
+
+# The writer stops (its client errors out, and pgbench ends) once bench_stop has a row.
+cat >"$B/write.sql" <<EOS
+\\set id random(1, $ROWS)
+\\set day :id % $PARTITIONS
+\\set new random($ROWS + 1, 1000000000000)
+UPDATE events SET payload = md5(payload) WHERE id = :id AND day = :day;
+INSERT INTO events VALUES (:new, :new % $PARTITIONS, :new % 1000, 'new') ON CONFLICT DO NOTHING;
+SELECT 1 / (1 - count(*))::int FROM bench_stop;
+EOS
+
+# The recipe of PostgreSQL's documentation, as a script
+{
+    echo "CREATE INDEX bench_idx ON ONLY events (account, payload);"
+    for p in $(seq 0 $((PARTITIONS - 1))); do
+        echo "CREATE INDEX CONCURRENTLY bench_idx_$p ON events_$p (account, payload);"
+        echo "ALTER INDEX bench_idx ATTACH PARTITION bench_idx_$p;"
+    done
+} >"$B/recipe.sql"
+
+timing_ms() { sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | awk '{ s += $1 } END { printf "%.1f\n", s }'; }
+warm() { sql -q -c "SELECT count(*) FROM events" -c "CHECKPOINT" >/dev/null; }
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# run_background STATEMENT: submit, poll until the job ends; prints its build time in ms
+run_background() {
+    local job state
+    job=$(sql -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" | tail -n1)
+    [[ "$job" =~ ^[0-9]+$ ]] || { echo "submit failed: $1" >&2; exit 1; }
+    for _ in $(seq 72000); do
+        state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
+        case $state in succeeded) break ;; failed|cancelled) echo "job $job $state" >&2; exit 1 ;; esac
+        sleep 0.1
+    done
+    [ "$state" = succeeded ] || { echo "job $job still $state" >&2; exit 1; }
+    sql -c "SELECT round(extract(epoch FROM finished_at - submitted_at) * 1000, 1)
+              FROM pg_stat_background_ddl WHERE id = $job"
+}
+
+# measure MODE: one index build with the writers around it; prints "build_ms writes_per_s longest_ms"
+measure() {
+    local mode=$1 t0 t1 ms
+    warm
+    rm -f "$B"/writes.*
+    (cd "$B" && "$PGBIN/pgbench" -n -c 2 -j 2 -R "$WRITE_RATE" -T 72000 -f write.sql -l --log-prefix=writes \
+        >"$B/writer.out" 2>&1 || true) &
+    local writer=$!
+    sleep 2
+    t0=$(date +%s%N)
+    case $mode in
+        blocking)   ms=$(sql -c '\timing on' -c "CREATE INDEX bench_idx ON events (account, payload)" | timing_ms) ;;
+        recipe)     ms=$(sql -c '\timing on' -f "$B/recipe.sql" | timing_ms) ;;
+        background) ms=$(run_background "CREATE INDEX bench_idx ON events (account, payload)") ;;
+    esac
+    t1=$(date +%s%N)
+    [ -n "$ms" ] || { echo "$mode failed" >&2; exit 1; }
+    sleep 1
+    sql -q -c "INSERT INTO bench_stop VALUES (1)"
+    wait "$writer"
+    sql -q -c "DELETE FROM bench_stop"
+    # per-write log: client tx latency_us script epoch_s epoch_us (end of the write) [lag_us]
+    cat "$B"/writes.* | awk -v t0="$t0" -v t1="$t1" -v ms="$ms" '
+        { end_ns = ($5 * 1000000 + $6) * 1000
+          if (end_ns >= t0 && end_ns <= t1) { n++; if ($3 > max) max = $3 } }
+        END { printf "%s %.1f %.1f\n", ms, n / ((t1 - t0) / 1e9), max / 1000 }'
+}
+
+# check: the parent index is valid and every partition has a valid index attached (then dropped)
+check() {
+    local ok
+    ok=$(sql -c "SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'bench_idx'::regclass)
+                    AND (SELECT count(*) FROM pg_partition_tree('bench_idx') t
+                           JOIN pg_index i ON i.indexrelid = t.relid
+                          WHERE t.isleaf AND i.indisvalid) = $PARTITIONS")
+    [ "$ok" = t ] || { echo "bench_idx is not valid on every partition" >&2; exit 1; }
+    sql -q -c "DROP INDEX bench_idx"
+}
+
+: >"$B/results"
+for round in $(seq "$ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then plan="blocking recipe background"; else plan="background recipe blocking"; fi
+    for mode in $plan; do
+        read -r ms wps longest <<<"$(measure "$mode")"
+        check
+        echo "$mode $ms $wps $longest" >>"$B/results"
+        printf '== round %s: %-11s %10s ms   writes/s %7s   longest write %9s ms\n' \
+            "$round" "$mode" "$ms" "$wps" "$longest"
+    done
+done
+
+echo "== the view over the partitioned table (no writers)"
+warm
+mv_blocking=$(sql -c '\timing on' -c "CREATE MATERIALIZED VIEW mv_blocking AS $QUERY" | timing_ms)
+warm
+mv_background=$(run_background "CREATE MATERIALIZED VIEW mv AS $QUERY")
+diff=$(sql -c "SELECT (SELECT count(*) FROM (TABLE mv EXCEPT ALL $QUERY) a)
+                    + (SELECT count(*) FROM ($QUERY EXCEPT ALL TABLE mv) b)")
+[ "$diff" = 0 ] || { echo "mv differs from its query by $diff rows" >&2; exit 1; }
+
+col() { awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$B/results" | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+echo
+echo "events rows: $ROWS   partitions: $PARTITIONS   rounds: $ROUNDS   writes/s asked: $WRITE_RATE"
+echo "default parallel query: max_parallel_workers_per_gather = $(sql -c 'SHOW max_parallel_workers_per_gather'),"\
+     "max_parallel_maintenance_workers = $(sql -c 'SHOW max_parallel_maintenance_workers')"
+printf '%-44s %12s %16s %12s %16s\n' "" "median ms" "ratio to recipe" "writes/s" "longest write ms"
+rm_=$(col recipe 2)
+for mode in blocking recipe background; do
+    case $mode in
+        blocking) label="CREATE INDEX on the parent (blocking)" ;;
+        recipe) label="the documented recipe, by a script" ;;
+        background) label="CREATE INDEX, background job" ;;
+    esac
+    m=$(col "$mode" 2)
+    printf '%-44s %12s %16s %12s %16s\n' "$label" "$m" "$(ratio "$m" "$rm_")" "$(col "$mode" 3)" "$(col "$mode" 4)"
+done
+printf '%-44s %12s %16s\n' "CREATE MATERIALIZED VIEW (blocking)" "$mv_blocking" "1.00"
+printf '%-44s %12s %16s\n' "CREATE MATERIALIZED VIEW, background job" "$mv_background" "$(ratio "$mv_background" "$mv_blocking") (to blocking)"
+echo "OK: every index valid on every partition, the view equal to its query"

@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_partitions.h
+ *	  CREATE INDEX on a partitioned table, as one job of per-partition steps.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_INDEX_PARTITIONS_H
+#define BGDDL_INDEX_PARTITIONS_H
+
+#include "nodes/parsenodes.h"
+
+#include "job_run.h"
+
+/* The job's kind_state says it indexes a partitioned table */
+#define INDEX_STATE_PARTITIONED		"partitioned"
+
+extern bool IndexPartitionsJob(const BgddlJob *job);
+extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
+extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
+extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);
+extern void IndexPartitionsDiscard(const BgddlJob *job);
+
+#endif							/* BGDDL_INDEX_PARTITIONS_H */

@@ -1,0 +1,237 @@
+# CREATE INDEX on a partitioned table as one job, on a partition set made by
+# pg_partman (daily partitions and a default) with a day sub-partitioned by
+# hash:
+#  - killed (kill -9 of its worker) in the middle of the third partition's
+#    build, the job resumes there: the indexes of the partitions finished
+#    before are kept (same OIDs), the interrupted one is built again;
+#  - writers on every partition are never blocked beyond their lock_timeout
+#    while a job builds, attaches and validates;
+#  - a partition created in the middle of the job gets its index;
+#  - at the end the parent index is valid, used by the planner, and every
+#    partition's index passes amcheck's bt_index_check;
+#  - a partition's matching index is attached instead of built, and cancel
+#    detaches it again and leaves nothing the job created;
+#  - a unique violation in one partition fails the job with PostgreSQL's
+#    error and leaves no invalid index.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('partitions', q{
+restart_after_crash = on
+background_ddl.lock_timeout = '100ms'
+});
+
+# In a session with bgddl_test.slow set (the jobs' sessions, whose settings
+# their workers take), slowk() sleeps 10 ms every 50 rows: a partition's
+# build takes about a second.
+$node->safe_psql('postgres', q{
+CREATE SCHEMA partman;
+CREATE EXTENSION pg_partman SCHEMA partman;
+CREATE EXTENSION amcheck;
+CREATE TABLE events (id bigint NOT NULL, at timestamptz NOT NULL, account int NOT NULL,
+                     payload text) PARTITION BY RANGE (at);
+SELECT partman.create_parent('public.events', 'at', 'native', 'daily', p_premake := 2,
+                             p_start_partition := (current_date - 3)::text);
+CREATE TABLE events_hashday PARTITION OF events
+  FOR VALUES FROM (current_date + 20) TO (current_date + 21) PARTITION BY HASH (account);
+CREATE TABLE events_hashday_0 PARTITION OF events_hashday FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE events_hashday_1 PARTITION OF events_hashday FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+-- 6 daily partitions (3 days back, today, 2 ahead), the default (30 days
+-- ahead) and the hash-partitioned day: 9 leaves of 4,000 rows
+INSERT INTO events
+  SELECT g, CASE WHEN g % 9 < 6 THEN current_date - 3 + g % 9
+                 WHEN g % 9 = 6 THEN current_date + 30 ELSE current_date + 20 END
+            + (g % 1000) * interval '1 minute',
+         g % 500, md5(g::text)
+    FROM generate_series(1, 36000) g;
+ANALYZE events;
+});
+create_slow_function($node, 'slowk', 'bigint');
+my $leaves = $node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_partition_tree('events') WHERE isleaf");
+is($leaves, '9', 'pg_partman made 7 leaves, and the hash-partitioned day 2');
+
+# The indexes attached (at any depth) under a parent index, with their OIDs
+sub attached_indexes
+{
+	my ($index) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT string_agg(relid::regclass::text || '=' || relid::oid, ' ' ORDER BY relid::regclass::text)
+		  FROM pg_partition_tree('$index') WHERE isleaf});
+}
+
+# Every leaf index under a parent index is valid and passes bt_index_check,
+# and every leaf of the table has one.
+sub check_index_tree
+{
+	my ($index, $what) = @_;
+	is( $node->safe_psql('postgres', qq{
+			SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = '$index'::regclass)
+			   AND (SELECT bool_and(i.indisvalid) FROM pg_partition_tree('$index') t
+			          JOIN pg_index i ON i.indexrelid = t.relid)
+			   AND (SELECT count(*) FROM pg_partition_tree('$index') WHERE isleaf) = $leaves}),
+		't', "$what: the parent index and every partition's index are valid, one per leaf");
+	is( $node->safe_psql('postgres', qq{
+			SELECT count(*) FROM (SELECT bt_index_check(relid::regclass, true)
+			                        FROM pg_partition_tree('$index') WHERE isleaf) c}),
+		$leaves, "$what: bt_index_check passes on every partition's index");
+	return;
+}
+
+# 1. Killed (kill -9 of its worker) in the middle of the third partition's
+# build, then stopped (immediate shutdown) in the middle of the sixth: it
+# resumes there each time.
+my $job = submit_job($node, 'CREATE INDEX events_slow_idx ON events (slowk(id))',
+	before => 'SET bgddl_test.slow = on;');
+
+# Wait until the job builds the index of its partition number $done + 1,
+# interrupt it ($how), and check that it resumes there.
+sub interrupt_building
+{
+	my ($done, $how, $attempts) = @_;
+	my $n = $done + 1;
+	ok( $node->poll_query_until('postgres', qq{
+			SELECT j.kind_state ->> 'partitions_done' = '$done'
+			   AND coalesce(j.kind_state ->> 'building_index', '0') <> '0'
+			   AND p.relid = (j.kind_state ->> 'building_table')::oid
+			  FROM background_ddl.job j
+			  JOIN pg_stat_progress_create_index p
+			    ON p.pid = (SELECT pid FROM pg_stat_background_ddl WHERE id = j.id)
+			 WHERE j.id = $job}),
+		"the job builds the index of partition $n");
+	my $phase = $node->safe_psql('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job");
+	like($phase, qr/\(partition events_\S+, $n of 9\)$/, "the view names the partition: $phase");
+	my $before = attached_indexes('events_slow_idx');
+	my $interrupted = $node->safe_psql('postgres',
+		"SELECT kind_state ->> 'building_index' FROM background_ddl.job WHERE id = $job");
+	is(scalar(split ' ', $before), $done, "$done partitions were indexed before the $how");
+	if ($how eq 'crash')
+	{
+		kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+	}
+	else
+	{
+		$node->stop('immediate');
+		$node->start;
+	}
+	ok( $node->poll_query_until('postgres', qq{
+			SELECT (kind_state ->> 'partitions_done')::int > $done OR state = 'succeeded'
+			  FROM background_ddl.job WHERE id = $job}),
+		"after the $how the job went on");
+	ok(chunks_kept($before, attached_indexes('events_slow_idx')),
+		"the partitions' indexes built before the $how are kept ($before)");
+	is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE oid = $interrupted"),
+		'0', "the invalid index the $how left was dropped");
+	is( $node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
+		$attempts, "attempts counts the $how");
+	return;
+}
+interrupt_building(2, 'crash', 2);
+interrupt_building(5, 'immediate shutdown', 3);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
+ok( $node->log_contains("background DDL job $job: dropped the index \"\\S+\" left by an interrupted build"),
+	'the log says the interrupted builds were dropped');
+check_index_tree('events_slow_idx', 'after the crash');
+
+# 2. Writers on every partition while a job builds; a partition created in
+# the middle of the job.
+$node->safe_psql('postgres', q{
+CREATE TABLE writer_stats (iterations int, errors int, max_latency interval);
+CREATE TABLE writer_stop (stop boolean);
+});
+my $hold = hold_at($node, 'chunk 3');
+$job = submit_job($node, 'CREATE INDEX events_account_idx ON events (account, slowk(id))',
+	before => 'SET bgddl_test.slow = on;');
+ok(held_at_hold($node), 'the job waits before its fourth partition');
+my $writer = $node->background_psql('postgres');
+$writer->query_until(qr/writing/, q{
+\echo writing
+SET lock_timeout = '1s';
+DO $$
+DECLARE
+  started timestamptz;
+  worst interval := '0';
+  n int := 0;
+  failed int := 0;
+BEGIN
+  LOOP
+    EXIT WHEN EXISTS (SELECT FROM writer_stop);
+    started := clock_timestamp();
+    BEGIN
+      INSERT INTO events VALUES (100000 + n, current_date - 3 + n % 6 + interval '1 hour', n % 500, 'w');
+      INSERT INTO events VALUES (200000 + n, current_date + 20, n % 500, 'w');
+      UPDATE events SET payload = 'u' WHERE id = 1 + n % 36000;
+    EXCEPTION WHEN lock_not_available THEN
+      failed := failed + 1;
+    END;
+    worst := greatest(worst, clock_timestamp() - started);
+    n := n + 1;
+    COMMIT;
+  END LOOP;
+  INSERT INTO writer_stats VALUES (n, failed, worst);
+  COMMIT;
+END $$;
+});
+$node->safe_psql('postgres', q{
+CREATE TABLE events_extra PARTITION OF events FOR VALUES FROM (current_date + 40) TO (current_date + 41);
+INSERT INTO events VALUES (300000, current_date + 40, 1, 'extra');
+});
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'with writers busy, the job succeeded');
+$node->safe_psql('postgres', 'INSERT INTO writer_stop VALUES (true)');
+$writer->query_safe('SELECT 1');
+$writer->quit;
+my ($iterations, $errors, $latency) = split /\|/, $node->safe_psql('postgres',
+	'SELECT iterations, errors, extract(epoch FROM max_latency) FROM writer_stats');
+ok($iterations > 0, "the writers wrote ($iterations rounds of three statements)");
+is($errors, '0', 'no writer waited beyond its lock_timeout of 1 s');
+diag("longest round of the writers: ${latency} s");
+$leaves++;
+check_index_tree('events_account_idx', 'with writers');
+ok( attached_indexes('events_account_idx') =~ /events_extra_account_slowk_idx/,
+	'the partition created in the middle of the job has its index');
+my $plan = $node->safe_psql('postgres',
+	"SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT * FROM events WHERE account = 7");
+like($plan, qr/Index Cond: \(account = 7\)/, 'the planner uses the index');
+
+# 3. A partition's matching index is attached; cancel detaches it again and
+# drops what the job built.
+my $first_leaf = $node->safe_psql('postgres',
+	"SELECT relid::regclass FROM pg_partition_tree('events') WHERE isleaf ORDER BY relid LIMIT 1");
+$node->safe_psql('postgres', "CREATE INDEX pre_payload ON $first_leaf (payload)");
+$hold = hold_at($node, 'chunk 3');
+$job = submit_job($node, 'CREATE INDEX events_payload_idx ON events (payload)');
+ok(held_at_hold($node), 'the job waits after three partitions');
+like(attached_indexes('events_payload_idx'), qr/pre_payload/,
+	'the existing matching index is attached, not built again');
+is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', 'cancel_ddl');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
+is( $node->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_index i JOIN pg_attribute a
+		    ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] AND a.attname = 'payload'}),
+	'1', 'cancel left no index on payload but the one that existed');
+is( $node->safe_psql('postgres',
+		"SELECT indisvalid AND NOT relispartition FROM pg_index JOIN pg_class ON oid = indexrelid
+		  WHERE indexrelid = 'pre_payload'::regclass"),
+	't', 'the index that existed is valid and detached again');
+
+# 4. A unique violation in one partition fails the job with PostgreSQL's error.
+$node->safe_psql('postgres',
+	"INSERT INTO events SELECT id, at, account, payload FROM events WHERE id = 13");
+$job = submit_job($node, 'CREATE UNIQUE INDEX events_id_at ON events (id, at, account)');
+ok(wait_job_state($node, $job, 'failed'), 'a duplicate key fails the job');
+like( $node->safe_psql('postgres', "SELECT error_sqlstate || ' ' || error FROM pg_stat_background_ddl WHERE id = $job"),
+	qr/^23505 could not create unique index/, "with PostgreSQL's error");
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_index WHERE NOT indisvalid OR indexrelid::regclass::text LIKE 'events%id_at%'"),
+	'0', 'and leaves no index, valid or not');
+
+$node->stop;
+done_testing();
