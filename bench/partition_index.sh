@@ -71,17 +71,16 @@ timing_ms() { sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | awk '{ s += $1 } END { pr
 warm() { sql -q -c "SELECT count(*) FROM events" -c "CHECKPOINT" >/dev/null; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# run_background STATEMENT: submit, poll until the job ends; prints its build time in ms
+# run_background STATEMENT: submit, wait with await_ddl (one session that sleeps until the job
+# ends: polling the view from new psql processes would take a good part of a core from the job
+# on this 2-core machine); prints its build time in ms
 run_background() {
     local job state
     job=$(sql -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" | tail -n1)
     [[ "$job" =~ ^[0-9]+$ ]] || { echo "submit failed: $1" >&2; exit 1; }
-    for _ in $(seq 72000); do
-        state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
-        case $state in succeeded) break ;; failed|cancelled) echo "job $job $state" >&2; exit 1 ;; esac
-        sleep 0.1
-    done
-    [ "$state" = succeeded ] || { echo "job $job still $state" >&2; exit 1; }
+    sql -q -c "CALL await_ddl($job)" || { echo "job $job did not succeed" >&2; exit 1; }
+    state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
+    [ "$state" = succeeded ] || { echo "job $job $state" >&2; exit 1; }
     sql -c "SELECT round(extract(epoch FROM finished_at - submitted_at) * 1000, 1)
               FROM pg_stat_background_ddl WHERE id = $job"
 }

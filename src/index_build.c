@@ -50,8 +50,13 @@ IndexBuildNewOid(Oid table_oid, const char *tablespace)
 
 /*
  * DefineIndex for the statement (concurrent or not, as it says), as the
- * job's role in a restricted security context, with statement_timeout armed
- * for the whole build and the messages it raises caught for the job.
+ * job's role, with statement_timeout armed for the whole build and the
+ * messages it raises caught for the job.  Not concurrently, in a restricted
+ * security context; concurrently, DefineIndex commits and starts
+ * transactions itself, which must begin outside any such context (it
+ * evaluates the index's expressions as the table's owner in one of its own,
+ * as it always does), and an error in one of them leaves the job's role
+ * current (JobStepAbort restores the worker's).
  */
 ObjectAddress
 IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt, Oid index_oid,
@@ -63,6 +68,7 @@ IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt, Oid index_
 
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	SetUserIdAndSecContext(job->identity.owner_oid,
+						   stmt->concurrent ? saved_sec_context :
 						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	if (StatementTimeout > 0)

@@ -14,13 +14,14 @@
  *	1. (kind_index.c) the placeholder dropped and the index created ON ONLY
  *	   the partitioned table, in one transaction, under the SHARE lock that
  *	   takes (asked for as a job asks for locks, within lock_timeout);
- *	2. per partition, parents before children: a sub-partitioned table gets
- *	   its own ON ONLY index, attached to its parent's; a leaf that has a
- *	   valid index matching the definition (and attached to no other) gets
- *	   it attached, as CREATE INDEX attaches it; any other leaf gets one
- *	   built as CREATE INDEX CONCURRENTLY builds it (writers never wait),
- *	   its OID recorded with the job in the build's first transaction, then
- *	   attached; a foreign table is skipped, as CREATE INDEX skips it;
+ *	2. per partition, parents before children: a partition that has an
+ *	   index matching the definition (and attached to no other; for a leaf,
+ *	   a valid one) gets it attached, as CREATE INDEX attaches it; else a
+ *	   sub-partitioned table gets its own ON ONLY index, attached to its
+ *	   parent's, and a leaf one built as CREATE INDEX CONCURRENTLY builds it
+ *	   (writers never wait), its OID recorded with the job in the build's
+ *	   first transaction, then attached; a foreign table is skipped, as
+ *	   CREATE INDEX skips it;
  *	3. once every partition has a valid index attached, the indexes of the
  *	   partitioned tables are marked valid, bottom up, as ATTACH PARTITION
  *	   would mark them.
@@ -31,8 +32,10 @@
  * invalid index is dropped).  A partition created or attached meanwhile
  * comes with its index (PostgreSQL clones the parent's indexes onto it, the
  * job's invalid one too); one detached or dropped is no longer in the tree.
- * Cancel detaches the indexes that existed before the job, then drops the
- * parent's index, and with it every index attached to it.
+ * Cancel detaches every index in the tree that the job did not create
+ * (that it adopted, or that PostgreSQL attached: a partition attached with
+ * its own index), then drops the parent's index, and with it every index
+ * the job created.
  *
  *-------------------------------------------------------------------------
  */
@@ -70,7 +73,7 @@
 /* The job's kind_state, besides INDEX_STATE_PARTITIONED */
 #define STATE_BUILDING_INDEX	"building_index"	/* a leaf's index being built */
 #define STATE_BUILDING_TABLE	"building_table"	/* ... and its leaf */
-#define STATE_ADOPTED			"adopted"	/* indexes that existed, attached */
+#define STATE_CREATED			"created"	/* the indexes it created, attached */
 #define STATE_PARTITION			"partition" /* the partition being worked on */
 #define STATE_DONE				"partitions_done"	/* leaves with a valid index */
 #define STATE_TOTAL				"partitions_total"	/* leaves */
@@ -103,7 +106,6 @@ typedef struct PartitionStep
 	Oid			table;
 	Oid			parent_index;
 	Oid			index;
-	bool		adopted;		/* the index existed before the job */
 } PartitionStep;
 
 /* The step a locking step (JobRunLockingStep) runs: one at a time */
@@ -138,6 +140,31 @@ static Oid
 StateOid(const BgddlJob *job, const char *key)
 {
 	return (Oid) CatalogKindStateInt(job->kind_state, key);
+}
+
+/* Did the job create this index (one of its partitions' indexes)? */
+static bool
+Created(const BgddlJob *job, Oid index_oid)
+{
+	char	   *created = CatalogKindStateText(job->kind_state, STATE_CREATED);
+
+	for (char *next = created; next != NULL && *next != '\0';)
+	{
+		if ((Oid) strtoul(next, &next, 10) == index_oid)
+			return true;
+		while (*next == ' ')
+			next++;
+	}
+	return false;
+}
+
+static void
+AddCreated(JobRun *run, Oid index_oid)
+{
+	char	   *created = CatalogKindStateText(run->job.kind_state, STATE_CREATED);
+
+	SetStateText(run, STATE_CREATED, created && created[0] ?
+				 psprintf("%s %u", created, index_oid) : psprintf("%u", index_oid));
 }
 
 /* The job's index on a partitioned table of the tree, if it has one yet */
@@ -261,8 +288,12 @@ IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt)
 			foreach(elem_cell, stmt->indexParams)
 			{
 				IndexElem  *elem = lfirst(elem_cell);
+				const char *name = elem->name;
 
-				found |= elem->name != NULL && strcmp(elem->name, column) == 0;
+				/* (column) is the column, as DefineIndex counts it */
+				if (elem->expr != NULL && IsA(elem->expr, Var))
+					name = get_attname(table_oid, ((Var *) elem->expr)->varattno, true);
+				found |= name != NULL && strcmp(name, column) == 0;
 			}
 			if (!found)
 				ereport(ERROR,
@@ -316,10 +347,11 @@ IndexPartitionsPlan(JobRun *run, Oid table_oid)
 }
 
 /*
- * A valid index of a leaf (or a partitioned index of a sub-partitioned
- * table) that matches the job's index on its parent and is attached to no
- * other: CREATE INDEX attaches it instead of building one.  Compared as
- * ALTER INDEX ... ATTACH PARTITION compares them.
+ * An index of a partition that matches the job's index on its parent and is
+ * attached to no other: CREATE INDEX attaches it instead of building one (a
+ * sub-partitioned table's partitioned index whatever its state, as CREATE
+ * INDEX does; a leaf's only if valid: an invalid one would keep the parent
+ * invalid).  Compared as ALTER INDEX ... ATTACH PARTITION compares them.
  */
 static Oid
 MatchingIndex(const TreePartition *partition)
@@ -339,7 +371,8 @@ MatchingIndex(const TreePartition *partition)
 		bool		valid;
 
 		if (get_rel_relispartition(lfirst_oid(lc)) ||
-			!IndexBuildIsIndex(lfirst_oid(lc), &valid) || !valid)
+			!IndexBuildIsIndex(lfirst_oid(lc), &valid) ||
+			(!valid && partition->relkind == RELKIND_RELATION))
 			continue;
 		index = index_open(lfirst_oid(lc), AccessShareLock);
 		if (CompareIndexInfo(BuildIndexInfo(index), parent_info,
@@ -404,20 +437,28 @@ DecideStep(JobRun *run, Oid table_oid)
 	{
 		TreePartition *partition = lfirst(lc);
 
+		/* A partition attached meanwhile with an invalid index of its own */
+		if (OidIsValid(partition->index) && !partition->valid &&
+			partition->relkind == RELKIND_RELATION)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("index \"%s\" of partition \"%s\" is invalid",
+							get_rel_name(partition->index), get_rel_name(partition->table)),
+					 errdetail("It was attached to index \"%s\" with its partition while the job ran.",
+							   get_rel_name(partition->parent_index)),
+					 errhint("REINDEX it, or drop it, and submit the statement again.")));
 		if (OidIsValid(partition->index) || !OidIsValid(partition->parent_index) ||
 			partition->relkind == RELKIND_FOREIGN_TABLE)
 			continue;
 		step.table = partition->table;
 		step.parent_index = partition->parent_index;
 		SetStateText(run, STATE_PARTITION, get_rel_name(partition->table));
-		if (partition->relkind == RELKIND_PARTITIONED_TABLE)
-			step.kind = PARTITION_STEP_PREPARE;
+		step.index = MatchingIndex(partition);
+		if (OidIsValid(step.index))
+			step.kind = PARTITION_STEP_ATTACH;
 		else
-		{
-			step.index = MatchingIndex(partition);
-			step.adopted = OidIsValid(step.index);
-			step.kind = step.adopted ? PARTITION_STEP_ATTACH : PARTITION_STEP_BUILD;
-		}
+			step.kind = partition->relkind == RELKIND_PARTITIONED_TABLE ?
+				PARTITION_STEP_PREPARE : PARTITION_STEP_BUILD;
 		return step;
 	}
 	return step;
@@ -475,44 +516,50 @@ PrepareStep(JobRun *run)
 {
 	IndexStmt  *stmt;
 
+	ObjectAddress index;
+
 	JobStepLockRelation(next_step.table, ShareLock, background_ddl_lock_timeout_ms);
+	LockRelationOid(next_step.parent_index, ShareUpdateExclusiveLock);
 	if (!StillWithoutIndex(next_step.table, next_step.parent_index))
 		return;
 	stmt = ClonedStatement(next_step.table, next_step.parent_index);
 	stmt->relation->inh = false;
 	stmt->concurrent = false;
-	(void) IndexBuildDefine(&run->job, next_step.table, stmt, InvalidOid, next_step.parent_index);
+	index = IndexBuildDefine(&run->job, next_step.table, stmt, InvalidOid, next_step.parent_index);
+	AddCreated(run, index.objectId);
+	CatalogJobRecordKindState(&run->job);
 }
 
 /*
- * Attach a leaf's valid index to the job's index on its parent, as ALTER
- * INDEX ... ATTACH PARTITION does (ACCESS EXCLUSIVE on the leaf's index,
- * taken within lock_timeout; SHARE UPDATE EXCLUSIVE on the parent's).
- * An index that existed before the job is remembered: cancel detaches it.
+ * Attach a partition's index to the job's index on its parent, as ALTER
+ * INDEX ... ATTACH PARTITION does, in its lock order: the partition (ACCESS
+ * SHARE), its index (ACCESS EXCLUSIVE, taken within lock_timeout), the
+ * parent's index (SHARE UPDATE EXCLUSIVE).  The index the job built is
+ * recorded as created (cancel drops it; it detaches the others).
  */
 static void
 AttachStep(JobRun *run)
 {
 	Relation	index;
+	bool		valid;
+	Oid			building = StateOid(&run->job, STATE_BUILDING_INDEX);
 
+	LockRelationOid(next_step.table, AccessShareLock);
 	JobStepLockRelation(next_step.index, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	LockRelationOid(next_step.parent_index, ShareUpdateExclusiveLock);
 	if (StillWithoutIndex(next_step.table, next_step.parent_index) &&
-		!get_rel_relispartition(next_step.index))
+		IndexBuildIsIndex(next_step.index, &valid) &&
+		(valid || get_rel_relkind(next_step.index) == RELKIND_PARTITIONED_INDEX) &&
+		!get_rel_relispartition(next_step.index) &&
+		IndexGetRelation(next_step.index, false) == next_step.table)
 	{
 		index = index_open(next_step.index, NoLock);
 		IndexSetParentIndex(index, next_step.parent_index);
 		index_close(index, NoLock);
-		if (next_step.adopted)
-		{
-			char	   *adopted = CatalogKindStateText(run->job.kind_state, STATE_ADOPTED);
-
-			SetStateText(run, STATE_ADOPTED,
-						 adopted && adopted[0] ? psprintf("%s %u", adopted, next_step.index) :
-						 psprintf("%u", next_step.index));
-		}
+		if (next_step.index == building)
+			AddCreated(run, next_step.index);
 	}
-	if (next_step.index == StateOid(&run->job, STATE_BUILDING_INDEX))
+	if (next_step.index == building)
 		SetState(run, STATE_BUILDING_INDEX, 0);
 	CatalogJobRecordKindState(&run->job);
 }
@@ -566,8 +613,12 @@ BuildStep(JobRun *run)
 static void
 MarkValid(Oid index_oid)
 {
-	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
-	HeapTuple	tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(index_oid));
+	Relation	pg_index;
+	HeapTuple	tuple;
+
+	LockRelationOid(index_oid, ShareUpdateExclusiveLock);
+	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+	tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(index_oid));
 
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for index %u", index_oid);
@@ -683,45 +734,64 @@ IndexPartitionsStep(JobRun *run, Oid table_oid)
 	return valid ? JOB_STEP_DONE : JOB_STEP_MORE;
 }
 
+/* Detach a partition's index from its parent index (the inverse of AttachStep) */
+static void
+Detach(Oid index_oid)
+{
+	Relation	index = index_open(index_oid, AccessExclusiveLock);
+
+	IndexSetParentIndex(index, InvalidOid);
+	index_close(index, NoLock);
+	CommandCounterIncrement();
+}
+
 /*
- * The job failed or is cancelled: detach the indexes that existed before
- * it (they stay, as they were), drop the index an unfinished build left,
- * then the job's index, and with it every index attached to it.  The
- * partitions' tables are locked ACCESS EXCLUSIVE within lock_timeout first
- * (dropping an index locks its table).
+ * The job failed or is cancelled.  Every index attached in the job's tree
+ * that the job did not create (adopted, or attached by PostgreSQL with a
+ * partition attached meanwhile) is detached, and stays as it was; one the
+ * job created under such an index is detached and dropped; then the index
+ * an unfinished build left, and (unless keep_target) the job's index, with
+ * every index still attached to it.  The tables are locked ACCESS
+ * EXCLUSIVE within lock_timeout first (dropping an index locks its table).
  */
 void
-IndexPartitionsDiscard(const BgddlJob *job)
+IndexPartitionsDiscard(const BgddlJob *job, bool keep_target)
 {
 	Oid			building = StateOid(job, STATE_BUILDING_INDEX);
-	char	   *adopted = CatalogKindStateText(job->kind_state, STATE_ADOPTED);
-	Oid			table_oid = IndexGetRelation(job->target_oid, true);
+	Oid			table_oid = InvalidOid;
 	ListCell   *lc;
 
-	if (OidIsValid(table_oid))
+	if (get_rel_relkind(job->target_oid) == RELKIND_PARTITIONED_INDEX)
+		table_oid = IndexGetRelation(job->target_oid, true);
+	if (OidIsValid(table_oid) && !keep_target)
 	{
 		JobStepLockRelation(table_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 		foreach(lc, find_all_inheritors(table_oid, NoLock, NULL))
 			JobStepLockRelation(lfirst_oid(lc), AccessExclusiveLock,
 								background_ddl_lock_timeout_ms);
-	}
-	for (char *next = adopted; next != NULL && *next != '\0';)
-	{
-		Oid			index_oid = (Oid) strtoul(next, &next, 10);
-
-		if (get_rel_relispartition(index_oid))
+		foreach(lc, JobTree(table_oid, job->target_oid))
 		{
-			Relation	index = index_open(index_oid, AccessExclusiveLock);
+			TreePartition *partition = lfirst(lc);
+			bool		created = Created(job, partition->index);
 
-			IndexSetParentIndex(index, InvalidOid);
-			index_close(index, NoLock);
-			CommandCounterIncrement();
+			if (!OidIsValid(partition->index))
+				continue;
+			if (partition->parent_index == job->target_oid ||
+				Created(job, partition->parent_index))
+			{
+				if (!created)
+					Detach(partition->index);
+			}
+			else if (created)
+			{
+				Detach(partition->index);
+				IndexBuildDrop(partition->index);
+			}
 		}
-		while (*next == ' ')
-			next++;
 	}
 	if (OidIsValid(building) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(building)) &&
 		!get_rel_relispartition(building))
 		IndexBuildDrop(building);
-	IndexBuildDrop(job->target_oid);
+	if (!keep_target)
+		IndexBuildDrop(job->target_oid);
 }

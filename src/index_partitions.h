@@ -19,6 +19,6 @@ extern bool IndexPartitionsJob(const BgddlJob *job);
 extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
 extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
 extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);
-extern void IndexPartitionsDiscard(const BgddlJob *job);
+extern void IndexPartitionsDiscard(const BgddlJob *job, bool keep_target);
 
 #endif							/* BGDDL_INDEX_PARTITIONS_H */

@@ -216,6 +216,12 @@ JobStepAbort(void)
 	HOLD_INTERRUPTS();
 	AbortOutOfAnyTransaction();
 	RESUME_INTERRUPTS();
+	/*
+	 * The worker's own role again: a step that committed transactions
+	 * inside (CREATE INDEX CONCURRENTLY, run as the job's role) began the
+	 * one that failed as that role, and the abort restored that
+	 */
+	SetUserIdAndSecContext(GetSessionUserId(), 0);
 	JobLiveRowsAborted();
 	JobClaimSettled();
 	step_in_progress = false;

@@ -871,11 +871,9 @@ IndexBuildHere(const BgddlJob *job)
 static void
 IndexDiscard(const BgddlJob *job, bool keep_target)
 {
-	if (keep_target)
-		return;
-	if (IndexPartitionsJob(job) && get_rel_relkind(job->target_oid) == RELKIND_PARTITIONED_INDEX)
-		IndexPartitionsDiscard(job);
-	else
+	if (IndexPartitionsJob(job))
+		IndexPartitionsDiscard(job, keep_target);
+	else if (!keep_target)
 		IndexBuildDrop(job->target_oid);
 }
 

@@ -210,17 +210,27 @@ $job = submit_job($node, 'CREATE INDEX events_payload_idx ON events (payload)');
 ok(held_at_hold($node), 'the job waits after three partitions');
 like(attached_indexes('events_payload_idx'), qr/pre_payload/,
 	'the existing matching index is attached, not built again');
+# A table attached meanwhile with its own matching index: PostgreSQL attaches
+# that index to the job's (invalid) one.
+$node->safe_psql('postgres', q{
+CREATE TABLE events_late (LIKE events);
+CREATE INDEX late_payload ON events_late (payload);
+ALTER TABLE events ATTACH PARTITION events_late FOR VALUES FROM (current_date + 50) TO (current_date + 51);
+});
+like(attached_indexes('events_payload_idx'), qr/late_payload/,
+	'a partition attached meanwhile brings its index');
 is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', 'cancel_ddl');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
 is( $node->safe_psql('postgres', q{
-		SELECT count(*) FROM pg_index i JOIN pg_attribute a
+		SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY indexrelid::regclass::text) FROM pg_index i JOIN pg_attribute a
 		    ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] AND a.attname = 'payload'}),
-	'1', 'cancel left no index on payload but the one that existed');
+	'late_payload pre_payload', 'cancel left no index on payload but those that existed');
 is( $node->safe_psql('postgres',
-		"SELECT indisvalid AND NOT relispartition FROM pg_index JOIN pg_class ON oid = indexrelid
-		  WHERE indexrelid = 'pre_payload'::regclass"),
-	't', 'the index that existed is valid and detached again');
+		"SELECT bool_and(indisvalid AND NOT relispartition) FROM pg_index JOIN pg_class ON oid = indexrelid
+		  WHERE indexrelid IN ('pre_payload'::regclass, 'late_payload'::regclass)"),
+	't', 'the indexes that existed are valid and detached again');
+$node->safe_psql('postgres', 'DROP TABLE events_late');
 
 # 4. A unique violation in one partition fails the job with PostgreSQL's error.
 $node->safe_psql('postgres',

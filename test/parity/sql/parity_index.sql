@@ -66,9 +66,10 @@ CREATE INDEX pi_parted_only ON ONLY pi_parted (a); CALL parity_wait();
 CREATE INDEX pi_parted_a ON pi_parted (a); CALL parity_wait();
 \d pi_parted
 -- A partitioned table's index (a job builds it partition by partition): a
--- sub-partitioned partition and the default included, a partition's matching
--- index attached; a unique index without the partition key, CONCURRENTLY,
--- and a duplicate in one partition fail.
+-- sub-partitioned partition and the default included, partitions' matching
+-- indexes attached (a leaf's, a sub-partitioned table's); a unique index
+-- without the partition key, CONCURRENTLY, and a duplicate in one partition
+-- fail.
 CREATE TABLE pi_tree (id int NOT NULL, at date NOT NULL, k int) PARTITION BY RANGE (at);
 CREATE TABLE pi_tree_1 PARTITION OF pi_tree FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
 CREATE TABLE pi_tree_2 PARTITION OF pi_tree FOR VALUES FROM ('2026-02-01') TO ('2026-03-01')
@@ -78,6 +79,7 @@ CREATE TABLE pi_tree_2b PARTITION OF pi_tree_2 FOR VALUES WITH (MODULUS 2, REMAI
 CREATE TABLE pi_tree_def PARTITION OF pi_tree DEFAULT;
 INSERT INTO pi_tree SELECT g, date '2026-01-01' + g % 90, g % 7 FROM generate_series(1, 2000) g;
 CREATE INDEX pi_tree_1_k_id ON pi_tree_1 (k, id); CALL parity_wait();
+CREATE INDEX pi_tree_2_k_id ON pi_tree_2 (k, id); CALL parity_wait();
 CREATE INDEX pi_tree_k ON pi_tree (k, id); CALL parity_wait();
 CREATE UNIQUE INDEX pi_tree_id ON pi_tree (id); CALL parity_wait();
 CREATE UNIQUE INDEX pi_tree_id_at ON pi_tree (id, at); CALL parity_wait();
