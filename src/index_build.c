@@ -19,7 +19,6 @@
 #include "miscadmin.h"
 #include "storage/lockdefs.h"
 #include "storage/proc.h"
-#include "tcop/tcopprot.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timeout.h"
