@@ -6,7 +6,8 @@
 #    before are kept (same OIDs), the interrupted one is built again;
 #  - writers on every partition are never blocked beyond their lock_timeout
 #    while a job builds, attaches and validates;
-#  - a partition created in the middle of the job gets its index;
+#  - a partition created in the middle of the job gets its index; one
+#    detached or dropped is skipped;
 #  - at the end the parent index is valid, used by the planner, and every
 #    partition's index passes amcheck's bt_index_check;
 #  - a partition's matching index is attached instead of built, and cancel
@@ -139,11 +140,13 @@ ok( $node->log_contains("background DDL job $job: dropped the index \"\\S+\" lef
 	'the log says the interrupted builds were dropped');
 check_index_tree('events_slow_idx', 'after the crash');
 
-# 2. Writers on every partition while a job builds; a partition created in
-# the middle of the job.
+# 2. Writers on every partition while a job builds; in the middle of the
+# job, a partition created, one detached and one dropped.
 $node->safe_psql('postgres', q{
 CREATE TABLE writer_stats (iterations int, errors int, max_latency interval);
 CREATE TABLE writer_stop (stop boolean);
+CREATE TABLE events_spare PARTITION OF events FOR VALUES FROM (current_date + 60) TO (current_date + 61);
+INSERT INTO events VALUES (400000, current_date + 60, 1, 'spare');
 });
 my $hold = hold_at($node, 'chunk 3');
 $job = submit_job($node, 'CREATE INDEX events_account_idx ON events (account, slowk(id))',
@@ -181,6 +184,8 @@ END $$;
 $node->safe_psql('postgres', q{
 CREATE TABLE events_extra PARTITION OF events FOR VALUES FROM (current_date + 40) TO (current_date + 41);
 INSERT INTO events VALUES (300000, current_date + 40, 1, 'extra');
+ALTER TABLE events DETACH PARTITION events_spare;
+DROP TABLE events_default;
 });
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'with writers busy, the job succeeded');
@@ -192,10 +197,15 @@ my ($iterations, $errors, $latency) = split /\|/, $node->safe_psql('postgres',
 ok($iterations > 0, "the writers wrote ($iterations rounds of three statements)");
 is($errors, '0', 'no writer waited beyond its lock_timeout of 1 s');
 diag("longest round of the writers: ${latency} s");
-$leaves++;
+# (a leaf was added before the job, one created, one detached and one
+# dropped during it: as many leaves as before)
 check_index_tree('events_account_idx', 'with writers');
 ok( attached_indexes('events_account_idx') =~ /events_extra_account_slowk_idx/,
 	'the partition created in the middle of the job has its index');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_index WHERE indrelid = 'events_spare'::regclass
+		    AND indexrelid::regclass::text LIKE '%account%'"),
+	'0', 'the partition detached in the middle of the job was skipped');
 my $plan = $node->safe_psql('postgres',
 	"SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT * FROM events WHERE account = 7");
 like($plan, qr/Index Cond: \(account = 7\)/, 'the planner uses the index');

@@ -90,6 +90,21 @@ SELECT c.relname, i.indisvalid, p.inhparent::regclass AS attached_to
   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
   LEFT JOIN pg_inherits p ON p.inhrelid = c.oid
  WHERE c.relname LIKE 'pi\_tree%' ORDER BY c.relname;
+-- With a foreign table among the partitions: a unique index is refused;
+-- another skips it.
+CREATE EXTENSION file_fdw;
+CREATE SERVER pi_files FOREIGN DATA WRAPPER file_fdw;
+CREATE TABLE pi_ft (id int NOT NULL, at date NOT NULL, k int) PARTITION BY RANGE (at);
+CREATE TABLE pi_ft_1 PARTITION OF pi_ft FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+CREATE FOREIGN TABLE pi_ft_2 PARTITION OF pi_ft FOR VALUES FROM ('2026-02-01') TO ('2026-03-01')
+  SERVER pi_files OPTIONS (filename '/dev/null');
+INSERT INTO pi_ft_1 SELECT g, date '2026-01-01' + g % 28, g % 7 FROM generate_series(1, 500) g;
+CREATE UNIQUE INDEX pi_ft_id ON pi_ft (id, at); CALL parity_wait();
+CREATE INDEX pi_ft_k ON pi_ft (k); CALL parity_wait();
+SELECT c.relname, i.indisvalid, p.inhparent::regclass AS attached_to
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+  LEFT JOIN pg_inherits p ON p.inhrelid = c.oid
+ WHERE c.relname LIKE 'pi\_ft%' ORDER BY c.relname;
 CREATE MATERIALIZED VIEW pi_mv AS SELECT id, a FROM pi WHERE id <= 100; CALL parity_wait();
 CREATE UNIQUE INDEX pi_mv_id ON pi_mv (id); CALL parity_wait();
 \d pi_mv
