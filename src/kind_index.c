@@ -882,11 +882,17 @@ IndexDiscardsInAnyTransaction(const BgddlJob *job)
 	return relkind != RELKIND_INDEX && relkind != RELKIND_PARTITIONED_INDEX;
 }
 
-/* explain_ddl: CREATE INDEX */
+/* explain_ddl: CREATE INDEX, on a table or a partitioned table */
 static const char *
 IndexExplain(Node *raw_statement, const char *query_string)
 {
-	return IsA(raw_statement, IndexStmt) ? STRATEGY_CONCURRENT_INDEX : NULL;
+	Oid			relid;
+
+	if (!IsA(raw_statement, IndexStmt))
+		return NULL;
+	relid = RangeVarGetRelid(((IndexStmt *) raw_statement)->relation, NoLock, true);
+	return OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+		STRATEGY_PARTITIONS : STRATEGY_CONCURRENT_INDEX;
 }
 
 const KindRoutine kind_index_routine = {

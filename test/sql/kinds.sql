@@ -187,6 +187,7 @@ CREATE TABLE k_parted_1 PARTITION OF k_parted FOR VALUES FROM (0) TO (10);
 CREATE TABLE k_parted_2 PARTITION OF k_parted FOR VALUES FROM (10) TO (20) PARTITION BY LIST (b);
 CREATE TABLE k_parted_2_1 PARTITION OF k_parted_2 FOR VALUES IN (1);
 INSERT INTO k_parted VALUES (1, 1), (11, 1);
+SELECT explain_ddl('CREATE INDEX ON k_parted (a)');
 CREATE INDEX ON k_parted (a);
 CALL await_ddl(last_ddl_job(), '60s');
 SELECT state, strategy, chunks_done, chunks_total, progress FROM pg_stat_background_ddl

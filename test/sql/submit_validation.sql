@@ -39,11 +39,17 @@ SELECT relispopulated FROM pg_class WHERE relname = 'mv_nodata';
 CREATE TABLE t_ctas AS SELECT 1 AS x WITH NO DATA;
 SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE state <> 'failed';
 
--- A valid statement: NOTICE, normal command tag, returns at once.
-CREATE MATERIALIZED VIEW mv_a AS SELECT id, upper(payload) AS p FROM events WHERE account < 10;
+-- A valid statement: NOTICE, normal command tag, returns at once (the job
+-- is still unfinished: sv_gate() holds its worker while we hold advisory
+-- lock 81).
+CREATE FUNCTION sv_gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(81); END IF; RETURN x; END $$;
+SELECT pg_advisory_lock(81);
+CREATE MATERIALIZED VIEW mv_a AS SELECT sv_gate(id) AS id, upper(payload) AS p FROM events WHERE account < 10;
 SELECT last_ddl_job() = max(id) AS last_is_newest FROM pg_stat_background_ddl;
 SELECT kind, target, command, state IN ('queued', 'running') AS unfinished
   FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT pg_advisory_unlock(81);
 
 -- The name is reserved at once.
 CREATE MATERIALIZED VIEW mv_a AS SELECT 1 AS x;
