@@ -970,21 +970,26 @@ CatalogKindStateText(const Jsonb *state, const char *key)
 static void
 KindStateSet(Jsonb **state, const char *key, const char *json)
 {
-	MemoryContext old_context = MemoryContextSwitchTo(*state != NULL ?
-													  GetMemoryChunkContext(*state) :
-													  CurrentMemoryContext);
+	MemoryContext target = *state != NULL ? GetMemoryChunkContext(*state) : CurrentMemoryContext;
+	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "background_ddl kind_state",
+												  ALLOCSET_SMALL_SIZES);
+	MemoryContext old_context = MemoryContextSwitchTo(scratch);
 	StringInfoData patch;
+	Jsonb	   *updated;
 
-	if (*state == NULL)
-		*state = CatalogKindStateEmpty();
 	initStringInfo(&patch);
 	appendStringInfoChar(&patch, '{');
 	escape_json(&patch, key);
 	appendStringInfo(&patch, ": %s}", json);
-	*state = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(*state),
-												DirectFunctionCall1(jsonb_in,
-																	CStringGetDatum(patch.data))));
+	updated = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
+												 JsonbPGetDatum(*state ? *state : CatalogKindStateEmpty()),
+												 DirectFunctionCall1(jsonb_in,
+																	 CStringGetDatum(patch.data))));
+	/* Only the new state in the state's context: the work is freed with scratch */
+	*state = MemoryContextAlloc(target, VARSIZE(updated));
+	memcpy(*state, updated, VARSIZE(updated));
 	MemoryContextSwitchTo(old_context);
+	MemoryContextDelete(scratch);
 }
 
 void

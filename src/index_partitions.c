@@ -71,7 +71,7 @@
 /* The job's kind_state, besides INDEX_STATE_PARTITIONED */
 #define STATE_BUILDING_INDEX	"building_index"	/* a leaf's index being built */
 #define STATE_BUILDING_TABLE	"building_table"	/* ... and its leaf */
-#define STATE_CREATED			"created"	/* the indexes it created, attached */
+#define STATE_CREATED			"created"	/* partitions whose index it created */
 #define STATE_PARTITION			"partition" /* the partition being worked on */
 #define STATE_DONE				"partitions_done"	/* leaves with a valid index */
 #define STATE_TOTAL				"partitions_total"	/* leaves */
@@ -104,6 +104,7 @@ typedef struct PartitionStep
 	Oid			table;
 	Oid			parent_index;
 	Oid			index;
+	bool		built;			/* the index is the one the job built */
 } PartitionStep;
 
 /* The step a locking step (JobRunLockingStep) runs: one at a time */
@@ -115,23 +116,40 @@ IndexPartitionsJob(const BgddlJob *job)
 	return CatalogKindStateInt(job->kind_state, INDEX_STATE_PARTITIONED) != 0;
 }
 
-/* Set a number in the job's kind_state, which lives as long as the job */
-static void
-SetState(JobRun *run, const char *key, int64 value)
-{
-	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
-
-	CatalogKindStateSetInt(&run->job.kind_state, key, value);
-	MemoryContextSwitchTo(old_context);
-}
-
+/*
+ * Set a value in the job's kind_state, which lives as long as the job (the
+ * state replaced is freed: a job may set values thousands of times)
+ */
 static void
 SetStateText(JobRun *run, const char *key, const char *value)
 {
-	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+	char	   *current = CatalogKindStateText(run->job.kind_state, key);
+	Jsonb	   *old_state = run->job.kind_state;
+	MemoryContext old_context;
 
+	if (current != NULL && strcmp(current, value) == 0)
+		return;
+	old_context = MemoryContextSwitchTo(JobContext());
 	CatalogKindStateSetText(&run->job.kind_state, key, value);
 	MemoryContextSwitchTo(old_context);
+	if (old_state != NULL && old_state != run->job.kind_state)
+		pfree(old_state);
+}
+
+static void
+SetState(JobRun *run, const char *key, int64 value)
+{
+	char	   *current = CatalogKindStateText(run->job.kind_state, key);
+	Jsonb	   *old_state = run->job.kind_state;
+	MemoryContext old_context;
+
+	if (current != NULL && strtoll(current, NULL, 10) == value)
+		return;
+	old_context = MemoryContextSwitchTo(JobContext());
+	CatalogKindStateSetInt(&run->job.kind_state, key, value);
+	MemoryContextSwitchTo(old_context);
+	if (old_state != NULL && old_state != run->job.kind_state)
+		pfree(old_state);
 }
 
 static Oid
@@ -140,15 +158,19 @@ StateOid(const BgddlJob *job, const char *key)
 	return (Oid) CatalogKindStateInt(job->kind_state, key);
 }
 
-/* Did the job create this index (one of its partitions' indexes)? */
+/*
+ * Is the index attached under the job's on this partition one the job
+ * created?  Recorded by partition, not by index: REINDEX CONCURRENTLY gives
+ * an index a new OID.
+ */
 static bool
-Created(const BgddlJob *job, Oid index_oid)
+Created(const BgddlJob *job, Oid table_oid)
 {
 	char	   *created = CatalogKindStateText(job->kind_state, STATE_CREATED);
 
 	for (char *next = created; next != NULL && *next != '\0';)
 	{
-		if ((Oid) strtoul(next, &next, 10) == index_oid)
+		if ((Oid) strtoul(next, &next, 10) == table_oid)
 			return true;
 		while (*next == ' ')
 			next++;
@@ -157,12 +179,13 @@ Created(const BgddlJob *job, Oid index_oid)
 }
 
 static void
-AddCreated(JobRun *run, Oid index_oid)
+AddCreated(JobRun *run, Oid table_oid)
 {
 	char	   *created = CatalogKindStateText(run->job.kind_state, STATE_CREATED);
 
-	SetStateText(run, STATE_CREATED, created && created[0] ?
-				 psprintf("%s %u", created, index_oid) : psprintf("%u", index_oid));
+	if (!Created(&run->job, table_oid))
+		SetStateText(run, STATE_CREATED, created && created[0] ?
+					 psprintf("%s %u", created, table_oid) : psprintf("%u", table_oid));
 }
 
 /* The job's index on a partitioned table of the tree, if it has one yet */
@@ -424,11 +447,15 @@ DecideStep(JobRun *run, Oid table_oid)
 				step.kind = PARTITION_STEP_ATTACH;
 				step.table = partition->table;
 				step.parent_index = partition->parent_index;
+				step.built = true;
 			}
 			else
 				step.kind = PARTITION_STEP_DROP;
 			return step;
 		}
+		/* attached meanwhile (its partition detached and attached again), or gone */
+		if (partition != NULL && partition->index == building)
+			AddCreated(run, partition->table);
 		SetState(run, STATE_BUILDING_INDEX, 0);
 	}
 	foreach(lc, partitions)
@@ -514,8 +541,6 @@ PrepareStep(JobRun *run)
 {
 	IndexStmt  *stmt;
 
-	ObjectAddress index;
-
 	JobStepLockRelation(next_step.table, ShareLock, background_ddl_lock_timeout_ms);
 	LockRelationOid(next_step.parent_index, ShareUpdateExclusiveLock);
 	if (!StillWithoutIndex(next_step.table, next_step.parent_index))
@@ -523,8 +548,8 @@ PrepareStep(JobRun *run)
 	stmt = ClonedStatement(next_step.table, next_step.parent_index);
 	stmt->relation->inh = false;
 	stmt->concurrent = false;
-	index = IndexBuildDefine(&run->job, next_step.table, stmt, InvalidOid, next_step.parent_index);
-	AddCreated(run, index.objectId);
+	(void) IndexBuildDefine(&run->job, next_step.table, stmt, InvalidOid, next_step.parent_index);
+	AddCreated(run, next_step.table);
 	CatalogJobRecordKindState(&run->job);
 }
 
@@ -540,7 +565,6 @@ AttachStep(JobRun *run)
 {
 	Relation	index;
 	bool		valid;
-	Oid			building = StateOid(&run->job, STATE_BUILDING_INDEX);
 
 	LockRelationOid(next_step.table, AccessShareLock);
 	JobStepLockRelation(next_step.index, AccessExclusiveLock, background_ddl_lock_timeout_ms);
@@ -554,12 +578,14 @@ AttachStep(JobRun *run)
 		index = index_open(next_step.index, NoLock);
 		IndexSetParentIndex(index, next_step.parent_index);
 		index_close(index, NoLock);
-		if (next_step.index == building)
-			AddCreated(run, next_step.index);
+		/* (idempotent: a retried step sees the state it changed) */
+		if (next_step.built)
+		{
+			AddCreated(run, next_step.table);
+			SetState(run, STATE_BUILDING_INDEX, 0);
+		}
+		CatalogJobRecordKindState(&run->job);
 	}
-	if (next_step.index == building)
-		SetState(run, STATE_BUILDING_INDEX, 0);
-	CatalogJobRecordKindState(&run->job);
 }
 
 /* Drop the index an interrupted build left (invalid, or its leaf gone) */
@@ -585,13 +611,23 @@ BuildStep(JobRun *run)
 {
 	IndexStmt  *stmt;
 	Oid			index_oid;
+	TreePartition leaf = {0};
 
 	JobStepHoldAtChunk(run->job.chunks_done);
 	JobStepBegin("background_ddl: building the index of a partition", STEP_NO_SNAPSHOT);
 	/* As BuildIndex: wait for other builds on the leaf before taking a snapshot */
 	LockRelationOid(next_step.table, ShareUpdateExclusiveLock);
-	if (!StillWithoutIndex(next_step.table, next_step.parent_index))
+	LockRelationOid(next_step.parent_index, AccessShareLock);
+	if (StillWithoutIndex(next_step.table, next_step.parent_index))
 	{
+		leaf.table = next_step.table;
+		leaf.parent_table = IndexGetRelation(next_step.parent_index, false);
+		leaf.relkind = RELKIND_RELATION;
+		leaf.parent_index = next_step.parent_index;
+	}
+	if (!OidIsValid(leaf.table) || OidIsValid(MatchingIndex(&leaf)))
+	{
+		/* gone, indexed, or a matching index was built meanwhile: look again */
 		JobStepEnd();
 		return JOB_STEP_MORE;
 	}
@@ -651,18 +687,25 @@ Complete(List *partitions, Oid table, Oid index_oid)
 /*
  * Every partition has its index: mark the indexes of the partitioned
  * tables valid, bottom up (children come after parents in the tree), and
- * the job's index last.  The partitioned tables are locked SHARE UPDATE
- * EXCLUSIVE (within lock_timeout): no partition is attached or detached
- * meanwhile.  If one came (the tree is not complete), the next step does
- * its index.
+ * the job's index last; nothing unless the whole tree is complete (an index
+ * marked valid short of that, a cancel could leave valid over partitions it
+ * does not cover).  The partitioned tables and the indexes marked are
+ * locked SHARE UPDATE EXCLUSIVE (within lock_timeout): no partition is
+ * attached or detached meanwhile.  If one came (the tree is not complete),
+ * the next step does its index.
  */
 static void
 FinishStep(JobRun *run)
 {
-	Oid			table_oid = IndexGetRelation(run->job.target_oid, false);
+	Oid			table_oid;
 	List	   *partitions;
+	List	   *to_mark = NIL;
 	ListCell   *lc;
 
+	LockRelationOid(run->job.target_oid, ShareUpdateExclusiveLock);
+	table_oid = IndexGetRelation(run->job.target_oid, true);
+	if (!OidIsValid(table_oid))
+		return;
 	JobStepLockRelation(table_oid, ShareUpdateExclusiveLock, background_ddl_lock_timeout_ms);
 	foreach(lc, find_all_inheritors(table_oid, NoLock, NULL))
 	{
@@ -679,11 +722,14 @@ FinishStep(JobRun *run)
 			continue;
 		if (!partition->valid && Complete(partitions, partition->table, partition->index))
 		{
-			MarkValid(partition->index);
+			to_mark = lappend_oid(to_mark, partition->index);
 			partition->valid = true;
 		}
 	}
-	if (Complete(partitions, table_oid, run->job.target_oid))
+	if (!Complete(partitions, table_oid, run->job.target_oid))
+		return;
+	foreach(lc, to_mark)
+		MarkValid(lfirst_oid(lc));
 	{
 		bool		valid;
 
@@ -696,15 +742,36 @@ FinishStep(JobRun *run)
  * One step of the job after its index was created ON ONLY the table.
  * Returns JOB_STEP_DONE once the index is valid.
  */
+static Oid	checked_table;
+static bool target_gone;
+
+/*
+ * Decide the next step (a locking step: every partition is locked ACCESS
+ * SHARE, within lock_timeout, so that a TRUNCATE left open on one cannot
+ * make other sessions' locks queue behind ours).  The job's index is locked
+ * first: a DROP INDEX of it waits, or has happened and ends the job.
+ */
+static void
+CheckStep(JobRun *run)
+{
+	LockRelationOid(run->job.target_oid, AccessShareLock);
+	target_gone = get_rel_relkind(run->job.target_oid) != RELKIND_PARTITIONED_INDEX;
+	if (target_gone)
+		return;
+	next_step = DecideStep(run, checked_table);
+	CatalogJobRecordKindState(&run->job);
+}
+
 JobStepResult
 IndexPartitionsStep(JobRun *run, Oid table_oid)
 {
 	bool		valid;
 
-	JobStepBegin("background_ddl: checking the partitions", STEP_READ_COMMITTED);
-	next_step = DecideStep(run, table_oid);
-	CatalogJobRecordKindState(&run->job);
-	JobStepEnd();
+	checked_table = table_oid;
+	JobRunLockingStep(run, CheckStep, JOB_PHASE_BACKFILLING,
+					  "background_ddl: checking the partitions");
+	if (target_gone)
+		return JOB_STEP_TARGET_GONE;
 	switch (next_step.kind)
 	{
 		case PARTITION_STEP_DROP:
@@ -747,35 +814,38 @@ Detach(Oid index_oid)
  * The job failed or is cancelled.  Every index attached in the job's tree
  * that the job did not create (adopted, or attached by PostgreSQL with a
  * partition attached meanwhile) is detached, and stays as it was; one the
- * job created under such an index is detached and dropped; then the index
+ * job created under such an index is detached and dropped; children before
+ * parents, so that no drop takes an index to keep with it.  Then the index
  * an unfinished build left, and (unless keep_target) the job's index, with
- * every index still attached to it.  The tables are locked ACCESS
- * EXCLUSIVE within lock_timeout first (dropping an index locks its table).
+ * every index still attached to it.  The tables are locked ACCESS EXCLUSIVE
+ * within lock_timeout first (dropping an index locks its table).
  */
 void
 IndexPartitionsDiscard(const BgddlJob *job, bool keep_target)
 {
 	Oid			building = StateOid(job, STATE_BUILDING_INDEX);
 	Oid			table_oid = InvalidOid;
-	ListCell   *lc;
 
 	if (get_rel_relkind(job->target_oid) == RELKIND_PARTITIONED_INDEX)
 		table_oid = IndexGetRelation(job->target_oid, true);
 	if (OidIsValid(table_oid) && !keep_target)
 	{
+		List	   *partitions;
+		ListCell   *lc;
+
 		JobStepLockRelation(table_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 		foreach(lc, find_all_inheritors(table_oid, NoLock, NULL))
 			JobStepLockRelation(lfirst_oid(lc), AccessExclusiveLock,
 								background_ddl_lock_timeout_ms);
-		foreach(lc, JobTree(table_oid, job->target_oid))
+		partitions = JobTree(table_oid, job->target_oid);
+		for (int i = list_length(partitions) - 1; i >= 0; i--)
 		{
-			TreePartition *partition = lfirst(lc);
-			bool		created = Created(job, partition->index);
+			TreePartition *partition = list_nth(partitions, i);
+			bool		created = Created(job, partition->table);
 
 			if (!OidIsValid(partition->index))
 				continue;
-			if (partition->parent_index == job->target_oid ||
-				Created(job, partition->parent_index))
+			if (partition->parent_table == table_oid || Created(job, partition->parent_table))
 			{
 				if (!created)
 					Detach(partition->index);

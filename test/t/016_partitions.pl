@@ -229,6 +229,11 @@ ALTER TABLE events ATTACH PARTITION events_late FOR VALUES FROM (current_date + 
 });
 like(attached_indexes('events_payload_idx'), qr/late_payload/,
 	'a partition attached meanwhile brings its index');
+# An index the job built, rebuilt by REINDEX CONCURRENTLY (a new OID): still the job's.
+my $built = $node->safe_psql('postgres', q{
+	SELECT relid::regclass FROM pg_partition_tree('events_payload_idx')
+	 WHERE isleaf AND relid::regclass::text NOT IN ('pre_payload', 'late_payload') LIMIT 1});
+$node->safe_psql('postgres', "REINDEX INDEX CONCURRENTLY $built");
 is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', 'cancel_ddl');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
