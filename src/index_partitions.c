@@ -188,9 +188,9 @@ AddCreated(JobRun *run, Oid table_oid)
 					 psprintf("%s %u", created, table_oid) : psprintf("%u", table_oid));
 }
 
-/* The job's index on a partitioned table of the tree, if it has one yet */
-static Oid
-IndexOfTable(List *partitions, Oid table)
+/* A partition (at any level) of the tree, or NULL */
+static TreePartition *
+FindPartition(List *partitions, Oid table)
 {
 	ListCell   *lc;
 
@@ -199,9 +199,18 @@ IndexOfTable(List *partitions, Oid table)
 		TreePartition *partition = lfirst(lc);
 
 		if (partition->table == table)
-			return partition->index;
+			return partition;
 	}
-	return InvalidOid;
+	return NULL;
+}
+
+/* The job's index on a partitioned table of the tree, if it has one yet */
+static Oid
+IndexOfTable(List *partitions, Oid table)
+{
+	TreePartition *partition = FindPartition(partitions, table);
+
+	return partition != NULL ? partition->index : InvalidOid;
 }
 
 /*
@@ -246,21 +255,6 @@ JobTree(Oid table_oid, Oid root_index)
 		partitions = lappend(partitions, partition);
 	}
 	return partitions;
-}
-
-static TreePartition *
-FindPartition(List *partitions, Oid table)
-{
-	ListCell   *lc;
-
-	foreach(lc, partitions)
-	{
-		TreePartition *partition = lfirst(lc);
-
-		if (partition->table == table)
-			return partition;
-	}
-	return NULL;
 }
 
 /*
