@@ -345,8 +345,9 @@ CaptureBoundBacklogs(void)
 				   "JOIN (SELECT job_id, count(*) AS marks FROM background_ddl.dirty "
 				   "      WHERE NOT uncaptured GROUP BY job_id) m ON m.job_id = j.id "
 				   "WHERE NOT c.stopped AND j.state IN ('queued', 'running') "
-				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT r.reltuples FROM pg_class r "
-				   "                                           WHERE r.oid = c.driving_oid), 0))",
+				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT sum(greatest(r.reltuples, 0)) "
+				   "      FROM pg_catalog.pg_partition_tree(c.driving_oid) t "
+				   "      JOIN pg_catalog.pg_class r ON r.oid = t.relid WHERE t.isleaf), 0))",
 				   1, argtypes, values, NULL, SPI_OK_SELECT);
 	nstopped = (int) SPI_processed;
 	stopped = MemoryContextAlloc(access.caller_context, sizeof(int64) * Max(nstopped, 1));

@@ -8,7 +8,9 @@
  * a base table after a row was read must be known, down to the row: the
  * capture trigger appends, in the writer's own transaction, the tuple ids
  * of the OLD and NEW versions of every changed row of the driving table to
- * background_ddl.dirty.  A changed row of a table joined to the driving
+ * background_ddl.dirty (for a partitioned driving table, those of each
+ * partition read, at their place in the job's block space: query_driving.c).
+ * A changed row of a table joined to the driving
  * table by an equality (query_decompose.c: QueryJoinKeys) appends the text of
  * its join key, OLD and NEW: it stands for the driving rows that join to
  * it.  A change the log cannot pin to rows (a row of another base table, a
@@ -38,7 +40,11 @@
  * The triggers are internal triggers (like those of foreign keys), with an
  * internal dependency on the job's target: the table owner cannot drop or
  * disable them (only a superuser can), pg_dump does not dump them, and
- * dropping the target drops them.  We know them by OID, and remember the
+ * dropping the target drops them.  On a partition the dependency is an
+ * automatic one: a partition can be dropped while a view of its
+ * partitioned table is built, as it can while the view exists, and its
+ * triggers go with it (its owner can drop them too: the cut-over then
+ * recomputes everything).  We know them by OID, and remember the
  * version (raw xmin) of each one's pg_trigger row, so that any change to
  * one, even disabled and enabled again between two checks, is seen.
  *
@@ -186,7 +192,8 @@ CaptureCallbacksInstall(void)
  * table changes seldom), a whole_table mark otherwise.
  */
 static void
-LogDirtyMark(int64 job_id, ItemPointer tid, Oid join_relid, const char *join_key)
+LogDirtyMark(int64 job_id, ItemPointer tid, Oid join_relid, const char *join_key,
+			 bool uncaptured)
 {
 	const BgddlCatalog *catalog;
 	LoggedMarkKey key;
@@ -217,7 +224,7 @@ LogDirtyMark(int64 job_id, ItemPointer tid, Oid join_relid, const char *join_key
 	if (tid != NULL)
 		ItemPointerCopy(tid, &key.tid);
 	else
-		ItemPointerSetInvalid(&key.tid);
+		ItemPointerSet(&key.tid, InvalidBlockNumber, uncaptured ? 1 : 0);
 	if (join_key == NULL && hash_search(logged_marks, &key, HASH_FIND, NULL) != NULL)
 		return;
 
@@ -240,7 +247,7 @@ LogDirtyMark(int64 job_id, ItemPointer tid, Oid join_relid, const char *join_key
 	 */
 	if ((tid != NULL || join_key != NULL) && job->row_marks >= CAPTURE_ROW_MARKS_PER_TRANSACTION)
 	{
-		LogDirtyMark(job_id, NULL, InvalidOid, NULL);
+		LogDirtyMark(job_id, NULL, InvalidOid, NULL, false);
 		return;
 	}
 	if (tid != NULL || join_key != NULL)
@@ -262,7 +269,7 @@ LogDirtyMark(int64 job_id, ItemPointer tid, Oid join_relid, const char *join_key
 		values[4] = CStringGetTextDatum(join_key);
 		nulls[3] = nulls[4] = false;
 	}
-	values[5] = BoolGetDatum(false);
+	values[5] = BoolGetDatum(uncaptured);
 	simple_heap_insert(dirty, heap_form_tuple(RelationGetDescr(dirty), values, nulls));
 	table_close(dirty, NoLock);
 }
@@ -281,14 +288,42 @@ LogJoinKey(int64 job_id, Relation rel, TupleTableSlot *slot, AttrNumber attnum)
 	getTypeOutputInfo(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid,
 					  &output_function, &varlena);
 	LogDirtyMark(job_id, NULL, RelationGetRelid(rel),
-				 OidOutputFunctionCall(output_function, value));
+				 OidOutputFunctionCall(output_function, value), false);
+}
+
+/*
+ * Log a changed row of the driving table (or of one of its partitions, at
+ * its place in the job's block space: the trigger's segment).  A row beyond
+ * the room of its segment (the partition grew by more than the job's block
+ * space holds) cannot be logged: an uncaptured mark stands for it.
+ */
+static void
+LogDrivingRow(int64 job_id, const CaptureSegment *segment, ItemPointer tid)
+{
+	ItemPointerData job_tid;
+	BlockNumber job_block;
+
+	if (segment == NULL)
+	{
+		LogDirtyMark(job_id, tid, InvalidOid, NULL, false);
+		return;
+	}
+	if (!CaptureSegmentJobBlock(segment, ItemPointerGetBlockNumber(tid), &job_block))
+	{
+		LogDirtyMark(job_id, NULL, InvalidOid, NULL, true);
+		return;
+	}
+	ItemPointerSet(&job_tid, job_block, ItemPointerGetOffsetNumber(tid));
+	LogDirtyMark(job_id, &job_tid, InvalidOid, NULL, false);
 }
 
 /*
  * The capture trigger.  Arguments: the job id, and "driving" (row trigger
- * on the driving table), "join N" (row trigger on a table joined to it on
- * its column N, see QueryJoinKeys), "other" (row trigger on another base
- * table) or "truncate" (statement trigger on any base table).
+ * on the driving table), "driving BASE BLOCKS BEYOND BEYOND_BLOCKS" (row
+ * trigger on a partition of a partitioned driving table: its CaptureSegment),
+ * "join N" (row trigger on a table joined to it on its column N, see
+ * QueryJoinKeys), "other" (row trigger on another base table) or "truncate"
+ * (statement trigger on any base table).
  */
 Datum
 capture_changes(PG_FUNCTION_ARGS)
@@ -297,6 +332,8 @@ capture_changes(PG_FUNCTION_ARGS)
 	Trigger    *trigger;
 	int64		job_id;
 	TriggerEvent event;
+	CaptureSegment segment;
+	CaptureSegment *driving_segment = NULL;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -309,6 +346,14 @@ capture_changes(PG_FUNCTION_ARGS)
 	job_id = pg_strtoint64(trigger->tgargs[0]);
 	event = trigdata->tg_event;
 
+	if (strncmp(trigger->tgargs[1], "driving ", 8) == 0)
+	{
+		if (sscanf(trigger->tgargs[1] + 8, "%u %u %u %u", &segment.base, &segment.blocks,
+				   &segment.beyond, &segment.beyond_blocks) != 4)
+			elog(ERROR, "invalid capture trigger argument \"%s\"", trigger->tgargs[1]);
+		driving_segment = &segment;
+	}
+
 	if (strncmp(trigger->tgargs[1], "join ", 5) == 0 && !TRIGGER_FIRED_BY_TRUNCATE(event))
 	{
 		AttrNumber	attnum = (AttrNumber) pg_strtoint32(trigger->tgargs[1] + 5);
@@ -317,15 +362,14 @@ capture_changes(PG_FUNCTION_ARGS)
 		if (TRIGGER_FIRED_BY_UPDATE(event))
 			LogJoinKey(job_id, trigdata->tg_relation, trigdata->tg_newslot, attnum);
 	}
-	else if (strcmp(trigger->tgargs[1], "driving") != 0 || TRIGGER_FIRED_BY_TRUNCATE(event))
-		LogDirtyMark(job_id, NULL, InvalidOid, NULL);
-	else if (TRIGGER_FIRED_BY_UPDATE(event))
-	{
-		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid, InvalidOid, NULL);
-		LogDirtyMark(job_id, &trigdata->tg_newslot->tts_tid, InvalidOid, NULL);
-	}
+	else if (strncmp(trigger->tgargs[1], "driving", 7) != 0 || TRIGGER_FIRED_BY_TRUNCATE(event))
+		LogDirtyMark(job_id, NULL, InvalidOid, NULL, false);
 	else
-		LogDirtyMark(job_id, &trigdata->tg_trigslot->tts_tid, InvalidOid, NULL);
+	{
+		LogDrivingRow(job_id, driving_segment, &trigdata->tg_trigslot->tts_tid);
+		if (TRIGGER_FIRED_BY_UPDATE(event))
+			LogDrivingRow(job_id, driving_segment, &trigdata->tg_newslot->tts_tid);
+	}
 
 	return PointerGetDatum(NULL);
 }
@@ -417,10 +461,13 @@ TriggerRowVersion(Relation pg_trigger, Oid trigger_oid, char *enabled, Oid *reli
 	return version;
 }
 
-/* Create one internal capture trigger, firing ALWAYS; returns its oid */
+/*
+ * Create one internal capture trigger, firing ALWAYS, that depends on the
+ * target as dependency says; returns its oid
+ */
 static Oid
 CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
-					 const char *role)
+					 const char *role, DependencyType dependency)
 {
 	const BgddlCatalog *catalog = CatalogRequire();
 	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
@@ -442,14 +489,31 @@ CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
 									InvalidOid, InvalidOid, catalog->capture_function_oid,
 									InvalidOid, NULL, true, false, TRIGGER_FIRES_ALWAYS);
 	ObjectAddressSet(target, RelationRelationId, target_oid);
-	recordDependencyOn(&trigger, &target, DEPENDENCY_INTERNAL);
+	recordDependencyOn(&trigger, &target, dependency);
 	return trigger.objectId;
+}
+
+/* The trigger argument that says how a relation's changes are logged */
+static const char *
+CaptureRole(Oid relid, int join_attnum, Oid driving_oid, const CaptureSegment *segments,
+			int nsegments)
+{
+	if (relid == driving_oid)
+		return "driving";
+	for (int i = 0; i < nsegments; i++)
+	{
+		if (segments[i].relid == relid)
+			return psprintf("driving %u %u %u %u", segments[i].base, segments[i].blocks,
+							segments[i].beyond, segments[i].beyond_blocks);
+	}
+	return join_attnum > 0 ? psprintf("join %d", join_attnum) : "other";
 }
 
 /*
  * Create the capture triggers of a job on its base relations (the driving
- * table among them), each relation locked first as a job locks what others
- * use (JobStepLockRelation), and record them with their row versions and the
+ * table among them, or, for a partitioned one, the partitions of segments),
+ * each relation locked first as a job locks what others use
+ * (JobStepLockRelation), and record them with their row versions and the
  * relations' relfilenodes in the job's capture.  join_attnums gives, for each
  * relation, the column of its join key to log (0: none, see QueryJoinKeys).
  * Caller is in a step, as a superuser, and has checked CaptureRefusal for
@@ -457,7 +521,7 @@ CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
  */
 void
 CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, Oid driving_oid,
-			   Capture *capture)
+			   const CaptureSegment *segments, int nsegments, Capture *capture)
 {
 	Relation	pg_trigger;
 	ListCell   *lc;
@@ -470,8 +534,16 @@ CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, O
 	forboth(lc, relids, attnum_cell, join_attnums)
 	{
 		Oid			relid = lfirst_oid(lc);
-		const char *role = relid == driving_oid ? "driving" :
-			lfirst_int(attnum_cell) > 0 ? psprintf("join %d", lfirst_int(attnum_cell)) : "other";
+		const char *role = CaptureRole(relid, lfirst_int(attnum_cell), driving_oid, segments,
+									   nsegments);
+
+		/*
+		 * A partition can be dropped while the partitioned table's view is
+		 * being built, as with a blocking view: its triggers go with it
+		 * (the job then restarts, query_driving.c)
+		 */
+		DependencyType dependency = get_rel_relispartition(relid) ?
+			DEPENDENCY_AUTO : DEPENDENCY_INTERNAL;
 		Relation	rel;
 
 		JobStepLockRelation(relid, ShareRowExclusiveLock,
@@ -481,10 +553,10 @@ CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, O
 		relation_close(rel, NoLock);
 		capture->triggers = lappend_oid(capture->triggers,
 										CreateCaptureTrigger(job_id, target_oid, relid, false,
-															 role));
+															 role, dependency));
 		capture->triggers = lappend_oid(capture->triggers,
 										CreateCaptureTrigger(job_id, target_oid, relid, true,
-															 role));
+															 role, dependency));
 	}
 	CommandCounterIncrement();
 
@@ -541,9 +613,14 @@ DetachTriggers(List *triggers, Oid target_oid)
 	ListCell   *lc;
 
 	foreach(lc, triggers)
+	{
 		(void) deleteDependencyRecordsForSpecific(TriggerRelationId, lfirst_oid(lc),
 												  DEPENDENCY_INTERNAL,
 												  RelationRelationId, target_oid);
+		(void) deleteDependencyRecordsForSpecific(TriggerRelationId, lfirst_oid(lc),
+												  DEPENDENCY_AUTO,
+												  RelationRelationId, target_oid);
+	}
 	CommandCounterIncrement();
 }
 

@@ -42,10 +42,12 @@
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "query_backfill.h"
+#include "query_driving.h"
 #include "pg_compat.h"
 #include "query_functions.h"
 #include "query_view_pullup.h"
@@ -72,6 +74,7 @@ typedef struct ContentInsertReceiver
 	 * outputs.
 	 */
 	bool		track_sources;
+	const CaptureSegment *segment;	/* the sources' table, if not the job's blocks */
 	bool		count_live;		/* publish the rows as they come (not a recompute) */
 	MemoryContext pairs_context;	/* the caller's: outlives the executor */
 	TupleTableSlot *output_slot;
@@ -134,6 +137,17 @@ ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 		source_datum = slot_getattr(slot, natts + 1, &isnull);
 		Assert(!isnull);
 		ItemPointerCopy((ItemPointer) DatumGetPointer(source_datum), &source);
+		if (receiver->segment != NULL)
+		{
+			BlockNumber job_block;
+
+			if (!CaptureSegmentJobBlock(receiver->segment, ItemPointerGetBlockNumber(&source),
+										&job_block))
+				elog(ERROR, "row (%u,%u) of \"%s\" is beyond the job's block space",
+					 ItemPointerGetBlockNumber(&source), ItemPointerGetOffsetNumber(&source),
+					 get_rel_name(receiver->segment->relid));
+			ItemPointerSetBlockNumber(&source, job_block);
+		}
 		slot = output;
 	}
 
@@ -342,13 +356,14 @@ TidPairCompare(const void *a, const void *b)
  * Caller is in a transaction with an active snapshot, as the job's role, and
  * holds RowExclusiveLock on the content relation.  With pairs non-NULL the
  * query carries a source column (see AppendSourceColumn) and *pairs
- * receives the (source, output) tuple ids, sorted by source.  With
+ * receives the (source, output) tuple ids, sorted by source; with segment,
+ * the sources are rows of its table, and become the job's tuple ids.  With
  * count_live, the rows count in the job's live progress as they come.
  * Returns the number of rows inserted.
  */
 static uint64
 RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bool count_live,
-				   TidPair **pairs, int *npairs)
+				   const CaptureSegment *segment, TidPair **pairs, int *npairs)
 {
 	QueryDesc  *query_desc;
 	ContentInsertReceiver *receiver;
@@ -356,6 +371,7 @@ RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bo
 
 	receiver = ContentInsertReceiverCreate(content, pairs != NULL);
 	receiver->count_live = count_live;
+	receiver->segment = segment;
 	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
 								 InvalidSnapshot, (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(query_desc, 0);
@@ -378,74 +394,123 @@ RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bo
 
 static uint64
 RunIntoContent(Relation content, Query *query, int cursor_options, bool count_live,
-			   TidPair **pairs, int *npairs)
+			   const CaptureSegment *segment, TidPair **pairs, int *npairs)
 {
 	/* An xid before a parallel plan starts: parallel mode cannot assign one */
 	(void) GetCurrentTransactionId();
 	return RunPlanIntoContent(content, pg_plan_query(query, "background_ddl backfill",
 													 cursor_options, NULL),
-							  NULL, count_live, pairs, npairs);
+							  NULL, count_live, segment, pairs, npairs);
+}
+
+/* Append pairs to *all (both sorted, the new ones after the others) */
+static void
+AppendPairs(TidPair **all, int *nall, TidPair *pairs, int npairs)
+{
+	if (*all == NULL)
+	{
+		*all = pairs;
+		*nall = npairs;
+		return;
+	}
+	if (npairs == 0)
+		return;
+	*all = repalloc_huge(*all, sizeof(TidPair) * (*nall + npairs));
+	memcpy(*all + *nall, pairs, sizeof(TidPair) * npairs);
+	*nall += npairs;
 }
 
 /*
- * Compute the rows of driving-table blocks [start_block, end_block) into the
- * content relation (end_block < 0: to the end of the table); *pairs gets
- * their (source, output) tuple ids.  With partial, the query is a chunk
- * query of partial aggregation (query_partial_agg.c), the content relation
- * its staging relation, and every row's source, the chunk's first tuple id,
- * goes into the staging relation's last column (*pairs gets nothing).  With
- * count_live, the rows count in the job's live progress (not for a
- * recompute: the rows it replaces go at the same time).  Caller as for
- * RunIntoContent; query is a copy it gives away.
+ * Compute the rows of the driving table's job blocks [start_block,
+ * end_block) (query_driving.c: for a partitioned table, the query runs on
+ * each partition with blocks in the range) into the content relation;
+ * *pairs gets their (source, output) tuple ids.  With partial, the query is
+ * a chunk query of partial aggregation (query_partial_agg.c), the content
+ * relation its staging relation, and every row's source, the range's first
+ * tuple id, goes into the staging relation's last column (*pairs gets
+ * nothing).  With count_live, the rows count in the job's live progress
+ * (not for a recompute: the rows it replaces go at the same time).  Caller
+ * as for RunIntoContent; query is a copy it gives away.
  */
 uint64
-QueryBackfillBlocks(Relation content, Query *query, Index driving_rtindex, bool partial,
-			   bool count_live, int64 start_block, int64 end_block,
-			   TidPair **pairs, int *npairs)
+QueryBackfillBlocks(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
+					bool partial, bool count_live, int64 start_block, int64 end_block,
+					TidPair **pairs, int *npairs)
 {
-	AddQual(query, MakeCtidBound(driving_rtindex, TIDGreaterEqOperator, MakeBlockTid(start_block)));
-	if (end_block >= 0)
-		AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, MakeBlockTid(end_block)));
-	AppendSourceColumn(query, driving_rtindex, partial ? MakeBlockTid(start_block) : NULL);
+	int			npieces;
+	DrivingPiece *pieces = QueryDrivingPieces(driving, start_block, end_block, &npieces);
+	uint64		rows = 0;
+
 	*pairs = NULL;
 	*npairs = 0;
-	return RunIntoContent(content, query, 0, count_live, partial ? NULL : pairs, npairs);
+	for (int i = 0; i < npieces; i++)
+	{
+		const CaptureSegment *segment = &driving->segments[pieces[i].segment];
+		Query	   *piece = QueryDrivingLeafQuery(i + 1 < npieces ? copyObject(query) : query,
+												  rtindex, segment->relid);
+		TidPair    *piece_pairs = NULL;
+		int			piece_npairs = 0;
+
+		AddQual(piece, MakeCtidBound(rtindex, TIDGreaterEqOperator, MakeBlockTid(pieces[i].start)));
+		AddQual(piece, MakeCtidBound(rtindex, TIDLessOperator, MakeBlockTid(pieces[i].end)));
+		AppendSourceColumn(piece, rtindex, partial ? MakeBlockTid(start_block) : NULL);
+		rows += RunIntoContent(content, piece, 0, count_live, segment,
+							   partial ? NULL : &piece_pairs, &piece_npairs);
+		AppendPairs(pairs, npairs, piece_pairs, piece_npairs);
+	}
+	return rows;
 }
 
 /*
  * Compute the partial rows (query is a chunk query of partial aggregation,
- * content its staging relation) of each of the driving-table block ranges
- * [starts[i], ends[i]) as their own group of rows, whose source is the
- * range's first tuple id: the query is planned once, with the bounds as
- * parameters, and run once per range.  Caller as for RunIntoContent; query
- * is a copy it gives away.  Returns the number of rows.
+ * content its staging relation) of each of the driving table's job block
+ * ranges [starts[i], ends[i]) as their own group of rows, whose source is
+ * the range's first tuple id: the query is planned once per partition, with
+ * the source and the bounds as parameters, and run once per range and
+ * partition.  Caller as for RunIntoContent; query is a copy it gives away.
+ * Returns the number of rows.
  */
 uint64
-QueryBackfillRanges(Relation content, Query *query, Index driving_rtindex,
+QueryBackfillRanges(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
 					const int64 *starts, const int64 *ends, int nranges)
 {
-	PlannedStmt *plan;
-	ParamListInfo params = makeParamList(2);
-	ItemPointerData bounds[2];
+	PlannedStmt **plans = palloc0(sizeof(PlannedStmt *) * driving->nsegments);
+	ParamListInfo params = makeParamList(3);
+	ItemPointerData values[3];
 	uint64		rows = 0;
 
-	AddQual(query, MakeCtidBound(driving_rtindex, TIDGreaterEqOperator, MakeTidParam(1)));
-	AddQual(query, MakeCtidBound(driving_rtindex, TIDLessOperator, MakeTidParam(2)));
-	AppendSourceColumn(query, driving_rtindex, MakeTidParam(1));
-	plan = pg_plan_query(query, "background_ddl catch-up", 0, NULL);
-	params->numParams = 2;
-	for (int i = 0; i < 2; i++)
+	params->numParams = 3;
+	for (int i = 0; i < 3; i++)
 	{
 		params->params[i].ptype = TIDOID;
 		params->params[i].isnull = false;
 		params->params[i].pflags = PARAM_FLAG_CONST;
-		params->params[i].value = PointerGetDatum(&bounds[i]);
+		params->params[i].value = PointerGetDatum(&values[i]);
 	}
 	for (int i = 0; i < nranges; i++)
 	{
-		ItemPointerSet(&bounds[0], (BlockNumber) starts[i], 0);
-		ItemPointerSet(&bounds[1], (BlockNumber) ends[i], 0);
-		rows += RunPlanIntoContent(content, plan, params, false, NULL, NULL);
+		int			npieces;
+		DrivingPiece *pieces = QueryDrivingPieces(driving, starts[i], ends[i], &npieces);
+
+		for (int p = 0; p < npieces; p++)
+		{
+			int			segment = pieces[p].segment;
+
+			if (plans[segment] == NULL)
+			{
+				Query	   *piece = QueryDrivingLeafQuery(copyObject(query), rtindex,
+														  driving->segments[segment].relid);
+
+				AddQual(piece, MakeCtidBound(rtindex, TIDGreaterEqOperator, MakeTidParam(2)));
+				AddQual(piece, MakeCtidBound(rtindex, TIDLessOperator, MakeTidParam(3)));
+				AppendSourceColumn(piece, rtindex, MakeTidParam(1));
+				plans[segment] = pg_plan_query(piece, "background_ddl catch-up", 0, NULL);
+			}
+			ItemPointerSet(&values[0], (BlockNumber) starts[i], 0);
+			ItemPointerSet(&values[1], pieces[p].start, 0);
+			ItemPointerSet(&values[2], pieces[p].end, 0);
+			rows += RunPlanIntoContent(content, plans[segment], params, false, NULL, NULL, NULL);
+		}
 	}
 	return rows;
 }
@@ -457,25 +522,56 @@ QueryBackfillRanges(Relation content, Query *query, Index driving_rtindex,
 uint64
 QueryBackfillAll(Relation content, Query *query)
 {
-	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, true, NULL, NULL);
+	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, true, NULL, NULL, NULL);
 }
 
 /*
- * Compute the output rows of the given driving rows (sorted tuple ids) as of
- * the current snapshot, insert them and return their (source, output)
- * pairs, sorted.  Caller as for RunIntoContent.
+ * Compute the output rows of the given driving rows (sorted job tuple ids,
+ * see query_driving.c) as of the current snapshot, insert them and return
+ * their (source, output) pairs, sorted: a TID scan of each partition that
+ * holds some.  Caller as for RunIntoContent.
  */
 TidPair *
-QueryRecompute(Relation content, Query *query, Index driving_rtindex,
-				  ItemPointer sources, int nsources, int *npairs)
+QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
+			   ItemPointer sources, int nsources, int *npairs)
 {
-	TidPair    *pairs;
+	ItemPointer tids = palloc(sizeof(ItemPointerData) * Max(nsources, 1));
+	TidPair    *pairs = NULL;
+	int			i = 0;
 
-	RestrictToTids(query, driving_rtindex, sources, nsources);
-	AppendSourceColumn(query, driving_rtindex, NULL);
-	/* Not counted live: the rows it replaces go at the same time */
-	(void) RunIntoContent(content, query, 0, false, &pairs, npairs);
-	return pairs;
+	*npairs = 0;
+	while (i < nsources)
+	{
+		BlockNumber block;
+		int			segment = QueryDrivingSegmentOf(driving, ItemPointerGetBlockNumber(&sources[i]),
+													&block);
+		int			ntids = 0;
+		Query	   *piece;
+		TidPair    *piece_pairs;
+		int			piece_npairs;
+
+		/* The sources in this segment, as tuple ids of its table */
+		for (; i < nsources; i++)
+		{
+			BlockNumber next_block;
+
+			if (QueryDrivingSegmentOf(driving, ItemPointerGetBlockNumber(&sources[i]),
+									  &next_block) != segment)
+				break;
+			ItemPointerSet(&tids[ntids], next_block, ItemPointerGetOffsetNumber(&sources[i]));
+			ntids++;
+		}
+		if (segment < 0)
+			continue;			/* in no segment: no row */
+		piece = QueryDrivingLeafQuery(copyObject(query), rtindex, driving->segments[segment].relid);
+		RestrictToTids(piece, rtindex, tids, ntids);
+		AppendSourceColumn(piece, rtindex, NULL);
+		/* Not counted live: the rows it replaces go at the same time */
+		(void) RunIntoContent(content, piece, 0, false, &driving->segments[segment], &piece_pairs,
+							  &piece_npairs);
+		AppendPairs(&pairs, npairs, piece_pairs, piece_npairs);
+	}
+	return pairs != NULL ? pairs : palloc(sizeof(TidPair));
 }
 
 /* A DestReceiver that collects the tuple ids of a query's only column */
@@ -514,27 +610,45 @@ TidCollectorShutdown(DestReceiver *self)
 }
 
 /*
- * Run a query whose only column is a tid; returns its values, sorted and
- * unique.  Caller as for RunIntoContent.
+ * Run a query on the driving table (rtindex) whose only column is its ctid,
+ * once per segment (query_driving.c); returns the rows' job tuple ids,
+ * sorted and unique.  Caller as for RunIntoContent; query is a copy it
+ * gives away.
  */
 ItemPointer
-QueryTids(Query *query, int *ntids)
+QueryTids(Query *query, const QueryDriving *driving, Index rtindex, int *ntids)
 {
-	PlannedStmt *plan = pg_plan_query(query, "background_ddl catch-up", 0, NULL);
 	TidCollector collector = {{TidCollectorReceive, TidCollectorStartup, TidCollectorShutdown,
 	NULL, DestNone}, palloc(sizeof(ItemPointerData) * 64), 0, 64};
-	QueryDesc  *query_desc = CreateQueryDesc(plan, "background_ddl catch-up", GetActiveSnapshot(),
-											 InvalidSnapshot, &collector.pub, NULL, NULL, 0);
 	int			unique = 0;
 
-	ExecutorStart(query_desc, 0);
-	ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
-	ExecutorFinish(query_desc);
-	ExecutorEnd(query_desc);
-	FreeQueryDesc(query_desc);
+	for (int segment = 0; segment < driving->nsegments; segment++)
+	{
+		Query	   *piece = QueryDrivingLeafQuery(segment + 1 < driving->nsegments ?
+												  copyObject(query) : query, rtindex,
+												  driving->segments[segment].relid);
+		PlannedStmt *plan = pg_plan_query(piece, "background_ddl catch-up", 0, NULL);
+		QueryDesc  *query_desc = CreateQueryDesc(plan, "background_ddl catch-up",
+												 GetActiveSnapshot(), InvalidSnapshot,
+												 &collector.pub, NULL, NULL, 0);
+		int			first = collector.ntids;
+
+		ExecutorStart(query_desc, 0);
+		ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
+		ExecutorFinish(query_desc);
+		ExecutorEnd(query_desc);
+		FreeQueryDesc(query_desc);
+		for (int i = first; i < collector.ntids; i++)
+		{
+			if (!QueryDrivingJobTid(driving, segment, &collector.tids[i]))
+				ItemPointerSetInvalid(&collector.tids[i]);	/* logged as uncaptured */
+		}
+	}
 	qsort(collector.tids, collector.ntids, sizeof(ItemPointerData), ItemPointerCompareQsort);
 	for (int i = 0; i < collector.ntids; i++)
 	{
+		if (!ItemPointerIsValid(&collector.tids[i]))
+			continue;
 		if (unique == 0 || !ItemPointerEquals(&collector.tids[unique - 1], &collector.tids[i]))
 			collector.tids[unique++] = collector.tids[i];
 	}

@@ -234,7 +234,8 @@ RecomputeSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemP
 
 	JobQueryBegin(target->query_role, true);
 	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
-	pairs = QueryRecompute(target->content, query, QueryDrivingRtindex(query, target->driving_oid),
+	pairs = QueryRecompute(target->content, query, target->driving,
+						   QueryDrivingRtindex(query, target->driving->relid),
 						   sources, nsources, &npairs);
 	JobQueryEnd();
 
@@ -266,8 +267,8 @@ RecomputeUnits(const QueryCatchUpTarget *target, const int64 *starts, const int6
 
 	JobQueryBegin(target->query_role, true);
 	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
-	rows = QueryBackfillRanges(target->content, QueryPartialAggChunk(query),
-							   QueryDrivingRtindex(query, target->driving_oid),
+	rows = QueryBackfillRanges(target->content, QueryPartialAggChunk(query), target->driving,
+							   QueryDrivingRtindex(query, target->driving->relid),
 							   starts, ends, nunits);
 	JobQueryEnd();
 
@@ -323,8 +324,8 @@ RecomputeRange(const QueryCatchUpTarget *target, int64 chunk_start, int64 start_
 
 	JobQueryBegin(target->query_role, true);
 	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
-	(void) QueryBackfillBlocks(target->content, query,
-							   QueryDrivingRtindex(query, target->driving_oid), false, false,
+	(void) QueryBackfillBlocks(target->content, query, target->driving,
+							   QueryDrivingRtindex(query, target->driving->relid), false, false,
 							   start_block, end_block, &pairs, &npairs);
 	JobQueryEnd();
 
@@ -353,8 +354,8 @@ RecomputeRange(const QueryCatchUpTarget *target, int64 chunk_start, int64 start_
  * row security and privileges with it).
  */
 static ItemPointer
-JoinedSources(Query *query, Index driving_rtindex, const QueryJoinKey *key, List *marks,
-			  int *nsources)
+JoinedSources(Query *query, const QueryDriving *driving, Index driving_rtindex,
+			  const QueryJoinKey *key, List *marks, int *nsources)
 {
 	Query	   *tids = makeNode(Query);
 	RangeTblRef *ref = makeNode(RangeTblRef);
@@ -410,7 +411,7 @@ JoinedSources(Query *query, Index driving_rtindex, const QueryJoinKey *key, List
 	tids->targetList = list_make1(makeTargetEntry((Expr *) makeVar(1, SelfItemPointerAttributeNumber,
 																   TIDOID, -1, InvalidOid, 0),
 												  1, pstrdup("ctid"), false));
-	return QueryTids(tids, nsources);
+	return QueryTids(tids, driving, 1, nsources);
 }
 
 /*
@@ -430,7 +431,7 @@ AddJoinedSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass)
 
 	JobQueryBegin(target->query_role, false);
 	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
-	driving_rtindex = QueryDrivingRtindex(query, target->driving_oid);
+	driving_rtindex = QueryDrivingRtindex(query, target->driving->relid);
 	join_keys = QueryJoinKeys(query, driving_rtindex);
 	foreach(lc, pass->marks.join_keys)
 	{
@@ -448,7 +449,8 @@ AddJoinedSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass)
 			pass->marks.whole_table = true;
 			continue;
 		}
-		sources = JoinedSources(query, driving_rtindex, key, pass->marks.join_keys, &nsources);
+		sources = JoinedSources(query, target->driving, driving_rtindex, key,
+								pass->marks.join_keys, &nsources);
 		if ((int64) capacity + nsources > PASS_MAX_MARKS)
 		{
 			/* More rows than a pass holds: recompute them all, in batches */
@@ -485,8 +487,6 @@ QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
 	ItemPointer starts;
 	TidPair    *split;
 	int			nsplit;
-	Relation	driving;
-
 	memset(pass, 0, sizeof(QueryCatchUpPass));
 	pass->map_chunk = -1;
 	pass->context = AllocSetContextCreate(parent, "background_ddl catch-up pass",
@@ -529,12 +529,11 @@ QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
 				pass->split[c] = true;
 		}
 	}
-	driving = relation_open(target->driving_oid, NoLock);
-	pass->end_block = RelationGetNumberOfBlocks(driving);
-	pass->rows_per_block = driving->rd_rel->relpages > 0 && driving->rd_rel->reltuples > 0 ?
-		driving->rd_rel->reltuples / driving->rd_rel->relpages : DEFAULT_ROWS_PER_BLOCK;
-	relation_close(driving, NoLock);
-	pass->next_block = target->blocks_total;
+	pass->beyond = QueryDrivingBeyond(target->driving, &pass->nbeyond);
+	pass->end_block = target->driving->blocks;
+	for (int i = 0; i < pass->nbeyond; i++)
+		pass->end_block += pass->beyond[i].end_block - pass->beyond[i].start_block;
+	pass->rows_per_block = QueryDrivingRowsPerBlock(target->driving, DEFAULT_ROWS_PER_BLOCK);
 	MemoryContextSwitchTo(old_context);
 }
 
@@ -710,6 +709,24 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 	return spread;
 }
 
+/*
+ * After a pass recomputed every row: was the job block among those it
+ * recomputed (the chunks, or blocks beyond them the table had at the pass's
+ * start)?
+ */
+static bool
+Recomputed(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int64 block)
+{
+	if (block < target->driving->blocks)
+		return true;
+	for (int i = 0; i < pass->nbeyond; i++)
+	{
+		if (block >= pass->beyond[i].start_block && block < pass->beyond[i].end_block)
+			return true;
+	}
+	return false;
+}
+
 /* Collect the tuple ids of marks to delete */
 static void
 AddMark(MarkId **marks, int *nmarks, int *capacity, const MarkId *mark)
@@ -828,11 +845,13 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 											   chunk->end_block, recomputed);
 			cost += chunk->end_block - chunk->start_block;
 		}
-		while (cost < budget && pass->next_chunk == pass->nchunks && pass->next_block < pass->end_block)
+		while (cost < budget && pass->next_chunk == pass->nchunks && pass->next_beyond < pass->nbeyond)
 		{
+			ChunkRange *area = &pass->beyond[pass->next_beyond];
 			int64		start;
 			int64		end;
 
+			pass->next_block = Max(pass->next_block, area->start_block);
 			if (target->partial)
 			{
 				(void) UnitOf(pass, pass->next_block, &start, &end);
@@ -841,13 +860,15 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 			else
 			{
 				start = pass->next_block;
-				end = Min(pass->end_block, start + Max(budget - cost, 1));
+				end = Min(area->end_block, start + Max(budget - cost, 1));
 				*rows_gained += RecomputeRange(target, -1, start, end, recomputed);
 			}
 			cost += end - start;
 			pass->next_block = end;
+			if (pass->next_block >= area->end_block)
+				pass->next_beyond++;
 		}
-		if (pass->next_chunk < pass->nchunks || pass->next_block < pass->end_block)
+		if (pass->next_chunk < pass->nchunks || pass->next_beyond < pass->nbeyond)
 			return true;
 		/*
 		 * Every row was recomputed after every mark the pass read, but for
@@ -857,7 +878,7 @@ QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int6
 		 */
 		for (int i = 0; i < marks->nrows; i++)
 		{
-			if (ItemPointerGetBlockNumber(&marks->rows[i].source) < pass->end_block)
+			if (Recomputed(target, pass, ItemPointerGetBlockNumber(&marks->rows[i].source)))
 				AddMark(&done, &ndone, &capacity, &marks->rows[i].mark);
 		}
 		marks->nrows = 0;

@@ -14,6 +14,7 @@
 #include "utils/relcache.h"
 
 #include "capture_log.h"
+#include "query_driving.h"
 
 /* The relations the catch-up of one job works on */
 typedef struct QueryCatchUpTarget
@@ -22,9 +23,8 @@ typedef struct QueryCatchUpTarget
 	Relation	content;		/* receives the rows; RowExclusiveLock held */
 	Relation	rule_relation;	/* whose view rule is the query */
 	Oid			query_role;		/* whose privileges it runs with */
-	Oid			driving_oid;
+	const QueryDriving *driving;	/* its blocks (query_driving.c) */
 	bool		partial;		/* content is partial aggregation's staging relation */
-	int64		blocks_total;	/* the driving table's size when the capture began */
 	TimestampTz job_start;		/* now() in the job's query */
 } QueryCatchUpTarget;
 
@@ -38,8 +38,11 @@ typedef struct QueryCatchUpPass
 	bool	   *split;			/* partial aggregation: chunk recomputed as units */
 	int			nchunks;
 	int			next_chunk;		/* whole_table: the next chunk to recompute */
-	int64		next_block;		/* whole_table: beyond the chunks, the next block */
-	int64		end_block;		/* the driving table's size at its start */
+	ChunkRange *beyond;			/* blocks beyond the chunks at its start */
+	int			nbeyond;
+	int			next_beyond;	/* whole_table: the next of them to recompute */
+	int64		next_block;		/* ... and its next block */
+	int64		end_block;		/* how many blocks the driving table had at its start */
 	double		rows_per_block; /* the driving table's, as the statistics say */
 	int64		sources;		/* changed driving rows at its start */
 	int64		sources_done;

@@ -44,6 +44,7 @@
 
 #include "capture_trigger.h"
 #include "query_decompose.h"
+#include "query_driving.h"
 #include "query_partial_agg.h"
 #include "query_functions.h"
 
@@ -128,7 +129,13 @@ BaseRelations(Query *query, Oid driving_oid, Oid target_oid, Oid roleid, char **
 	}
 	foreach(lc, context.relids)
 	{
-		char	   *reason = CaptureRefusal(lfirst_oid(lc), roleid);
+		char	   *reason;
+
+		/* A partitioned driving table's capture is on the partitions read */
+		if (lfirst_oid(lc) == driving_oid &&
+			get_rel_relkind(driving_oid) == RELKIND_PARTITIONED_TABLE)
+			continue;
+		reason = CaptureRefusal(lfirst_oid(lc), roleid);
 
 		if (reason != NULL)
 		{
@@ -140,20 +147,43 @@ BaseRelations(Query *query, Oid driving_oid, Oid target_oid, Oid roleid, char **
 	return lcons_oid(driving_oid, context.relids);
 }
 
-/* Can this range table entry drive a chunked backfill (a plain heap table)? */
+/* Is the relation a plain heap table (ctid ranges and TID scans)? */
 static bool
-IsChunkableRelation(RangeTblEntry *rte)
+IsHeapTable(Oid relid)
 {
-	Relation	rel;
-	bool		chunkable;
+	Relation	rel = table_open(relid, NoLock);
+	bool		heap = rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->rd_rel->relam == HEAP_TABLE_AM_OID;
 
-	if (rte->rtekind != RTE_RELATION || rte->tablesample != NULL ||
-		rte->relkind != RELKIND_RELATION)
-		return false;
-	rel = table_open(rte->relid, NoLock);
-	chunkable = rel->rd_rel->relam == HEAP_TABLE_AM_OID;	/* ctid ranges and TID scans */
 	table_close(rel, NoLock);
-	return chunkable;
+	return heap;
+}
+
+/*
+ * Can this range table entry drive a chunked backfill: a plain heap table,
+ * or a partitioned table whose leaves all are (query_driving.c)?  Without
+ * check, only whether it is a table or a partitioned table (a job that
+ * already knows its driving table looks for it).
+ */
+static bool
+IsChunkableRelation(RangeTblEntry *rte, bool check)
+{
+	ListCell   *lc;
+
+	if (rte->rtekind != RTE_RELATION || rte->tablesample != NULL)
+		return false;
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE && rte->inh)
+	{
+		if (!check)
+			return true;
+		foreach(lc, QueryDrivingTreeLeaves(rte->relid, AccessShareLock))
+		{
+			if (!IsHeapTable(lfirst_oid(lc)))
+				return false;
+		}
+		return true;
+	}
+	return rte->relkind == RELKIND_RELATION && (!check || IsHeapTable(rte->relid));
 }
 
 /*
@@ -163,7 +193,7 @@ IsChunkableRelation(RangeTblEntry *rte)
  * outer joins.
  */
 static void
-CollectDrivingCandidates(Query *query, Node *node, List **candidates)
+CollectDrivingCandidates(Query *query, Node *node, bool check, List **candidates)
 {
 	if (node == NULL)
 		return;
@@ -171,7 +201,7 @@ CollectDrivingCandidates(Query *query, Node *node, List **candidates)
 	{
 		Index		rtindex = ((RangeTblRef *) node)->rtindex;
 
-		if (IsChunkableRelation(rt_fetch(rtindex, query->rtable)))
+		if (IsChunkableRelation(rt_fetch(rtindex, query->rtable), check))
 			*candidates = lappend_int(*candidates, rtindex);
 	}
 	else if (IsA(node, FromExpr))
@@ -179,16 +209,16 @@ CollectDrivingCandidates(Query *query, Node *node, List **candidates)
 		ListCell   *lc;
 
 		foreach(lc, ((FromExpr *) node)->fromlist)
-			CollectDrivingCandidates(query, lfirst(lc), candidates);
+			CollectDrivingCandidates(query, lfirst(lc), check, candidates);
 	}
 	else if (IsA(node, JoinExpr))
 	{
 		JoinExpr   *join = (JoinExpr *) node;
 
 		if (join->jointype == JOIN_INNER || join->jointype == JOIN_LEFT)
-			CollectDrivingCandidates(query, join->larg, candidates);
+			CollectDrivingCandidates(query, join->larg, check, candidates);
 		if (join->jointype == JOIN_INNER || join->jointype == JOIN_RIGHT)
-			CollectDrivingCandidates(query, join->rarg, candidates);
+			CollectDrivingCandidates(query, join->rarg, check, candidates);
 	}
 }
 
@@ -249,6 +279,50 @@ ShapeRefusal(Query *query)
 }
 
 /*
+ * The partitions of the partitioned driving table (rtindex) that the query
+ * reads, after pruning, or NIL with *refusal set if they cannot be captured
+ * or read one by one: the job's role cannot put triggers on one of them, the
+ * query reads one of the tree's tables elsewhere too, or reads the
+ * partitioned table's rows as a whole (a partition's row type differs).
+ */
+static List *
+PartitionsRead(Query *query, Index rtindex, List *relids, Oid roleid, char **refusal)
+{
+	Oid			relid = rt_fetch(rtindex, query->rtable)->relid;
+	List	   *tree = find_all_inheritors(relid, AccessShareLock, NULL);
+	List	   *leaves;
+	ListCell   *lc;
+
+	foreach(lc, relids)
+	{
+		if (lfirst_oid(lc) != relid && list_member_oid(tree, lfirst_oid(lc)))
+		{
+			*refusal = psprintf("partition \"%s\" of \"%s\" is read on its own too",
+								get_rel_name(lfirst_oid(lc)), get_rel_name(relid));
+			return NIL;
+		}
+	}
+	if (QueryDrivingWholeRowUsed(query, rtindex))
+	{
+		*refusal = psprintf("the query reads whole rows of the partitioned table \"%s\"",
+							get_rel_name(relid));
+		return NIL;
+	}
+	leaves = QueryDrivingReadLeaves(query, relid);
+	if (leaves == NIL)
+	{
+		*refusal = psprintf("the query reads no partition of \"%s\"", get_rel_name(relid));
+		return NIL;
+	}
+	foreach(lc, leaves)
+	{
+		if ((*refusal = CaptureRefusal(lfirst_oid(lc), roleid)) != NULL)
+			return NIL;
+	}
+	return leaves;
+}
+
+/*
  * Decide how a rewritten query is computed.  The driving table is the
  * largest relation that can drive a chunked backfill.  With
  * required_driving, take that relation or none (a resumed job keeps the
@@ -266,7 +340,7 @@ QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
 
 	memset(result, 0, sizeof(QueryDecomposition));
 	if (refusal == NULL)
-		CollectDrivingCandidates(query, (Node *) query->jointree, &candidates);
+		CollectDrivingCandidates(query, (Node *) query->jointree, true, &candidates);
 	if (refusal == NULL && candidates == NIL)
 		refusal = SubqueryInFrom(query, (Node *) query->jointree) ?
 			"a view or subquery in FROM cannot be merged into the query (a security barrier, aggregates, DISTINCT, LIMIT...)" :
@@ -278,25 +352,34 @@ QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
 		Relation	rel;
 		BlockNumber pages;
 		List	   *relids;
+		List	   *leaves = NIL;
+		ListCell   *leaf;
 		char	   *candidate_refusal = NULL;
 
 		if (OidIsValid(required_driving) && relid != required_driving)
 			continue;
 		relids = BaseRelations(query, relid, target_oid, roleid, &candidate_refusal);
-		if (relids == NIL)
+		if (relids != NIL && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			leaves = PartitionsRead(query, rtindex, relids, roleid, &candidate_refusal);
+		if (relids == NIL || candidate_refusal != NULL)
 		{
 			if (result->driving_rtindex == 0)
 				refusal = candidate_refusal;
 			continue;
 		}
-		rel = table_open(relid, NoLock);
-		pages = RelationGetNumberOfBlocks(rel);
-		table_close(rel, NoLock);
+		pages = 0;
+		foreach(leaf, leaves != NIL ? leaves : list_make1_oid(relid))
+		{
+			rel = table_open(lfirst_oid(leaf), NoLock);
+			pages += RelationGetNumberOfBlocks(rel);
+			table_close(rel, NoLock);
+		}
 		if (result->driving_rtindex == 0 || pages > best_pages)
 		{
 			result->driving_rtindex = rtindex;
 			result->driving_oid = relid;
 			result->relids = relids;
+			result->leaves = leaves;
 			best_pages = pages;
 			refusal = NULL;
 		}
@@ -513,6 +596,9 @@ QueryStrategy(const QueryDecomposition *decomposition)
 	initStringInfo(&strategy);
 	appendStringInfoString(&strategy, decomposition->partial ?
 						   STRATEGY_PARTIAL_AGGREGATION : STRATEGY_CTID_CHUNKS);
+	if (decomposition->leaves != NIL)
+		appendStringInfo(&strategy, " of %d partitions of \"%s\"",
+						 list_length(decomposition->leaves), get_rel_name(decomposition->driving_oid));
 	foreach(lc, decomposition->relids)
 	{
 		Oid			relid = lfirst_oid(lc);
@@ -537,7 +623,7 @@ QueryDrivingRtindex(Query *query, Oid driving_oid)
 	List	   *candidates = NIL;
 	ListCell   *lc;
 
-	CollectDrivingCandidates(query, (Node *) query->jointree, &candidates);
+	CollectDrivingCandidates(query, (Node *) query->jointree, false, &candidates);
 	foreach(lc, candidates)
 	{
 		if (rt_fetch(lfirst_int(lc), query->rtable)->relid == driving_oid)

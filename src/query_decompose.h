@@ -26,6 +26,7 @@ typedef struct QueryDecomposition
 	Index		driving_rtindex;	/* 0: in one batch */
 	Oid			driving_oid;
 	List	   *relids;			/* relations to capture, driving first */
+	List	   *leaves;			/* a partitioned driving table's partitions read */
 	bool		partial;		/* chunks of partial aggregation (query_partial_agg.c) */
 	List	   *join_keys;		/* QueryJoinKeys: tables whose changes are pinned to rows */
 	char	   *reason;			/* why one batch; NULL if chunked */

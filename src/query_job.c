@@ -73,6 +73,7 @@
 #include "query_backfill.h"
 #include "query_catchup.h"
 #include "query_decompose.h"
+#include "query_driving.h"
 #include "query_job.h"
 #include "query_partial_agg.h"
 #include "settings.h"
@@ -107,6 +108,7 @@
 #define STATE_CATCHUP_PASSES	"catchup_passes"
 #define STATE_ROWS_RECOMPUTED	"rows_recomputed"
 #define STATE_RECOMPUTE_ALL		"recompute_all"
+#define STATE_DRIVING			"driving"
 
 static void
 ReadQueryState(JobRun *run)
@@ -120,6 +122,14 @@ ReadQueryState(JobRun *run)
 	q->catchup_passes = (int32) CatalogKindStateInt(state, STATE_CATCHUP_PASSES);
 	q->rows_recomputed = CatalogKindStateInt(state, STATE_ROWS_RECOMPUTED);
 	q->recompute_at_cutover = CatalogKindStateInt(state, STATE_RECOMPUTE_ALL) != 0;
+	if (OidIsValid(q->driving_oid))
+	{
+		MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+
+		q->driving = QueryDrivingParse(q->driving_oid, CatalogKindStateText(state, STATE_DRIVING),
+									   run->job.work_total);
+		MemoryContextSwitchTo(old_context);
+	}
 }
 
 /* Put the query run's state into the job's kind_state (before recording it) */
@@ -134,6 +144,8 @@ WriteQueryState(JobRun *run)
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_CATCHUP_PASSES, q->catchup_passes);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_ROWS_RECOMPUTED, q->rows_recomputed);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_RECOMPUTE_ALL, q->recompute_at_cutover);
+	if (q->driving != NULL)
+		CatalogKindStateSetText(&run->job.kind_state, STATE_DRIVING, QueryDrivingFormat(q->driving));
 }
 
 /* Has the job installed its capture (the chunked backfill has begun)? */
@@ -236,6 +248,7 @@ void
 QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 {
 	QueryRun   *q = MemoryContextAllocZero(JobContext(), sizeof(QueryRun));
+	BgddlJob	latest;
 	List	   *chunks;
 	ListCell   *lc;
 	MemoryContext old_context;
@@ -251,6 +264,16 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
 	old_context = MemoryContextSwitchTo(JobContext());
 	(void) CaptureRowLoad(run->job.id, &q->capture);
+
+	/*
+	 * The driving table's blocks as recorded with this capture (the job row
+	 * this worker read may be older: a helper's, read before the capture
+	 * was installed)
+	 */
+	if (Captured(q) && CatalogJobLoad(run->job.id, &latest, true))
+		q->driving = QueryDrivingParse(q->driving_oid,
+									   CatalogKindStateText(latest.kind_state, STATE_DRIVING),
+									   latest.work_total);
 	MemoryContextSwitchTo(old_context);
 	JobStepEnd();
 	if (!Captured(q) || run->helper)
@@ -300,25 +323,32 @@ QueryJobPlan(JobRun *run)
 }
 
 /*
- * Install the capture triggers (a LockingStep): on every base relation,
- * after checking again that the job's role may; the driving table's size is
- * measured under the lock the install holds, so every row beyond it was
- * written by a transaction that fires the trigger.  If capture is no longer
+ * Install the capture triggers (a LockingStep): on every base relation (for
+ * a partitioned driving table, on the partitions the query reads), after
+ * checking again that the job's role may; the driving table's size is
+ * measured under the locks the install holds, so every row beyond it was
+ * written by a transaction that fires the trigger.  A partitioned driving
+ * table is locked first, in a mode that keeps partitions from being
+ * attached or detached until the install commits.  If capture is no longer
  * allowed, the job falls back to one batch.
  */
 static void
 InstallCaptureStep(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
-	Relation	rule_relation = table_open(q->rule_relid, AccessShareLock);
+	Relation	rule_relation;
 	Query	   *query;
 	QueryDecomposition decomposition;
-	Relation	driving;
 	Query	   *chunk_query = NULL;
+	List	   *relids = NIL;
 	List	   *join_attnums = NIL;
+	List	   *tree = NIL;
 	ListCell   *lc;
 	MemoryContext old_context;
 
+	if (get_rel_relkind(q->driving_oid) == RELKIND_PARTITIONED_TABLE)
+		JobStepLockRelation(q->driving_oid, ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
+	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
 	QueryDecompose(query, q->rule_relid, q->query_role, q->driving_oid, &decomposition);
@@ -338,24 +368,44 @@ InstallCaptureStep(JobRun *run)
 		return;
 	}
 
+	/* The driving table's rows are logged by the partitions read, or itself */
+	foreach(lc, decomposition.leaves)
+	{
+		relids = lappend_oid(relids, lfirst_oid(lc));
+		join_attnums = lappend_int(join_attnums, 0);
+	}
 	foreach(lc, decomposition.relids)
 	{
 		QueryJoinKey *key = QueryJoinKeyOf(decomposition.join_keys, lfirst_oid(lc));
 
+		if (decomposition.leaves != NIL && lfirst_oid(lc) == decomposition.driving_oid)
+			continue;
+		relids = lappend_oid(relids, lfirst_oid(lc));
 		join_attnums = lappend_int(join_attnums, key != NULL ? key->attnum : 0);
 	}
+	if (decomposition.leaves != NIL)
+		tree = QueryDrivingTreeLeaves(decomposition.driving_oid, AccessShareLock);
+	foreach(lc, decomposition.leaves != NIL ? decomposition.leaves :
+			list_make1_oid(decomposition.driving_oid))
+		JobStepLockRelation(lfirst_oid(lc), ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
+
 	old_context = MemoryContextSwitchTo(JobContext());
-	CaptureInstall(run->job.id, run->job.target_oid, decomposition.relids, join_attnums,
-				   decomposition.driving_oid, &q->capture);
+	q->driving = QueryDrivingMeasure(decomposition.driving_oid, decomposition.leaves, tree);
+	CaptureInstall(run->job.id, run->job.target_oid, relids, join_attnums,
+				   decomposition.driving_oid, q->driving->segments, q->driving->nsegments,
+				   &q->capture);
 	MemoryContextSwitchTo(old_context);
-	driving = table_open(decomposition.driving_oid, NoLock);
-	run->job.work_total = RelationGetNumberOfBlocks(driving);
-	table_close(driving, NoLock);
+	run->job.work_total = q->driving->blocks;
 	if (chunk_query != NULL)
 		q->staging_oid = QueryPartialAggCreateStaging(run->job.id, chunk_query, q->query_role,
 													  get_rel_tablespace(q->content_oid));
+	if (decomposition.leaves != NIL)
+		JobSetStrategy(run, &decomposition);
 	WriteQueryState(run);
-	CatalogJobRecordKindState(&run->job);
+	if (decomposition.leaves != NIL)
+		CatalogJobRecordPlan(&run->job);
+	else
+		CatalogJobRecordKindState(&run->job);
 	CatalogJobSetCleanupPending(run->job.id, true);
 	run->job.cleanup_pending = true;
 }
@@ -514,21 +564,25 @@ CheckSources(JobRun *run)
 		return JOB_STEP_RESTART;
 	}
 	relation_close(content, NoLock);
+	if (q->driving != NULL && QueryDrivingTreeChanged(q->driving))
+		return JOB_STEP_RESTART;
 
 	forboth(relid_cell, q->capture.relids, filenode_cell, q->capture.filenodes)
 	{
 		Oid			relid = lfirst_oid(relid_cell);
+		bool		driving = relid == q->driving_oid ||
+			(q->driving != NULL && QueryDrivingHasSegment(q->driving, relid));
 		Relation	rel = try_relation_open(relid, AccessShareLock);
 		Oid			filenode;
 
 		if (rel == NULL)
-			return JOB_STEP_TARGET_GONE;
+			return driving ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
 		filenode = PgRelFileNumber(rel);
 		relation_close(rel, NoLock);
 		filenodes = lappend_oid(filenodes, filenode);
 		if (filenode == lfirst_oid(filenode_cell))
 			continue;
-		if (relid == q->driving_oid)
+		if (driving)
 			return JOB_STEP_RESTART;
 		other_rewritten = true;
 	}
@@ -550,15 +604,18 @@ CheckSources(JobRun *run)
 
 /*
  * The driving table or the content relation was rewritten (every tuple id
- * changed), or crash recovery emptied the content: start the build over.
- * Caller is in a step.
+ * changed), crash recovery emptied the content, or a partitioned driving
+ * table's partitions changed: start the build over.  A partitioned driving
+ * table's capture goes too, and the next backfill step installs a new one
+ * on the partitions then read.  Caller is in a step (a LockingStep for a
+ * partitioned driving table: the triggers' drops lock the partitions).
  */
 static void
 RestartBuild(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
 	Relation	content = table_open(q->content_oid, AccessExclusiveLock);
-	Relation	driving = table_open(q->driving_oid, AccessShareLock);
+	bool		partitioned = q->driving != NULL && q->driving->partitioned;
 
 	if (ContentWasReset(run, content))
 		ereport(LOG,
@@ -570,8 +627,10 @@ RestartBuild(JobRun *run)
 						(long long) run->job.id, RelationGetRelationName(content))));
 	else
 		ereport(LOG,
-				(errmsg("background DDL job %lld: table \"%s\" was rewritten, restarting the backfill",
-						(long long) run->job.id, RelationGetRelationName(driving))));
+				(errmsg(partitioned ?
+						"background DDL job %lld: a partition of \"%s\" was attached, detached, created, dropped or rewritten, restarting the backfill" :
+						"background DDL job %lld: table \"%s\" was rewritten, restarting the backfill",
+						(long long) run->job.id, get_rel_name(q->driving_oid))));
 	PgRelationTruncate(content);
 	if (OidIsValid(q->staging_oid))
 	{
@@ -580,15 +639,32 @@ RestartBuild(JobRun *run)
 		PgRelationTruncate(staging);
 		table_close(staging, NoLock);
 	}
-	CaptureRestart(run->job.id);
-	q->capture.filenodes = JobList(RelationFileNumbers(q->capture.relids));
-	CaptureRowSetFilenodes(run->job.id, q->capture.filenodes);
-	run->job.work_total = RelationGetNumberOfBlocks(driving);
+	if (partitioned)
+	{
+		CaptureRemove(run->job.id, run->job.target_oid);
+		CaptureForget(run->job.id, true);
+		memset(&q->capture, 0, sizeof(Capture));
+		q->uncaptured_marked = false;
+		q->whole_table_marked = false;
+		run->job.work_total = 0;
+	}
+	else
+	{
+		MemoryContext old_context;
+
+		LockRelationOid(q->driving_oid, AccessShareLock);
+		CaptureRestart(run->job.id);
+		q->capture.filenodes = JobList(RelationFileNumbers(q->capture.relids));
+		CaptureRowSetFilenodes(run->job.id, q->capture.filenodes);
+		old_context = MemoryContextSwitchTo(JobContext());
+		q->driving = QueryDrivingMeasure(q->driving_oid, NIL, NIL);
+		MemoryContextSwitchTo(old_context);
+		run->job.work_total = q->driving->blocks;
+	}
 	q->content_filenode = PgRelFileNumber(content);
 	q->catchup_passes = 0;
 	WriteQueryState(run);
 	CatalogJobRestartBuild(&run->job);
-	table_close(driving, NoLock);
 	table_close(content, NoLock);
 	q->next_block = 0;
 	q->holes = NIL;
@@ -614,11 +690,27 @@ CloseClaims(QueryRun *q)
 	}
 }
 
+/* RestartBuild as a LockingStep, unless the target is gone (the next step sees it) */
+static void
+RestartBuildLocking(JobRun *run)
+{
+	if (JobRunTargetExists(run))
+		RestartBuild(run);
+}
+
 /* Run the restart in a step of its own, once no other worker is in a chunk */
 static JobStepResult
 RestartBuildStep(JobRun *run)
 {
-	CloseClaims(QueryRunOf(run));
+	QueryRun   *q = QueryRunOf(run);
+
+	CloseClaims(q);
+	if (q->driving != NULL && q->driving->partitioned)
+	{
+		JobRunLockingStep(run, RestartBuildLocking, JOB_PHASE_BACKFILLING,
+						  "background_ddl: restarting the backfill");
+		return JOB_STEP_RESTART;
+	}
 	JobStepBegin("background_ddl: restarting the backfill", STEP_READ_COMMITTED);
 	if (!JobRunTargetExists(run))
 	{
@@ -721,7 +813,7 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 				 errdetail("Its driving table changed while the job was running.")));
 	if (partial)
 		query = QueryPartialAggChunk(query);
-	rows = QueryBackfillBlocks(content, query, driving_rtindex, partial, true,
+	rows = QueryBackfillBlocks(content, query, q->driving, driving_rtindex, partial, true,
 							   range->start_block, range->end_block, &pairs, &npairs);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
@@ -993,9 +1085,8 @@ OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target)
 								 RowExclusiveLock);
 	target->rule_relation = table_open(q->rule_relid, AccessShareLock);
 	target->query_role = q->query_role;
-	target->driving_oid = q->driving_oid;
+	target->driving = q->driving;
 	target->partial = OidIsValid(q->staging_oid);
-	target->blocks_total = Max(run->job.work_total, 0);
 	target->job_start = run->job.started_at;
 }
 

@@ -15,6 +15,7 @@
 #include "utils/relcache.h"
 
 #include "capture_log.h"
+#include "query_driving.h"
 #include "job_run.h"
 
 /*
@@ -34,6 +35,7 @@ typedef struct QueryRun
 	int32		catchup_passes;
 	int64		rows_recomputed;	/* by the catch-up, since the backfill */
 	Capture		capture;		/* once installed (job_id set) */
+	QueryDriving *driving;		/* the driving table's blocks, once captured */
 	/* this worker's own */
 	int64		next_block;		/* first driving block no chunk has reached */
 	List	   *holes;			/* ChunkRanges below it that no chunk covers */

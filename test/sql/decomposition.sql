@@ -1,6 +1,16 @@
 -- Which queries are computed in chunks of a driving table and which in one
 -- batch, and that either way the content equals the query's result.
 CREATE TABLE small AS SELECT g AS account, 'n' || g AS name FROM generate_series(0, 49) g;
+-- A partitioned table: two ranges, one sub-partitioned by list, a default,
+-- one partition whose columns are in another order
+CREATE TABLE pt (id int, v int, note text) PARTITION BY RANGE (id);
+CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (300);
+CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (300) TO (600) PARTITION BY LIST ((v % 2));
+CREATE TABLE pt_2_even PARTITION OF pt_2 FOR VALUES IN (0);
+CREATE TABLE pt_2_odd (note text, v int, id int);
+ALTER TABLE pt_2 ATTACH PARTITION pt_2_odd FOR VALUES IN (1);
+CREATE TABLE pt_default PARTITION OF pt DEFAULT;
+INSERT INTO pt SELECT g, g * 7 % 100, 'p' || g FROM generate_series(1, 1000) g;
 SET background_ddl = on;
 CREATE TABLE parent (id int, v int);
 CREATE TABLE child () INHERITS (parent);
@@ -93,6 +103,14 @@ INSERT INTO cases VALUES
   ('v_nullable', 'SELECT s.name, v.id FROM small s LEFT JOIN view_expr v ON v.id = s.account'),
   ('v_barrier', 'SELECT id FROM view_barrier'),
   ('v_grouped', 'SELECT * FROM view_grouped'),
+  -- partitioned: chunks of the partitions read (after pruning), one batch
+  -- for a whole-row reference or a partition also read on its own
+  ('p_filter', 'SELECT id, v, upper(note) AS n FROM pt WHERE v % 3 = 0'),
+  ('p_pruned', 'SELECT id, note FROM pt WHERE id >= 300 AND id < 600'),
+  ('p_join', 'SELECT p.id, s.name FROM pt p JOIN small s ON s.account = p.v'),
+  ('p_aggregate', 'SELECT v % 5 AS k, count(*) AS n, sum(id) AS s, max(note) AS m FROM pt GROUP BY 1'),
+  ('p_whole_row', 'SELECT p AS r FROM pt p WHERE v = 3'),
+  ('p_partition_too', 'SELECT a.id FROM pt a JOIN pt_1 b USING (id)'),
   ('d_no_table', 'SELECT x FROM (VALUES (1), (2)) v(x)'),
   ('d_tablesample', 'SELECT id FROM events TABLESAMPLE SYSTEM (100)');
 
@@ -131,6 +149,7 @@ SELECT explain_ddl('SELECT id INTO x FROM events');
 SELECT explain_ddl('SELECT account, count(DISTINCT id) FROM events GROUP BY account');
 SELECT explain_ddl('REFRESH MATERIALIZED VIEW a_join');
 SELECT explain_ddl('CREATE INDEX ON events (account)');
+SELECT explain_ddl('CREATE MATERIALIZED VIEW x AS SELECT id FROM pt WHERE id < 300');
 SELECT count(*) FROM background_ddl.job WHERE target_name = 'public.x';
 -- errors: the normal ones of parse analysis, and statements it does not explain
 SELECT explain_ddl('SELECT nothing FROM events');
