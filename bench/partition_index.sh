@@ -3,7 +3,7 @@
 # background job, against the blocking CREATE INDEX on the parent and against PostgreSQL's
 # documented recipe run by a script (CREATE INDEX ... ON ONLY the parent, CREATE INDEX
 # CONCURRENTLY on each partition, ALTER INDEX ... ATTACH PARTITION each); and a materialized
-# view over the partitioned table, background against blocking.
+# view over the partitioned table, background (in chunks of its partitions) against blocking.
 #
 # As root: installs/builds like scripts/demo, starts a throwaway cluster (default parallel query
 # settings), fills `events` (range-partitioned on `day`, PARTITIONS partitions) with ROWS rows.
@@ -15,11 +15,13 @@
 # it, and the longest write that ended during it (with -R a write's latency counts from its
 # scheduled start, so a writer queued behind a lock shows the whole wait; it counts the writes
 # that ended up to a second after the build, which a blocking build releases).  Checks after each
-# build that the parent index is valid, with one valid index per partition.  Last, the view
-# (blocking, then background, no writers) and a check that it equals its query.
+# build that the parent index is valid, with one valid index per partition.  Last, ROUNDS times
+# in alternating order, two materialized views over the partitioned table, an aggregate and a
+# projection of a tenth of the rows (blocking, with PostgreSQL's default parallel query, and
+# background, no writers), each checked equal to its query.
 #
 # Usage: bench/partition_index.sh [ROWS]   (env ROWS, default 20000000; PARTITIONS, 20;
-#        ROUNDS, 1; WRITE_RATE, 200)
+#        ROUNDS, 1; WRITE_RATE, 200; PARTS, "index view": the index builds, the views, or both)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
@@ -27,7 +29,9 @@ ROWS=${1:-${ROWS:-20000000}}
 PARTITIONS=${PARTITIONS:-20}
 ROUNDS=${ROUNDS:-1}
 WRITE_RATE=${WRITE_RATE:-200}
-QUERY="SELECT day, account, count(*) AS n, sum(id) AS s FROM events GROUP BY day, account"
+PARTS=${PARTS:-index view}
+AGGREGATE="SELECT day, account, count(*) AS n, sum(id) AS s FROM events GROUP BY day, account"
+PROJECTION="SELECT id, day, upper(payload) AS p FROM events WHERE account % 10 = 3"
 export PGPORT=${PGPORT:-54334}
 
 need_root
@@ -130,6 +134,7 @@ check() {
 
 : >"$B/results"
 for round in $(seq "$ROUNDS"); do
+    [[ " $PARTS " == *" index "* ]] || break
     if [ $((round % 2)) = 1 ]; then plan="blocking recipe background"; else plan="background recipe blocking"; fi
     for mode in $plan; do
         read -r ms wps longest <<<"$(measure "$mode")"
@@ -140,14 +145,36 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 
-echo "== the view over the partitioned table (no writers)"
-warm
-mv_blocking=$(sql -c '\timing on' -c "CREATE MATERIALIZED VIEW mv_blocking AS $QUERY" | timing_ms)
-warm
-mv_background=$(run_background "CREATE MATERIALIZED VIEW mv AS $QUERY")
-diff=$(sql -c "SELECT (SELECT count(*) FROM (TABLE mv EXCEPT ALL $QUERY) a)
-                    + (SELECT count(*) FROM ($QUERY EXCEPT ALL TABLE mv) b)")
-[ "$diff" = 0 ] || { echo "mv differs from its query by $diff rows" >&2; exit 1; }
+# view NAME QUERY MODE: one materialized view, timed; checked equal to its query, then dropped
+view() {
+    local name=$1 query=$2 mode=$3 ms diff
+    warm
+    if [ "$mode" = blocking ]; then
+        ms=$(sql -c '\timing on' -c "CREATE MATERIALIZED VIEW $name AS $query" | timing_ms)
+    else
+        ms=$(run_background "CREATE MATERIALIZED VIEW $name AS $query")
+    fi
+    diff=$(sql -c "SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a)
+                        + (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)")
+    [ "$diff" = 0 ] || { echo "$name differs from its query by $diff rows" >&2; exit 1; }
+    sql -q -c "DROP MATERIALIZED VIEW $name"
+    echo "$ms"
+}
+
+for round in $(seq "$ROUNDS"); do
+    [[ " $PARTS " == *" view "* ]] || break
+    if [ $((round % 2)) = 1 ]; then plan="blocking background"; else plan="background blocking"; fi
+    for mode in $plan; do
+        for v in aggregate projection; do
+            if [ $v = aggregate ]; then q=$AGGREGATE; else q=$PROJECTION; fi
+            ms=$(view "mv_$v" "$q" "$mode")
+            echo "view_${v}_$mode $ms" >>"$B/results"
+            printf '== round %s: view %-10s %-11s %10s ms\n' "$round" "$v" "$mode" "$ms"
+        done
+    done
+done
+[[ " $PARTS " == *" view "* ]] && sql -c "SELECT strategy FROM pg_stat_background_ddl
+                                             WHERE target = 'public.mv_aggregate' ORDER BY id DESC LIMIT 1"
 
 col() { awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$B/results" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -156,17 +183,26 @@ echo
 echo "events rows: $ROWS   partitions: $PARTITIONS   rounds: $ROUNDS   writes/s asked: $WRITE_RATE"
 echo "default parallel query: max_parallel_workers_per_gather = $(sql -c 'SHOW max_parallel_workers_per_gather'),"\
      "max_parallel_maintenance_workers = $(sql -c 'SHOW max_parallel_maintenance_workers')"
-printf '%-44s %12s %16s %12s %16s\n' "" "median ms" "ratio to recipe" "writes/s" "longest write ms"
-rm_=$(col recipe 2)
-for mode in blocking recipe background; do
-    case $mode in
-        blocking) label="CREATE INDEX on the parent (blocking)" ;;
-        recipe) label="the documented recipe, by a script" ;;
-        background) label="CREATE INDEX, background job" ;;
-    esac
-    m=$(col "$mode" 2)
-    printf '%-44s %12s %16s %12s %16s\n' "$label" "$m" "$(ratio "$m" "$rm_")" "$(col "$mode" 3)" "$(col "$mode" 4)"
-done
-printf '%-44s %12s %16s\n' "CREATE MATERIALIZED VIEW (blocking)" "$mv_blocking" "1.00"
-printf '%-44s %12s %16s\n' "CREATE MATERIALIZED VIEW, background job" "$mv_background" "$(ratio "$mv_background" "$mv_blocking") (to blocking)"
-echo "OK: every index valid on every partition, the view equal to its query"
+if [[ " $PARTS " == *" index "* ]]; then
+    printf '%-44s %12s %16s %12s %16s\n' "" "median ms" "ratio to recipe" "writes/s" "longest write ms"
+    rm_=$(col recipe 2)
+    for mode in blocking recipe background; do
+        case $mode in
+            blocking) label="CREATE INDEX on the parent (blocking)" ;;
+            recipe) label="the documented recipe, by a script" ;;
+            background) label="CREATE INDEX, background job" ;;
+        esac
+        m=$(col "$mode" 2)
+        printf '%-44s %12s %16s %12s %16s\n' "$label" "$m" "$(ratio "$m" "$rm_")" "$(col "$mode" 3)" "$(col "$mode" 4)"
+    done
+fi
+if [[ " $PARTS " == *" view "* ]]; then
+    printf '%-44s %12s %16s\n' "" "median ms" "ratio to blocking"
+    for v in aggregate projection; do
+        b=$(col "view_${v}_blocking" 2)
+        j=$(col "view_${v}_background" 2)
+        printf '%-44s %12s %16s\n' "CREATE MATERIALIZED VIEW ($v), blocking" "$b" "1.00"
+        printf '%-44s %12s %16s\n' "CREATE MATERIALIZED VIEW ($v), background" "$j" "$(ratio "$j" "$b")"
+    done
+fi
+echo "OK: every index valid on every partition, every view equal to its query"

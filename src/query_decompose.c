@@ -15,11 +15,13 @@
  * batches (query_functions.c).
  *
  * Batches are only exact if every change to every relation the query reads
- * is captured (capture_trigger.c): so the driving table must be a plain heap table
- * read once, every other relation a plain table too (no view left after
- * rewriting, matview, foreign table, partitioned table or inheritance
- * parent), and the job's role must be allowed to put triggers on all of
- * them.  Otherwise the job runs in one batch, and says why.
+ * is captured (capture_trigger.c): so the driving table must be a plain heap
+ * table, or a partitioned table whose partitions all are (query_driving.c:
+ * its partitions read are captured and chunked one after the other), read
+ * once, every other relation a plain table (no view left after rewriting,
+ * matview, foreign table, partitioned table or inheritance parent), and the
+ * job's role must be allowed to put triggers on all of them.  Otherwise the
+ * job runs in one batch, and says why.
  *
  * Caller is in a transaction, as the job's role (planning may look at the
  * relations' sizes, and the privileges checked are that role's).

@@ -77,3 +77,18 @@ REFRESH MATERIALIZED VIEW pm; CALL parity_wait();
 -- both runs, and fails if the setting did not reach them).
 SELECT current_setting('background_ddl') = 'off' OR count(*) > 0 AS jobs_when_on
   FROM pg_stat_background_ddl WHERE kind = 'REFRESH MATERIALIZED VIEW' AND state = 'succeeded';
+
+-- Over a partitioned table (built in chunks of its partitions): partitions
+-- can be dropped and detached while the view is built, as after it.
+CREATE TABLE ppt (id int, k int) PARTITION BY RANGE (id);
+CREATE TABLE ppt_1 PARTITION OF ppt FOR VALUES FROM (0) TO (1000);
+CREATE TABLE ppt_2 PARTITION OF ppt FOR VALUES FROM (1000) TO (2000);
+CREATE TABLE ppt_3 PARTITION OF ppt FOR VALUES FROM (2000) TO (3000);
+CREATE TABLE ppt_4 PARTITION OF ppt FOR VALUES FROM (3000) TO (4000);
+INSERT INTO ppt SELECT g, g % 7 FROM generate_series(0, 1999) g;
+CREATE MATERIALIZED VIEW ppt_mv AS SELECT k, count(*) AS n, sum(id) AS s FROM ppt GROUP BY k;
+DROP TABLE ppt_3;
+ALTER TABLE ppt DETACH PARTITION ppt_4;
+CALL parity_wait();
+SELECT * FROM ppt_mv ORDER BY k;
+DROP TABLE ppt_4;
