@@ -11,6 +11,7 @@ OBJS = \
 	src/background_ddl.o \
 	src/sql_control.o \
 	src/sql_explain.o \
+	src/sql_submit.o \
 	src/sql_monitor.o \
 	src/session_submit.o \
 	src/session_guards.o \
@@ -39,6 +40,7 @@ OBJS = \
 	src/capture_log.o \
 	src/capture_tid_map.o \
 	src/job_run.o \
+	src/job_replica_lag.o \
 	src/job_step.o \
 	src/job_identity.o \
 	src/job_messages.o \
@@ -58,7 +60,7 @@ EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql
 PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 
-REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds
+REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
 ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races
@@ -77,7 +79,7 @@ PROVE_TESTS = test/t/*.pl
 # newer compiler's new warning.
 PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
-# pg_bgddl, the command-line client (libpq), installed next to psql
+# pg_bgddl, the command-line client, installed next to psql
 SCRIPTS_built = client/pg_bgddl
 EXTRA_CLEAN = client/pg_bgddl output_parity_off output_parity_on tmp_check_parity_off \
 	tmp_check_parity_on
@@ -86,9 +88,13 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PostgreSQL's frontend libraries (libpgfeutils, libpgcommon, libpgport: static, from the
+# server dev package) and libpq
 client/pg_bgddl: client/pg_bgddl.c
 	$(CC) $(CFLAGS) $(COPT) -Wall -Wextra -Wno-unused-parameter -I$(shell $(PG_CONFIG) --includedir) \
-		$< -L$(shell $(PG_CONFIG) --libdir) -lpq -o $@
+		-I$(shell $(PG_CONFIG) --includedir)/internal -I$(shell $(PG_CONFIG) --includedir-server) $< \
+		-L$(shell $(PG_CONFIG) --pkglibdir) -L$(shell $(PG_CONFIG) --libdir) \
+		-lpgfeutils -lpgcommon -lpgport -lpq -lm -o $@
 
 # PGXS does not track header dependencies: rebuild everything when one changes
 $(OBJS): $(wildcard $(srcdir)/src/*.h)

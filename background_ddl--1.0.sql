@@ -60,9 +60,14 @@ CREATE TABLE background_ddl.job (
 	max_rate		float8 CHECK (max_rate > 0),	/* rows per second */
 	batch_time		interval CHECK (batch_time > '0'),
 	max_workers		integer CHECK (max_workers > 0),
-	messages		bigint NOT NULL DEFAULT 0	/* INFO, NOTICE, WARNING its statements raised */
+	max_replica_lag	interval CHECK (max_replica_lag >= '0'),	/* '0': none */
+	messages		bigint NOT NULL DEFAULT 0,	/* INFO, NOTICE, WARNING its statements raised */
+	/* the jobs it starts after, once they have all succeeded (earlier jobs: no cycle) */
+	after			bigint[],
+	idempotency_key	text		/* submit_ddl's: a second submit returns this job */
 );
 CREATE INDEX ON background_ddl.job (target_oid);
+CREATE UNIQUE INDEX ON background_ddl.job (idempotency_key);
 
 /* One row per committed chunk: the checkpoint of the backfill. */
 CREATE TABLE background_ddl.chunk (
@@ -247,9 +252,23 @@ LANGUAGE C STRICT VOLATILE;
  * it is; max_rate => 'infinity' lifts the rate limit.
  */
 CREATE FUNCTION alter_ddl(job_id bigint, max_rate float8 DEFAULT NULL,
-						  batch_time interval DEFAULT NULL, workers integer DEFAULT NULL)
+						  batch_time interval DEFAULT NULL, workers integer DEFAULT NULL,
+						  max_replica_lag interval DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'alter_ddl'
+LANGUAGE C VOLATILE;
+
+/*
+ * Submit one statement as a background job (as with background_ddl on) and
+ * return its id, or NULL if it ran in the foreground.  With an idempotency
+ * key, a second call with the same key returns the job of the first (the
+ * same statement), as long as that job is in the catalog.  after: the jobs
+ * it starts after (as background_ddl.after).
+ */
+CREATE FUNCTION submit_ddl(statement text, idempotency_key text DEFAULT NULL,
+						   after bigint[] DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'submit_ddl'
 LANGUAGE C VOLATILE;
 
 /*
@@ -320,6 +339,9 @@ CREATE VIEW pg_stat_background_ddl AS
 		   coalesce(l.workers, 0) AS workers,
 		   j.messages,
 		   j.max_rate,
+		   coalesce(j.max_replica_lag,
+					pg_catalog.current_setting('background_ddl.max_replica_lag')::interval)
+			 AS max_replica_lag,
 		   coalesce(j.batch_time, pg_catalog.current_setting('background_ddl.batch_time')::interval)
 			 AS batch_time,
 		   coalesce(j.max_workers,
@@ -344,9 +366,12 @@ CREATE VIEW pg_stat_background_ddl AS
 				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
 				 WHEN a.query LIKE 'background_ddl: throttled%'
 				   THEN 'the rate limit of ' || j.max_rate || ' rows/s (alter_ddl)'
+				 WHEN a.query LIKE 'background_ddl: waiting for standby%'
+				   THEN pg_catalog.substr(a.query, 29)
 				 WHEN i.phase LIKE 'waiting for%'
 				   THEN i.phase || coalesce(' (building the index of partition ' || pt.partition || ')', '')
 			   END
+			 WHEN dep.id IS NOT NULL THEN 'job ' || dep.id
 			 WHEN j.not_before > now()
 			   THEN j.given_back_for || ' (its worker was given back until ' || j.not_before::text || ')'
 			 WHEN j.in_flight AND j.attempts > 0 AND
@@ -354,7 +379,10 @@ CREATE VIEW pg_stat_background_ddl AS
 			   THEN 'a restart after a crash, not before ' ||
 					(j.attempt_started_at + least(60000, 1000 * 2 ^ least(j.attempts - 1, 16)) * interval '1 ms')::text
 			 ELSE 'a free worker (' || q.position || ' in the queue of background_ddl.max_workers)'
-		   END AS waiting_on
+		   END AS waiting_on,
+		   j.after AS after_jobs,
+		   ch.chain,
+		   ch.position AS chain_position
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid
@@ -418,6 +446,22 @@ CREATE VIEW pg_stat_background_ddl AS
 						   LEFT JOIN background_ddl.live_jobs() ql ON ql.job_id = q.id
 						  WHERE q.state IN ('queued', 'running') AND ql.pid IS NULL AND q.id <= j.id
 							AND j.state IN ('queued', 'running') AND l.pid IS NULL) q ON true
+	  /*
+	   * Its chain: the jobs each after the one before (pg_bgddl submit -f),
+	   * named by the first; a job after none, or after several, starts one
+	   */
+	  CROSS JOIN LATERAL (WITH RECURSIVE up(id, after, depth) AS (
+							SELECT j.id, j.after, 1
+							UNION ALL
+							SELECT p.id, p.after, up.depth + 1
+							  FROM up JOIN background_ddl.job p ON p.id = up.after[1]
+							 WHERE pg_catalog.cardinality(up.after) = 1)
+						  SELECT pg_catalog.min(up.id) AS chain, pg_catalog.max(up.depth) AS position
+							FROM up) ch
+	  /* the first job it starts after that has not ended yet */
+	  LEFT JOIN LATERAL (SELECT pg_catalog.min(dj.id) AS id FROM background_ddl.job dj
+						  WHERE dj.id = ANY (j.after) AND j.state = 'queued'
+							AND dj.state IN ('queued', 'running', 'paused', 'cancelling')) dep ON true
 	 CROSS JOIN LATERAL (SELECT CASE WHEN r.oid IS NULL THEN false
 									 ELSE pg_catalog.pg_has_role(j.owner_oid, 'USAGE') END
 							 OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')

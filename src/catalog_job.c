@@ -52,7 +52,7 @@ static const char *const job_columns[Natts_job] = {
 	"started_at", "attempt_started_at", "finished_at", "attempts", "in_flight", "error",
 	"error_sqlstate", "error_detail", "error_hint", "cutover_snapshot", "cutover_at",
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
-	"batch_time", "max_workers", "messages"
+	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -159,6 +159,14 @@ LimitsFromRow(const CatalogRow *row, BgddlJob *job)
 	}
 	job->max_workers = JobIsNull(row, Anum_job_max_workers) ? 0 :
 		DatumGetInt32(JobValue(row, Anum_job_max_workers));
+	job->max_replica_lag_ms = -1;
+	if (!JobIsNull(row, Anum_job_max_replica_lag))
+	{
+		Interval   *interval = DatumGetIntervalP(JobValue(row, Anum_job_max_replica_lag));
+
+		job->max_replica_lag_ms = (int) Min((interval->time + (interval->day + interval->month * 30.0) *
+											USECS_PER_DAY) / 1000.0, (double) INT_MAX);
+	}
 }
 
 /* The counters that every worker of a job adds to */
@@ -209,10 +217,14 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, TEXTOID,
-	TEXTARRAYOID, TEXTOID, JSONBOID};
-	Datum		values[10];
+	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID};
+	Datum		values[12];
 	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
-	submission->strategy ? ' ' : 'n', ' '};
+		submission->strategy ? ' ' : 'n', ' ', submission->after != NIL ? ' ' : 'n',
+	submission->idempotency_key ? ' ' : 'n'};
+	Datum	   *after = palloc(sizeof(Datum) * Max(list_length(submission->after), 1));
+	int			nafter = 0;
+	ListCell   *lc;
 	int64		job_id;
 
 	values[0] = ObjectIdGetDatum(MyDatabaseId);
@@ -226,12 +238,18 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 	values[8] = submission->strategy ? CStringGetTextDatum(submission->strategy) : (Datum) 0;
 	values[9] = JsonbPGetDatum(submission->kind_state ? submission->kind_state :
 							   CatalogKindStateEmpty());
+	foreach(lc, submission->after)
+		after[nafter++] = Int64GetDatum(*(int64 *) lfirst(lc));
+	values[10] = PointerGetDatum(construct_array(after, nafter, INT8OID, sizeof(int64),
+												 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[11] = submission->idempotency_key ?
+		CStringGetTextDatum(submission->idempotency_key) : (Datum) 0;
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
 				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
-				   " command, settings, strategy, kind_state) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+				   " command, settings, strategy, kind_state, after, idempotency_key) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
@@ -316,9 +334,13 @@ CatalogJobsSchedulable(void)
 	List	   *entries = NIL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT id, state <> 'paused', in_flight, attempts, attempt_started_at, "
+	/* A queued job needs no worker before the jobs it starts after have ended */
+	CatalogExecute("SELECT id, state <> 'paused' AND (state <> 'queued' OR NOT EXISTS "
+				   "  (SELECT FROM background_ddl.job d WHERE d.id = ANY (j.after) "
+				   "      AND d.state IN ('queued', 'running', 'paused', 'cancelling'))), "
+				   "in_flight, attempts, attempt_started_at, "
 				   "coalesce(max_workers, 0), owner_oid, coalesce(not_before, '-infinity') "
-				   "FROM background_ddl.job "
+				   "FROM background_ddl.job j "
 				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
 				   "   OR (state IN ('succeeded', 'failed', 'cancelled') AND cleanup_pending) "
 				   "ORDER BY id", 0, NULL, NULL, NULL, SPI_OK_SELECT);
@@ -341,6 +363,77 @@ CatalogJobsSchedulable(void)
 	}
 	CatalogAccessEnd(&access);
 	return entries;
+}
+
+/*
+ * The job submitted with an idempotency key (and in *command its statement),
+ * or 0
+ */
+int64
+CatalogJobByKey(const char *idempotency_key, char **command)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {TEXTOID};
+	Datum		values[] = {CStringGetTextDatum(idempotency_key)};
+	int64		job_id = 0;
+
+	CatalogAccessBegin(&access);
+	CatalogExecuteLatest("SELECT id, command FROM background_ddl.job WHERE idempotency_key = $1",
+						 lengthof(values), argtypes, values, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
+		*command = MemoryContextStrdup(access.caller_context,
+									   TextDatumGetCString(CatalogColumn(0, 2, (Datum) 0)));
+	}
+	CatalogAccessEnd(&access);
+	return job_id;
+}
+
+/*
+ * Why a job that starts after others cannot start: "job N failed" or "job N
+ * was cancelled" (the first such), or NULL
+ */
+char *
+CatalogJobEndedDependency(int64 job_id)
+{
+	/* the id, negative if the job was cancelled */
+	int64		ended = DatumGetInt64(CatalogValueForJob(
+		"SELECT CASE d.state WHEN 'failed' THEN d.id ELSE -d.id END "
+		"FROM background_ddl.job j JOIN background_ddl.job d ON d.id = ANY (j.after) "
+		"WHERE j.id = $1 AND d.state IN ('failed', 'cancelled') ORDER BY d.id LIMIT 1",
+		job_id, Int64GetDatum(0)));
+
+	if (ended == 0)
+		return NULL;
+	return psprintf(ended > 0 ? "job %lld failed" : "job %lld was cancelled",
+					(long long) (ended > 0 ? ended : -ended));
+}
+
+/* The unfinished jobs that start after a job (int64 *), by id */
+List *
+CatalogJobsWaitingFor(int64 job_id)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	List	   *waiting = NIL;
+
+	CatalogAccessBegin(&access);
+	CatalogExecuteLatest("SELECT id FROM background_ddl.job WHERE $1 = ANY (after) "
+						 "AND state IN ('queued', 'running', 'paused', 'cancelling') ORDER BY id",
+						 lengthof(values), argtypes, values, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
+		int64	   *id = palloc(sizeof(int64));
+
+		*id = DatumGetInt64(CatalogColumn(row, 1, Int64GetDatum(0)));
+		waiting = lappend(waiting, id);
+		MemoryContextSwitchTo(spi_context);
+	}
+	CatalogAccessEnd(&access);
+	return waiting;
 }
 
 /* The unfinished job that builds (or refreshes) a relation, or 0 */
@@ -896,12 +989,16 @@ CatalogJobAddMessages(int64 job_id, int64 count)
  * was given back (waiting for its rate limit) may have one at once.
  */
 void
-CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers)
+CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,
+					int max_replica_lag_ms)
 {
 	CatalogRow	row;
 
 	if (JobRowLock(&row, job_id))
 	{
+		if (max_replica_lag_ms >= 0)
+			CatalogRowSet(&row, Anum_job_max_replica_lag,
+						  IntervalSeconds(max_replica_lag_ms / 1000.0), false);
 		if (max_rate != 0)
 			CatalogRowSet(&row, Anum_job_max_rate, Float8GetDatum(max_rate), max_rate < 0);
 		if (batch_time_ms > 0)

@@ -62,8 +62,11 @@
 #define Anum_job_max_rate			41
 #define Anum_job_batch_time			42
 #define Anum_job_max_workers		43
-#define Anum_job_messages			44
-#define Natts_job					44
+#define Anum_job_max_replica_lag	44
+#define Anum_job_messages			45
+#define Anum_job_after				46
+#define Anum_job_idempotency_key	47
+#define Natts_job					47
 
 /* A job row, as the worker and the control functions see it */
 typedef struct BgddlJob
@@ -98,6 +101,7 @@ typedef struct BgddlJob
 	double		max_rate;		/* rows per second */
 	int			batch_time_ms;
 	int			max_workers;
+	int			max_replica_lag_ms; /* -1: the server's setting */
 } BgddlJob;
 
 /* What the submit hook knows about a new job */
@@ -110,6 +114,8 @@ typedef struct BgddlJobSubmission
 	const char *command;
 	const char *strategy;		/* NULL: decided by the worker */
 	Jsonb	   *kind_state;		/* NULL: empty */
+	List	   *after;			/* job ids (int64 *): it starts once they succeeded */
+	const char *idempotency_key;	/* submit_ddl's, or NULL */
 } BgddlJobSubmission;
 
 /* What the scheduler needs to know of an unfinished job */
@@ -168,7 +174,11 @@ extern void CatalogJobRestartBuild(BgddlJob *job);
 extern int64 CatalogJobAddMessages(int64 job_id, int64 count);
 
 /* Limits (alter_ddl) */
-extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers);
+extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,
+								int max_replica_lag_ms);
+extern int64 CatalogJobByKey(const char *idempotency_key, char **command);
+extern char *CatalogJobEndedDependency(int64 job_id);
+extern List *CatalogJobsWaitingFor(int64 job_id);
 extern void CatalogJobReadLimits(BgddlJob *job);
 
 /* The state of capture for a trigger: is the job queued or running? */

@@ -76,6 +76,7 @@
 #include "catalog_job.h"
 #include "job_identity.h"
 #include "job_messages.h"
+#include "job_replica_lag.h"
 #include "job_run.h"
 #include "job_shmem.h"
 #include "job_step.h"
@@ -372,6 +373,7 @@ RunJob(JobRun *run)
 {
 	JobStepResult result;
 	bool		target_exists;
+	char	   *dependency_ended;
 
 	if (!LoadJob(run))
 		return;
@@ -400,7 +402,18 @@ RunJob(JobRun *run)
 	target_exists = JobRunTargetExists(run);
 	if (!target_exists && run->routine->gone_reason != NULL)
 		run->gone_reason = run->routine->gone_reason(&run->job);
+	/* A job it starts after failed or was cancelled: it never starts */
+	dependency_ended = CatalogJobEndedDependency(run->job.id);
+	if (dependency_ended != NULL)
+		dependency_ended = MemoryContextStrdup(JobContext(), dependency_ended);
 	JobStepEnd();
+	if (dependency_ended != NULL)
+	{
+		JobError	reason = {dependency_ended, NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, &reason);
+		return;
+	}
 	if (!target_exists)
 		goto target_gone;
 
@@ -411,17 +424,19 @@ RunJob(JobRun *run)
 	for (;;)
 	{
 		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
+		JobRunWaitForStandbys(run);
 		while ((result = run->routine->backfill_step(run)) == JOB_STEP_MORE)
-			;
+			JobRunWaitForStandbys(run);
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
 		while (run->routine->catch_up != NULL &&
 			   (result = run->routine->catch_up(run)) == JOB_STEP_MORE)
-			;
+			JobRunWaitForStandbys(run);
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
 		if (result == JOB_STEP_RESTART)
 			continue;
+		JobRunWaitForStandbys(run);
 		result = run->routine->cut_over(run);
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
@@ -487,7 +502,7 @@ RunHelper(JobRun *run)
 		return;
 	run->routine->start(run);
 	while (run->routine->help_step(run) == JOB_STEP_MORE)
-		;
+		JobRunWaitForStandbys(run);
 }
 
 static void

@@ -32,6 +32,9 @@ typedef enum KindAcceptance
 } KindAcceptance;
 
 /* A statement being submitted, and what the kind reserves for it */
+/* The kind whose placeholder is its target itself, populated at the end */
+#define KIND_MATVIEW_NAME	"CREATE MATERIALIZED VIEW"
+
 typedef struct KindSubmit
 {
 	PlannedStmt *pstmt;
@@ -48,6 +51,7 @@ typedef struct KindSubmit
 	Jsonb	   *kind_state;		/* the kind's own state of the job (NULL: empty) */
 	char	   *strategy;		/* NULL: the worker decides */
 	char	   *one_batch_reason;	/* for the NOTICE; NULL if batched */
+	List	   *after;			/* filled in by validate: jobs whose placeholders it reads */
 } KindSubmit;
 
 /*

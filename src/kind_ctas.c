@@ -243,8 +243,8 @@ CtasValidate(KindSubmit *submit)
 
 	(void) CreateTableAsRelExists(stmt);
 	query = QueryBindParams(StatementQuery(stmt), StatementParams(submit, stmt));
-	KindCheckPlaceholderReads(QueryJobValidate(query, submit->query_string, NULL,
-										   submit->query_env));
+	submit->after = KindPlaceholderDependencies(QueryJobValidate(query, submit->query_string, NULL,
+																 submit->query_env));
 	stmt->query = (Node *) query;
 	submit->pstmt = copyObject(submit->pstmt);
 	submit->pstmt->utilityStmt = (Node *) stmt;

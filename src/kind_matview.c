@@ -85,8 +85,9 @@ MatviewValidate(KindSubmit *submit)
 	CreateTableAsStmt *stmt = CreateStatement(submit);
 
 	(void) CreateTableAsRelExists(stmt);
-	KindCheckPlaceholderReads(QueryJobValidate(CheckedNode(Query, stmt->query), submit->query_string,
-										   submit->params, submit->query_env));
+	submit->after = KindPlaceholderDependencies(QueryJobValidate(CheckedNode(Query, stmt->query),
+																 submit->query_string,
+																 submit->params, submit->query_env));
 }
 
 /* The placeholder: the same statement WITH NO DATA */
@@ -159,7 +160,10 @@ MatviewDiscard(const BgddlJob *job, bool keep_target)
 {
 	QueryJobDiscard(job);
 	if (!keep_target)
+	{
+		KindDropWaitingPlaceholders(job->id);
 		PgRelationDrop(job->target_oid);
+	}
 }
 
 /* explain_ddl: CREATE MATERIALIZED VIEW ... AS query */
@@ -175,7 +179,7 @@ MatviewExplain(Node *raw_statement, const char *query_string)
 }
 
 const KindRoutine kind_matview_routine = {
-	.name = "CREATE MATERIALIZED VIEW",
+	.name = KIND_MATVIEW_NAME,
 	.stands_for = OBJECT_MATVIEW,
 	.accepts = MatviewAccepts,
 	.validate = MatviewValidate,

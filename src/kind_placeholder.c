@@ -31,6 +31,7 @@
 #include "kind.h"
 #include "kind_placeholder.h"
 #include "pg_compat.h"
+#include "pg_relation.h"
 
 static bool
 IsUnpopulatedMatView(Oid relid)
@@ -62,17 +63,22 @@ KindPlaceholderJob(Oid relid)
 
 /*
  * Refuse a plan that reads the placeholder of an unfinished job, naming the
- * job.  Costs nothing for plans that read no materialized view.
+ * job; with dependencies, return instead the jobs that build materialized
+ * views the plan reads (those views are populated, under the same OID, when
+ * their jobs succeed: a job that starts after them can read them).  Costs
+ * nothing for plans that read no materialized view.
  */
-void
-KindCheckPlaceholderReads(PlannedStmt *plan)
+static List *
+PlaceholderReads(PlannedStmt *plan, bool dependencies)
 {
+	List	   *jobs = NIL;
 	ListCell   *lc;
 
 	foreach(lc, plan->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 		int64		job_id;
+		BgddlJob	job;
 
 		/*
 		 * Only relations the query reads (a view rule's OLD and NEW entries,
@@ -85,6 +91,15 @@ KindCheckPlaceholderReads(PlannedStmt *plan)
 		job_id = CatalogJobBuilding(rte->relid);
 		if (job_id == 0)
 			continue;
+		if (dependencies && CatalogJobLoad(job_id, &job, true) &&
+			strcmp(job.kind, KIND_MATVIEW_NAME) == 0)
+		{
+			int64	   *id = palloc(sizeof(int64));
+
+			*id = job_id;
+			jobs = lappend(jobs, id);
+			continue;
+		}
 		if (JobXactIsSubmitted(job_id))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -99,6 +114,46 @@ KindCheckPlaceholderReads(PlannedStmt *plan)
 				 errdetail("It can be used once the job succeeds."),
 				 errhint("Use wait_ddl(%lld) to wait for it; pg_stat_background_ddl shows its progress.",
 						 (long long) job_id)));
+	}
+	return jobs;
+}
+
+void
+KindCheckPlaceholderReads(PlannedStmt *plan)
+{
+	(void) PlaceholderReads(plan, false);
+}
+
+/*
+ * For the query of a new job: the jobs whose materialized views it reads
+ * while they are built (int64 *), which it starts after; the placeholders
+ * of other jobs are refused as KindCheckPlaceholderReads refuses them.
+ */
+List *
+KindPlaceholderDependencies(PlannedStmt *plan)
+{
+	return PlaceholderReads(plan, true);
+}
+
+/*
+ * A job that failed or was cancelled: drop first the placeholders of the
+ * jobs that start after it (and of those after them), which may depend on
+ * its own (a view over its view): those jobs are cancelled when they see
+ * why (job_worker.c).  Caller is in a transaction, and drops its own next.
+ */
+void
+KindDropWaitingPlaceholders(int64 job_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, CatalogJobsWaitingFor(job_id))
+	{
+		int64		waiting = *(int64 *) lfirst(lc);
+		BgddlJob	job;
+
+		KindDropWaitingPlaceholders(waiting);
+		if (CatalogJobLoad(waiting, &job, true) && KindPlaceholderJob(job.target_oid) == waiting)
+			PgRelationDrop(job.target_oid);
 	}
 }
 

@@ -66,6 +66,7 @@
 #include "capture_log.h"
 #include "capture_trigger.h"
 #include "catalog_job.h"
+#include "job_replica_lag.h"
 #include "job_shmem.h"
 #include "job_step.h"
 #include "pg_compat.h"
@@ -1220,6 +1221,7 @@ QueryJobCatchUp(JobRun *run)
 	{
 		if (q->uncaptured_marked)
 			break;
+		JobRunWaitForStandbys(run);
 	}
 	QueryCatchUpPassEnd(&pass);
 	if (result == JOB_STEP_RESTART)

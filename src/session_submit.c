@@ -42,6 +42,7 @@
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 #include "capture_trigger.h"
 #include "catalog_access.h"
@@ -57,6 +58,10 @@
 #include "settings.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* What submit_ddl asks of the next job this session submits (SessionSubmitWith) */
+static char *next_idempotency_key = NULL;
+static List *next_after = NIL;
 
 static void BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 								bool readOnlyTree, ProcessUtilityContext context,
@@ -96,8 +101,8 @@ RunDerivedUtility(KindSubmit *submit, PlannedStmt *pstmt)
  * The statement alone, out of the query string it came in (which may hold
  * other statements, with secrets): its location and length, trimmed.
  */
-static char *
-StatementText(const char *query_string, int location, int length)
+char *
+SessionStatementText(const char *query_string, int location, int length)
 {
 	const char *start = query_string;
 	int			size;
@@ -115,6 +120,73 @@ StatementText(const char *query_string, int location, int length)
 	return pnstrdup(start, size);
 }
 
+/*
+ * submit_ddl: the next job this session submits gets this idempotency key
+ * and starts after these jobs (int64 *) too; SessionSubmitWith(NULL, NIL)
+ * forgets them.  Kept in TopMemoryContext until then.
+ */
+void
+SessionSubmitWith(const char *idempotency_key, List *after)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(TopMemoryContext);
+	ListCell   *lc;
+
+	if (next_idempotency_key != NULL)
+		pfree(next_idempotency_key);
+	list_free_deep(next_after);
+	next_idempotency_key = idempotency_key != NULL ? pstrdup(idempotency_key) : NULL;
+	next_after = NIL;
+	foreach(lc, after)
+		next_after = lappend(next_after, memcpy(palloc(sizeof(int64)), lfirst(lc), sizeof(int64)));
+	MemoryContextSwitchTo(old_context);
+}
+
+/*
+ * The jobs a new job starts after: background_ddl.after's, submit_ddl's,
+ * and those whose placeholders its statement reads (the kind's, in
+ * submit->after), each once; every one must exist and not have failed or
+ * been cancelled.  A job can only start after jobs that exist before it:
+ * no cycle can form.
+ */
+static List *
+JobsToStartAfter(const KindSubmit *submit)
+{
+	char	   *bad;
+	List	   *all = list_concat(list_concat(SettingsJobList(background_ddl_after, &bad),
+											  list_copy(next_after)),
+								  list_copy(submit->after));
+	List	   *after = NIL;
+	ListCell   *lc;
+
+	foreach(lc, all)
+	{
+		int64		id = *(int64 *) lfirst(lc);
+		BgddlJob	job;
+		ListCell   *seen;
+		bool		duplicate = false;
+
+		foreach(seen, after)
+			duplicate |= *(int64 *) lfirst(seen) == id;
+		if (duplicate)
+			continue;
+		if (!CatalogJobLoad(id, &job, true))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("background DDL job %lld does not exist", (long long) id),
+					 errdetail("A job can only start after jobs of this database."),
+					 errhint("Check background_ddl.after.")));
+		if (job.state == JOB_STATE_FAILED || job.state == JOB_STATE_CANCELLED)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("background DDL job %lld %s", (long long) id,
+							job.state == JOB_STATE_FAILED ? "failed" : "was cancelled"),
+					 errdetail("A job that starts after it would never start."),
+					 errhint("Check background_ddl.after.")));
+		after = lappend(after, lfirst(lc));
+	}
+	return after;
+}
+
 /* Run a statement that a kind accepts as a background job */
 static void
 Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
@@ -125,6 +197,9 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	KindSubmit	submit;
 	BgddlJobSubmission submission;
 	int64		job_id;
+	StringInfoData ids;
+	StringInfoData detail;
+	ListCell   *lc;
 
 	if (catalog == NULL)
 		ereport(ERROR,
@@ -154,16 +229,30 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.target_oid = submit.target_oid;
 	submission.target_name = submit.target_name;
 	submission.kind_state = submit.kind_state;
-	submission.command = StatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
+	submission.command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
 	submission.strategy = submit.strategy;
+	submission.after = JobsToStartAfter(&submit);
+	submission.idempotency_key = next_idempotency_key;
 	job_id = CatalogJobInsert(&submission);
+	SessionSubmitWith(NULL, NIL);
 	JobXactSubmit(job_id, submit.target_oid);
 
+	initStringInfo(&ids);
+	foreach(lc, submission.after)
+		appendStringInfo(&ids, "%s%lld", ids.len > 0 ? ", " : "", (long long) *(int64 *) lfirst(lc));
+	initStringInfo(&detail);
+	if (submission.after != NIL)
+		appendStringInfo(&detail, "It starts once %s %s %s succeeded.",
+						 list_length(submission.after) > 1 ? "jobs" : "job", ids.data,
+						 list_length(submission.after) > 1 ? "have" : "has");
 	if (submit.one_batch_reason != NULL)
+		appendStringInfo(&detail, "%sIt runs in one batch: %s.", detail.len > 0 ? " " : "",
+						 submit.one_batch_reason);
+	if (detail.len > 0)
 		ereport(NOTICE,
 				(errmsg("background DDL job %lld submitted for %s",
 						(long long) job_id, submit.target_name),
-				 errdetail("It runs in one batch: %s.", submit.one_batch_reason)));
+				 errdetail_internal("%s", detail.data)));
 	else
 		ereport(NOTICE,
 				(errmsg("background DDL job %lld submitted for %s",

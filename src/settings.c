@@ -7,8 +7,10 @@
  */
 #include "postgres.h"
 
+#include <errno.h>
 #include <limits.h>
 
+#include "nodes/pg_list.h"
 #include "utils/guc.h"
 
 #include "pg_compat.h"
@@ -22,6 +24,53 @@ int			background_ddl_max_attempts = 10;
 int			background_ddl_lock_timeout_ms = 100;
 int			background_ddl_history_retention_s = 7 * 24 * 3600;
 char	   *background_ddl_test_hold_point = NULL;
+char	   *background_ddl_after = NULL;
+int			background_ddl_max_replica_lag_ms = 0;
+
+/*
+ * The job ids of a list like background_ddl.after's ("41, 42"), as int64 *;
+ * NIL with *bad set to the first item that is not a positive integer
+ */
+List *
+SettingsJobList(const char *value, char **bad)
+{
+	List	   *ids = NIL;
+	char	   *copy = pstrdup(value);
+	char	   *item;
+	char	   *save = NULL;
+
+	*bad = NULL;
+	for (item = strtok_r(copy, ", \t\n", &save); item != NULL; item = strtok_r(NULL, ", \t\n", &save))
+	{
+		char	   *end;
+		long long	id;
+
+		errno = 0;
+		id = strtoll(item, &end, 10);
+		if (*end != '\0' || errno != 0 || id <= 0)
+		{
+			*bad = pstrdup(item);
+			return NIL;
+		}
+		ids = lappend(ids, memcpy(palloc(sizeof(int64)), &(int64) {id}, sizeof(int64)));
+	}
+	return ids;
+}
+
+static bool
+CheckAfter(char **newval, void **extra, GucSource source)
+{
+	char	   *bad;
+
+	(void) SettingsJobList(*newval, &bad);
+	if (bad != NULL)
+	{
+		GUC_check_errdetail("\"%s\" is not a job id: background_ddl.after takes a comma-separated list of job ids.",
+							bad);
+		return false;
+	}
+	return true;
+}
 
 /* Define the settings and reserve their prefix; at library load */
 void
@@ -37,6 +86,25 @@ SettingsDefine(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("background_ddl.after",
+							   "The jobs that the next submitted jobs start after.",
+							   "A comma-separated list of job ids: a job submitted while it is set starts "
+							   "once all of them have succeeded, and is cancelled if one fails or is cancelled.",
+							   &background_ddl_after,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   CheckAfter, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_replica_lag",
+							"Jobs wait between batches while a standby replays more than this behind.",
+							"0 turns it off; alter_ddl(id, max_replica_lag => ...) sets it for one job.",
+							&background_ddl_max_replica_lag_ms,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.max_workers",
 							"Maximum number of background DDL jobs running at once.",

@@ -20,6 +20,8 @@ extern int	background_ddl_max_attempts;
 extern int	background_ddl_lock_timeout_ms;
 extern int	background_ddl_history_retention_s;
 extern char *background_ddl_test_hold_point;
+extern char *background_ddl_after;
+extern int	background_ddl_max_replica_lag_ms;
 
 /* The range of a batch time, for background_ddl.batch_time and alter_ddl */
 #define BGDDL_BATCH_TIME_MIN_MS	10
@@ -29,5 +31,6 @@ extern char *background_ddl_test_hold_point;
 #define BGDDL_TEST_HOLD_KEY		4242
 
 extern void SettingsDefine(void);
+extern struct List *SettingsJobList(const char *value, char **bad);
 
 #endif							/* BGDDL_SETTINGS_H */

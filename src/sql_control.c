@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 
 #include "access/xact.h"
@@ -158,8 +159,9 @@ pause_ddl(PG_FUNCTION_ARGS)
 }
 
 /*
- * alter_ddl(job_id, max_rate, batch_time, workers): change the limits of a
- * job that has not ended.  The job's workers read them after every batch
+ * alter_ddl(job_id, max_rate, batch_time, workers, max_replica_lag): change
+ * the limits of a job that has not ended (max_replica_lag => '0' lifts the
+ * server's background_ddl.max_replica_lag for it).  The job's workers read them after every batch
  * (and every second while the rate limit makes them wait).  Returns false
  * if the job has ended.
  */
@@ -171,6 +173,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 	double		max_rate = 0;
 	int			batch_time_ms = 0;
 	int			workers = 0;
+	int			max_replica_lag_ms = -1;
 
 	if (!PG_ARGISNULL(1))
 	{
@@ -208,9 +211,22 @@ alter_ddl(PG_FUNCTION_ARGS)
 							background_ddl_max_workers),
 					 errhint("To stop a job for a while, use pause_ddl(%lld).", (long long) job_id)));
 	}
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		Interval   *interval = PG_GETARG_INTERVAL_P(4);
+		double		ms = (interval->time + (interval->day + interval->month * 30.0) *
+						  USECS_PER_DAY) / 1000.0;
+
+		if (ms < 0 || ms > INT_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_replica_lag must be between 0 and %d milliseconds", INT_MAX),
+					 errhint("max_replica_lag => '0' lets the job run whatever the standbys' lag.")));
+		max_replica_lag_ms = (int) ms;
+	}
 	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
-	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers);
+	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers, max_replica_lag_ms);
 	JobXactWakeScheduler();
 	PG_RETURN_BOOL(true);
 }

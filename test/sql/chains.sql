@@ -1,0 +1,83 @@
+-- Jobs that start after others (background_ddl.after, and a view over a view
+-- still being built), submit_ddl with an idempotency key, and the surface of
+-- the replica-lag limit.
+CREATE TABLE ch (id int, k int);
+INSERT INTO ch SELECT g, g % 5 FROM generate_series(1, 1000) g;
+CREATE FUNCTION ch_slow(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN PERFORM pg_sleep(0.01); RETURN x; END $$;
+
+-- submit_ddl: one statement as a job; with the same key again, the same job
+SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_a AS SELECT k, count(*) AS n FROM ch GROUP BY k',
+                  'ch-1') AS a \gset
+SELECT submit_ddl('  CREATE MATERIALIZED VIEW ch_a AS SELECT k, count(*) AS n FROM ch GROUP BY k ;',
+                  'ch-1') = :a AS same_job;
+SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_other AS SELECT 1', 'ch-1');
+SELECT submit_ddl('SELECT 1; SELECT 2');
+SELECT submit_ddl(NULL);
+SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_a AS SELECT 1');
+-- a statement that is not a job runs as PostgreSQL runs it
+SELECT submit_ddl('CREATE TABLE ch_plain (x int)') IS NULL AS ran_in_the_foreground;
+SELECT to_regclass('ch_plain') IS NOT NULL AS created;
+-- rolled back: no job, and its key is free again
+BEGIN;
+SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_rb AS SELECT 1 AS x', 'ch-rb') IS NOT NULL AS submitted;
+ROLLBACK;
+SELECT count(*) AS jobs_with_the_key FROM background_ddl.job WHERE idempotency_key = 'ch-rb';
+-- another role's key
+CREATE ROLE ch_role;
+GRANT CREATE ON SCHEMA public TO ch_role;
+GRANT SELECT ON ch TO ch_role;
+SET ROLE ch_role;
+SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_a AS SELECT k, count(*) AS n FROM ch GROUP BY k', 'ch-1');
+RESET ROLE;
+SELECT wait_ddl(:a, '60s');
+
+-- A view over a view still being built is queued after its job; so is what
+-- background_ddl.after names.  Cancelled, the first job ends those after it,
+-- which never start, and leave nothing.
+SET background_ddl = on;
+CREATE MATERIALIZED VIEW ch_s1 AS SELECT ch_slow(id) AS id, k FROM ch;
+SELECT last_ddl_job() AS s1 \gset
+CREATE MATERIALIZED VIEW ch_s2 AS SELECT id FROM ch_s1 WHERE k = 1;
+SELECT last_ddl_job() AS s2 \gset
+SET background_ddl.after = :'s1';
+CREATE INDEX ch_k ON ch (k);
+SELECT last_ddl_job() AS ix \gset
+RESET background_ddl.after;
+SELECT id = :s2 AS view_over_view, after_jobs = ARRAY[:s1]::bigint[] AS after_first,
+       waiting_on = 'job ' || :s1 AS waits_for_first
+  FROM pg_stat_background_ddl WHERE id IN (:s2, :ix) ORDER BY id;
+SELECT cancel_ddl(:s1);
+SELECT wait_ddl(:s2, '60s') AS second;
+CALL await_ddl(:ix, '60s');
+SELECT id = :s1 AS first, state, error = 'job ' || :s1 || ' was cancelled' AS why
+  FROM pg_stat_background_ddl WHERE id IN (:s1, :s2, :ix) ORDER BY id;
+SELECT count(*) AS leftovers FROM pg_class WHERE relname IN ('ch_s1', 'ch_s2', 'ch_k');
+
+-- A failed job: those after it are cancelled, and none can be submitted after it
+CREATE MATERIALIZED VIEW ch_fail AS SELECT 1 / (id - 500) AS x FROM ch;
+SELECT last_ddl_job() AS f \gset
+SET background_ddl.after = :'f';
+CREATE TABLE ch_after_fail AS SELECT 1 AS x;
+SELECT last_ddl_job() AS af \gset
+RESET background_ddl.after;
+SELECT wait_ddl(:af, '60s');
+SELECT id = :f AS failed_one, state, error = 'job ' || :f || ' failed' AS why_cancelled
+  FROM pg_stat_background_ddl WHERE id IN (:f, :af) ORDER BY id;
+SET background_ddl.after = :'f';
+\set VERBOSITY terse
+CREATE TABLE ch_never AS SELECT 1 AS x;
+\set VERBOSITY default
+RESET background_ddl.after;
+SET background_ddl.after = '1, x';
+SET background_ddl.after = '0';
+SET background_ddl.after = '999999';
+CREATE TABLE ch_never AS SELECT 1 AS x;
+RESET background_ddl.after;
+SET background_ddl = off;
+
+-- The replica-lag limit: the server's setting, or a job's own
+SHOW background_ddl.max_replica_lag;
+SELECT alter_ddl(:a, max_replica_lag => '-1 s');
+SELECT alter_ddl(:a, max_replica_lag => '500ms') AS altered_an_ended_job;
+SELECT max_replica_lag = '0' AS off FROM pg_stat_background_ddl WHERE id = :a;

@@ -1,0 +1,91 @@
+# The replica-lag throttle: with background_ddl.max_replica_lag set, a job
+# waits between its batches while a streaming standby replays further behind
+# than that, says which standby in waiting_on, and goes on once the standby
+# catches up (pg_wal_replay_resume) or once alter_ddl lifts the limit for it.
+# Chains of jobs on the primary (background_ddl.after) are replayed as any
+# catalog change.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $primary = bgddl_node('primary', q{
+background_ddl.batch_time = '20ms'
+background_ddl.max_replica_lag = '1s'
+wal_sender_timeout = '5s'
+}, allows_streaming => 1);
+$primary->safe_psql('postgres',
+	'CREATE TABLE events AS SELECT g AS id, g % 100 AS account FROM generate_series(1, 40000) g');
+create_slow_function($primary, 'slowk', 'int');
+$primary->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'backup', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "shared_preload_libraries = 'background_ddl'\n");
+$standby->start;
+$primary->wait_for_catchup($standby);
+
+my $query = 'SELECT id, slowk(id) AS k, account FROM events';
+
+# Start a slow job with the standby's replay paused; wait until the job
+# waits for the standby, and check what the view says.
+sub job_waiting_for_the_standby
+{
+	my ($name) = @_;
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+	my $job = submit_job($primary, "CREATE MATERIALIZED VIEW $name AS $query",
+		before => 'SET bgddl_test.slow = on;');
+	ok( $primary->poll_query_until('postgres',
+			"SELECT waiting_on LIKE 'standby \"standby\": % s behind (% MB of WAL), more than max_replica_lag 1000 ms'
+			   FROM pg_stat_background_ddl WHERE id = $job"),
+		"$name: the job waits for the standby, and says so");
+	my $chunks = $primary->safe_psql('postgres',
+		"SELECT chunks_done FROM pg_stat_background_ddl WHERE id = $job");
+	# It stays put while the standby does not replay: the lag it reports
+	# grows, and no chunk is done meanwhile
+	ok( $primary->poll_query_until('postgres',
+			"SELECT substring(waiting_on from ': ([0-9.]+) s behind')::float8 >= 2.5
+			   FROM pg_stat_background_ddl WHERE id = $job"),
+		"$name: the lag it reports grows while replay is paused");
+	is( $primary->safe_psql('postgres',
+			"SELECT chunks_done = $chunks AND state = 'running' FROM pg_stat_background_ddl WHERE id = $job"),
+		't', "$name: no chunk while it waits");
+	return $job;
+}
+
+my $job = job_waiting_for_the_standby('mv_lag');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+ok(wait_job_state($primary, $job, 'succeeded'), 'once the standby replays again, the job succeeds');
+is(differences($primary, 'mv_lag', $query), '0', 'its content equals the query');
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM mv_lag'), '40000', 'the standby has the view');
+
+# alter_ddl lifts the limit for one job
+$job = job_waiting_for_the_standby('mv_lifted');
+is($primary->safe_psql('postgres', "SELECT alter_ddl($job, max_replica_lag => '0')"), 't', 'alter_ddl');
+ok(wait_job_state($primary, $job, 'succeeded'), 'without its limit, the job succeeds with replay still paused');
+is( $primary->safe_psql('postgres', "SELECT max_replica_lag FROM pg_stat_background_ddl WHERE id = $job"),
+	'00:00:00', 'the view shows its own limit');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+$primary->wait_for_catchup($standby);
+
+# A chain on the primary: the second job starts after the first, on the standby too.
+my $first = submit_job($primary, 'CREATE MATERIALIZED VIEW mv_first AS SELECT account, count(*) AS n FROM events GROUP BY account');
+my $second = $primary->safe_psql('postgres',
+	"SELECT submit_ddl('CREATE MATERIALIZED VIEW mv_second AS SELECT sum(n) AS n FROM mv_first', 'chain-1')");
+is( $primary->safe_psql('postgres', "SELECT submit_ddl('CREATE MATERIALIZED VIEW mv_second AS SELECT sum(n) AS n FROM mv_first', 'chain-1')"),
+	$second, 'a retried submit_ddl with the same key returns the same job');
+ok(wait_job_state($primary, $second, 'succeeded'), 'the view over the view succeeded');
+is( $primary->safe_psql('postgres',
+		"SELECT (SELECT finished_at FROM pg_stat_background_ddl WHERE id = $first)
+		      <= (SELECT started_at FROM pg_stat_background_ddl WHERE id = $second)"),
+	't', 'it started after the first had finished');
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', 'SELECT n FROM mv_second'), '40000', 'the standby reads the chain\'s result');
+
+$standby->stop;
+$primary->stop;
+done_testing();
