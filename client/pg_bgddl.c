@@ -4,8 +4,12 @@
  *	  Command-line client of background_ddl: submit long DDL as background
  *	  jobs, list and watch them, wait for them, cancel, pause and resume.
  *
- * It connects like any libpq client (-d dbname or a connection string,
- * -h, -p, -U, the PG* environment variables, .pgpass) and runs only the
+ * It is a PostgreSQL client program like vacuumdb or pg_dump, built on
+ * PostgreSQL's frontend libraries (libpgfeutils, libpgcommon): it connects
+ * like them (-d dbname or a connection string, -h, -p, -U, -W and -w for
+ * the password prompt, the PG* environment variables, .pgpass), logs as
+ * they do (pg_logging: "pg_bgddl: error: ...", PG_COLOR), and splits the
+ * statements of a file (submit -f) with psql's own lexer.  It runs only the
  * extension's SQL interface: SET background_ddl = on and the statement for
  * submit, pg_stat_background_ddl for list and watch, cancel_ddl, pause_ddl
  * and resume_ddl, and with -v ddl_messages for the messages of ended jobs.
@@ -36,18 +40,20 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "postgres_fe.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/logging.h"
+#include "common/string.h"
+#include "fe_utils/connect_utils.h"
+#include "fe_utils/psqlscan.h"
 #include "libpq-fe.h"
+#include "pqexpbuffer.h"
 
 #define PG_BGDDL_VERSION "1.0"
 
@@ -73,6 +79,7 @@
 static const char *progname = "pg_bgddl";
 static bool quiet = false;
 static bool verbose = false;
+static enum trivalue prompt_password = TRI_DEFAULT;	/* -W: TRI_YES, -w: TRI_NO */
 
 /*
  * The connection's client encoding, for Printable; until there is a
@@ -92,7 +99,6 @@ static const char *const job_states[] = {
 	"queued", "running", "paused", "cancelling", "succeeded", "failed", "cancelled"
 };
 
-#define lengthof(array) ((int) (sizeof(array) / sizeof((array)[0])))
 
 #define UNENDED_JOBS "state NOT IN ('succeeded', 'failed', 'cancelled')"
 
@@ -116,6 +122,8 @@ typedef struct Job
 	char	   *error_hint;
 	char	   *waiting_on;
 	long long	messages;		/* how many its statements raised */
+	long long	chain;			/* the first job of its chain (its own id if none) */
+	int			chain_position;
 } Job;
 
 /* The columns of JOB_QUERY, in its order */
@@ -134,7 +142,9 @@ typedef enum JobColumn
 	JOB_ERROR_DETAIL,
 	JOB_ERROR_HINT,
 	JOB_WAITING_ON,
-	JOB_MESSAGES
+	JOB_MESSAGES,
+	JOB_CHAIN,
+	JOB_CHAIN_POSITION
 } JobColumn;
 
 /* Jobs from the view; its schema (the extension's) is the one %s */
@@ -142,10 +152,11 @@ typedef enum JobColumn
 	"SELECT id, kind, target, state, coalesce(phase, ''), coalesce(progress, 0), " \
 	"coalesce(rows_done, 0), coalesce(rate, 0), coalesce(to_char(eta, 'HH24:MI:SS'), ''), " \
 	"coalesce(error, ''), coalesce(error_detail, ''), coalesce(error_hint, ''), " \
-	"coalesce(waiting_on, ''), coalesce(messages, 0) FROM %s.pg_stat_background_ddl "
+	"coalesce(waiting_on, ''), coalesce(messages, 0), chain, chain_position " \
+	"FROM %s.pg_stat_background_ddl "
 
 static void fail(int code, const char *format,...)
-			__attribute__((format(printf, 2, 3), noreturn));
+			pg_attribute_printf(2, 3) pg_attribute_noreturn();
 
 /*
  * The length of the valid UTF-8 character at text, and its code point; 0
@@ -288,7 +299,7 @@ fail(int code, const char *format,...)
 	length = strlen(message);
 	while (length > 0 && message[length - 1] == '\n')
 		message[--length] = '\0';
-	fprintf(stderr, "%s: error: %s\n", progname, Printable(message));
+	pg_log_error("%s", Printable(message));
 	exit(code);
 }
 
@@ -329,7 +340,8 @@ usage(void)
 	printf("%s runs long DDL as background_ddl jobs and follows them.\n\n", progname);
 	printf("Usage:\n");
 	printf("  %s [OPTION]... submit [--wait] \"SQL\"   submit; prints each job's id\n", progname);
-	printf("  %s [OPTION]... submit [--wait] -f FILE  submit the statements of a file\n", progname);
+	printf("  %s [OPTION]... submit [--wait] -f FILE  submit the statements of a file as one\n"
+		   "                                          chain: each job after the one before\n", progname);
 	printf("  %s [OPTION]... list [--all]             jobs not yet ended (--all: every job)\n", progname);
 	printf("  %s [OPTION]... watch [ID]...            live progress until the jobs end\n", progname);
 	printf("  %s [OPTION]... wait ID...               block until the jobs end\n", progname);
@@ -339,6 +351,8 @@ usage(void)
 	printf("  -h, --host=HOSTNAME      database server host or socket directory\n");
 	printf("  -p, --port=PORT          database server port\n");
 	printf("  -U, --username=USERNAME  user name to connect as\n");
+	printf("  -w, --no-password        never prompt for password\n");
+	printf("  -W, --password           force password prompt\n");
 	printf("\nOther options:\n");
 	printf("  -q, --quiet              print nothing but errors (and job ids from submit)\n");
 	printf("  -v, --verbose            print what is being done; for wait and watch, also the\n");
@@ -360,7 +374,7 @@ usage(void)
  */
 static PGresult *TryQueryV(PGconn *conn, int nparams, const char *const *params, const char *format,
 							va_list args)
-			__attribute__((format(printf, 4, 0)));
+			pg_attribute_printf(4, 0);
 
 static PGresult *
 TryQueryV(PGconn *conn, int nparams, const char *const *params, const char *format, va_list args)
@@ -377,7 +391,7 @@ TryQueryV(PGconn *conn, int nparams, const char *const *params, const char *form
 }
 
 static PGresult *TryQuery(PGconn *conn, int nparams, const char *const *params, const char *format,...)
-			__attribute__((format(printf, 4, 5)));
+			pg_attribute_printf(4, 5);
 
 static PGresult *
 TryQuery(PGconn *conn, int nparams, const char *const *params, const char *format,...)
@@ -393,7 +407,7 @@ TryQuery(PGconn *conn, int nparams, const char *const *params, const char *forma
 
 static PGresult *Query(PGconn *conn, int error_code, int nparams, const char *const *params,
 					   const char *format,...)
-			__attribute__((format(printf, 5, 6)));
+			pg_attribute_printf(5, 6);
 
 /* As TryQuery, but an error is fatal, with the given exit code */
 static PGresult *
@@ -455,13 +469,35 @@ ReceiveNotice(void *arg, const PGresult *result)
 static PGconn *
 Connect(const char *dbname, const char *host, const char *port, const char *user)
 {
-	const char *keywords[] = {"host", "port", "user", "dbname", "fallback_application_name", NULL};
-	const char *values[] = {host, port, user, dbname, progname, NULL};
-	PGconn	   *conn = PQconnectdbParams(keywords, values, true);
+	const char *keywords[] = {"host", "port", "user", "password", "dbname",
+	"fallback_application_name", NULL};
+	const char *values[] = {host, port, user, NULL, dbname, progname, NULL};
+	char	   *password = prompt_password == TRI_YES ? simple_prompt("Password: ", false) : NULL;
+	PGconn	   *conn;
 	PGresult   *result;
 	const char *encoding;
 	const char *schema;
 
+	/*
+	 * As connectDatabase (fe_utils) connects, prompting for a password when
+	 * the server asks for one and -w does not forbid it; its own failure
+	 * exit status (1) would say "a job failed" here, so the loop is ours.
+	 */
+	for (;;)
+	{
+		values[3] = password;
+		conn = PQconnectdbParams(keywords, values, true);
+		if (PQstatus(conn) == CONNECTION_BAD && PQconnectionNeedsPassword(conn) &&
+			password == NULL && prompt_password != TRI_NO)
+		{
+			PQfinish(conn);
+			password = simple_prompt("Password: ", false);
+			continue;
+		}
+		break;
+	}
+	if (password != NULL)
+		free(password);
 	if (PQstatus(conn) != CONNECTION_OK)
 		fail(EXIT_USAGE, "could not connect: %s", PQerrorMessage(conn));
 	client_encoding = PQclientEncoding(conn);
@@ -568,6 +604,8 @@ ReadJobs(PGresult *result, int *njobs)
 		job->error_hint = PrintableField(result, row, JOB_ERROR_HINT);
 		job->waiting_on = PrintableField(result, row, JOB_WAITING_ON);
 		job->messages = atoll(PQgetvalue(result, row, JOB_MESSAGES));
+		job->chain = atoll(PQgetvalue(result, row, JOB_CHAIN));
+		job->chain_position = atoi(PQgetvalue(result, row, JOB_CHAIN_POSITION));
 	}
 	*njobs = PQntuples(result);
 	return jobs;
@@ -657,7 +695,7 @@ ParseNotification(const char *payload, long long *id, const char **state)
 	*id = strtoll(payload, &end, 10);
 	if (errno != 0 || *end != ' ')
 		return false;
-	for (int i = 0; i < lengthof(job_states); i++)
+	for (int i = 0; i < (int) lengthof(job_states); i++)
 	{
 		if (strcmp(end + 1, job_states[i]) == 0)
 		{
@@ -864,22 +902,68 @@ PrintProgressLine(const Job *job, bool terminal)
 {
 	char		bar[21];
 	int			filled = (int) (job->progress / 5.0);
+	char		chain[64] = "";
 
 	for (int i = 0; i < 20; i++)
 		bar[i] = i < filled ? '#' : '.';
 	bar[20] = '\0';
-	printf("%s%6lld [%s] %5.1f%% %12lld rows %10.0f rows/s ETA %-8s %-10s %s %s%s%s\n",
+	if (job->chain != job->id)
+		snprintf(chain, sizeof(chain), " (chain %lld, #%d)", job->chain, job->chain_position);
+	printf("%s%6lld [%s] %5.1f%% %12lld rows %10.0f rows/s ETA %-8s %-10s %s %s%s%s%s\n",
 		   terminal ? "\033[2K" : "", job->id, bar, job->progress, job->rows_done, job->rate,
 		   job->eta[0] ? job->eta : "-", job->state, job->phase[0] ? job->phase : "-",
-		   job->target, job->waiting_on[0] ? ", waiting on " : "", job->waiting_on);
+		   job->target, chain, job->waiting_on[0] ? ", waiting on " : "", job->waiting_on);
 }
 
-/* watch [ID]...: redraw in place on a terminal, plain lines otherwise */
+/*
+ * Add to the watched jobs those of their chains submitted since (a chain's
+ * file may still be being submitted); returns how many it added
+ */
+static int
+AddChainJobs(PGconn *conn, char ***watched, int *nwatched, bool **reported)
+{
+	PQExpBufferData ids;
+	const char *params[1];
+	PGresult   *result;
+	int			added;
+
+	initPQExpBuffer(&ids);
+	appendPQExpBufferChar(&ids, '{');
+	for (int i = 0; i < *nwatched; i++)
+		appendPQExpBuffer(&ids, "%s%s", i > 0 ? "," : "", (*watched)[i]);
+	appendPQExpBufferChar(&ids, '}');
+	params[0] = ids.data;
+	result = Query(conn, EXIT_USAGE, 1, params,
+				   "SELECT id FROM %s.pg_stat_background_ddl WHERE chain IN "
+				   "(SELECT chain FROM %s.pg_stat_background_ddl WHERE id = ANY ($1::bigint[])) "
+				   "AND id <> ALL ($1::bigint[]) ORDER BY id", extension_schema, extension_schema);
+	added = PQntuples(result);
+	if (added > 0)
+	{
+		*watched = realloc(*watched, sizeof(char *) * (*nwatched + added + 1));
+		*reported = realloc(*reported, sizeof(bool) * (*nwatched + added + 1));
+		for (int i = 0; i < added; i++)
+		{
+			(*watched)[*nwatched] = strdup(PQgetvalue(result, i, 0));
+			(*reported)[*nwatched] = false;
+			(*nwatched)++;
+		}
+	}
+	PQclear(result);
+	termPQExpBuffer(&ids);
+	return added;
+}
+
+/*
+ * watch [ID]...: redraw in place on a terminal, plain lines otherwise; the
+ * jobs of a watched job's chain are watched too, also those submitted
+ * later
+ */
 static int
 WatchJobs(PGconn *conn, char **ids, int nids)
 {
 	bool		terminal = isatty(fileno(stdout));
-	char	  **watched = ids;
+	char	  **watched = calloc(nids + 1, sizeof(char *));
 	int			nwatched = nids;
 	int			lines_drawn = 0;
 	char	   *last = NULL;
@@ -903,13 +987,18 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 			return EXIT_OK;
 		}
 	}
+	else
+		memcpy(watched, ids, sizeof(char *) * nids);
 	reported = calloc(nwatched + 1, sizeof(bool));
 	Listen(conn);
 	for (;;)
 	{
-		Job		   *jobs = LoadJobs(conn, watched, nwatched);
+		Job		   *jobs;
 		bool		all_ended = true;
 		char		snapshot[8192] = "";
+
+		(void) AddChainJobs(conn, &watched, &nwatched, &reported);
+		jobs = LoadJobs(conn, watched, nwatched);
 
 		for (int i = 0; i < nwatched; i++)
 		{
@@ -1022,31 +1111,110 @@ ReadFile(const char *path)
 	return text;
 }
 
-/* submit [--wait] SQL | -f FILE */
-static int
-SubmitStatements(PGconn *conn, const char *sql, bool wait)
+/*
+ * The statements of a file, split as psql splits them (its lexer: quotes,
+ * dollar quotes, comments); a backslash command is refused
+ */
+static char **
+SplitStatements(PGconn *conn, const char *text, int *nstatements)
 {
-	PGresult   *result;
+	PsqlScanCallbacks callbacks = {NULL};
+	PsqlScanState scan = psql_scan_create(&callbacks);
+	const char *std_strings = PQparameterStatus(conn, "standard_conforming_strings");
+	PQExpBufferData buffer;
+	char	  **statements = NULL;
 
-	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "SET background_ddl = on"));
+	*nstatements = 0;
+	initPQExpBuffer(&buffer);
+	psql_scan_setup(scan, text, strlen(text), PQclientEncoding(conn),
+					std_strings != NULL && strcmp(std_strings, "on") == 0);
+	for (;;)
+	{
+		promptStatus_t prompt;
+		PsqlScanResult result = psql_scan(scan, &buffer, &prompt);
+		bool		blank = strspn(buffer.data, " \t\r\n;") == (size_t) buffer.len;
 
-	/*
-	 * The statements run as the user wrote them, with the user's search_path
-	 * (which the job keeps for its worker too); the client's own queries
-	 * after them again without.
-	 */
-	SetSearchPath(conn, user_search_path);
-	result = PQexec(conn, sql);
-	if (PQresultStatus(result) != PGRES_COMMAND_OK && PQresultStatus(result) != PGRES_TUPLES_OK)
+		if (result == PSCAN_BACKSLASH)
+			fail(EXIT_USAGE, "submit -f: backslash commands are not supported (statement %d)",
+				 *nstatements + 1);
+		if (!blank && (result == PSCAN_SEMICOLON || result == PSCAN_EOL || result == PSCAN_INCOMPLETE))
+		{
+			statements = realloc(statements, sizeof(char *) * (*nstatements + 1));
+			statements[(*nstatements)++] = strdup(buffer.data);
+		}
+		resetPQExpBuffer(&buffer);
+		if (result != PSCAN_SEMICOLON)
+			break;
+	}
+	psql_scan_finish(scan);
+	psql_scan_destroy(scan);
+	termPQExpBuffer(&buffer);
+	return statements;
+}
+
+/* Run one statement as the user wrote it; a refusal ends the program */
+static void
+RunUserStatement(PGconn *conn, const char *sql, int number)
+{
+	PGresult   *result = PQexec(conn, sql);
+
+	if (PQresultStatus(result) != PGRES_COMMAND_OK && PQresultStatus(result) != PGRES_TUPLES_OK &&
+		PQresultStatus(result) != PGRES_EMPTY_QUERY)
 	{
 		if (PQresultErrorField(result, PG_DIAG_SQLSTATE) == NULL)
 			fail(EXIT_USAGE, "lost the connection: %s", PQerrorMessage(conn));
+		/* the jobs submitted before it go on: say which */
+		for (int i = 0; i < nsubmitted; i++)
+			printf("%s\n", submitted_ids[i]);
+		fflush(stdout);
+		if (number > 0)
+			fail(EXIT_REJECTED, "statement %d refused: %s", number,
+				 PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
 		fail(EXIT_REJECTED, "statement refused: %s", PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
 	}
 	PQclear(result);
+}
+
+/*
+ * submit [--wait] SQL | -f FILE.  The statements run as the user wrote them,
+ * with the user's search_path (which the job keeps for its worker too); the
+ * client's own queries again without.  A file is one chain: each of its
+ * statements that becomes a job starts after the job before it
+ * (background_ddl.after), so that a migration runs in order; the others run
+ * at once, in their place in the file.  The chain's id is its first job's.
+ */
+static int
+SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait)
+{
+	char	  **statements = NULL;
+	int			nstatements = 1;
+
+	if (file_text != NULL)
+		statements = SplitStatements(conn, file_text, &nstatements);
+	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "SET background_ddl = on"));
+	SetSearchPath(conn, user_search_path);
+	for (int i = 0; i < nstatements; i++)
+	{
+		if (file_text == NULL)
+		{
+			RunUserStatement(conn, sql, 0);
+			break;
+		}
+		if (nsubmitted > 0)
+		{
+			const char *params[] = {submitted_ids[nsubmitted - 1]};
+
+			PQclear(Query(conn, EXIT_USAGE, 1, params,
+						  "SELECT pg_catalog.set_config('background_ddl.after', $1, false)"));
+		}
+		RunUserStatement(conn, statements[i], i + 1);
+	}
 	SetSearchPath(conn, "");
+	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "RESET background_ddl.after"));
 	if (nsubmitted == 0)
 		fail(EXIT_REJECTED, "the statement ran in the foreground: no background DDL job was submitted");
+	if (file_text != NULL)
+		printf("chain %s\n", submitted_ids[0]);
 	for (int i = 0; i < nsubmitted; i++)
 		printf("%s\n", submitted_ids[i]);
 	fflush(stdout);
@@ -1064,7 +1232,9 @@ main(int argc, char **argv)
 		{"quiet", no_argument, NULL, 'q'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
-		{"wait", no_argument, NULL, 'w'},
+		{"wait", no_argument, NULL, 1},
+		{"password", no_argument, NULL, 'W'},
+		{"no-password", no_argument, NULL, 'w'},
 		{"all", no_argument, NULL, 'a'},
 		{"file", required_argument, NULL, 'f'},
 		{NULL, 0, NULL, 0}
@@ -1089,7 +1259,9 @@ main(int argc, char **argv)
 			return EXIT_OK;
 		}
 	}
-	while ((c = getopt_long(argc, argv, "d:h:p:U:qvVwaf:", options, NULL)) != -1)
+	pg_logging_init(argv[0]);
+	progname = get_progname(argv[0]);
+	while ((c = getopt_long(argc, argv, "d:h:p:U:qvVwWaf:", options, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -1099,7 +1271,9 @@ main(int argc, char **argv)
 			case 'U': user = optarg; break;
 			case 'q': quiet = true; break;
 			case 'v': verbose = true; break;
-			case 'w': wait = true; break;
+			case 1: wait = true; break;
+			case 'w': prompt_password = TRI_NO; break;
+			case 'W': prompt_password = TRI_YES; break;
 			case 'a': all = true; break;
 			case 'f': file = optarg; break;
 			case 'V':
@@ -1120,7 +1294,7 @@ main(int argc, char **argv)
 			argc - optind > 1)
 			fail(EXIT_USAGE, "submit takes one SQL string or -f FILE");
 		conn = Connect(dbname, host, port, user);
-		code = SubmitStatements(conn, file ? ReadFile(file) : argv[optind], wait);
+		code = SubmitStatements(conn, file ? NULL : argv[optind], file ? ReadFile(file) : NULL, wait);
 	}
 	else if (strcmp(command, "list") == 0)
 	{

@@ -4,7 +4,9 @@
 # throttling with alter_ddl.  What a role can make the server send (names,
 # errors, messages, NOTIFY payloads) is printed escaped, never raw; any role
 # can use the client, and look-alike objects in its search_path do not
-# fool it; -v prints the messages of ended jobs.
+# fool it; -v prints the messages of ended jobs; a migration file is one
+# chain of jobs, in order; -w and -W ask for a password as PostgreSQL's
+# client programs do.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -189,7 +191,7 @@ is($code, 4, 'a refused statement naming control characters: exit 4');
 like($err, qr/^pg_bgddl: error: statement refused: relation "no\\x1Bsuch\\ntable" does not exist\n$/,
 	'a refused statement: its error escaped, on one line');
 
-# submit -f with two statements: two jobs
+# submit -f with two statements: two jobs, one chain
 my $file = PostgreSQL::Test::Utils::tempdir() . '/migration.sql';
 open my $fh, '>', $file or die;
 print $fh "CREATE TABLE t_a AS SELECT id FROM events WHERE account = 1;\n"
@@ -197,7 +199,55 @@ print $fh "CREATE TABLE t_a AS SELECT id FROM events WHERE account = 1;\n"
 close $fh;
 ($code, $out) = client('submit', '--wait', '-f', $file);
 is($code, 0, 'submit -f --wait: exit 0');
-like($out, qr/^\d+\n\d+\n\d+ succeeded\n\d+ succeeded\n$/, 'submit -f: both job ids, then both states');
+like($out, qr/^chain (\d+)\n\1\n\d+\n\d+ succeeded\n\d+ succeeded\n$/,
+	'submit -f: the chain, both job ids, then both states');
+
+# A migration as one chain: a view, a statement that is not a job (it runs
+# at once, in its place), a view over the view (split by psql's lexer:
+# semicolons in quotes and comments), and a table after it; run in order.
+open $fh, '>', $file or die;
+print $fh <<'EOS';
+-- a migration; this comment has a ; in it
+CREATE MATERIALIZED VIEW c_daily AS SELECT account, count(*) AS n, ';' AS semi FROM events GROUP BY account;
+COMMENT ON TABLE events IS 'events; counted by c_daily';
+CREATE MATERIALIZED VIEW c_total AS SELECT sum(n) AS n, $x$;$x$ AS semi FROM c_daily;
+CREATE TABLE c_top AS SELECT account FROM events WHERE account < 3
+EOS
+close $fh;
+($code, $out, $err) = client('submit', '--wait', '-f', $file);
+is($code, 0, 'a migration as one chain: exit 0');
+my ($chain, @chain_jobs) = $out =~ /^chain (\d+)\n(\d+)\n(\d+)\n(\d+)\n/;
+is(scalar(@chain_jobs), 3, 'the chain and its three jobs are printed');
+is($chain, $chain_jobs[0], 'the chain is named by its first job');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s:%s:%s:%s', id = $chain, chain = $chain, chain_position, after_jobs), ' ' ORDER BY id)
+		   FROM pg_stat_background_ddl WHERE id IN (" . join(',', @chain_jobs) . ")"),
+	"t:t:1: f:t:2:{$chain_jobs[0]} f:t:3:{$chain_jobs[1]}",
+	'each job starts after the one before; the view shows the chain and the place in it');
+is( $node->safe_psql('postgres',
+		"SELECT bool_and(b.started_at >= a.finished_at) FROM pg_stat_background_ddl a
+		   JOIN pg_stat_background_ddl b ON b.after_jobs = ARRAY[a.id]
+		  WHERE a.id IN (" . join(',', @chain_jobs) . ")"),
+	't', 'the jobs ran in order');
+is($node->safe_psql('postgres', "SELECT n || semi FROM c_total"), '200000;', 'the view over the view is exact');
+is($node->safe_psql('postgres', "SELECT obj_description('events'::regclass)"), 'events; counted by c_daily',
+	'the statement that is not a job ran');
+
+# A failing job in the middle of a chain cancels the rest: exit 1
+open $fh, '>', $file or die;
+print $fh "CREATE MATERIALIZED VIEW f_first AS SELECT account FROM events GROUP BY account;\n"
+  . "CREATE MATERIALIZED VIEW f_fails AS SELECT 1 / (account - 7) AS x FROM f_first;\n"
+  . "CREATE MATERIALIZED VIEW f_never AS SELECT count(*) FROM f_fails;\n";
+close $fh;
+($code, $out, $err) = client('submit', '--wait', '-f', $file);
+is($code, 1, 'a chain whose middle job fails: exit 1');
+like($err, qr/failed: division by zero/, 'the failure is printed');
+my @failed_chain = $out =~ /^(\d+)$/mg;
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(state || coalesce(':' || error, ''), ' ' ORDER BY id) FROM pg_stat_background_ddl
+		  WHERE id IN (" . join(',', @failed_chain) . ")"),
+	"succeeded failed:division by zero cancelled:job $failed_chain[1] failed",
+	'the first succeeded, the second failed, the third was cancelled, saying why');
 
 # cancel, pause, resume (held in its planning step)
 my $hold = hold_at($node, 'planning');
@@ -382,6 +432,38 @@ is($code, 0, 'wait -v by a role that may not read the messages: exit 0');
 like($err, qr/^job $job_chatty: its 150 messages are not readable: permission denied/m,
 	'wait -v by another role: one line says the messages are not readable');
 unlike($err, qr/NOTICE/, 'wait -v by another role: no message');
+
+# Passwords, as PostgreSQL's client programs ask for them: a role that
+# authenticates with scram-sha-256 (pg_hba.conf), -w never prompts, -W
+# prompts on the terminal before connecting, and without either the client
+# prompts when the server asks.
+$node->safe_psql('postgres', "SET password_encryption = 'scram-sha-256'; CREATE ROLE pwuser LOGIN PASSWORD 'secret'");
+my $hba = $node->data_dir . '/pg_hba.conf';
+my $hba_conf = PostgreSQL::Test::Utils::slurp_file($hba);
+open my $hba_fh, '>', $hba or die;
+print $hba_fh "local all pwuser scram-sha-256\n" . $hba_conf;
+close $hba_fh;
+$node->reload;
+($code, $out, $err) = client('-U', 'pwuser', '-w', 'list');
+is($code, 3, '-w: no prompt, no connection (exit 3)');
+like($err, qr/^pg_bgddl: error: could not connect: .*(no password supplied|password authentication failed)/,
+	'-w: says why');
+for my $option ('-W', undef)
+{
+	my ($tty_in, $tty_out) = ('', '');
+	my $label = defined $option ? '-W' : 'asked by the server';
+	my $prompt = IPC::Run::start(
+		[ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-U', 'pwuser',
+		  (defined $option ? ($option) : ()), 'list' ],
+		'<pty<', \$tty_in, '>pty>', \$tty_out,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	$prompt->pump until $tty_out =~ /Password: /;
+	$tty_in .= "secret\n";
+	$prompt->finish;
+	is($prompt->result(0), 0, "$label: prompted on the terminal, connected (exit 0)");
+	like($tty_out, qr/Password: .*\(\d+ jobs?\)/s, "$label: the password was not echoed, and the list printed");
+	unlike($tty_out, qr/secret/, "$label: the password is not shown");
+}
 
 # The library not preloaded, the extension installed: found by calling its
 # C function (qualified: the look-alike first in the search_path does not
