@@ -34,6 +34,9 @@ typedef enum KindAcceptance
 /* A statement being submitted, and what the kind reserves for it */
 /* The kind whose placeholder is its target itself, populated at the end */
 #define KIND_MATVIEW_NAME	"CREATE MATERIALIZED VIEW"
+/* The kind whose hidden table (kind_state) takes its placeholder's place at the end */
+#define KIND_CTAS_NAME		"CREATE TABLE AS"
+#define KIND_CTAS_HIDDEN_OID	"hidden_oid"
 
 typedef struct KindSubmit
 {

@@ -68,7 +68,7 @@
 #include "query_submit.h"
 
 /* The hidden table's OID, in the job's kind_state */
-#define STATE_HIDDEN_OID	"hidden_oid"
+#define STATE_HIDDEN_OID	KIND_CTAS_HIDDEN_OID
 
 static CreateTableAsStmt *
 CreateStatement(KindSubmit *submit)
@@ -404,7 +404,7 @@ CtasExplain(Node *raw_statement, const char *query_string)
 }
 
 const KindRoutine kind_ctas_routine = {
-	.name = "CREATE TABLE AS",
+	.name = KIND_CTAS_NAME,
 	.stands_for = OBJECT_TABLE,
 	.replaces_placeholder = true,
 	.accepts = CtasAccepts,

@@ -93,6 +93,7 @@
 /* The job's kind_state: the indexed table, and the resolved parts */
 #define STATE_TABLE_OID		"table_oid"
 #define STATE_PARTS			"parts"
+#define STATE_NAMESPACE_OID	"namespace_oid"	/* of a table that does not exist yet */
 
 static IndexStmt *
 IndexStatement(KindSubmit *submit)
@@ -131,6 +132,7 @@ IndexAccepts(Node *parsetree, const char **reason)
 {
 	IndexStmt  *stmt;
 	Oid			relid;
+	int64		placeholder_job;
 
 	if (!IsA(parsetree, IndexStmt))
 		return KIND_NOT_ACCEPTED;
@@ -138,7 +140,13 @@ IndexAccepts(Node *parsetree, const char **reason)
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(relid))
 		return KIND_ACCEPTED;	/* the validation reports it */
-	if (KindPlaceholderJob(relid) != 0 ||
+	/*
+	 * On the table of a CREATE TABLE AS job still running: a job after it
+	 * (IndexValidate); on another placeholder, in the session
+	 */
+	if (OidIsValid(KindPlaceholderFutureTable(relid, &placeholder_job)))
+		return KIND_ACCEPTED;
+	if (placeholder_job != 0 ||
 		(stmt->if_not_exists && stmt->idxname != NULL &&
 		 OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid)))))
 		return KIND_NOT_ACCEPTED;
@@ -493,6 +501,8 @@ IndexValidate(KindSubmit *submit)
 	Oid			am_oid;
 	char	   *name;
 	ListCell   *lc;
+	Oid			future_table;
+	int64		ctas_job;
 
 	if (stmt->concurrent)
 		PreventInTransactionBlock(submit->context == PROCESS_UTILITY_TOPLEVEL,
@@ -526,6 +536,24 @@ IndexValidate(KindSubmit *submit)
 
 	submit->pstmt = copyObject(submit->pstmt);
 	submit->pstmt->utilityStmt = (Node *) stmt;
+
+	/*
+	 * On the placeholder of a CREATE TABLE AS job still running, checked
+	 * as on the table (the same columns, in the same order): the index is
+	 * built on the job's hidden table, which takes the placeholder's place
+	 * (and keeps its OID), once the job has succeeded.  Its name is reserved
+	 * in the placeholder's schema, where the table will be.
+	 */
+	future_table = KindPlaceholderFutureTable(relid, &ctas_job);
+	if (OidIsValid(future_table))
+	{
+		int64	   *after = palloc(sizeof(int64));
+
+		*after = ctas_job;
+		submit->after = lappend(submit->after, after);
+		CatalogKindStateSetInt(&submit->kind_state, STATE_NAMESPACE_OID, get_rel_namespace(relid));
+		relid = future_table;
+	}
 	CatalogKindStateSetInt(&submit->kind_state, STATE_TABLE_OID, relid);
 }
 
@@ -598,9 +626,8 @@ StatementToRun(const BgddlJob *job, const char *name)
  * TABLE drops it, and the job ends, cancelled.
  */
 static Oid
-ReserveIndexName(KindSubmit *submit, Oid table_oid, const char *name)
+ReserveIndexName(KindSubmit *submit, Oid table_oid, Oid namespace_oid, const char *name)
 {
-	Oid			namespace_oid = get_rel_namespace(table_oid);
 	ObjectAddress placeholder;
 	ObjectAddress table;
 	RawStmt    *raw = linitial_node(RawStmt, raw_parser("SELECT", RAW_PARSE_DEFAULT));
@@ -636,9 +663,11 @@ IndexReserve(KindSubmit *submit)
 {
 	IndexStmt  *stmt = IndexStatement(submit);
 	Oid			table_oid = (Oid) CatalogKindStateInt(submit->kind_state, STATE_TABLE_OID);
-	Oid			namespace_oid = get_rel_namespace(table_oid);
+	Oid			namespace_oid = CatalogKindStateInt(submit->kind_state, STATE_NAMESPACE_OID) != 0 ?
+		(Oid) CatalogKindStateInt(submit->kind_state, STATE_NAMESPACE_OID) :
+		get_rel_namespace(table_oid);
 
-	submit->target_oid = ReserveIndexName(submit, table_oid, stmt->idxname);
+	submit->target_oid = ReserveIndexName(submit, table_oid, namespace_oid, stmt->idxname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 stmt->idxname);
 	submit->strategy = pstrdup(STRATEGY_CONCURRENT_INDEX);
@@ -686,7 +715,8 @@ RestartBuildStep(JobRun *run)
 	reserve.run_utility = RunUtilityInWorker;
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	SetUserIdAndSecContext(run->job.identity.owner_oid, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	run->job.target_oid = ReserveIndexName(&reserve, IndexedTable(&run->job), name);
+	run->job.target_oid = ReserveIndexName(&reserve, IndexedTable(&run->job),
+										   get_rel_namespace(IndexedTable(&run->job)), name);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	CatalogJobRecordTarget(run->job.id, run->job.target_oid);
 }

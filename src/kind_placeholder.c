@@ -157,6 +157,22 @@ KindDropWaitingPlaceholders(int64 job_id)
 	}
 }
 
+/*
+ * The table that will take a placeholder's place: a CREATE TABLE AS job's
+ * hidden table (under its OID), with in *job_id the job; InvalidOid if the
+ * relation is no such placeholder
+ */
+Oid
+KindPlaceholderFutureTable(Oid relid, int64 *job_id)
+{
+	BgddlJob	job;
+
+	*job_id = KindPlaceholderJob(relid);
+	if (*job_id == 0 || !CatalogJobLoad(*job_id, &job, true) || strcmp(job.kind, KIND_CTAS_NAME) != 0)
+		return InvalidOid;
+	return (Oid) CatalogKindStateInt(job.kind_state, KIND_CTAS_HIDDEN_OID);
+}
+
 /* Refuse REFRESH of a materialized view that a job is still building */
 void
 KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt)

@@ -15,6 +15,7 @@ extern int64 KindPlaceholderJob(Oid relid);
 extern void KindCheckPlaceholderReads(PlannedStmt *plan);
 extern List *KindPlaceholderDependencies(PlannedStmt *plan);
 extern void KindDropWaitingPlaceholders(int64 job_id);
+extern Oid	KindPlaceholderFutureTable(Oid relid, int64 *job_id);
 extern void KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt);
 extern void KindPlaceholderLock(Oid relid);
 

@@ -54,6 +54,17 @@ SELECT id = :s1 AS first, state, error = 'job ' || :s1 || ' was cancelled' AS wh
   FROM pg_stat_background_ddl WHERE id IN (:s1, :s2, :ix) ORDER BY id;
 SELECT count(*) AS leftovers FROM pg_class WHERE relname IN ('ch_s1', 'ch_s2', 'ch_k');
 
+-- An index on the table of a CREATE TABLE AS job still running: built on
+-- the job's table once it has taken the placeholder's place
+CREATE TABLE ch_t AS SELECT id, k FROM ch WHERE ch_slow(id) % 2 = 0;
+SELECT last_ddl_job() AS t \gset
+CREATE INDEX ch_t_k ON ch_t (k);
+SELECT last_ddl_job() AS ti \gset
+SELECT after_jobs = ARRAY[:t]::bigint[] AS after_the_table FROM pg_stat_background_ddl WHERE id = :ti;
+CALL await_ddl(:ti, '60s');
+SELECT indisvalid, indrelid = 'ch_t'::regclass AS on_the_table FROM pg_index WHERE indexrelid = 'ch_t_k'::regclass;
+SELECT count(*) FROM ch_t;
+
 -- A failed job: those after it are cancelled, and none can be submitted after it
 CREATE MATERIALIZED VIEW ch_fail AS SELECT 1 / (id - 500) AS x FROM ch;
 SELECT last_ddl_job() AS f \gset

@@ -16,9 +16,11 @@ SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = :ctas_job;
 CREATE TABLE k_ctas (x int);
 SELECT count(*) FROM k_ctas;
 -- Until the job succeeds the name is held by a placeholder, which the
--- table replaces: what would be lost with it is refused, background or not.
+-- table replaces: what would be lost with it is refused, background or not;
+-- but CREATE INDEX in the background is a job after it, on that table.
 GRANT SELECT ON k_ctas TO PUBLIC;
 CREATE INDEX ON k_ctas (a);
+SELECT last_ddl_job() AS ctas_index_job \gset
 ALTER TABLE k_ctas ALTER COLUMN a SET STATISTICS 10;
 COMMENT ON COLUMN k_ctas.a IS 'lost';
 ALTER TABLE k_ctas RENAME COLUMN a TO c;
@@ -27,6 +29,8 @@ CREATE INDEX ON k_ctas (a);
 SET background_ddl = on;
 SELECT pg_advisory_unlock(79);
 SELECT wait_ddl(:ctas_job, '60s');
+CALL await_ddl(:ctas_index_job, '60s');
+SELECT indexrelid::regclass AS index, indisvalid FROM pg_index WHERE indrelid = 'k_ctas'::regclass;
 SELECT c.relkind, c.relpersistence, c.reloptions, pg_get_userbyid(c.relowner) = current_user AS owned,
        (SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute
          WHERE attrelid = c.oid AND attnum > 0) AS columns

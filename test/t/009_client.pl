@@ -204,25 +204,27 @@ like($out, qr/^chain (\d+)\n\1\n\d+\n\d+ succeeded\n\d+ succeeded\n$/,
 
 # A migration as one chain: a view, a statement that is not a job (it runs
 # at once, in its place), a view over the view (split by psql's lexer:
-# semicolons in quotes and comments), and a table after it; run in order.
+# semicolons in quotes and comments), a table after it and an index on that
+# table; run in order.
 open $fh, '>', $file or die;
 print $fh <<'EOS';
 -- a migration; this comment has a ; in it
 CREATE MATERIALIZED VIEW c_daily AS SELECT account, count(*) AS n, ';' AS semi FROM events GROUP BY account;
 COMMENT ON TABLE events IS 'events; counted by c_daily';
 CREATE MATERIALIZED VIEW c_total AS SELECT sum(n) AS n, $x$;$x$ AS semi FROM c_daily;
-CREATE TABLE c_top AS SELECT account FROM events WHERE account < 3
+CREATE TABLE c_top AS SELECT account FROM events WHERE account < 3;
+CREATE INDEX c_top_account ON c_top (account)
 EOS
 close $fh;
 ($code, $out, $err) = client('submit', '--wait', '-f', $file);
 is($code, 0, 'a migration as one chain: exit 0');
-my ($chain, @chain_jobs) = $out =~ /^chain (\d+)\n(\d+)\n(\d+)\n(\d+)\n/;
-is(scalar(@chain_jobs), 3, 'the chain and its three jobs are printed');
+my ($chain, @chain_jobs) = $out =~ /^chain (\d+)\n(\d+)\n(\d+)\n(\d+)\n(\d+)\n/;
+is(scalar(@chain_jobs), 4, 'the chain and its four jobs are printed');
 is($chain, $chain_jobs[0], 'the chain is named by its first job');
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(format('%s:%s:%s:%s', id = $chain, chain = $chain, chain_position, after_jobs), ' ' ORDER BY id)
 		   FROM pg_stat_background_ddl WHERE id IN (" . join(',', @chain_jobs) . ")"),
-	"t:t:1: f:t:2:{$chain_jobs[0]} f:t:3:{$chain_jobs[1]}",
+	"t:t:1: f:t:2:{$chain_jobs[0]} f:t:3:{$chain_jobs[1]} f:t:4:{$chain_jobs[2]}",
 	'each job starts after the one before; the view shows the chain and the place in it');
 is( $node->safe_psql('postgres',
 		"SELECT bool_and(b.started_at >= a.finished_at) FROM pg_stat_background_ddl a
@@ -230,6 +232,9 @@ is( $node->safe_psql('postgres',
 		  WHERE a.id IN (" . join(',', @chain_jobs) . ")"),
 	't', 'the jobs ran in order');
 is($node->safe_psql('postgres', "SELECT n || semi FROM c_total"), '200000;', 'the view over the view is exact');
+is( $node->safe_psql('postgres',
+		"SELECT indisvalid AND indrelid = 'c_top'::regclass FROM pg_index WHERE indexrelid = 'c_top_account'::regclass"),
+	't', 'the index on the table of a CREATE TABLE AS job of the chain is valid, on that table');
 is($node->safe_psql('postgres', "SELECT obj_description('events'::regclass)"), 'events; counted by c_daily',
 	'the statement that is not a job ran');
 
