@@ -32,6 +32,7 @@ OBJS = \
 	src/query_catchup.o \
 	src/query_backfill.o \
 	src/query_decompose.o \
+	src/query_estimate.o \
 	src/query_driving.o \
 	src/query_partial_agg.o \
 	src/query_view_pullup.o \

@@ -248,6 +248,18 @@ AS 'MODULE_PATHNAME', 'explain_ddl'
 LANGUAGE C STRICT VOLATILE;
 
 /*
+ * What the job of a statement would produce and cost, measured on a
+ * rolled-back sample of its chunks (seconds NULL: one batch, not sampled)
+ */
+CREATE FUNCTION estimate_ddl(statement text,
+							 OUT strategy text, OUT rows bigint, OUT bytes bigint,
+							 OUT wal_bytes bigint, OUT seconds float8, OUT locks text,
+							 OUT sampled_blocks bigint, OUT total_blocks bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'estimate_ddl'
+LANGUAGE C STRICT VOLATILE;
+
+/*
  * Change the limits of a queued, running or paused job: NULL leaves a limit as
  * it is; max_rate => 'infinity' lifts the rate limit.
  */

@@ -16,14 +16,20 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "funcapi.h"
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
+#include "parser/analyze.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 
 #include "catalog_access.h"
 #include "kind.h"
+#include "query_estimate.h"
 
 PG_FUNCTION_INFO_V1(explain_ddl);
+PG_FUNCTION_INFO_V1(estimate_ddl);
 
 /* Point a syntax or analysis error into the statement, not the call */
 static void
@@ -37,6 +43,23 @@ ExplainErrorCallback(void *arg)
 		internalerrposition(position);
 		internalerrquery((const char *) arg);
 	}
+}
+
+/*
+ * Parse the one statement of sql, with errors pointed into it until the
+ * caller pops error_context; NULL if there is not exactly one
+ */
+static Node *
+ParseOneStatement(char *sql, ErrorContextCallback *error_context)
+{
+	List	   *statements;
+
+	error_context->callback = ExplainErrorCallback;
+	error_context->arg = sql;
+	error_context->previous = error_context_stack;
+	error_context_stack = error_context;
+	statements = pg_parse_query(sql);
+	return list_length(statements) == 1 ? linitial_node(RawStmt, statements)->stmt : NULL;
 }
 
 pg_attribute_noreturn()
@@ -53,20 +76,70 @@ Datum
 explain_ddl(PG_FUNCTION_ARGS)
 {
 	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	List	   *statements;
+	Node	   *raw;
 	const char *strategy = NULL;
 	ErrorContextCallback error_context;
 
 	CatalogRequire();
-	error_context.callback = ExplainErrorCallback;
-	error_context.arg = sql;
-	error_context.previous = error_context_stack;
-	error_context_stack = &error_context;
-	statements = pg_parse_query(sql);
-	if (list_length(statements) == 1)
-		strategy = KindExplain(linitial_node(RawStmt, statements)->stmt, sql);
+	raw = ParseOneStatement(sql, &error_context);
+	if (raw != NULL)
+		strategy = KindExplain(raw, sql);
 	if (strategy == NULL)
 		RefuseStatement();
 	error_context_stack = error_context.previous;
 	PG_RETURN_TEXT_P(cstring_to_text(strategy));
+}
+
+/*
+ * estimate_ddl(statement text): what the job of a CREATE MATERIALIZED VIEW,
+ * CREATE TABLE AS (or SELECT ... INTO) or of a query would produce and
+ * cost, measured on a rolled-back sample of its chunks (query_estimate.c):
+ * (strategy, rows, bytes, wal_bytes, seconds, locks, sampled_blocks,
+ * total_blocks).
+ */
+Datum
+estimate_ddl(PG_FUNCTION_ARGS)
+{
+	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Node	   *raw;
+	RawStmt    *raw_select = makeNode(RawStmt);
+	Query	   *query;
+	QueryEstimate estimate;
+	ErrorContextCallback error_context;
+	TupleDesc	desc;
+	Datum		values[8];
+	bool		nulls[8] = {false};
+
+	CatalogRequire();
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "estimate_ddl must return a record");
+	raw = ParseOneStatement(sql, &error_context);
+	if (raw != NULL && IsA(raw, CreateTableAsStmt) &&
+		((CreateTableAsStmt *) raw)->objtype != OBJECT_TABLE &&
+		((CreateTableAsStmt *) raw)->objtype != OBJECT_MATVIEW)
+		raw = NULL;
+	if (raw != NULL && IsA(raw, CreateTableAsStmt))
+		raw = ((CreateTableAsStmt *) raw)->query;
+	if (raw == NULL || !IsA(raw, SelectStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("estimate_ddl takes one CREATE MATERIALIZED VIEW or CREATE TABLE AS statement, or a query"),
+				 errhint("explain_ddl says how the other statements would run.")));
+	raw = copyObject(raw);
+	((SelectStmt *) raw)->intoClause = NULL;
+	raw_select->stmt = raw;
+	query = parse_analyze_fixedparams(raw_select, sql, NULL, 0, NULL);
+	error_context_stack = error_context.previous;
+	QueryJobEstimate(query, &estimate);
+
+	values[0] = CStringGetTextDatum(estimate.strategy);
+	values[1] = Int64GetDatum(estimate.rows);
+	values[2] = Int64GetDatum(estimate.bytes);
+	values[3] = Int64GetDatum(estimate.wal_bytes);
+	values[4] = Float8GetDatum(estimate.seconds);
+	nulls[4] = estimate.seconds < 0;
+	values[5] = CStringGetTextDatum(estimate.locks);
+	values[6] = Int64GetDatum(estimate.sampled_blocks);
+	values[7] = Int64GetDatum(estimate.total_blocks);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -156,3 +156,20 @@ SELECT explain_ddl('SELECT nothing FROM events');
 SELECT explain_ddl('SELECT 1; SELECT 2');
 SELECT explain_ddl('DROP TABLE events');
 SELECT explain_ddl('REFRESH MATERIALIZED VIEW small');
+
+-- estimate_ddl: the job measured on a rolled-back sample of its chunks
+SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,
+       wal_bytes > 0 AS writes_wal, seconds > 0 AS timed,
+       sampled_blocks BETWEEN 1 AND total_blocks AS sampled,
+       locks LIKE 'SHARE ROW EXCLUSIVE on "events" to install%' AS says_its_locks
+  FROM estimate_ddl('CREATE MATERIALIZED VIEW x AS SELECT id, upper(payload) AS p FROM events WHERE account < 10'),
+       (SELECT count(*) AS n FROM events WHERE account < 10) c;
+SELECT strategy, seconds > 0 AS timed, locks LIKE '%each of the 4 partitions read%' AS partitions
+  FROM estimate_ddl('SELECT v % 5 AS k, count(*) AS n FROM pt GROUP BY 1');
+SELECT strategy, seconds IS NULL AS not_timed, rows > 0 AS planner_rows
+  FROM estimate_ddl('SELECT id INTO x FROM events ORDER BY id');
+-- nothing of the sample stays, no job was submitted
+SELECT count(*) AS left_behind FROM pg_class WHERE relname LIKE 'partial\_-%';
+SELECT count(*) AS jobs FROM background_ddl.job WHERE target_name = 'public.x';
+SELECT * FROM estimate_ddl('CREATE INDEX ON events (id)');
+SELECT * FROM estimate_ddl('SELECT nothing FROM events');

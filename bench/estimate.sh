@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench/estimate.sh -- benchmark (not a test): how close estimate_ddl comes to the job it
+# estimates.
+#
+# As root: installs/builds like scripts/demo, starts a throwaway cluster (default settings), and
+# for each size in SIZES fills `events` with that many rows; then for each of two views (a
+# projection of half the rows, an aggregate) asks estimate_ddl, runs the job (background_ddl on,
+# waited for with await_ddl) and compares: the estimated seconds against the job's submitted_at
+# to finished_at, the estimated rows against the view's, the estimated bytes against the view's
+# heap (pg_relation_size), the estimated WAL against the WAL the job wrote. Prints the ratios
+# (estimate / actual; the target is 0.5 to 2).
+#
+# Usage: bench/estimate.sh   (env SIZES, default "1000000 5000000 20000000")
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib.sh"
+
+SIZES=${SIZES:-"1000000 5000000 20000000"}
+export PGPORT=${PGPORT:-54336}
+QUERIES=(
+    "SELECT id, account, upper(payload) AS p FROM events WHERE account < 500"
+    "SELECT account, count(*) AS n, sum(id) AS s, max(payload) AS m FROM events GROUP BY account"
+)
+NAMES=(projection aggregate)
+
+need_root
+ensure_packages
+build_install
+trap cluster_stop EXIT
+cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
+sql -q -c "CREATE EXTENSION background_ddl"
+
+printf '%-10s %-10s %9s %9s %6s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n' \
+    rows query est_s job_s ratio est_rows rows ratio est_MB MB ratio est_walMB walMB ratio >"$CLUSTER_DIR/results"
+for size in $SIZES; do
+    echo "== loading $size rows"
+    sql -q -c "DROP TABLE IF EXISTS events" \
+        -c "CREATE TABLE events AS SELECT g AS id, g % 1000 AS account, md5(g::text) AS payload
+            FROM generate_series(1, $size) g" \
+        -c "VACUUM ANALYZE events" -c "CHECKPOINT"
+    for i in 0 1; do
+        q=${QUERIES[$i]}
+        read -r est_s est_rows est_bytes est_wal <<<"$(sql -F ' ' -c "SELECT coalesce(seconds, -1), rows, bytes, wal_bytes
+                                                                    FROM estimate_ddl(\$\$$q\$\$)")"
+        wal0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
+        job=$(sql -c "SET background_ddl = on" -c "CREATE MATERIALIZED VIEW mv AS $q" -c "SELECT last_ddl_job()" | tail -n1)
+        sql -q -c "CALL await_ddl($job)"
+        read -r job_s rows bytes wal <<<"$(sql -F ' ' -c "SELECT extract(epoch FROM finished_at - submitted_at),
+                                                            (SELECT count(*) FROM mv), pg_relation_size('mv'),
+                                                            pg_current_wal_insert_lsn() - '$wal0'::pg_lsn
+                                                       FROM pg_stat_background_ddl WHERE id = $job")"
+        sql -q -c "DROP MATERIALIZED VIEW mv" -c "CHECKPOINT"
+        awk -v size="$size" -v name="${NAMES[$i]}" -v es="$est_s" -v s="$job_s" -v er="$est_rows" -v r="$rows" \
+            -v eb="$est_bytes" -v b="$bytes" -v ew="$est_wal" -v w="$wal" '
+            function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
+            BEGIN { printf "%-10s %-10s %9.2f %9.2f %6s %12d %12d %6s %11.1f %11.1f %6s %11.1f %11.1f %6s\n",
+                           size, name, es, s, ratio(es, s), er, r, ratio(er, r),
+                           eb / 1048576, b / 1048576, ratio(eb, b), ew / 1048576, w / 1048576, ratio(ew, w) }' \
+            >>"$CLUSTER_DIR/results"
+        tail -n1 "$CLUSTER_DIR/results"
+    done
+done
+echo
+cat "$CLUSTER_DIR/results"
