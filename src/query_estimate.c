@@ -35,7 +35,6 @@
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
-#include "rewrite/rewriteHandler.h"
 #include "storage/bufmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/lsyscache.h"
@@ -47,9 +46,8 @@
 #include "query_decompose.h"
 #include "query_driving.h"
 #include "query_estimate.h"
-#include "query_functions.h"
 #include "query_partial_agg.h"
-#include "query_view_pullup.h"
+#include "query_submit.h"
 #include "settings.h"
 
 #define SAMPLE_RANGES		8		/* half small, half large */
@@ -202,19 +200,13 @@ ScaleCost(const SampleCosts *costs, const double *per_range, const double *secon
 void
 QueryJobEstimate(Query *query, QueryEstimate *estimate)
 {
-	List	   *rewritten = QueryRewrite(copyObject(query));
+	Query	   *job_query = QueryJobRewritten(query);
 	QueryDecomposition decomposition;
-	Query	   *job_query;
 	PlannedStmt *plan;
 	QueryDriving *driving;
 	SampleCosts costs;
 	double		scale;
 
-	if (list_length(rewritten) != 1)
-		elog(ERROR, "unexpected rewrite result for a background DDL query");
-	job_query = linitial_node(Query, rewritten);
-	QueryPullUpViews(job_query);
-	job_query = QueryPinJobStart(job_query, GetCurrentTransactionStartTimestamp());
 	QueryDecompose(job_query, InvalidOid, GetUserId(), InvalidOid, &decomposition);
 
 	memset(estimate, 0, sizeof(QueryEstimate));

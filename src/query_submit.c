@@ -106,6 +106,24 @@ QueryBindParams(Query *query, ParamListInfo params)
 }
 
 /*
+ * An analysed query as QueryOfRule gives it to the worker: rewritten, its
+ * simple views pulled up, now() and its relatives pinned (any time decides
+ * alike at submit)
+ */
+Query *
+QueryJobRewritten(Query *query)
+{
+	List	   *rewritten = QueryRewrite(copyObject(query));
+	Query	   *rewritten_query;
+
+	if (list_length(rewritten) != 1)
+		elog(ERROR, "unexpected rewrite result for a background DDL query");
+	rewritten_query = linitial_node(Query, rewritten);
+	QueryPullUpViews(rewritten_query);
+	return QueryPinJobStart(rewritten_query, GetCurrentTransactionStartTimestamp());
+}
+
+/*
  * The strategy a job would use for a query, as the submitting role: for the
  * NOTICE at submit.  The worker decides again when it plans (privileges
  * may change meanwhile).
@@ -113,17 +131,10 @@ QueryBindParams(Query *query, ParamListInfo params)
 char *
 QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
 {
-	List	   *rewritten = QueryRewrite(copyObject(query));
 	QueryDecomposition decomposition;
-	Query	   *rewritten_query;
 
-	if (list_length(rewritten) != 1)
-		elog(ERROR, "unexpected rewrite result for a background DDL query");
-	/* As QueryOfRule gives it to the worker; any time as now() decides alike */
-	rewritten_query = linitial_node(Query, rewritten);
-	QueryPullUpViews(rewritten_query);
-	QueryDecompose(QueryPinJobStart(rewritten_query, GetCurrentTransactionStartTimestamp()),
-				   rule_relid, GetUserId(), InvalidOid, &decomposition);
+	QueryDecompose(QueryJobRewritten(query), rule_relid, GetUserId(), InvalidOid,
+				   &decomposition);
 	*one_batch_reason = decomposition.reason;
 	return QueryStrategy(&decomposition);
 }

@@ -15,6 +15,7 @@
 extern PlannedStmt *QueryJobValidate(Query *query, const char *query_string,
 									 ParamListInfo params, QueryEnvironment *query_env);
 extern Query *QueryBindParams(Query *query, ParamListInfo params);
+extern Query *QueryJobRewritten(Query *query);
 extern char *QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason);
 extern const char *QueryJobExplain(Node *raw_select, const char *query_string);
 
