@@ -436,7 +436,32 @@ CatalogJobsWaitingFor(int64 job_id)
 	return waiting;
 }
 
-/* The unfinished job that builds (or refreshes) a relation, or 0 */
+/* Does a job start after another, directly or through the jobs it starts after? */
+bool
+CatalogJobStartsAfter(int64 job_id, int64 earlier_id)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(earlier_id)};
+	bool		starts_after;
+
+	CatalogAccessBegin(&access);
+	CatalogExecuteLatest("WITH RECURSIVE up(id) AS ("
+						 " SELECT pg_catalog.unnest(after) FROM background_ddl.job WHERE id = $1"
+						 " UNION"
+						 " SELECT pg_catalog.unnest(j.after) FROM up JOIN background_ddl.job j ON j.id = up.id)"
+						 "SELECT EXISTS (SELECT FROM up WHERE id = $2)",
+						 lengthof(values), argtypes, values, SPI_OK_SELECT);
+	starts_after = DatumGetBool(CatalogColumn(0, 1, BoolGetDatum(false)));
+	CatalogAccessEnd(&access);
+	return starts_after;
+}
+
+/*
+ * The unfinished job that builds (or refreshes) a relation, or 0; the first
+ * of them, if a job that refreshes a materialized view waits for the one
+ * creating it
+ */
 int64
 CatalogJobBuilding(Oid target_oid)
 {
@@ -448,7 +473,7 @@ CatalogJobBuilding(Oid target_oid)
 	CatalogAccessBegin(&access);
 	CatalogExecuteLatest("SELECT id FROM background_ddl.job WHERE target_oid = $1 "
 						 "AND state IN ('queued', 'running', 'paused', 'cancelling') "
-						 "ORDER BY id DESC LIMIT 1",
+						 "ORDER BY id LIMIT 1",
 						 1, argtypes, values, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		job_id = DatumGetInt64(CatalogColumn(0, 1, 0));

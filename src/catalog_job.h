@@ -179,6 +179,7 @@ extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms
 extern int64 CatalogJobByKey(const char *idempotency_key, char **command);
 extern char *CatalogJobEndedDependency(int64 job_id);
 extern List *CatalogJobsWaitingFor(int64 job_id);
+extern bool CatalogJobStartsAfter(int64 job_id, int64 earlier_id);
 extern void CatalogJobReadLimits(BgddlJob *job);
 
 /* The state of capture for a trigger: is the job queued or running? */

@@ -244,7 +244,8 @@ CtasValidate(KindSubmit *submit)
 	(void) CreateTableAsRelExists(stmt);
 	query = QueryBindParams(StatementQuery(stmt), StatementParams(submit, stmt));
 	submit->after = KindPlaceholderDependencies(QueryJobValidate(query, submit->query_string, NULL,
-																 submit->query_env));
+																 submit->query_env),
+												query);
 	stmt->query = (Node *) query;
 	submit->pstmt = copyObject(submit->pstmt);
 	submit->pstmt->utilityStmt = (Node *) stmt;
@@ -388,6 +389,8 @@ static void
 CtasDiscard(const BgddlJob *job, bool keep_target)
 {
 	QueryJobDiscard(job);
+	/* The views of the jobs waiting for it read the hidden table */
+	KindDropWaitingPlaceholders(job->id);
 	if (!keep_target)
 		PgRelationDrop(job->target_oid);
 	PgRelationDrop(HiddenTable(job));

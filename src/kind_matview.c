@@ -78,16 +78,26 @@ MatviewAccepts(Node *parsetree, const char **reason)
 	return KIND_ACCEPTED;
 }
 
-/* The blocking statement's checks, in its order: the name, then the query */
+/*
+ * The blocking statement's checks, in its order: the name, then the query.
+ * A query that reads the results of unfinished jobs starts after them.
+ */
 static void
 MatviewValidate(KindSubmit *submit)
 {
-	CreateTableAsStmt *stmt = CreateStatement(submit);
+	CreateTableAsStmt *stmt;
+	Query	   *query;
 
+	/* The statement may change: to read the tables of jobs it starts after */
+	submit->pstmt = copyObject(submit->pstmt);
+	stmt = CreateStatement(submit);
+	query = CheckedNode(Query, stmt->query);
 	(void) CreateTableAsRelExists(stmt);
-	submit->after = KindPlaceholderDependencies(QueryJobValidate(CheckedNode(Query, stmt->query),
-																 submit->query_string,
-																 submit->params, submit->query_env));
+	submit->after = KindPlaceholderDependencies(QueryJobValidate(query, submit->query_string,
+																 submit->params, submit->query_env),
+												query);
+	/* The view rule is parse analysis's copy of the query */
+	stmt->into->viewQuery = copyObject((Node *) query);
 }
 
 /* The placeholder: the same statement WITH NO DATA */

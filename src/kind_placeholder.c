@@ -20,6 +20,7 @@
 
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "nodes/nodeFuncs.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
@@ -61,15 +62,87 @@ KindPlaceholderJob(Oid relid)
 	return CatalogJobBuilding(relid);
 }
 
+/* A placeholder of a CREATE TABLE AS job, and the table that replaces it */
+typedef struct PlaceholderRetarget
+{
+	Oid			placeholder;
+	Oid			table;
+	int			replaced;		/* range table entries changed */
+} PlaceholderRetarget;
+
+static bool
+RetargetWalker(Node *node, PlaceholderRetarget *retarget)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == retarget->placeholder)
+		{
+			rte->relid = retarget->table;
+			rte->relkind = get_rel_relkind(retarget->table);
+			retarget->replaced++;
+		}
+		return false;
+	}
+	if (IsA(node, Query))
+	{
+#if PG_VERSION_NUM >= 160000
+		ListCell   *lc;
+
+		foreach(lc, ((Query *) node)->rteperminfos)
+		{
+			RTEPermissionInfo *perminfo = lfirst(lc);
+
+			if (perminfo->relid == retarget->placeholder)
+				perminfo->relid = retarget->table;
+		}
+#endif
+		return query_tree_walker((Query *) node, RetargetWalker, retarget,
+								 QTW_EXAMINE_RTES_BEFORE);
+	}
+	return expression_tree_walker(node, RetargetWalker, retarget);
+}
+
+/*
+ * Make query read, instead of the placeholder of a CREATE TABLE AS job, the
+ * job's hidden table, which takes the placeholder's place (under its own
+ * OID) when the job succeeds.  False if the query names the placeholder
+ * only through a view, which cannot be changed.
+ */
+static bool
+RetargetToFutureTable(Query *query, Oid placeholder, Oid table)
+{
+	PlaceholderRetarget retarget = {placeholder, table, 0};
+
+	if (query == NULL || !OidIsValid(table))
+		return false;
+	(void) query_tree_walker(query, RetargetWalker, &retarget, QTW_EXAMINE_RTES_BEFORE);
+	return retarget.replaced > 0;
+}
+
+static void
+AddJob(List **jobs, int64 job_id)
+{
+	int64	   *id = palloc(sizeof(int64));
+
+	*id = job_id;
+	*jobs = lappend(*jobs, id);
+}
+
 /*
  * Refuse a plan that reads the placeholder of an unfinished job, naming the
- * job; with dependencies, return instead the jobs that build materialized
- * views the plan reads (those views are populated, under the same OID, when
- * their jobs succeed: a job that starts after them can read them).  Costs
- * nothing for plans that read no materialized view.
+ * job.  With a query (the query the plan was made from, of a new job),
+ * return instead the jobs whose results it reads: materialized views are
+ * populated, under the same OID, when their jobs succeed; the query is
+ * changed to read a CREATE TABLE AS job's own table instead of its
+ * placeholder.  A job that starts after them can read them.  Costs nothing
+ * for plans that read no materialized view.
  */
 static List *
-PlaceholderReads(PlannedStmt *plan, bool dependencies)
+PlaceholderReads(PlannedStmt *plan, Query *query)
 {
 	List	   *jobs = NIL;
 	ListCell   *lc;
@@ -91,13 +164,13 @@ PlaceholderReads(PlannedStmt *plan, bool dependencies)
 		job_id = CatalogJobBuilding(rte->relid);
 		if (job_id == 0)
 			continue;
-		if (dependencies && CatalogJobLoad(job_id, &job, true) &&
-			strcmp(job.kind, KIND_MATVIEW_NAME) == 0)
+		if (query != NULL && CatalogJobLoad(job_id, &job, true) &&
+			(strcmp(job.kind, KIND_MATVIEW_NAME) == 0 ||
+			 (strcmp(job.kind, KIND_CTAS_NAME) == 0 &&
+			  RetargetToFutureTable(query, rte->relid,
+									(Oid) CatalogKindStateInt(job.kind_state, KIND_CTAS_HIDDEN_OID)))))
 		{
-			int64	   *id = palloc(sizeof(int64));
-
-			*id = job_id;
-			jobs = lappend(jobs, id);
+			AddJob(&jobs, job_id);
 			continue;
 		}
 		if (JobXactIsSubmitted(job_id))
@@ -121,18 +194,20 @@ PlaceholderReads(PlannedStmt *plan, bool dependencies)
 void
 KindCheckPlaceholderReads(PlannedStmt *plan)
 {
-	(void) PlaceholderReads(plan, false);
+	(void) PlaceholderReads(plan, NULL);
 }
 
 /*
- * For the query of a new job: the jobs whose materialized views it reads
- * while they are built (int64 *), which it starts after; the placeholders
- * of other jobs are refused as KindCheckPlaceholderReads refuses them.
+ * For the query of a new job, and its plan: the jobs whose materialized
+ * views or tables it reads while they are built (int64 *), which it starts
+ * after; query now reads those tables instead of their placeholders.  The
+ * placeholders of other jobs are refused as KindCheckPlaceholderReads
+ * refuses them.
  */
 List *
-KindPlaceholderDependencies(PlannedStmt *plan)
+KindPlaceholderDependencies(PlannedStmt *plan, Query *query)
 {
-	return PlaceholderReads(plan, true);
+	return PlaceholderReads(plan, query);
 }
 
 /*
@@ -173,20 +248,53 @@ KindPlaceholderFutureTable(Oid relid, int64 *job_id)
 	return (Oid) CatalogKindStateInt(job.kind_state, KIND_CTAS_HIDDEN_OID);
 }
 
-/* Refuse REFRESH of a materialized view that a job is still building */
+/*
+ * The job that creates a materialized view, unfinished, if no other job
+ * waits for it to refresh that view; else 0
+ */
+static int64
+RefreshableAfter(Oid target_oid, int64 job_id)
+{
+	BgddlJob	job;
+	ListCell   *lc;
+
+	if (!CatalogJobLoad(job_id, &job, true) || strcmp(job.kind, KIND_MATVIEW_NAME) != 0)
+		return 0;
+	foreach(lc, CatalogJobsWaitingFor(job_id))
+	{
+		BgddlJob	waiting;
+
+		if (CatalogJobLoad(*(int64 *) lfirst(lc), &waiting, true) &&
+			waiting.target_oid == target_oid)
+			return 0;
+	}
+	return job_id;
+}
+
+/*
+ * REFRESH of a materialized view that a job is still building: refused,
+ * unless the job was submitted in this transaction (it is built here,
+ * KindBuildHere), or the REFRESH becomes a job itself (after is not NULL):
+ * that job starts after the one creating the view (*after, else 0), which
+ * it cannot do after a job that refreshes it.
+ */
 void
-KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt)
+KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt, int64 *after)
 {
 	Oid			target_oid;
 	int64		job_id;
 
+	if (after != NULL)
+		*after = 0;
 	if (CatalogLookup() == NULL)
 		return;
 	target_oid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(target_oid))
 		return;					/* the normal path reports it */
 	job_id = CatalogJobBuilding(target_oid);
-	if (job_id != 0 && JobXactIsSubmitted(job_id) &&
+	if (job_id != 0 && after != NULL && (*after = RefreshableAfter(target_oid, job_id)) != 0)
+		return;
+	if (job_id != 0 && after == NULL && JobXactIsSubmitted(job_id) &&
 		OidIsValid(KindBuildHere(job_id, "refreshed it")))
 		return;
 	if (job_id != 0)

@@ -13,10 +13,10 @@
 
 extern int64 KindPlaceholderJob(Oid relid);
 extern void KindCheckPlaceholderReads(PlannedStmt *plan);
-extern List *KindPlaceholderDependencies(PlannedStmt *plan);
+extern List *KindPlaceholderDependencies(PlannedStmt *plan, Query *query);
 extern void KindDropWaitingPlaceholders(int64 job_id);
 extern Oid	KindPlaceholderFutureTable(Oid relid, int64 *job_id);
-extern void KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt);
+extern void KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt, int64 *after);
 extern void KindPlaceholderLock(Oid relid);
 
 #endif							/* BGDDL_KIND_PLACEHOLDER_H */

@@ -119,9 +119,13 @@ HasUsableUniqueIndex(Relation matview)
 	return found;
 }
 
-/* The view and the statement's checks, in the blocking statement's order */
+/*
+ * The view and the statement's checks, in the blocking statement's order;
+ * in *after the job creating the view, if it is still building it (the
+ * view is populated when the REFRESH starts, after it)
+ */
 static Relation
-OpenRefreshedView(KindSubmit *submit)
+OpenRefreshedView(KindSubmit *submit, int64 *after)
 {
 	RefreshMatViewStmt *stmt = CheckedNode(RefreshMatViewStmt, submit->pstmt->utilityStmt);
 	Oid			relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
@@ -132,7 +136,8 @@ OpenRefreshedView(KindSubmit *submit)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a materialized view", RelationGetRelationName(matview))));
-	if (stmt->concurrent && !RelationIsPopulated(matview))
+	KindCheckPlaceholderRefresh(stmt, after);
+	if (stmt->concurrent && !RelationIsPopulated(matview) && *after == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("CONCURRENTLY cannot be used when the materialized view is not populated")));
@@ -143,14 +148,14 @@ OpenRefreshedView(KindSubmit *submit)
 						quote_qualified_identifier(get_namespace_name(RelationGetNamespace(matview)),
 												   RelationGetRelationName(matview))),
 				 errhint("Create a unique index with no WHERE clause on one or more columns of the materialized view.")));
-	KindCheckPlaceholderRefresh(stmt);
 	return matview;
 }
 
 static void
 RefreshValidate(KindSubmit *submit)
 {
-	Relation	matview = OpenRefreshedView(submit);
+	int64		after;
+	Relation	matview = OpenRefreshedView(submit, &after);
 	Oid			saved_userid;
 	int			saved_sec_context;
 	int			guc_nest_level;
@@ -167,6 +172,8 @@ RefreshValidate(KindSubmit *submit)
 	AtEOXact_GUC(false, guc_nest_level);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	table_close(matview, NoLock);
+	if (after != 0)
+		submit->after = lappend(submit->after, memcpy(palloc(sizeof(int64)), &after, sizeof(int64)));
 }
 
 /* Nothing to reserve: the view exists; its job makes a second REFRESH fail */

@@ -142,6 +142,31 @@ SessionSubmitWith(const char *idempotency_key, List *after)
 }
 
 /*
+ * The jobs of a list that no other job of it starts after: starting after
+ * those is starting after all (a job of a chain that also reads the table
+ * of an earlier one stays in the chain)
+ */
+static List *
+WithoutImpliedJobs(List *jobs)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+
+	foreach(lc, jobs)
+	{
+		int64		id = *(int64 *) lfirst(lc);
+		ListCell   *other;
+		bool		implied = false;
+
+		foreach(other, jobs)
+			implied |= other != lc && CatalogJobStartsAfter(*(int64 *) lfirst(other), id);
+		if (!implied)
+			kept = lappend(kept, lfirst(lc));
+	}
+	return kept;
+}
+
+/*
  * The jobs a new job starts after: background_ddl.after's, submit_ddl's,
  * and those whose placeholders its statement reads (the kind's, in
  * submit->after), each once; every one must exist and not have failed or
@@ -184,7 +209,7 @@ JobsToStartAfter(const KindSubmit *submit)
 					 errhint("Check background_ddl.after.")));
 		after = lappend(after, lfirst(lc));
 	}
-	return after;
+	return WithoutImpliedJobs(after);
 }
 
 /* Run a statement that a kind accepts as a background job */
@@ -430,7 +455,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 	switch (nodeTag(parsetree))
 	{
 		case T_RefreshMatViewStmt:
-			KindCheckPlaceholderRefresh((RefreshMatViewStmt *) parsetree);
+			KindCheckPlaceholderRefresh((RefreshMatViewStmt *) parsetree, NULL);
 			break;
 		case T_AlterTableStmt:
 			drops = AlterTableOnlyDrops((AlterTableStmt *) parsetree);

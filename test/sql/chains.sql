@@ -65,6 +65,46 @@ CALL await_ddl(:ti, '60s');
 SELECT indisvalid, indrelid = 'ch_t'::regclass AS on_the_table FROM pg_index WHERE indexrelid = 'ch_t_k'::regclass;
 SELECT count(*) FROM ch_t;
 
+-- A view and a table over the table of a CREATE TABLE AS job still running:
+-- checked against its placeholder, queued after it, reading the job's table;
+-- a REFRESH of a view still being built is queued after its job (a second
+-- one is refused).  All exact once they ran.
+CREATE TABLE ch_u AS SELECT id, k FROM ch WHERE id % 3 = 0 AND ch_slow(id) > 0;
+SELECT last_ddl_job() AS u \gset
+CREATE MATERIALIZED VIEW ch_uv AS SELECT k, count(*) AS n FROM ch_u GROUP BY k;
+SELECT last_ddl_job() AS uv \gset
+CREATE TABLE ch_uc AS SELECT u.id FROM ch_u u JOIN ch_uv v USING (k) WHERE u.id < 30;
+SELECT last_ddl_job() AS uc \gset
+REFRESH MATERIALIZED VIEW ch_uv;
+SELECT last_ddl_job() AS ur \gset
+\set VERBOSITY terse
+REFRESH MATERIALIZED VIEW ch_uv;
+CREATE MATERIALIZED VIEW ch_not_yet AS SELECT ch_nope FROM ch_u;
+\set VERBOSITY default
+-- (the table reads both: it starts after the view, which starts after the table)
+SELECT id, kind, after_jobs = ARRAY[:u]::bigint[] AS after_the_table,
+       after_jobs = ARRAY[:uv]::bigint[] AS after_the_view
+  FROM pg_stat_background_ddl WHERE id IN (:uv, :uc, :ur) ORDER BY id;
+CALL await_ddl(:uc, '60s');
+CALL await_ddl(:ur, '60s');
+SELECT state, count(*) FROM pg_stat_background_ddl WHERE id IN (:u, :uv, :uc, :ur) GROUP BY state;
+SELECT (SELECT array_agg(n ORDER BY k) FROM ch_uv) =
+       (SELECT array_agg(n ORDER BY k) FROM (SELECT k, count(*) AS n FROM ch_u GROUP BY k) q) AS view_exact,
+       (SELECT array_agg(id ORDER BY id) FROM ch_uc) AS table_rows,
+       pg_get_viewdef('ch_uv') LIKE '%FROM ch_u%' AS reads_the_table;
+-- Cancelled, the table's job ends the view and the refresh after it: nothing left
+CREATE TABLE ch_w AS SELECT id, k FROM ch WHERE ch_slow(id) > 0;
+SELECT last_ddl_job() AS w \gset
+CREATE MATERIALIZED VIEW ch_wv AS SELECT k FROM ch_w;
+SELECT last_ddl_job() AS wv \gset
+REFRESH MATERIALIZED VIEW ch_wv;
+SELECT last_ddl_job() AS wr \gset
+SELECT cancel_ddl(:w);
+CALL await_ddl(:wr, '60s');
+SELECT state, error FROM pg_stat_background_ddl WHERE id IN (:w, :wv, :wr) ORDER BY id;
+SELECT count(*) AS leftovers FROM pg_class WHERE relname IN ('ch_w', 'ch_wv')
+   OR relnamespace = 'background_ddl'::regnamespace AND relname ~ '^(ctas|refresh)_';
+
 -- A failed job: those after it are cancelled, and none can be submitted after it
 CREATE MATERIALIZED VIEW ch_fail AS SELECT 1 / (id - 500) AS x FROM ch;
 SELECT last_ddl_job() AS f \gset

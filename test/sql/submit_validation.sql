@@ -54,8 +54,9 @@ SELECT pg_advisory_unlock(81);
 -- The name is reserved at once.
 CREATE MATERIALIZED VIEW mv_a AS SELECT 1 AS x;
 CREATE TABLE mv_a (x int);
--- REFRESH in the transaction that submits it: the view is built there, as
--- the blocking statement would have built it, and the REFRESH is a job.
+-- REFRESH in the transaction that submits it: a job after the view's job;
+-- reading the view there builds it there, as the blocking statement would
+-- have built it.
 BEGIN;
 CREATE MATERIALIZED VIEW mv_a2 AS SELECT id FROM events WHERE account < 10;
 REFRESH MATERIALIZED VIEW mv_a2;
