@@ -1176,12 +1176,66 @@ RunUserStatement(PGconn *conn, const char *sql, int number)
 }
 
 /*
+ * Would the server make a job of this statement?  explain_ddl refuses a
+ * statement of no job's kind with FEATURE_NOT_SUPPORTED (a job's statement
+ * that it refuses so for another reason only waits first); it explains a
+ * query too, which is no job: one that returns rows.
+ */
+static bool
+IsJobStatement(PGconn *conn, const char *sql)
+{
+	const char *params[] = {sql};
+	PGresult   *result = TryQuery(conn, 1, params, "SELECT %s.explain_ddl($1)", extension_schema);
+	const char *sqlstate = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+	bool		job = sqlstate == NULL || strcmp(sqlstate, "0A000") != 0;
+
+	PQclear(result);
+	if (job && sqlstate == NULL)
+	{
+		result = PQprepare(conn, "", sql, 0, NULL);
+		if (PQresultStatus(result) == PGRES_COMMAND_OK)
+		{
+			PQclear(result);
+			result = PQdescribePrepared(conn, "");
+			job = PQresultStatus(result) == PGRES_COMMAND_OK && PQnfields(result) == 0;
+		}
+		PQclear(result);
+	}
+	return job;
+}
+
+/* Wait until the jobs submitted so far have ended; did they all succeed? */
+static bool
+SubmittedJobsSucceeded(PGconn *conn)
+{
+	Listen(conn);
+	for (;;)
+	{
+		Job		   *jobs = LoadJobs(conn, submitted_ids, nsubmitted);
+		bool		all_ended = true;
+		bool		all_succeeded = true;
+
+		for (int i = 0; i < nsubmitted; i++)
+		{
+			all_ended &= StateIsFinal(jobs[i].state);
+			all_succeeded &= strcmp(jobs[i].state, "succeeded") == 0;
+		}
+		FreeJobs(jobs, nsubmitted);
+		if (all_ended)
+			return all_succeeded;
+		(void) AwaitNotification(conn, POLL_SECONDS_WAIT, submitted_ids, nsubmitted);
+	}
+}
+
+/*
  * submit [--wait] SQL | -f FILE.  The statements run as the user wrote them,
  * with the user's search_path (which the job keeps for its worker too); the
  * client's own queries again without.  A file is one chain: each of its
  * statements that becomes a job starts after the job before it
  * (background_ddl.after), so that a migration runs in order; the others run
- * at once, in their place in the file.  The chain's id is its first job's.
+ * in their place in the file: with --wait, once the jobs before them have
+ * succeeded (if one did not, the rest of the file is not run), else at once.
+ * The chain's id is its first job's.
  */
 static int
 SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait)
@@ -1204,6 +1258,12 @@ SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait
 		{
 			const char *params[] = {submitted_ids[nsubmitted - 1]};
 
+			if (wait && !IsJobStatement(conn, statements[i]) && !SubmittedJobsSucceeded(conn))
+			{
+				fprintf(stderr, "%s: statements %d to %d not run: a job before them did not succeed\n",
+						progname, i + 1, nstatements);
+				break;
+			}
 			PQclear(Query(conn, EXIT_USAGE, 1, params,
 						  "SELECT pg_catalog.set_config('background_ddl.after', $1, false)"));
 		}

@@ -202,10 +202,12 @@ is($code, 0, 'submit -f --wait: exit 0');
 like($out, qr/^chain (\d+)\n\1\n\d+\n\d+ succeeded\n\d+ succeeded\n$/,
 	'submit -f: the chain, both job ids, then both states');
 
-# A migration as one chain: a view, a statement that is not a job (it runs
-# at once, in its place), a view over the view (split by psql's lexer:
-# semicolons in quotes and comments), a table after it and an index on that
-# table; run in order.
+# A migration as one chain: a view, a statement that is not a job (with
+# --wait it runs once the jobs before it have succeeded), a view over the
+# view (split by psql's lexer: semicolons in quotes and comments), a table
+# after it, a comment on that table (which its placeholder would refuse), an
+# index on the table, a view over it and a refresh of that view; run in
+# order.
 open $fh, '>', $file or die;
 print $fh <<'EOS';
 -- a migration; this comment has a ; in it
@@ -213,18 +215,22 @@ CREATE MATERIALIZED VIEW c_daily AS SELECT account, count(*) AS n, ';' AS semi F
 COMMENT ON TABLE events IS 'events; counted by c_daily';
 CREATE MATERIALIZED VIEW c_total AS SELECT sum(n) AS n, $x$;$x$ AS semi FROM c_daily;
 CREATE TABLE c_top AS SELECT account FROM events WHERE account < 3;
-CREATE INDEX c_top_account ON c_top (account)
+COMMENT ON TABLE c_top IS 'the top accounts';
+CREATE INDEX c_top_account ON c_top (account);
+CREATE MATERIALIZED VIEW c_top_n AS SELECT account, count(*) AS n FROM c_top GROUP BY account;
+REFRESH MATERIALIZED VIEW c_top_n
 EOS
 close $fh;
 ($code, $out, $err) = client('submit', '--wait', '-f', $file);
 is($code, 0, 'a migration as one chain: exit 0');
-my ($chain, @chain_jobs) = $out =~ /^chain (\d+)\n(\d+)\n(\d+)\n(\d+)\n(\d+)\n/;
-is(scalar(@chain_jobs), 4, 'the chain and its four jobs are printed');
+my ($chain, @chain_jobs) = $out =~ /^chain (\d+)\n(\d+)\n(\d+)\n(\d+)\n(\d+)\n(\d+)\n(\d+)\n/;
+is(scalar(@chain_jobs), 6, 'the chain and its six jobs are printed');
 is($chain, $chain_jobs[0], 'the chain is named by its first job');
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(format('%s:%s:%s:%s', id = $chain, chain = $chain, chain_position, after_jobs), ' ' ORDER BY id)
 		   FROM pg_stat_background_ddl WHERE id IN (" . join(',', @chain_jobs) . ")"),
-	"t:t:1: f:t:2:{$chain_jobs[0]} f:t:3:{$chain_jobs[1]} f:t:4:{$chain_jobs[2]}",
+	"t:t:1: f:t:2:{$chain_jobs[0]} f:t:3:{$chain_jobs[1]} f:t:4:{$chain_jobs[2]} "
+	  . "f:t:5:{$chain_jobs[3]} f:t:6:{$chain_jobs[4]}",
 	'each job starts after the one before; the view shows the chain and the place in it');
 is( $node->safe_psql('postgres',
 		"SELECT bool_and(b.started_at >= a.finished_at) FROM pg_stat_background_ddl a
@@ -235,18 +241,33 @@ is($node->safe_psql('postgres', "SELECT n || semi FROM c_total"), '200000;', 'th
 is( $node->safe_psql('postgres',
 		"SELECT indisvalid AND indrelid = 'c_top'::regclass FROM pg_index WHERE indexrelid = 'c_top_account'::regclass"),
 	't', 'the index on the table of a CREATE TABLE AS job of the chain is valid, on that table');
+is( $node->safe_psql('postgres',
+		"SELECT (SELECT array_agg(n ORDER BY account) FROM c_top_n)
+		      = (SELECT array_agg(n ORDER BY account) FROM (SELECT account, count(*) AS n FROM events
+		                                                     WHERE account < 3 GROUP BY account) q)"),
+	't', 'the view over the table of the chain, refreshed after it, is exact');
 is($node->safe_psql('postgres', "SELECT obj_description('events'::regclass)"), 'events; counted by c_daily',
 	'the statement that is not a job ran');
+is($node->safe_psql('postgres', "SELECT obj_description('c_top'::regclass)"), 'the top accounts',
+	'a statement that is not a job ran after the jobs before it: on the table, not its placeholder');
 
 # A failing job in the middle of a chain cancels the rest: exit 1
 open $fh, '>', $file or die;
 print $fh "CREATE MATERIALIZED VIEW f_first AS SELECT account FROM events GROUP BY account;\n"
   . "CREATE MATERIALIZED VIEW f_fails AS SELECT 1 / (account - 7) AS x FROM f_first;\n"
-  . "CREATE MATERIALIZED VIEW f_never AS SELECT count(*) FROM f_fails;\n";
+  . "CREATE MATERIALIZED VIEW f_never AS SELECT count(*) FROM f_fails;\n"
+  . "COMMENT ON TABLE events IS 'never';\n"
+  . "CREATE MATERIALIZED VIEW f_never_submitted AS SELECT 1;\n";
 close $fh;
 ($code, $out, $err) = client('submit', '--wait', '-f', $file);
 is($code, 1, 'a chain whose middle job fails: exit 1');
 like($err, qr/failed: division by zero/, 'the failure is printed');
+like($err, qr/statements 4 to 5 not run: a job before them did not succeed/,
+	'the statements after the failed job that are not jobs, and those after them, are not run');
+isnt($node->safe_psql('postgres', "SELECT obj_description('events'::regclass)"), 'never',
+	'the statement that is not a job did not run');
+is($node->safe_psql('postgres', "SELECT to_regclass('f_never_submitted') IS NULL"), 't',
+	'the job after it was not submitted');
 my @failed_chain = $out =~ /^(\d+)$/mg;
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(state || coalesce(':' || error, ''), ' ' ORDER BY id) FROM pg_stat_background_ddl
