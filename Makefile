@@ -26,6 +26,7 @@ OBJS = \
 	src/kind_index.o \
 	src/index_partitions.o \
 	src/index_build.o \
+	src/index_estimate.o \
 	src/kind_placeholder.o \
 	src/query_job.o \
 	src/query_submit.o \

@@ -7,8 +7,9 @@
 # projection of half the rows, an aggregate) asks estimate_ddl, runs the job (background_ddl on,
 # waited for with await_ddl) and compares: the estimated seconds against the job's submitted_at
 # to finished_at, the estimated rows against the view's, the estimated bytes against the view's
-# heap (pg_relation_size), the estimated WAL against the WAL the job wrote. Prints the ratios
-# (estimate / actual; the target is 0.5 to 2).
+# heap (pg_relation_size), the estimated WAL against the WAL the job wrote; then the same for two
+# indexes (a two-column one, a partial one: rows are the index's reltuples, bytes its size).
+# Prints the ratios (estimate / actual; the target is 0.5 to 2).
 #
 # Usage: bench/estimate.sh   (env SIZES, default "1000000 5000000 20000000")
 set -euo pipefail
@@ -21,6 +22,24 @@ QUERIES=(
     "SELECT account, count(*) AS n, sum(id) AS s, max(payload) AS m FROM events GROUP BY account"
 )
 NAMES=(projection aggregate)
+# the indexes: their statements; "rows" is the index's reltuples, "MB" its size
+INDEXES=(
+    "CREATE INDEX est_idx ON events (account, payload)"
+    "CREATE INDEX est_idx ON events (id) WHERE account < 500"
+)
+INDEX_NAMES=(index partial_index)
+
+# report SIZE NAME EST_S S EST_ROWS ROWS EST_BYTES BYTES EST_WAL WAL: one line of ratios
+report() {
+    awk -v size="$1" -v name="$2" -v es="$3" -v s="$4" -v er="$5" -v r="$6" \
+        -v eb="$7" -v b="$8" -v ew="$9" -v w="${10}" '
+        function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
+        BEGIN { printf "%-10s %-14s %9.2f %9.2f %6s %12d %12d %6s %11.1f %11.1f %6s %11.1f %11.1f %6s\n",
+                       size, name, es, s, ratio(es, s), er, r, ratio(er, r),
+                       eb / 1048576, b / 1048576, ratio(eb, b), ew / 1048576, w / 1048576, ratio(ew, w) }' \
+        >>"$CLUSTER_DIR/results"
+    tail -n1 "$CLUSTER_DIR/results"
+}
 
 need_root
 ensure_packages
@@ -29,7 +48,7 @@ trap cluster_stop EXIT
 cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
 sql -q -c "CREATE EXTENSION background_ddl"
 
-printf '%-10s %-10s %9s %9s %6s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n' \
+printf '%-10s %-14s %9s %9s %6s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n' \
     rows query est_s job_s ratio est_rows rows ratio est_MB MB ratio est_walMB walMB ratio >"$CLUSTER_DIR/results"
 for size in $SIZES; do
     echo "== loading $size rows"
@@ -49,14 +68,22 @@ for size in $SIZES; do
                                                             pg_current_wal_insert_lsn() - '$wal0'::pg_lsn
                                                        FROM pg_stat_background_ddl WHERE id = $job")"
         sql -q -c "DROP MATERIALIZED VIEW mv" -c "CHECKPOINT"
-        awk -v size="$size" -v name="${NAMES[$i]}" -v es="$est_s" -v s="$job_s" -v er="$est_rows" -v r="$rows" \
-            -v eb="$est_bytes" -v b="$bytes" -v ew="$est_wal" -v w="$wal" '
-            function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
-            BEGIN { printf "%-10s %-10s %9.2f %9.2f %6s %12d %12d %6s %11.1f %11.1f %6s %11.1f %11.1f %6s\n",
-                           size, name, es, s, ratio(es, s), er, r, ratio(er, r),
-                           eb / 1048576, b / 1048576, ratio(eb, b), ew / 1048576, w / 1048576, ratio(ew, w) }' \
-            >>"$CLUSTER_DIR/results"
-        tail -n1 "$CLUSTER_DIR/results"
+        report "$size" "${NAMES[$i]}" "$est_s" "$job_s" "$est_rows" "$rows" "$est_bytes" "$bytes" "$est_wal" "$wal"
+    done
+    for i in 0 1; do
+        q=${INDEXES[$i]}
+        read -r est_s est_rows est_bytes est_wal <<<"$(sql -F ' ' -c "SELECT coalesce(seconds, -1), rows, bytes, wal_bytes
+                                                                    FROM estimate_ddl(\$\$$q\$\$)")"
+        wal0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
+        job=$(sql -c "SET background_ddl = on" -c "$q" -c "SELECT last_ddl_job()" | tail -n1)
+        sql -q -c "CALL await_ddl($job)"
+        read -r job_s rows bytes wal <<<"$(sql -F ' ' -c "SELECT extract(epoch FROM finished_at - submitted_at),
+                                                            (SELECT reltuples::bigint FROM pg_class WHERE relname = 'est_idx'),
+                                                            pg_relation_size('est_idx'),
+                                                            pg_current_wal_insert_lsn() - '$wal0'::pg_lsn
+                                                       FROM pg_stat_background_ddl WHERE id = $job")"
+        sql -q -c "DROP INDEX est_idx" -c "CHECKPOINT"
+        report "$size" "${INDEX_NAMES[$i]}" "$est_s" "$job_s" "$est_rows" "$rows" "$est_bytes" "$bytes" "$est_wal" "$wal"
     done
 done
 echo

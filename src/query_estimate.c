@@ -7,7 +7,7 @@
  * The query is decomposed as its job would decompose it (the strategy).  A
  * job computed in chunks is measured on a sample: SAMPLE_RANGES block ranges
  * spread over the driving table (its partitions, laid end to end), of two
- * sizes, a hundredth of its blocks in all (at least SAMPLE_MIN_BLOCKS),
+ * sizes, a hundredth of its blocks in all (at least 640: small ranges of 32),
  * computed as the job computes its chunks (query_backfill.c), into a
  * staging relation like partial aggregation's, inside a subtransaction that
  * is rolled back: nothing stays.  The two sizes tell a chunk's cost per
@@ -52,8 +52,6 @@
 
 #define SAMPLE_RANGES		8		/* half small, half large */
 #define LARGE_FACTOR		4		/* a large range's blocks, in small ranges' */
-#define SAMPLE_MIN_BLOCKS	640		/* small ranges of 32 blocks at least */
-#define SAMPLE_SHARE		100	/* a hundredth of the blocks */
 
 /* The locks a query job takes, and for how long */
 static char *
@@ -105,7 +103,7 @@ RunSample(Query *chunk_query, Index rtindex, const QueryDriving *driving, Sample
 	MemoryContext context = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	volatile int nranges = SAMPLE_RANGES;
-	int64		target = Max(SAMPLE_MIN_BLOCKS, driving->blocks / SAMPLE_SHARE);
+	int64		target = Max(ESTIMATE_SAMPLE_MIN_BLOCKS, driving->blocks / ESTIMATE_SAMPLE_SHARE);
 
 	memset(costs, 0, sizeof(SampleCosts));
 	/* small ranges of s blocks and large ones of LARGE_FACTOR * s */
@@ -194,11 +192,11 @@ ScaleCost(const SampleCosts *costs, const double *per_range, const double *secon
 
 /*
  * Estimate the job of an analysed query (a view's, a CREATE TABLE AS's, a
- * REFRESH's), as the calling role.  Caller is in a transaction with an
+ * REFRESH's: the view it refreshes is target_oid), as the calling role.  Caller is in a transaction with an
  * active snapshot.
  */
 void
-QueryJobEstimate(Query *query, QueryEstimate *estimate)
+QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate)
 {
 	Query	   *job_query = QueryJobRewritten(query);
 	QueryDecomposition decomposition;
@@ -207,9 +205,9 @@ QueryJobEstimate(Query *query, QueryEstimate *estimate)
 	SampleCosts costs;
 	double		scale;
 
-	QueryDecompose(job_query, InvalidOid, GetUserId(), InvalidOid, &decomposition);
+	QueryDecompose(job_query, target_oid, GetUserId(), InvalidOid, &decomposition);
 
-	memset(estimate, 0, sizeof(QueryEstimate));
+	memset(estimate, 0, sizeof(JobEstimate));
 	estimate->strategy = QueryStrategy(&decomposition);
 	estimate->locks = QueryJobLocks(&decomposition);
 	estimate->seconds = -1;

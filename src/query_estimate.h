@@ -10,18 +10,9 @@
 
 #include "nodes/parsenodes.h"
 
-typedef struct QueryEstimate
-{
-	char	   *strategy;
-	int64		rows;
-	int64		bytes;			/* of the result */
-	int64		wal_bytes;
-	double		seconds;		/* -1: unknown (one batch) */
-	char	   *locks;
-	int64		sampled_blocks; /* of the driving table's, measured */
-	int64		total_blocks;
-} QueryEstimate;
+#include "job_estimate.h"
 
-extern void QueryJobEstimate(Query *query, QueryEstimate *estimate);
+
+extern void QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate);
 
 #endif							/* BGDDL_QUERY_ESTIMATE_H */

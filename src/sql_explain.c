@@ -17,14 +17,22 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "funcapi.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "commands/tablecmds.h"
 #include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/analyze.h"
+#include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
 
 #include "catalog_access.h"
+#include "index_estimate.h"
 #include "kind.h"
 #include "query_estimate.h"
 
@@ -91,11 +99,40 @@ explain_ddl(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The job of a REFRESH, estimated as REFRESH runs its query: as the view's
+ * owner (whom the caller must be or act for), in a restricted operation
+ */
+static void
+EstimateRefresh(RefreshMatViewStmt *stmt, JobEstimate *estimate)
+{
+	Oid			relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
+												 RangeVarCallbackOwnsTable, NULL);
+	Relation	matview = table_open(relid, NoLock);
+	Oid			saved_userid;
+	int			saved_sec_context;
+	int			guc_nest_level;
+
+	if (matview->rd_rel->relkind != RELKIND_MATVIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a materialized view", RelationGetRelationName(matview))));
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(matview->rd_rel->relowner,
+						   saved_sec_context | SECURITY_RESTRICTED_OPERATION);
+	guc_nest_level = NewGUCNestLevel();
+	QueryJobEstimate(copyObject(get_view_query(matview)), relid, estimate);
+	AtEOXact_GUC(false, guc_nest_level);
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	table_close(matview, NoLock);
+}
+
+/*
  * estimate_ddl(statement text): what the job of a CREATE MATERIALIZED VIEW,
- * CREATE TABLE AS (or SELECT ... INTO) or of a query would produce and
- * cost, measured on a rolled-back sample of its chunks (query_estimate.c):
- * (strategy, rows, bytes, wal_bytes, seconds, locks, sampled_blocks,
- * total_blocks).
+ * CREATE TABLE AS (or SELECT ... INTO), REFRESH MATERIALIZED VIEW or of a
+ * query would produce and cost, measured on a rolled-back sample of its
+ * chunks (query_estimate.c); of a CREATE INDEX, on a rolled-back build on
+ * a sample of the table (index_estimate.c): (strategy, rows, bytes,
+ * wal_bytes, seconds, locks, sampled_blocks, total_blocks).
  */
 Datum
 estimate_ddl(PG_FUNCTION_ARGS)
@@ -103,8 +140,7 @@ estimate_ddl(PG_FUNCTION_ARGS)
 	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Node	   *raw;
 	RawStmt    *raw_select = makeNode(RawStmt);
-	Query	   *query;
-	QueryEstimate estimate;
+	JobEstimate estimate;
 	ErrorContextCallback error_context;
 	TupleDesc	desc;
 	Datum		values[8];
@@ -120,17 +156,28 @@ estimate_ddl(PG_FUNCTION_ARGS)
 		raw = NULL;
 	if (raw != NULL && IsA(raw, CreateTableAsStmt))
 		raw = ((CreateTableAsStmt *) raw)->query;
-	if (raw == NULL || !IsA(raw, SelectStmt))
+	if (raw == NULL || !(IsA(raw, SelectStmt) || IsA(raw, IndexStmt) ||
+						 IsA(raw, RefreshMatViewStmt)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("estimate_ddl takes one CREATE MATERIALIZED VIEW or CREATE TABLE AS statement, or a query"),
+				 errmsg("estimate_ddl takes one %s statement, or a query", KindNames()),
 				 errhint("explain_ddl says how the other statements would run.")));
-	raw = copyObject(raw);
-	((SelectStmt *) raw)->intoClause = NULL;
-	raw_select->stmt = raw;
-	query = parse_analyze_fixedparams(raw_select, sql, NULL, 0, NULL);
+	if (IsA(raw, IndexStmt))
+	{
+		IndexJobEstimate((IndexStmt *) raw, sql, &estimate);
+		estimate.strategy = pstrdup(KindExplain(raw, sql));
+	}
+	else if (IsA(raw, RefreshMatViewStmt))
+		EstimateRefresh((RefreshMatViewStmt *) raw, &estimate);
+	else
+	{
+		raw = copyObject(raw);
+		((SelectStmt *) raw)->intoClause = NULL;
+		raw_select->stmt = raw;
+		QueryJobEstimate(parse_analyze_fixedparams(raw_select, sql, NULL, 0, NULL), InvalidOid,
+						 &estimate);
+	}
 	error_context_stack = error_context.previous;
-	QueryJobEstimate(query, &estimate);
 
 	values[0] = CStringGetTextDatum(estimate.strategy);
 	values[1] = Int64GetDatum(estimate.rows);

@@ -168,8 +168,32 @@ SELECT strategy, seconds > 0 AS timed, locks LIKE '%each of the 4 partitions rea
   FROM estimate_ddl('SELECT v % 5 AS k, count(*) AS n FROM pt GROUP BY 1');
 SELECT strategy, seconds IS NULL AS not_timed, rows > 0 AS planner_rows
   FROM estimate_ddl('SELECT id INTO x FROM events ORDER BY id');
+-- a REFRESH, as the view's owner runs it
+BEGIN;
+SET LOCAL background_ddl = off;
+CREATE MATERIALIZED VIEW est_mv AS SELECT id, account FROM events WHERE account < 20;
+COMMIT;
+SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, seconds > 0 AS timed
+  FROM estimate_ddl('REFRESH MATERIALIZED VIEW est_mv'), (SELECT count(*) AS n FROM est_mv) c;
+DROP MATERIALIZED VIEW est_mv;
+-- an index: built on a sample of the table
+SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,
+       wal_bytes = bytes AS wal_is_the_index, seconds > 0 AS timed,
+       sampled_blocks BETWEEN 1 AND total_blocks AS sampled,
+       locks LIKE 'SHARE UPDATE EXCLUSIVE on "events" for the whole build%' AS says_its_locks
+  FROM estimate_ddl('CREATE UNIQUE INDEX ON events (id, account)'), (SELECT count(*) AS n FROM events) c;
+SELECT rows BETWEEN n / 2 AND n * 2 AS partial_rows_within_2x
+  FROM estimate_ddl('CREATE INDEX ON events (id) WHERE account < 10'),
+       (SELECT count(*) AS n FROM events WHERE account < 10) c;
+-- a partitioned table: each partition sampled (here all of it: it is small),
+-- columns by name (pt_2_odd has its own order)
+SELECT strategy, rows = n AS rows_exact, sampled_blocks = total_blocks AS sampled_all,
+       locks LIKE '%and on each partition%' AS partitions
+  FROM estimate_ddl('CREATE INDEX ON pt (v, note)'), (SELECT count(*) AS n FROM pt) c;
 -- nothing of the sample stays, no job was submitted
-SELECT count(*) AS left_behind FROM pg_class WHERE relname LIKE 'partial\_-%';
+SELECT count(*) AS left_behind FROM pg_class
+ WHERE relname LIKE 'partial\_-%' OR relname LIKE 'background\_ddl\_estimate%';
 SELECT count(*) AS jobs FROM background_ddl.job WHERE target_name = 'public.x';
-SELECT * FROM estimate_ddl('CREATE INDEX ON events (id)');
+SELECT * FROM estimate_ddl('DROP TABLE events');
+SELECT * FROM estimate_ddl('CREATE INDEX ON small_nothing (id)');
 SELECT * FROM estimate_ddl('SELECT nothing FROM events');

@@ -1,0 +1,278 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_estimate.c
+ *	  estimate_ddl's measure of a CREATE INDEX job before it runs: the rows
+ *	  it indexes, the index's size, its WAL and time, from a build of the
+ *	  same index on a sample of the table.
+ *
+ * The sample is a hundredth of the table's blocks (at least 640, or all of
+ * them), in up to SAMPLE_RANGES block ranges spread over the table, or over
+ * each partition in proportion to its size for a partitioned table: read by
+ * TID range into a temporary table, and the index built on that, in a
+ * subtransaction rolled back (nothing stays).  The job builds as CREATE
+ * INDEX CONCURRENTLY does: a scan of the table and the build, then a second
+ * scan that validates the index; so its time is two reads of the sample's
+ * blocks and one build, scaled to the table's blocks; rows and bytes scale
+ * with the blocks too, and the WAL is the index's size (an index build on a
+ * logged table writes its pages to the WAL).  A build on the sample runs in
+ * one process, where the job's may use parallel workers.
+ *
+ * The sample is read as the caller, with the caller's privileges: it reads
+ * what the job would read.  A unique index is measured as a plain one (its
+ * uniqueness is the job's to check).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_utilcmd.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "index_estimate.h"
+
+#define SAMPLE_RANGES		8		/* per table or partition */
+
+/* The tables an index on relid is built on: itself, or its partitions */
+static List *
+IndexedTables(Oid relid)
+{
+	List	   *tables = NIL;
+	ListCell   *lc;
+
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return list_make1_oid(relid);
+	foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION ||
+			get_rel_relkind(lfirst_oid(lc)) == RELKIND_MATVIEW)
+			tables = lappend_oid(tables, lfirst_oid(lc));
+	return tables;
+}
+
+/* The table's columns, by name, for a select list */
+static char *
+ColumnList(Relation table)
+{
+	TupleDesc	desc = RelationGetDescr(table);
+	StringInfoData columns;
+
+	initStringInfo(&columns);
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			appendStringInfo(&columns, "%s%s", columns.len > 0 ? ", " : "",
+							 quote_identifier(NameStr(TupleDescAttr(desc, i)->attname)));
+	return columns.data;
+}
+
+/*
+ * The statement that copies the sample into a temporary table: ranges of
+ * each table in proportion to its blocks; *sampled says how many blocks
+ */
+static char *
+SampleStatement(const char *sample_name, const char *columns, List *tables,
+				const int64 *table_blocks, int64 total, int64 *sampled)
+{
+	int64		target = Max(ESTIMATE_SAMPLE_MIN_BLOCKS, total / ESTIMATE_SAMPLE_SHARE);
+	StringInfoData sql;
+	ListCell   *lc;
+	bool		first_select = true;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TEMPORARY TABLE %s AS ", quote_identifier(sample_name));
+	*sampled = 0;
+	foreach(lc, tables)
+	{
+		Oid			relid = lfirst_oid(lc);
+		int64		blocks = table_blocks[foreach_current_index(lc)];
+		int64		share = target >= total ? blocks : Max(1, blocks * target / total);
+		int			nranges = (int) Min(SAMPLE_RANGES, share);
+		int64		range_blocks;
+
+		if (blocks == 0)
+			continue;
+		range_blocks = share / nranges;
+		for (int i = 0; i < nranges; i++)
+		{
+			int64		first = (blocks - range_blocks) * i / Max(nranges - 1, 1);
+
+			appendStringInfo(&sql, "%sSELECT %s FROM ONLY %s WHERE ctid >= '(%lld,0)' AND ctid < '(%lld,0)'",
+							 first_select ? "" : " UNION ALL ", columns,
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+														get_rel_name(relid)),
+							 (long long) first, (long long) (first + range_blocks));
+			first_select = false;
+			*sampled += range_blocks;
+		}
+	}
+	if (first_select)
+		appendStringInfo(&sql, "SELECT %s FROM ONLY %s WHERE false", columns,
+						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(linitial_oid(tables))),
+													get_rel_name(linitial_oid(tables))));
+	return sql.data;
+}
+
+/* What the build on the sample measured */
+typedef struct IndexSample
+{
+	double		read_seconds;
+	double		build_seconds;
+	double		rows;			/* in the sample's index */
+	double		bytes;			/* of the sample's index */
+} IndexSample;
+
+/*
+ * Copy the sample and build the index on it, in a subtransaction rolled
+ * back, timing both
+ */
+static void
+BuildOnSample(IndexStmt *raw_stmt, const char *query_string, const char *sample_sql,
+			  const char *sample_name, IndexSample *sample)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	memset(sample, 0, sizeof(IndexSample));
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		IndexStmt  *stmt = copyObject(raw_stmt);
+		instr_time	start;
+		instr_time	duration;
+		Oid			sample_oid;
+		ObjectAddress index;
+		HeapTuple	tuple;
+		Relation	index_rel;
+
+		/* The copy is ours, not a job: plain SQL (rolled back with the subtransaction) */
+		(void) set_config_option("background_ddl", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+		INSTR_TIME_SET_CURRENT(start);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (SPI_execute(sample_sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not copy the sample of the table");
+		SPI_finish();
+		INSTR_TIME_SET_CURRENT(duration);
+		INSTR_TIME_SUBTRACT(duration, start);
+		sample->read_seconds = INSTR_TIME_GET_DOUBLE(duration);
+		CommandCounterIncrement();
+
+		sample_oid = RelnameGetRelid(sample_name);
+		stmt->relation = makeRangeVar(NULL, pstrdup(sample_name), -1);
+		stmt->idxname = NULL;
+		stmt->concurrent = false;
+		stmt->unique = false;
+		stmt->primary = false;
+		stmt->isconstraint = false;
+		stmt->if_not_exists = false;
+		stmt->tableSpace = NULL;
+		stmt = transformIndexStmt(sample_oid, stmt, query_string);
+		INSTR_TIME_SET_CURRENT(start);
+		index = DefineIndex(sample_oid, stmt, InvalidOid, InvalidOid, InvalidOid,
+							false, true, false, false, true);
+		INSTR_TIME_SET_CURRENT(duration);
+		INSTR_TIME_SUBTRACT(duration, start);
+		sample->build_seconds = INSTR_TIME_GET_DOUBLE(duration);
+		CommandCounterIncrement();
+
+		tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(index.objectId));
+		if (HeapTupleIsValid(tuple))
+		{
+			sample->rows = Max(0, ((Form_pg_class) GETSTRUCT(tuple))->reltuples);
+			ReleaseSysCache(tuple);
+		}
+		index_rel = relation_open(index.objectId, AccessShareLock);
+		sample->bytes = (double) RelationGetNumberOfBlocks(index_rel) * BLCKSZ;
+		relation_close(index_rel, AccessShareLock);
+	}
+	PG_CATCH();
+	{
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
+}
+
+/*
+ * Estimate the job of a CREATE INDEX statement (raw), as the calling role.
+ * Caller is in a transaction with an active snapshot; sets all but the
+ * strategy.
+ */
+void
+IndexJobEstimate(IndexStmt *raw_stmt, const char *query_string, JobEstimate *estimate)
+{
+	Oid			relid = RangeVarGetRelid(raw_stmt->relation, AccessShareLock, false);
+	char		relkind = get_rel_relkind(relid);
+	Relation	table;
+	List	   *tables;
+	int64	   *table_blocks;
+	char	   *columns;
+	char	   *sample_name = psprintf("background_ddl_estimate_%d", MyProcPid);
+	char	   *sample_sql;
+	IndexSample sample;
+	double		scale;
+	ListCell   *lc;
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_MATVIEW &&
+		relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot estimate an index on \"%s\"", get_rel_name(relid)),
+				 errdetail("Only tables, partitioned tables and materialized views have indexes that background DDL builds.")));
+	memset(estimate, 0, sizeof(JobEstimate));
+	tables = IndexedTables(relid);
+	table_blocks = palloc0(sizeof(int64) * Max(1, list_length(tables)));
+	foreach(lc, tables)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
+
+		table_blocks[foreach_current_index(lc)] = RelationGetNumberOfBlocks(rel);
+		estimate->total_blocks += table_blocks[foreach_current_index(lc)];
+		relation_close(rel, NoLock);
+	}
+	estimate->locks = psprintf("SHARE UPDATE EXCLUSIVE on \"%s\"%s for the whole build, as CREATE INDEX "
+							   "CONCURRENTLY takes it (writers go on; schema changes wait); it waits for "
+							   "the transactions older than each of its phases",
+							   get_rel_name(relid),
+							   relkind == RELKIND_PARTITIONED_TABLE ?
+							   " and on each partition while its index is built" : "");
+	if (tables == NIL || estimate->total_blocks == 0)
+		return;
+
+	table = table_open(relid, NoLock);
+	columns = ColumnList(table);
+	table_close(table, NoLock);
+	sample_sql = SampleStatement(sample_name, columns, tables, table_blocks,
+								 estimate->total_blocks, &estimate->sampled_blocks);
+	BuildOnSample(raw_stmt, query_string, sample_sql, sample_name, &sample);
+	scale = estimate->sampled_blocks > 0 ?
+		(double) estimate->total_blocks / estimate->sampled_blocks : 0;
+	estimate->rows = (int64) (sample.rows * scale);
+	estimate->bytes = (int64) (sample.bytes * scale);
+	estimate->wal_bytes = estimate->bytes;
+	estimate->seconds = (2 * sample.read_seconds + sample.build_seconds) * scale;
+}
