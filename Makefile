@@ -56,6 +56,8 @@ OBJS = \
 	src/pg_relation.o \
 	src/pg_lock.o \
 	src/pg_citus.o \
+	src/citus_nodes.o \
+	src/kind_citus_index.o \
 	src/settings.o
 
 EXTENSION = background_ddl
@@ -79,7 +81,10 @@ PROVE_TESTS = test/t/*.pl
 
 # scripts/lib.sh adds -Werror (COPT) for the tests and CI; a user's build does not fail on a
 # newer compiler's new warning.
-PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare \
+	-I$(shell $(PG_CONFIG) --includedir)
+# libpq: a job on a Citus cluster talks to its nodes (citus_nodes.c)
+SHLIB_LINK_INTERNAL = -L$(shell $(PG_CONFIG) --libdir) -lpq
 
 # pg_bgddl, the command-line client, installed next to psql
 SCRIPTS_built = client/pg_bgddl

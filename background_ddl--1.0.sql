@@ -378,7 +378,9 @@ CREATE VIEW pg_stat_background_ddl AS
 				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
 				 WHEN a.query LIKE 'background_ddl: throttled%'
 				   THEN 'the rate limit of ' || j.max_rate || ' rows/s (alter_ddl)'
-				 WHEN a.query LIKE 'background_ddl: waiting for standby%'
+				 WHEN a.query LIKE 'background_ddl: waiting for standby%' OR
+					  a.query LIKE 'background_ddl: waiting for Citus node%' OR
+					  a.query LIKE 'background_ddl: waiting for the shards%'
 				   THEN pg_catalog.substr(a.query, 29)
 				 WHEN i.phase LIKE 'waiting for%'
 				   THEN i.phase || coalesce(' (building the index of partition ' || pt.partition || ')', '')

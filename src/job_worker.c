@@ -356,7 +356,7 @@ LoadJob(JobRun *run)
 	if (loaded)
 	{
 		run->claimed = true;
-		run->routine = KindRoutineFor(run->job.kind);
+		run->routine = KindRoutineForJob(&run->job);
 		if (!identity_done && !JobStateIsFinal(run->job.state))
 		{
 			JobIdentityBecome(&run->job.identity, run->job.id);
@@ -494,7 +494,7 @@ RunHelper(JobRun *run)
 	}
 	if (loaded)
 	{
-		run->routine = KindRoutineFor(run->job.kind);
+		run->routine = KindRoutineForJob(&run->job);
 		JobIdentityBecome(&run->job.identity, run->job.id);
 	}
 	JobStepEnd();

@@ -20,6 +20,7 @@ static const KindRoutine *const kinds[] = {
 	&kind_matview_routine,
 	&kind_ctas_routine,
 	&kind_refresh_routine,
+	&kind_citus_index_routine,	/* a variant: before its kind */
 	&kind_index_routine,
 };
 
@@ -36,22 +37,19 @@ KindsLoad(void)
 
 /* The kind of this name (a job row's kind) */
 const KindRoutine *
-KindRoutineFor(const char *name)
+KindRoutineForJob(const BgddlJob *job)
 {
 	for (int i = 0; i < lengthof(kinds); i++)
 	{
-		if (strcmp(kinds[i]->name, name) == 0)
+		if (strcmp(kinds[i]->name, job->kind) == 0 &&
+			(kinds[i]->variant_key == NULL ||
+			 CatalogKindStateInt(job->kind_state, kinds[i]->variant_key) != 0))
 			return kinds[i];
 	}
-	elog(ERROR, "background DDL job kind \"%s\" is not supported", name);
+	elog(ERROR, "background DDL job kind \"%s\" is not supported", job->kind);
 	return NULL;				/* keep compiler quiet */
 }
 
-/*
- * The kind that takes this statement as a job in background mode, or NULL;
- * *in_session_reason is set when the statement is of a kind but must run in
- * this session, and says why.
- */
 const KindRoutine *
 KindForStatement(Node *parsetree, const char **in_session_reason)
 {
@@ -79,8 +77,9 @@ KindNames(void)
 
 	initStringInfo(&names);
 	for (int i = 0; i < lengthof(kinds); i++)
-		appendStringInfo(&names, "%s%s", i == 0 ? "" : i == lengthof(kinds) - 1 ? " or " : ", ",
-						 kinds[i]->name);
+		if (kinds[i]->variant_key == NULL)
+			appendStringInfo(&names, "%s%s", i == 0 ? "" : i == lengthof(kinds) - 1 ? " or " : ", ",
+							 kinds[i]->name);
 	return names.data;
 }
 
@@ -125,5 +124,5 @@ KindBuildHere(int64 job_id, const char *why)
 			 errdetail("The transaction that submitted it %s before COMMIT.", why)));
 	CatalogJobRecordBuiltHere(job_id, psprintf("in the submitting transaction: it %s before COMMIT",
 											   why));
-	return KindRoutineFor(job.kind)->build_here(&job);
+	return KindRoutineForJob(&job)->build_here(&job);
 }

@@ -76,6 +76,12 @@ typedef struct KindSubmit
 typedef struct KindRoutine
 {
 	const char *name;			/* the statement, as the job row names it */
+	/*
+	 * a variant of the kind of that name (another way to build the same
+	 * statement): its jobs have this key in their kind_state; NULL for the
+	 * kind itself
+	 */
+	const char *variant_key;
 	ObjectType	stands_for;		/* what DROP of the target names */
 	bool		replaces_placeholder;	/* the target is a placeholder for
 										 * another object */
@@ -152,7 +158,7 @@ typedef struct KindRoutine
 } KindRoutine;
 
 extern void KindsLoad(void);
-extern const KindRoutine *KindRoutineFor(const char *name);
+extern const KindRoutine *KindRoutineForJob(const BgddlJob *job);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
 extern char *KindNames(void);
@@ -163,5 +169,6 @@ extern const KindRoutine kind_matview_routine;
 extern const KindRoutine kind_ctas_routine;
 extern const KindRoutine kind_refresh_routine;
 extern const KindRoutine kind_index_routine;
+extern const KindRoutine kind_citus_index_routine;
 
 #endif							/* BGDDL_KIND_H */

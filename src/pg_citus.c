@@ -28,10 +28,13 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "executor/spi.h"
 #include "nodes/nodeFuncs.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/fmgroids.h"
+#include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -147,4 +150,46 @@ PgCitusInSessionReason(Oid relid)
 {
 	return psprintf("\"%s\" is a Citus table: Citus runs the statement on its shards.",
 					get_rel_name(relid));
+}
+
+/*
+ * How Citus distributes a table: CITUS_HASH_DISTRIBUTED (with in
+ * *column_name its distribution column), CITUS_REFERENCE, or 0 (not a Citus
+ * table, or another kind: Citus local, append or range distributed)
+ */
+char
+PgCitusDistribution(Oid relid, char **column_name)
+{
+	Oid			argtypes[] = {OIDOID};
+	Datum		values[] = {ObjectIdGetDatum(relid)};
+	MemoryContext caller = CurrentMemoryContext;
+	char		distribution = 0;
+
+	*column_name = NULL;
+	if (!PgCitusTable(relid))
+		return 0;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT partmethod, repmodel, "
+							  "CASE WHEN partmethod = 'h' "
+							  "THEN pg_catalog.column_to_column_name(logicalrelid, partkey) END "
+							  "FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read how Citus distributes \"%s\"", get_rel_name(relid));
+	if (SPI_processed == 1)
+	{
+		char	   *method = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *model = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		char	   *column = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+
+		if (method[0] == 'h' && column != NULL)
+		{
+			distribution = CITUS_HASH_DISTRIBUTED;
+			*column_name = MemoryContextStrdup(caller, column);
+		}
+		else if (method[0] == 'n' && model[0] == 't')
+			distribution = CITUS_REFERENCE;
+	}
+	SPI_finish();
+	return distribution;
 }

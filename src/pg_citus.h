@@ -15,4 +15,9 @@ extern bool PgCitusTable(Oid relid);
 extern Oid	PgCitusTableInQuery(Query *query);
 extern const char *PgCitusInSessionReason(Oid relid);
 
+/* How Citus distributes a table (PgCitusDistribution) */
+#define CITUS_HASH_DISTRIBUTED	'h'
+#define CITUS_REFERENCE			'r'
+extern char PgCitusDistribution(Oid relid, char **column_name);
+
 #endif							/* BGDDL_CITUS_H */

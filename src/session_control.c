@@ -69,7 +69,7 @@ SessionCancelJob(int64 job_id, const char *reason, bool target_dropped)
 
 	if (!SessionHoldJob(job_id, &job))
 		return false;
-	routine = KindRoutineFor(job.kind);
+	routine = KindRoutineForJob(&job);
 	JobXactWakeScheduler();
 	if (routine->discards_in_any_transaction != NULL &&
 		!routine->discards_in_any_transaction(&job))
@@ -112,8 +112,8 @@ SessionCancelDroppedTargets(DropStmt *stmt)
 		if (OidIsValid(target_oid) && PgRelationOwnerCheck(target_oid, GetUserId()))
 			job_id = CatalogJobBuilding(target_oid);
 		if (job_id != 0 && CatalogJobLoad(job_id, &job, true) &&
-			KindRoutineFor(job.kind)->replaces_placeholder &&
-			KindRoutineFor(job.kind)->stands_for == stmt->removeType &&
+			KindRoutineForJob(&job)->replaces_placeholder &&
+			KindRoutineForJob(&job)->stands_for == stmt->removeType &&
 			get_rel_relkind(target_oid) == RELKIND_MATVIEW)
 		{
 			(void) SessionCancelJob(job_id, "the target was dropped", false);

@@ -490,7 +490,7 @@ JobReplacingPlaceholder(Oid relid)
 	BgddlJob	job;
 
 	if (job_id == 0 || !CatalogJobLoad(job_id, &job, true) ||
-		!KindRoutineFor(job.kind)->replaces_placeholder)
+		!KindRoutineForJob(&job)->replaces_placeholder)
 		return 0;
 	return job_id;
 }

@@ -329,7 +329,7 @@ GuardDropExtension(DropStmt *stmt)
 		(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
 		if (CatalogJobLoad(job_id, &job, true) && job.cleanup_pending)
 		{
-			const KindRoutine *routine = KindRoutineFor(job.kind);
+			const KindRoutine *routine = KindRoutineForJob(&job);
 
 			if (routine->cleanup != NULL)
 				routine->cleanup(&job);

@@ -26,6 +26,7 @@ int			background_ddl_history_retention_s = 7 * 24 * 3600;
 char	   *background_ddl_test_hold_point = NULL;
 char	   *background_ddl_after = NULL;
 int			background_ddl_max_replica_lag_ms = 0;
+int			background_ddl_citus_jobs_per_node = 2;
 
 /*
  * The job ids of a list like background_ddl.after's ("41, 42"), as int64 *;
@@ -104,6 +105,16 @@ SettingsDefine(void)
 							0, 0, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.citus_jobs_per_node",
+							"Maximum number of shard index builds of one job running at once on each Citus node.",
+							"A CREATE INDEX job on a distributed table submits one job per shard placement to "
+							"the node that holds it, at most this many at a time per node.",
+							&background_ddl_citus_jobs_per_node,
+							2, 1, 64,
+							PGC_SIGHUP,
+							0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.max_workers",

@@ -22,6 +22,7 @@ extern int	background_ddl_history_retention_s;
 extern char *background_ddl_test_hold_point;
 extern char *background_ddl_after;
 extern int	background_ddl_max_replica_lag_ms;
+extern int	background_ddl_citus_jobs_per_node;
 
 /* The range of a batch time, for background_ddl.batch_time and alter_ddl */
 #define BGDDL_BATCH_TIME_MIN_MS	10

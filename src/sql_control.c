@@ -92,7 +92,7 @@ JobLoadOrError(int64 job_id, BgddlJob *job)
 static void
 CheckControlPermission(const BgddlJob *job, const char *verb, bool captured_owner_may)
 {
-	const KindRoutine *routine = KindRoutineFor(job->kind);
+	const KindRoutine *routine = KindRoutineForJob(job);
 	Oid			userid = GetUserId();
 	Oid			owner = job->identity.owner_oid;
 
@@ -152,7 +152,7 @@ pause_ddl(PG_FUNCTION_ARGS)
 	if (!SessionHoldJob(job_id, &job) || job.state == JOB_STATE_PAUSED)
 		PG_RETURN_BOOL(false);
 	CatalogJobSetState(job_id, JOB_STATE_PAUSED);
-	routine = KindRoutineFor(job.kind);
+	routine = KindRoutineForJob(&job);
 	if (routine->paused != NULL)
 		routine->paused(&job);
 	PG_RETURN_BOOL(true);
@@ -338,7 +338,7 @@ wait_ddl(PG_FUNCTION_ARGS)
 
 	CatalogRequire();
 	JobLoadOrError(job_id, &job);
-	if (!JobStateIsFinal(job.state) && KindRoutineFor(job.kind)->waits_for_older_snapshots)
+	if (!JobStateIsFinal(job.state) && KindRoutineForJob(&job)->waits_for_older_snapshots)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("wait_ddl() cannot wait for background DDL job %lld", (long long) job_id),

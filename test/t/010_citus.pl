@@ -1,11 +1,15 @@
 # On a Citus cluster (a coordinator and two workers, both libraries
-# preloaded everywhere), a statement of a job kind on a distributed or a
-# reference table runs as Citus runs it, in the session, with a NOTICE that
-# says why, even with background_ddl on: the index is on every shard (and a
-# unique one enforced there), a view or table over a distributed table has
-# the distributed query's rows.  Tables that are not Citus's are jobs as
-# usual.  Skipped where Citus is not installed, unless BGDDL_REQUIRE_CITUS
-# says the run must have it (scripts/test builds it).
+# preloaded everywhere).  CREATE INDEX on a distributed or a reference table
+# is a job on the coordinator and a job per shard placement on its node: the
+# index valid on every placement and on the shells, used by a distributed
+# plan, amcheck clean; a unique violation on one shard fails it and leaves
+# no index anywhere; a worker node killed and the coordinator restarted in
+# the middle, it resumes with no placement built twice; cancelled, nothing is
+# left on any node.  A view or table over a distributed table runs as Citus
+# runs it, in the session, with a NOTICE that says why: the distributed
+# query's rows.  Tables that are not Citus's are jobs as usual.  Skipped
+# where Citus is not installed, unless BGDDL_REQUIRE_CITUS says the run must
+# have it (scripts/test builds it).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -35,6 +39,7 @@ shared_preload_libraries = 'citus, background_ddl'
 listen_addresses = 'localhost'
 citus.node_conninfo = 'sslmode=disable'
 max_worker_processes = 24
+restart_after_crash = on
 background_ddl.batch_time = '20ms'
 });
 	$node->append_conf('pg_hba.conf', "host all all 127.0.0.1/32 trust\n");
@@ -51,6 +56,7 @@ $coordinator->safe_psql('postgres', "SELECT citus_add_node('localhost', " . $_->
   for @workers;
 $coordinator->safe_psql('postgres', q{
 CREATE EXTENSION background_ddl;
+CREATE EXTENSION amcheck;
 CREATE TABLE ev (id bigint, account int, p text);
 SELECT create_distributed_table('ev', 'id');
 INSERT INTO ev SELECT g, g % 100, 'p' || g FROM generate_series(1, 50000) g;
@@ -83,18 +89,150 @@ SELECT count(*) FROM run_command_on_shards('$table',
  WHERE success AND result = '1'});
 }
 
-# CREATE INDEX on a distributed table: on every shard, in the session.
-my (undef, $stderr) = background('CREATE INDEX ev_p_idx ON ev (p)');
-like($stderr, qr/runs in this session.*\n.*"ev" is a Citus table/,
-	'CREATE INDEX on a distributed table: runs in the session, saying why');
-is(shards_with_index('ev', 'ev_p_idx'), $shards, 'CREATE INDEX: the index is on every shard');
+# The nodes' background_ddl jobs that built the placements of coordinator job $job
+sub node_jobs
+{
+	my ($job) = @_;
+	my $count = 0;
+	$count += $_->safe_psql('postgres',
+		"SELECT count(*) FROM background_ddl.job WHERE idempotency_key LIKE 'background_ddl job $job on %'")
+	  for ($coordinator, @workers);
+	return $count;
+}
 
-# A unique index is enforced on the shards.
-background('CREATE UNIQUE INDEX ev_id_idx ON ev (id)');
-is(shards_with_index('ev', 'ev_id_idx'), $shards, 'CREATE UNIQUE INDEX: on every shard');
+# Placements (of shards of $table) whose index named like $index is valid
+sub valid_placements
+{
+	my ($table, $index) = @_;
+	return $coordinator->safe_psql('postgres', qq{
+SELECT count(*) FROM run_command_on_placements('$table',
+  \$\$SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+     WHERE i.indrelid = '%s'::regclass AND c.relname LIKE '${index}\\_%%' AND i.indisvalid\$\$)
+ WHERE success AND result = '1'});
+}
+
+# Indexes named like $index anywhere: placements, shells, the coordinator
+sub indexes_anywhere
+{
+	my ($table, $index) = @_;
+	my $count = 0;
+	$count += $_->safe_psql('postgres',
+		"SELECT count(*) FROM pg_class WHERE relkind = 'i' AND relname LIKE '$index%'")
+	  for ($coordinator, @workers);
+	return $count;
+}
+
+# Poll until placements' jobs on a node wait at its hold point (as many as
+# background_ddl.citus_jobs_per_node may)
+sub held_on
+{
+	my ($node) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted");
+}
+
+my $placements = $coordinator->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_placement JOIN pg_dist_shard USING (shardid)
+	  WHERE logicalrelid = 'ev'::regclass");
+
+# CREATE INDEX on a distributed table: one job, a job per placement on its
+# node, the index valid on every placement, on the shells and on the
+# coordinator, used by a distributed query, amcheck clean on each shard.
+my $job = submit_job($coordinator, 'CREATE INDEX ev_p_idx ON ev (p)');
+like($job, qr/^\d+$/, 'CREATE INDEX on a distributed table: a job');
+ok(wait_job_state($coordinator, $job, 'succeeded'), 'the index job succeeded');
+is(valid_placements('ev', 'ev_p_idx'), $shards, 'the index is valid on every shard');
+is(node_jobs($job), $placements, 'one node job per placement');
+is( $coordinator->safe_psql('postgres',
+		"SELECT indisvalid FROM pg_index WHERE indexrelid = 'ev_p_idx'::regclass"),
+	't', 'the coordinator\'s index is valid');
+is( $coordinator->safe_psql('postgres', q{
+SELECT count(*) FROM run_command_on_workers(
+  $$SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.ev_p_idx'::regclass$$)
+ WHERE success AND result = 't'}),
+	scalar(@workers), 'the shells of the workers have it, valid');
+is( $coordinator->safe_psql('postgres', q{
+SELECT count(*) FROM run_command_on_shards('ev',
+  $$SELECT bool_and(bt_index_check(indexrelid, true) IS NOT NULL) FROM pg_index WHERE indrelid = '%s'::regclass$$)
+ WHERE success AND result = 't'}),
+	$shards, 'amcheck: every shard\'s index is consistent with its table');
+like( $coordinator->safe_psql('postgres', q{
+SET citus.propagate_set_commands = 'local';
+BEGIN;
+SET LOCAL enable_seqscan = off;
+EXPLAIN SELECT * FROM ev WHERE p = 'p77';
+COMMIT;}),
+	qr/(Index (Only )?Scan using|Bitmap Index Scan on) ev_p_idx_\d+/, 'a distributed query uses it');
+like( $coordinator->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHERE id = $job"),
+	qr/^an index per shard placement: $placements placements on 2 Citus nodes/,
+	'the strategy names the placements and the nodes');
+
+# A unique index must contain the distribution column, as Citus requires
+my (undef, $stderr) = background('CREATE UNIQUE INDEX ev_account_u ON ev (account)');
+like($stderr, qr/a unique index on distributed table "ev" must contain its distribution column "id"/,
+	'a unique index without the distribution column: refused at submit');
+
+# A unique violation on one shard: the job fails with PostgreSQL's error,
+# and leaves no index anywhere
+$coordinator->safe_psql('postgres', "INSERT INTO ev VALUES (7, 7, 'dup')");
+$job = submit_job($coordinator, 'CREATE UNIQUE INDEX ev_u ON ev (id)');
+ok(wait_job_state($coordinator, $job, 'failed'), 'a duplicate on one shard: the job failed');
+like( $coordinator->safe_psql('postgres', "SELECT error || ' / ' || error_sqlstate FROM pg_stat_background_ddl WHERE id = $job"),
+	qr/could not create unique index "ev_u_\d+" \/ 23505/, 'with the shard\'s error');
+ok($coordinator->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_u%'"),
+	'the coordinator\'s index is gone');
+ok( $workers[0]->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_class WHERE relkind = 'i' AND relname LIKE 'ev\\_u%'")
+	  && $workers[1]->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_class WHERE relkind = 'i' AND relname LIKE 'ev\\_u%'"),
+	'no index of it is left on any node');
+$coordinator->safe_psql('postgres', "DELETE FROM ev WHERE p = 'dup'");
+
+# A unique index that holds: a duplicate is refused by the shard
+$job = submit_job($coordinator, 'CREATE UNIQUE INDEX ev_id_idx ON ev (id)');
+ok(wait_job_state($coordinator, $job, 'succeeded'), 'CREATE UNIQUE INDEX: succeeded');
+is(valid_placements('ev', 'ev_id_idx'), $shards, 'CREATE UNIQUE INDEX: valid on every shard');
 my ($rc, $out, $err) = $coordinator->psql('postgres', "INSERT INTO ev VALUES (1, 1, 'dup')");
 like($err, qr/duplicate key value violates unique constraint "ev_id_idx_\d+"/,
 	'CREATE UNIQUE INDEX: a duplicate is refused by the shard');
+
+# A worker node killed in the middle of a placement's build, and the
+# coordinator restarted: resumed, each placement built by one node job
+my $hold = hold_at($workers[0], 'chunk 0');
+$job = submit_job($coordinator, 'CREATE INDEX ev_a_idx ON ev (account, p)');
+ok(held_on($workers[0]), 'a placement\'s job held on worker 1');
+# kill -9 of a held job's worker: the node's postmaster restarts every process
+kill 'KILL', $workers[0]->safe_psql('postgres',
+	"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted LIMIT 1");
+$coordinator->restart;
+ok($workers[0]->poll_query_until('postgres', 'SELECT true'), 'worker 1 is back after its crash');
+$workers[0]->safe_psql('postgres',
+	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+ok(wait_job_state($coordinator, $job, 'succeeded'), 'after the crash and the restart: succeeded');
+is(valid_placements('ev', 'ev_a_idx'), $shards, 'valid on every shard');
+is(node_jobs($job), $placements, 'no placement was built by two jobs');
+
+# Cancel in the middle: nothing left on any node
+$hold = hold_at($workers[1], 'chunk 0');
+$job = submit_job($coordinator, 'CREATE INDEX ev_c_idx ON ev (p, account)');
+ok(held_on($workers[1]), 'a placement\'s job held on worker 2');
+ok($coordinator->poll_query_until('postgres',
+		"SELECT rows_done IS NOT NULL AND chunks_done > 0 FROM pg_stat_background_ddl WHERE id = $job"),
+	'some placements are done');
+$coordinator->safe_psql('postgres', "SELECT cancel_ddl($job)");
+release_hold($workers[1], $hold);
+ok(wait_job_state($coordinator, $job, 'cancelled'), 'cancelled');
+ok($coordinator->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_c\\_idx%'")
+	  && $workers[0]->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_c\\_idx%'")
+	  && $workers[1]->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_c\\_idx%'"),
+	'cancel: no index of it on any node');
+ok( $workers[1]->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_background_ddl WHERE state NOT IN ('succeeded', 'failed', 'cancelled')"),
+	'cancel: no job of it left running on the nodes');
 
 # A view, a table and a refresh over the distributed table: the distributed
 # query's rows.
@@ -114,22 +252,16 @@ background('CREATE MATERIALIZED VIEW ref_mv AS SELECT e.id, r.name FROM ev e JOI
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ref_mv'),
 	'10', 'a view joining a reference table: its rows');
 
-# CREATE INDEX on a reference table: on its placements.
-background('CREATE INDEX ref_name ON ref (name)');
-is($coordinator->safe_psql('postgres', q{
-SELECT count(*) FROM run_command_on_placements('ref',
-  $$SELECT count(*) FROM pg_indexes WHERE tablename = '%s' AND indexname LIKE 'ref_name%%'$$)
- WHERE success AND result = '1'}),
-	$coordinator->safe_psql('postgres',
-		"SELECT count(*) FROM pg_dist_placement JOIN pg_dist_shard USING (shardid)
-		  WHERE logicalrelid = 'ref'::regclass"),
-	'CREATE INDEX on a reference table: on every placement');
-
-is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_background_ddl'),
-	'0', 'no job for a statement on Citus tables');
+# CREATE INDEX on a reference table: a job, on every placement
+$job = submit_job($coordinator, 'CREATE INDEX ref_name ON ref (name)');
+ok(wait_job_state($coordinator, $job, 'succeeded'), 'CREATE INDEX on a reference table: succeeded');
+my $ref_placements = $coordinator->safe_psql('postgres',
+	"SELECT count(*) FROM pg_dist_placement JOIN pg_dist_shard USING (shardid)
+	  WHERE logicalrelid = 'ref'::regclass");
+is(valid_placements('ref', 'ref_name'), $ref_placements, 'CREATE INDEX on a reference table: on every placement');
 
 # A table that is not Citus's: a job as usual, on the coordinator.
-my $job = submit_job($coordinator,
+$job = submit_job($coordinator,
 	'CREATE MATERIALIZED VIEW local_mv AS SELECT id FROM local_t WHERE id % 2 = 0');
 ok(wait_job_state($coordinator, $job, 'succeeded'), 'a local table: a job that succeeds');
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM local_mv'), '500',

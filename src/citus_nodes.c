@@ -1,0 +1,233 @@
+/*-------------------------------------------------------------------------
+ *
+ * citus_nodes.c
+ *	  The nodes of a Citus cluster as a job's worker talks to them: where a
+ *	  distributed table's shard placements are, and a libpq connection to a
+ *	  node, as the job's role.
+ *
+ * Citus is found by name at run time (pg_citus.c); its catalogs are read
+ * with SQL, never through its C API.  A connection goes to the node that
+ * pg_dist_node names, to the job's database, as the job's role, with the
+ * options of citus.node_conninfo (as Citus's own connections): the node's
+ * pg_hba.conf (or a .pgpass, or a certificate) must let that role in, as
+ * it must for Citus.  It is never another role than the job's, so it gives
+ * the role nothing on a node that Citus does not give it already.
+ *
+ * The calls block, with connect_timeout and a statement_timeout: each is a
+ * short statement (submitting a job, reading its row), never a build.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "citus_nodes.h"
+
+#define NODE_CONNECT_TIMEOUT_S	10
+#define NODE_STATEMENT_TIMEOUT_MS	60000
+
+/* A column of the current SPI result row, as text (NULL if null) */
+static char *
+SpiText(uint64 row, int column)
+{
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, column);
+}
+
+/*
+ * The shard placements of a distributed or reference table, by shard and
+ * node, in the caller's memory context.  Caller is in a transaction.
+ */
+List *
+CitusNodesPlacements(Oid relid)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	Oid			argtypes[] = {OIDOID};
+	Datum		values[] = {ObjectIdGetDatum(relid)};
+	List	   *placements = NIL;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT s.shardid, n.nodename, n.nodeport, n.groupid "
+							  "FROM pg_catalog.pg_dist_shard s "
+							  "JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid "
+							  "JOIN pg_catalog.pg_dist_node n ON n.groupid = p.groupid "
+							  "AND n.noderole = 'primary' "
+							  "WHERE s.logicalrelid = $1 ORDER BY s.shardid, n.groupid",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the shard placements of \"%s\"", get_rel_name(relid));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+		CitusPlacement *placement = palloc0(sizeof(CitusPlacement));
+
+		placement->shard_id = strtoll(SpiText(row, 1), NULL, 10);
+		placement->node.name = pstrdup(SpiText(row, 2));
+		placement->node.port = atoi(SpiText(row, 3));
+		placement->node.group_id = atoi(SpiText(row, 4));
+		placements = lappend(placements, placement);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return placements;
+}
+
+/*
+ * The nodes other than the coordinator that hold Citus's metadata (and the
+ * shell tables), active.  Caller is in a transaction.
+ */
+List *
+CitusNodesWithMetadata(void)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *nodes = NIL;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT nodename, nodeport, groupid FROM pg_catalog.pg_dist_node "
+					"WHERE hasmetadata AND isactive AND noderole = 'primary' AND groupid <> 0 "
+					"ORDER BY groupid", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the nodes of the Citus cluster");
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+		CitusNode  *node = palloc0(sizeof(CitusNode));
+
+		node->name = pstrdup(SpiText(row, 1));
+		node->port = atoi(SpiText(row, 2));
+		node->group_id = atoi(SpiText(row, 3));
+		nodes = lappend(nodes, node);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	return nodes;
+}
+
+/* A node's notices (a job submitted there, say) are not the worker's to log */
+static void
+IgnoreNotice(void *arg, const char *message)
+{
+}
+
+/* Append a conninfo keyword and its value, quoted as libpq reads it */
+static void
+AppendConnOption(StringInfo conninfo, const char *keyword, const char *value)
+{
+	appendStringInfo(conninfo, " %s='", keyword);
+	for (const char *c = value; *c != '\0'; c++)
+	{
+		if (*c == '\'' || *c == '\\')
+			appendStringInfoChar(conninfo, '\\');
+		appendStringInfoChar(conninfo, *c);
+	}
+	appendStringInfoChar(conninfo, '\'');
+}
+
+/*
+ * The connection to a node's database as role (made now if there is none,
+ * or the last one broke); NULL if the node cannot be reached, with *error
+ * saying why.  Needs no transaction.
+ */
+PGconn *
+CitusNodeConnect(CitusNode *node, const char *database, const char *role,
+				 const char *application_name, char **error)
+{
+	const char *node_conninfo = GetConfigOption("citus.node_conninfo", true, false);
+	StringInfoData conninfo;
+	char		port[16];
+	char		timeout[16];
+
+	*error = NULL;
+	if (node->conn != NULL && PQstatus(node->conn) == CONNECTION_OK)
+		return node->conn;
+	CitusNodeDisconnect(node);
+
+	initStringInfo(&conninfo);
+	appendStringInfoString(&conninfo, node_conninfo != NULL ? node_conninfo : "");
+	snprintf(port, sizeof(port), "%d", node->port);
+	snprintf(timeout, sizeof(timeout), "%d", NODE_CONNECT_TIMEOUT_S);
+	AppendConnOption(&conninfo, "host", node->name);
+	AppendConnOption(&conninfo, "port", port);
+	AppendConnOption(&conninfo, "dbname", database);
+	AppendConnOption(&conninfo, "user", role);
+	AppendConnOption(&conninfo, "application_name", application_name);
+	AppendConnOption(&conninfo, "connect_timeout", timeout);
+	AppendConnOption(&conninfo, "options",
+					 psprintf("-c statement_timeout=%d", NODE_STATEMENT_TIMEOUT_MS));
+	node->conn = PQconnectdb(conninfo.data);
+	if (PQstatus(node->conn) != CONNECTION_OK)
+	{
+		*error = pstrdup(PQerrorMessage(node->conn));
+		CitusNodeDisconnect(node);
+		return NULL;
+	}
+	PQsetNoticeProcessor(node->conn, IgnoreNotice, NULL);
+	return node->conn;
+}
+
+void
+CitusNodeDisconnect(CitusNode *node)
+{
+	if (node->conn != NULL)
+		PQfinish(node->conn);
+	node->conn = NULL;
+}
+
+/* "host:port", for messages */
+char *
+CitusNodeName(const CitusNode *node)
+{
+	return psprintf("%s:%d", node->name, node->port);
+}
+
+/*
+ * Run a statement on a node; NULL if the connection failed (*lost says so,
+ * and the caller waits for the node), else the result, which the caller
+ * clears.  A statement that the node refuses is an error here, with the
+ * node's SQLSTATE, message, detail and hint, and where it came from.
+ */
+PGresult *
+CitusNodeExec(CitusNode *node, const char *sql, int nparams, const char *const *params,
+			  bool *lost)
+{
+	PGresult   *result;
+	ExecStatusType status;
+
+	*lost = false;
+	result = PQexecParams(node->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	status = PQresultStatus(result);
+	if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+		return result;
+	if (PQstatus(node->conn) != CONNECTION_OK ||
+		PQresultErrorField(result, PG_DIAG_SQLSTATE) == NULL)
+	{
+		PQclear(result);
+		CitusNodeDisconnect(node);
+		*lost = true;
+		return NULL;
+	}
+	{
+		const char *sqlstate = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+		char	   *message = pstrdup(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
+		char	   *detail = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL) ?
+			pstrdup(PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL)) : NULL;
+		char	   *hint = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT) ?
+			pstrdup(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT)) : NULL;
+
+		PQclear(result);
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4])),
+				 errmsg("%s", message),
+				 detail ? errdetail("%s", detail) : 0,
+				 hint ? errhint("%s", hint) : 0,
+				 errcontext("on Citus node %s", CitusNodeName(node))));
+	}
+	return NULL;				/* keep compiler quiet */
+}

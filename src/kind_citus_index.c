@@ -1,0 +1,723 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_citus_index.c
+ *	  Background CREATE [UNIQUE] INDEX on a Citus distributed or reference
+ *	  table: one job on the coordinator, one job per shard placement on the
+ *	  node that holds it.
+ *
+ * A variant of the CREATE INDEX kind (its jobs are "CREATE INDEX" jobs whose
+ * kind_state says citus_index).  At submit, on the coordinator, the index is
+ * created on the table's shell (empty: instant) by PostgreSQL's own
+ * DefineIndex, not through Citus's utility hook, so that Citus sends nothing
+ * to the nodes; that makes every check CREATE INDEX makes, reserves the name
+ * and holds the definition; it is then marked invalid, as Citus's own
+ * CREATE INDEX CONCURRENTLY leaves it until every shard has its index.  A
+ * unique index on a hash-distributed table must contain the distribution
+ * column, as Citus requires (a unique index per shard is then unique over
+ * the table).
+ *
+ * The worker submits, on the node of each shard placement, the statement
+ * Citus would send for that shard (the shell index's definition, with the
+ * shard's table and the index named as Citus names them: name_shardid)
+ * with submit_ddl and an idempotency key made of the job and the placement:
+ * a background_ddl job there, which builds it as CREATE INDEX CONCURRENTLY
+ * does and resumes after a crash there by itself.  At most
+ * background_ddl.citus_jobs_per_node run at once per node; nodes work in
+ * parallel.  The job ids are kept in the job's kind_state; a retry (the
+ * coordinator restarted before recording one) gets the same job back from
+ * the key, so no placement is built twice.  The worker polls the nodes'
+ * jobs; a node it cannot reach is waited for (waiting_on names it).  When
+ * every placement's index is valid, the shell tables of the nodes that hold
+ * Citus's metadata get the index (instant: they are empty) and the
+ * coordinator's is marked valid, in the job's last transaction.
+ *
+ * A failed placement fails the job with the node's error (a unique
+ * violation on one shard, say); failed or cancelled, the job cancels the
+ * placements' jobs still running (each drops its own index), drops the
+ * indexes of those that succeeded and the shells' index, then the
+ * coordinator's.  A node unreachable then keeps what it has, with a
+ * WARNING that names it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_utilcmd.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "catalog_access.h"
+#include "citus_nodes.h"
+#include "job_step.h"
+#include "kind.h"
+#include "pg_citus.h"
+#include "pg_compat.h"
+#include "pg_relation.h"
+#include "settings.h"
+
+#define STATE_VARIANT		"citus_index"
+#define STATE_TABLE_OID		"table_oid"
+
+/* The longest shard id, in digits, that a shard name may get */
+#define SHARD_ID_DIGITS		20
+
+/* Poll the nodes' jobs this often while nothing has changed */
+#define POLL_INTERVAL_MS	200
+
+/* A shard placement's build: its node's job */
+typedef struct PlacementBuild
+{
+	int64		shard_id;
+	CitusNode  *node;			/* shared by the placements of a node */
+	int64		node_job;		/* 0: not submitted yet */
+	char		state[16];		/* the node job's, as last read */
+	int64		rows;
+} PlacementBuild;
+
+/* What the worker knows of the job (JobRun.kind_run) */
+typedef struct CitusIndexRun
+{
+	List	   *nodes;			/* CitusNode *, one per node group */
+	PlacementBuild *builds;
+	int			nbuilds;
+	char	   *database;		/* the job's, by name */
+	char	   *role;			/* the job's, by name */
+	char	   *application_name;
+	char	   *schema;			/* the extension's, on every node */
+	char	   *table_schema;
+	char	   *table_name;
+	char	   *index_name;
+	char	   *index_definition;	/* the shell index's */
+	char	   *definition_tail;	/* from "USING ..." on */
+	bool		unique;
+} CitusIndexRun;
+
+/* The schema of an extension (its functions and views), by pg_extension */
+static Oid
+ExtensionSchema(Oid extension_oid)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			schema = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extension_oid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return schema;
+}
+
+static Oid
+IndexedTable(const BgddlJob *job)
+{
+	return (Oid) CatalogKindStateInt(job->kind_state, STATE_TABLE_OID);
+}
+
+/* Citus's name of a shard's relation: name_shardid (it must fit) */
+static char *
+ShardName(const char *name, int64 shard_id)
+{
+	return psprintf("%s_%lld", name, (long long) shard_id);
+}
+
+static bool
+ShardNameFits(const char *name)
+{
+	return strlen(name) + 1 + SHARD_ID_DIGITS < NAMEDATALEN;
+}
+
+/*
+ * CREATE [UNIQUE] INDEX on a hash-distributed or reference table (not ON
+ * ONLY, not partitioned), whose shards' names Citus makes by appending the
+ * shard id; the other statements on Citus tables run in the session
+ * (kind_index.c says so).
+ */
+static KindAcceptance
+CitusIndexAccepts(Node *parsetree, const char **reason)
+{
+	IndexStmt  *stmt;
+	Oid			relid;
+	char	   *column;
+
+	if (!IsA(parsetree, IndexStmt))
+		return KIND_NOT_ACCEPTED;
+	stmt = (IndexStmt *) parsetree;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid) || !PgCitusInstalled() ||
+		PgCitusDistribution(relid, &column) == 0 ||
+		get_rel_relkind(relid) != RELKIND_RELATION ||
+		!ShardNameFits(get_rel_name(relid)) ||
+		(stmt->idxname != NULL && !ShardNameFits(stmt->idxname)) ||
+		(stmt->if_not_exists && stmt->idxname != NULL &&
+		 OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid)))))
+		return KIND_NOT_ACCEPTED;
+	return KIND_ACCEPTED;
+}
+
+/* A unique index on a hash-distributed table must contain its distribution column */
+static void
+CitusIndexValidate(KindSubmit *submit)
+{
+	IndexStmt  *stmt = CheckedNode(IndexStmt, submit->pstmt->utilityStmt);
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, false);
+	char	   *column;
+	bool		has_column = false;
+	ListCell   *lc;
+
+	if (!stmt->unique || PgCitusDistribution(relid, &column) != CITUS_HASH_DISTRIBUTED)
+		return;
+	foreach(lc, stmt->indexParams)
+		has_column |= ((IndexElem *) lfirst(lc))->name != NULL &&
+			strcmp(((IndexElem *) lfirst(lc))->name, column) == 0;
+	if (!has_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a unique index on distributed table \"%s\" must contain its distribution column \"%s\"",
+						get_rel_name(relid), column),
+				 errdetail("Each shard's index is unique only within its shard; with the distribution column in it, that is unique over the table."),
+				 errhint("Add \"%s\" to the index's columns.", column)));
+}
+
+/*
+ * The shell's index, by CREATE INDEX's own code (every check it makes), not
+ * concurrently (the shell is empty), then invalid until the shards have it
+ */
+static void
+CitusIndexReserve(KindSubmit *submit)
+{
+	IndexStmt  *stmt = copyObject(CheckedNode(IndexStmt, submit->pstmt->utilityStmt));
+	Oid			relid = RangeVarGetRelidExtended(stmt->relation, ShareLock, 0, NULL, NULL);
+	ObjectAddress index;
+	char	   *name;
+
+	stmt->concurrent = false;
+	stmt = transformIndexStmt(relid, stmt, submit->query_string);
+	index = DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
+						false, true, true, false, false);
+	CommandCounterIncrement();
+	name = get_rel_name(index.objectId);
+	if (!ShardNameFits(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("index name \"%s\" is too long for the names of its shards' indexes", name),
+				 errdetail("Citus names a shard's index by appending the shard id to the index's name."),
+				 errhint("Give the index a shorter name, or SET background_ddl = off to let Citus build it.")));
+	index_set_state_flags(index.objectId, INDEX_DROP_CLEAR_VALID);
+	CacheInvalidateRelcacheByRelid(relid);
+	CommandCounterIncrement();
+	PgRelationSetExtensionMember(index.objectId, CatalogRequire()->extension_oid, true);
+
+	submit->target_oid = index.objectId;
+	submit->target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+													 name);
+	submit->strategy = pstrdup("an index per shard placement, built on the Citus nodes");
+	CatalogKindStateSetInt(&submit->kind_state, STATE_VARIANT, 1);
+	CatalogKindStateSetInt(&submit->kind_state, STATE_TABLE_OID, relid);
+}
+
+static char *
+PlacementKey(int64 shard_id, int group_id)
+{
+	return psprintf("shard_%lld_group_%d", (long long) shard_id, group_id);
+}
+
+/* The node of a group, added to the run's nodes if it is new */
+static CitusNode *
+RunNode(CitusIndexRun *citus, const CitusNode *placement_node)
+{
+	ListCell   *lc;
+	CitusNode  *node;
+
+	foreach(lc, citus->nodes)
+		if (((CitusNode *) lfirst(lc))->group_id == placement_node->group_id)
+			return lfirst(lc);
+	node = palloc0(sizeof(CitusNode));
+	node->name = pstrdup(placement_node->name);
+	node->port = placement_node->port;
+	node->group_id = placement_node->group_id;
+	citus->nodes = lappend(citus->nodes, node);
+	return node;
+}
+
+/*
+ * The placements, the shell index's definition and the names, from the
+ * catalogs; the node jobs already submitted, from the job row.  Caller is in
+ * a transaction.
+ */
+static CitusIndexRun *
+LoadRun(const BgddlJob *job)
+{
+	MemoryContext old_context;
+	CitusIndexRun *citus;
+	Oid			table_oid = IndexedTable(job);
+	const char *prefix;
+	List	   *placements;
+	ListCell   *lc;
+	int			i = 0;
+
+	old_context = MemoryContextSwitchTo(JobContext());
+	citus = palloc0(sizeof(CitusIndexRun));
+	citus->database = get_database_name(MyDatabaseId);
+	citus->role = GetUserNameFromId(job->identity.owner_oid, false);
+	citus->application_name = psprintf("background_ddl job %lld", (long long) job->id);
+	citus->schema = get_namespace_name(ExtensionSchema(CatalogRequire()->extension_oid));
+	citus->table_schema = get_namespace_name(get_rel_namespace(table_oid));
+	citus->table_name = get_rel_name(table_oid);
+	citus->index_name = get_rel_name(job->target_oid);
+	if (citus->table_name == NULL || citus->index_name == NULL)
+		elog(ERROR, "the table or the index of background DDL job %lld is gone", (long long) job->id);
+	citus->index_definition = TextDatumGetCString(DirectFunctionCall1(pg_get_indexdef,
+																	  ObjectIdGetDatum(job->target_oid)));
+	citus->unique = strncmp(citus->index_definition, "CREATE UNIQUE INDEX ", 20) == 0;
+	prefix = psprintf("CREATE %sINDEX %s ON %s USING ", citus->unique ? "UNIQUE " : "",
+					  quote_identifier(citus->index_name),
+					  quote_qualified_identifier(citus->table_schema, citus->table_name));
+	if (strncmp(citus->index_definition, prefix, strlen(prefix)) != 0)
+		elog(ERROR, "unexpected definition of index \"%s\": %s", citus->index_name,
+			 citus->index_definition);
+	citus->definition_tail = citus->index_definition + strlen(prefix) - strlen("USING ");
+	placements = CitusNodesPlacements(table_oid);
+	citus->builds = palloc0(sizeof(PlacementBuild) * Max(1, list_length(placements)));
+	foreach(lc, placements)
+	{
+		CitusPlacement *placement = lfirst(lc);
+		PlacementBuild *build = &citus->builds[i++];
+
+		build->shard_id = placement->shard_id;
+		build->node = RunNode(citus, &placement->node);
+		build->node_job = CatalogKindStateInt(job->kind_state,
+											  PlacementKey(placement->shard_id, placement->node.group_id));
+		strlcpy(build->state, build->node_job != 0 ? "submitted" : "", sizeof(build->state));
+	}
+	citus->nbuilds = i;
+	MemoryContextSwitchTo(old_context);
+	return citus;
+}
+
+static void
+CitusIndexStart(JobRun *run)
+{
+	JobStepBegin("background_ddl: reading the shard placements", STEP_READ_COMMITTED);
+	run->kind_run = LoadRun(&run->job);
+	JobStepEnd();
+}
+
+static void
+CitusIndexPlan(JobRun *run)
+{
+	CitusIndexRun *citus = run->kind_run;
+
+	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
+	run->job.planned = true;
+	run->job.work_total = citus->nbuilds;
+	run->job.strategy = MemoryContextStrdup(JobContext(),
+											psprintf("an index per shard placement: %d placements on %d Citus nodes, at most %d at once per node",
+													 citus->nbuilds, list_length(citus->nodes),
+													 background_ddl_citus_jobs_per_node));
+	CatalogJobRecordPlan(&run->job);
+	JobStepEnd();
+}
+
+static bool
+BuildEnded(const PlacementBuild *build)
+{
+	return strcmp(build->state, "succeeded") == 0 || strcmp(build->state, "failed") == 0 ||
+		strcmp(build->state, "cancelled") == 0;
+}
+
+/* Say in the worker's activity (waiting_on) that a node cannot be reached */
+static void
+WaitForNode(const CitusNode *node, const char *error)
+{
+	char		activity[512];
+
+	snprintf(activity, sizeof(activity), "background_ddl: waiting for Citus node %s: %s",
+			 CitusNodeName(node), error);
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+static PGconn *
+ConnectRunNode(CitusIndexRun *citus, CitusNode *node)
+{
+	char	   *error;
+	PGconn	   *conn = CitusNodeConnect(node, citus->database, citus->role,
+										citus->application_name, &error);
+
+	if (conn == NULL)
+		WaitForNode(node, error);
+	return conn;
+}
+
+/* Read the state of a node's unfinished placement jobs; false if the node was lost */
+static bool
+PollNode(CitusIndexRun *citus, CitusNode *node)
+{
+	StringInfoData ids;
+	const char *params[1];
+	PGresult   *result;
+	bool		lost;
+
+	initStringInfo(&ids);
+	for (int i = 0; i < citus->nbuilds; i++)
+		if (citus->builds[i].node == node && citus->builds[i].node_job != 0 &&
+			!BuildEnded(&citus->builds[i]))
+			appendStringInfo(&ids, "%s%lld", ids.len > 0 ? "," : "{",
+							 (long long) citus->builds[i].node_job);
+	if (ids.len == 0)
+		return true;
+	appendStringInfoChar(&ids, '}');
+	params[0] = ids.data;
+	result = CitusNodeExec(node,
+						   psprintf("SELECT id, state, rows_done, error, error_sqlstate, error_detail "
+									"FROM %s.pg_stat_background_ddl WHERE id = ANY ($1::bigint[])",
+									quote_identifier(citus->schema)),
+						   1, params, &lost);
+	if (result == NULL)
+		return false;
+	for (int row = 0; row < PQntuples(result); row++)
+	{
+		int64		id = strtoll(PQgetvalue(result, row, 0), NULL, 10);
+
+		for (int i = 0; i < citus->nbuilds; i++)
+		{
+			PlacementBuild *build = &citus->builds[i];
+
+			if (build->node != node || build->node_job != id)
+				continue;
+			strlcpy(build->state, PQgetvalue(result, row, 1), sizeof(build->state));
+			build->rows = PQgetisnull(result, row, 2) ? 0 : strtoll(PQgetvalue(result, row, 2), NULL, 10);
+			if (strcmp(build->state, "failed") == 0 || strcmp(build->state, "cancelled") == 0)
+			{
+				const char *sqlstate = PQgetisnull(result, row, 4) ? "XX000" : PQgetvalue(result, row, 4);
+				char	   *message = pstrdup(PQgetisnull(result, row, 3) ?
+											  "the job was cancelled" : PQgetvalue(result, row, 3));
+				char	   *detail = PQgetisnull(result, row, 5) ? NULL : pstrdup(PQgetvalue(result, row, 5));
+
+				PQclear(result);
+				ereport(ERROR,
+						(errcode(MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4])),
+						 errmsg("%s", message),
+						 errdetail("%s%sThe index of shard %lld on Citus node %s (background DDL job %lld there) %s.",
+								   detail ? detail : "", detail ? " " : "",
+								   (long long) build->shard_id, CitusNodeName(node),
+								   (long long) build->node_job,
+								   strcmp(build->state, "failed") == 0 ? "failed" : "was cancelled")));
+			}
+		}
+	}
+	PQclear(result);
+	return true;
+}
+
+/* The statement that builds a placement's index on its node */
+static char *
+PlacementStatement(const CitusIndexRun *citus, int64 shard_id)
+{
+	return psprintf("CREATE %sINDEX %s ON %s %s", citus->unique ? "UNIQUE " : "",
+					quote_identifier(ShardName(citus->index_name, shard_id)),
+					quote_qualified_identifier(citus->table_schema,
+											   ShardName(citus->table_name, shard_id)),
+					citus->definition_tail);
+}
+
+/*
+ * Submit a node's next placements, within citus_jobs_per_node; false if
+ * the node was lost.  Each job id is recorded as soon as it is known.
+ */
+static bool
+SubmitOnNode(JobRun *run, CitusIndexRun *citus, CitusNode *node)
+{
+	int			running = 0;
+
+	for (int i = 0; i < citus->nbuilds; i++)
+		running += citus->builds[i].node == node && citus->builds[i].node_job != 0 &&
+			!BuildEnded(&citus->builds[i]);
+	for (int i = 0; i < citus->nbuilds && running < background_ddl_citus_jobs_per_node; i++)
+	{
+		PlacementBuild *build = &citus->builds[i];
+		const char *params[2];
+		PGresult   *result;
+		bool		lost;
+		MemoryContext old_context;
+
+		if (build->node != node || build->node_job != 0)
+			continue;
+		params[0] = PlacementStatement(citus, build->shard_id);
+		params[1] = psprintf("background_ddl job %lld on %s: shard %lld",
+							 (long long) run->job.id, CitusNodeName(node), (long long) build->shard_id);
+		result = CitusNodeExec(node, psprintf("SELECT %s.submit_ddl($1, $2)",
+											  quote_identifier(citus->schema)),
+							   2, params, &lost);
+		if (result == NULL)
+			return false;
+		if (PQntuples(result) != 1 || PQgetisnull(result, 0, 0))
+			elog(ERROR, "the index of shard %lld ran in the foreground on Citus node %s",
+				 (long long) build->shard_id, CitusNodeName(node));
+		build->node_job = strtoll(PQgetvalue(result, 0, 0), NULL, 10);
+		strlcpy(build->state, "submitted", sizeof(build->state));
+		PQclear(result);
+		running++;
+
+		JobStepBegin("background_ddl: recording a shard's job", STEP_READ_COMMITTED);
+		old_context = MemoryContextSwitchTo(JobContext());
+		CatalogKindStateSetInt(&run->job.kind_state, PlacementKey(build->shard_id, node->group_id),
+							   build->node_job);
+		MemoryContextSwitchTo(old_context);
+		CatalogJobRecordKindState(&run->job);
+		JobStepEnd();
+	}
+	return true;
+}
+
+/*
+ * One round over the nodes: read their jobs' states, submit the next
+ * placements; done when every placement's index is built
+ */
+static JobStepResult
+CitusIndexBackfillStep(JobRun *run)
+{
+	CitusIndexRun *citus = run->kind_run;
+	ListCell   *lc;
+	int64		done = 0;
+	int64		rows = 0;
+	bool		all_reached = true;
+
+	foreach(lc, citus->nodes)
+	{
+		CitusNode  *node = lfirst(lc);
+
+		if (ConnectRunNode(citus, node) == NULL || !PollNode(citus, node) ||
+			!SubmitOnNode(run, citus, node))
+			all_reached = false;
+	}
+	for (int i = 0; i < citus->nbuilds; i++)
+	{
+		done += strcmp(citus->builds[i].state, "succeeded") == 0;
+		rows += citus->builds[i].rows;
+	}
+	JobStepBegin("background_ddl: recording the progress", STEP_READ_COMMITTED);
+	CatalogJobSetBackfillTotals(&run->job, done, rows, done);
+	JobStepEnd();
+	if (done == citus->nbuilds)
+		return JOB_STEP_DONE;
+	if (all_reached)
+		pgstat_report_activity(STATE_RUNNING, "background_ddl: waiting for the shards' indexes");
+	JobStepSleep(POLL_INTERVAL_MS);
+	return JOB_STEP_MORE;
+}
+
+/*
+ * Run statements on the nodes that hold Citus's metadata
+ * (CitusNodesWithMetadata), with Citus's propagation off (the shells only);
+ * false if one was lost
+ */
+static bool
+OnMetadataNodes(CitusIndexRun *citus, List *nodes, const char *const *statements, int nstatements)
+{
+	ListCell   *lc;
+	bool		all_reached = true;
+
+	foreach(lc, nodes)
+	{
+		CitusNode  *node = lfirst(lc);
+		bool		lost = false;
+
+		if (ConnectRunNode(citus, node) == NULL)
+		{
+			all_reached = false;
+			continue;
+		}
+		for (int i = 0; i < nstatements && !lost; i++)
+		{
+			PGresult   *result = CitusNodeExec(node, statements[i], 0, NULL, &lost);
+
+			if (result != NULL)
+				PQclear(result);
+		}
+		all_reached &= !lost;
+		CitusNodeDisconnect(node);
+	}
+	return all_reached;
+}
+
+/*
+ * Every placement has its index: the shells of the metadata nodes get it,
+ * and the coordinator's becomes valid, with the job's success
+ */
+static JobStepResult
+CitusIndexCutOver(JobRun *run)
+{
+	CitusIndexRun *citus = run->kind_run;
+	Oid			table_oid = IndexedTable(&run->job);
+	const char *statements[2];
+	List	   *nodes;
+	int64		rows = 0;
+
+	statements[0] = "SET citus.enable_ddl_propagation TO off";
+	statements[1] = psprintf("DO $bgddl$ BEGIN IF pg_catalog.to_regclass(%s) IS NULL THEN EXECUTE %s; END IF; END $bgddl$",
+							 quote_literal_cstr(quote_qualified_identifier(citus->table_schema,
+																		   citus->index_name)),
+							 quote_literal_cstr(citus->index_definition));
+	JobStepBegin("background_ddl: reading the Citus nodes", STEP_READ_COMMITTED);
+	nodes = CitusNodesWithMetadata();
+	JobStepEnd();
+	if (!OnMetadataNodes(citus, nodes, statements, 2))
+	{
+		JobStepSleep(1000);
+		return JOB_STEP_MORE;
+	}
+	JobStepHoldPoint("cutting over");
+	JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
+	JobStepLockRelation(table_oid, ShareUpdateExclusiveLock, 1000);
+	if (get_rel_name(run->job.target_oid) == NULL)
+	{
+		JobStepEnd();
+		return JOB_STEP_TARGET_GONE;
+	}
+	index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
+	CacheInvalidateRelcacheByRelid(table_oid);
+	PgRelationSetExtensionMember(run->job.target_oid, CatalogRequire()->extension_oid, false);
+	for (int i = 0; i < citus->nbuilds; i++)
+		rows += citus->builds[i].rows;
+	JobRunSucceeded(run, run->job.target_oid, false, rows);
+	JobStepEnd();
+	return JOB_STEP_DONE;
+}
+
+/*
+ * A placement's job: cancelled if it has not ended (it drops what it made),
+ * its index dropped if it succeeded; a node that cannot be reached keeps
+ * it, with a WARNING saying what to do there
+ */
+static void
+DiscardPlacement(CitusIndexRun *citus, PlacementBuild *build)
+{
+	char	   *index = quote_qualified_identifier(citus->table_schema,
+												   ShardName(citus->index_name, build->shard_id));
+	const char *params[1];
+	PGresult   *result;
+	bool		lost = false;
+	char	   *state = NULL;
+
+	if (build->node_job == 0)
+		return;
+	params[0] = psprintf("%lld", (long long) build->node_job);
+	if (ConnectRunNode(citus, build->node) != NULL &&
+		(result = CitusNodeExec(build->node,
+								psprintf("SELECT state FROM %s.pg_stat_background_ddl WHERE id = $1::bigint",
+										 quote_identifier(citus->schema)),
+								1, params, &lost)) != NULL)
+	{
+		state = PQntuples(result) == 1 ? pstrdup(PQgetvalue(result, 0, 0)) : pstrdup("gone");
+		PQclear(result);
+	}
+	if (state != NULL && strcmp(state, "succeeded") == 0)
+		result = CitusNodeExec(build->node, psprintf("DROP INDEX IF EXISTS %s", index), 0, NULL, &lost);
+	else if (state != NULL && strcmp(state, "failed") != 0 && strcmp(state, "cancelled") != 0 &&
+			 strcmp(state, "gone") != 0)
+		result = CitusNodeExec(build->node,
+							   psprintf("SELECT %s.cancel_ddl($1::bigint)", quote_identifier(citus->schema)),
+							   1, params, &lost);
+	else
+		result = NULL;
+	if (result != NULL)
+		PQclear(result);
+	if (state == NULL || lost)
+		ereport(WARNING,
+				(errmsg("could not remove the index of shard %lld on Citus node %s",
+						(long long) build->shard_id, CitusNodeName(build->node)),
+				 errdetail("The node cannot be reached."),
+				 errhint("Run cancel_ddl(%lld) there, or DROP INDEX %s there.",
+						 (long long) build->node_job, index)));
+}
+
+/*
+ * Cancel the placements' jobs still running, drop the indexes of those that
+ * succeeded and the shells' index, then (unless keep_target) the
+ * coordinator's.  In the worker's transaction.
+ */
+static void
+CitusIndexDiscard(const BgddlJob *job, bool keep_target)
+{
+	CitusIndexRun *citus;
+	const char *statements[2];
+	ListCell   *lc;
+
+	if (OidIsValid(job->target_oid) && get_rel_name(job->target_oid) != NULL &&
+		get_rel_name(IndexedTable(job)) != NULL)
+	{
+		citus = LoadRun(job);
+		for (int i = 0; i < citus->nbuilds; i++)
+			DiscardPlacement(citus, &citus->builds[i]);
+		statements[0] = "SET citus.enable_ddl_propagation TO off";
+		statements[1] = psprintf("DROP INDEX IF EXISTS %s",
+								 quote_qualified_identifier(citus->table_schema, citus->index_name));
+		if (!OnMetadataNodes(citus, CitusNodesWithMetadata(), statements, 2))
+			ereport(WARNING,
+					(errmsg("could not remove the index \"%s\" from the shell tables of every Citus node",
+							citus->index_name),
+					 errdetail("A node that holds Citus's metadata cannot be reached.")));
+		foreach(lc, citus->nodes)
+			CitusNodeDisconnect(lfirst(lc));
+	}
+	if (!keep_target)
+		PgRelationDrop(job->target_oid);
+}
+
+/* The removal talks to the nodes: the worker does it */
+static bool
+CitusIndexDiscardsInAnyTransaction(const BgddlJob *job)
+{
+	return false;
+}
+
+/* The transaction that submitted it cannot use the index: the nodes build it after COMMIT */
+static Oid
+CitusIndexBuildHere(const BgddlJob *job)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("index \"%s\" of a distributed table is built on the Citus nodes after COMMIT",
+					get_rel_name(job->target_oid)),
+			 errdetail("Background DDL job %lld submitted it in this transaction.", (long long) job->id),
+			 errhint("Use it after COMMIT, once the job has succeeded, or SET background_ddl = off to let Citus build it.")));
+	return InvalidOid;			/* keep compiler quiet */
+}
+
+const KindRoutine kind_citus_index_routine = {
+	.name = "CREATE INDEX",
+	.variant_key = STATE_VARIANT,
+	.stands_for = OBJECT_INDEX,
+	.accepts = CitusIndexAccepts,
+	.validate = CitusIndexValidate,
+	.reserve = CitusIndexReserve,
+	.start = CitusIndexStart,
+	.plan = CitusIndexPlan,
+	.backfill_step = CitusIndexBackfillStep,
+	.cut_over = CitusIndexCutOver,
+	.discard = CitusIndexDiscard,
+	.discards_in_any_transaction = CitusIndexDiscardsInAnyTransaction,
+	.build_here = CitusIndexBuildHere,
+};
