@@ -55,6 +55,7 @@ OBJS = \
 	src/pg_heap_swap.o \
 	src/pg_relation.o \
 	src/pg_lock.o \
+	src/pg_subxact.o \
 	src/pg_citus.o \
 	src/citus_nodes.o \
 	src/kind_citus_index.o \

@@ -43,11 +43,11 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "index_estimate.h"
+#include "pg_subxact.h"
 
 #define SAMPLE_RANGES		8		/* per table or partition */
 
@@ -83,20 +83,25 @@ ColumnList(Relation table)
 }
 
 /*
- * The statement that copies the sample into a temporary table: ranges of
- * each table in proportion to its blocks; *sampled says how many blocks
+ * The query of the sample: ranges of each table in proportion to its
+ * blocks, their rows (columns), or with counting, the sum of their counts
+ * (each range read by a TID range scan alone); with empty, the same ranges
+ * of no block; *sampled says how many blocks
  */
 static char *
-SampleStatement(const char *sample_name, const char *columns, List *tables,
-				const int64 *table_blocks, int64 total, int64 *sampled)
+SampleQuery(const char *columns, bool counting, bool empty, List *tables,
+			const int64 *table_blocks, int64 total, int64 *sampled)
 {
 	int64		target = Max(ESTIMATE_SAMPLE_MIN_BLOCKS, total / ESTIMATE_SAMPLE_SHARE);
+	const char *between = counting ? " + " : " UNION ALL ";
 	StringInfoData sql;
 	ListCell   *lc;
-	bool		first_select = true;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE TEMPORARY TABLE %s AS ", quote_identifier(sample_name));
+	/* no range at all: no row (then the build on the sample is on no row) */
+	appendStringInfo(&sql, counting ? "SELECT 0" : "SELECT %s FROM ONLY %s WHERE false",
+					 columns, quote_qualified_identifier(get_namespace_name(get_rel_namespace(linitial_oid(tables))),
+														 get_rel_name(linitial_oid(tables))));
 	*sampled = 0;
 	foreach(lc, tables)
 	{
@@ -113,19 +118,15 @@ SampleStatement(const char *sample_name, const char *columns, List *tables,
 		{
 			int64		first = (blocks - range_blocks) * i / Max(nranges - 1, 1);
 
-			appendStringInfo(&sql, "%sSELECT %s FROM ONLY %s WHERE ctid >= '(%lld,0)' AND ctid < '(%lld,0)'",
-							 first_select ? "" : " UNION ALL ", columns,
+			appendStringInfo(&sql, "%s%sSELECT %s FROM ONLY %s WHERE ctid >= '(%lld,0)' AND ctid < '(%lld,0)'%s",
+							 between, counting ? "(" : "", counting ? "count(*)" : columns,
 							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 														get_rel_name(relid)),
-							 (long long) first, (long long) (first + range_blocks));
-			first_select = false;
+							 (long long) first, (long long) (empty ? first : first + range_blocks),
+							 counting ? ")" : "");
 			*sampled += range_blocks;
 		}
 	}
-	if (first_select)
-		appendStringInfo(&sql, "SELECT %s FROM ONLY %s WHERE false", columns,
-						 quote_qualified_identifier(get_namespace_name(get_rel_namespace(linitial_oid(tables))),
-													get_rel_name(linitial_oid(tables))));
 	return sql.data;
 }
 
@@ -138,83 +139,139 @@ typedef struct IndexSample
 	double		bytes;			/* of the sample's index */
 } IndexSample;
 
+/* A build on a sample (BuildOnSample) */
+typedef struct SampleBuild
+{
+	IndexStmt  *raw_stmt;
+	const char *query_string;
+	const char *sample_query;	/* the sample's rows */
+	const char *read_query;		/* the same blocks, read only */
+	const char *read_nothing_query; /* the same ranges, of no block */
+	const char *sample_name;
+	IndexSample *sample;
+} SampleBuild;
+
+/* Run a statement with SPI */
+static void
+RunStatement(const char *sql, int expected)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql, false, 0) != expected)
+		elog(ERROR, "could not sample the table: %s", sql);
+	SPI_finish();
+}
+
+/*
+ * Copy the sample's query into a temporary table (with no data: empty);
+ * returns the table
+ */
+static Oid
+CopySample(const SampleBuild *build, const char *name, bool with_data)
+{
+	RunStatement(psprintf("CREATE TEMPORARY TABLE %s AS %s%s", quote_identifier(name),
+						  build->sample_query, with_data ? "" : " WITH NO DATA"),
+				 SPI_OK_UTILITY);
+	CommandCounterIncrement();
+	return RelnameGetRelid(name);
+}
+
+/* Build the statement's index (as a plain one) on a temporary table, timed */
+static ObjectAddress
+BuildTimed(const SampleBuild *build, Oid relid, const char *name, double *seconds)
+{
+	IndexStmt  *stmt = copyObject(build->raw_stmt);
+	instr_time	start;
+	instr_time	duration;
+	ObjectAddress index;
+
+	stmt->relation = makeRangeVar(NULL, pstrdup(name), -1);
+	stmt->idxname = NULL;
+	stmt->concurrent = false;
+	stmt->unique = false;
+	stmt->primary = false;
+	stmt->isconstraint = false;
+	stmt->if_not_exists = false;
+	stmt->tableSpace = NULL;
+	stmt = transformIndexStmt(relid, stmt, build->query_string);
+	INSTR_TIME_SET_CURRENT(start);
+	index = DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
+						false, true, false, false, true);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	*seconds = INSTR_TIME_GET_DOUBLE(duration);
+	CommandCounterIncrement();
+	return index;
+}
+
+/* Run a query, timed */
+static double
+ReadTimed(const char *query)
+{
+	instr_time	start;
+	instr_time	duration;
+
+	INSTR_TIME_SET_CURRENT(start);
+	RunStatement(query, SPI_OK_SELECT);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	return INSTR_TIME_GET_DOUBLE(duration);
+}
+
+/*
+ * Time reading the sample's blocks alone (not the copy: the job makes
+ * none), copy it, and time the index's build on it.  What does not grow
+ * with the table is left out of both, as the job pays it once: the read
+ * less a read of the same ranges of no block (planning, starting the
+ * scans), the build less a build on an empty copy (the catalog entries).
+ */
+static void
+CopyAndBuild(void *arg)
+{
+	SampleBuild *build = arg;
+	IndexSample *sample = build->sample;
+	char	   *empty_name = psprintf("%s_empty", build->sample_name);
+	ObjectAddress index;
+	double		empty_seconds;
+	HeapTuple	tuple;
+	Relation	index_rel;
+
+	/* The copy is ours, not a job: plain SQL (rolled back with the subtransaction) */
+	(void) set_config_option("background_ddl", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	RunStatement(build->read_nothing_query, SPI_OK_SELECT);
+	sample->read_seconds = Max(0, ReadTimed(build->read_query) - ReadTimed(build->read_nothing_query));
+
+	(void) BuildTimed(build, CopySample(build, empty_name, false), empty_name, &empty_seconds);
+	index = BuildTimed(build, CopySample(build, build->sample_name, true), build->sample_name,
+					   &sample->build_seconds);
+	sample->build_seconds = Max(0, sample->build_seconds - empty_seconds);
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(index.objectId));
+	if (HeapTupleIsValid(tuple))
+	{
+		sample->rows = Max(0, ((Form_pg_class) GETSTRUCT(tuple))->reltuples);
+		ReleaseSysCache(tuple);
+	}
+	index_rel = relation_open(index.objectId, AccessShareLock);
+	sample->bytes = (double) RelationGetNumberOfBlocks(index_rel) * BLCKSZ;
+	relation_close(index_rel, AccessShareLock);
+}
+
 /*
  * Copy the sample and build the index on it, in a subtransaction rolled
  * back, timing both
  */
 static void
-BuildOnSample(IndexStmt *raw_stmt, const char *query_string, const char *sample_sql,
-			  const char *sample_name, IndexSample *sample)
+BuildOnSample(IndexStmt *raw_stmt, const char *query_string, const char *sample_query,
+			  const char *read_query, const char *read_nothing_query, const char *sample_name,
+			  IndexSample *sample)
 {
-	MemoryContext context = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
+	SampleBuild build = {raw_stmt, query_string, sample_query, read_query, read_nothing_query,
+	sample_name, sample};
 
 	memset(sample, 0, sizeof(IndexSample));
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(context);
-	PG_TRY();
-	{
-		IndexStmt  *stmt = copyObject(raw_stmt);
-		instr_time	start;
-		instr_time	duration;
-		Oid			sample_oid;
-		ObjectAddress index;
-		HeapTuple	tuple;
-		Relation	index_rel;
-
-		/* The copy is ours, not a job: plain SQL (rolled back with the subtransaction) */
-		(void) set_config_option("background_ddl", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
-		INSTR_TIME_SET_CURRENT(start);
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (SPI_execute(sample_sql, false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "could not copy the sample of the table");
-		SPI_finish();
-		INSTR_TIME_SET_CURRENT(duration);
-		INSTR_TIME_SUBTRACT(duration, start);
-		sample->read_seconds = INSTR_TIME_GET_DOUBLE(duration);
-		CommandCounterIncrement();
-
-		sample_oid = RelnameGetRelid(sample_name);
-		stmt->relation = makeRangeVar(NULL, pstrdup(sample_name), -1);
-		stmt->idxname = NULL;
-		stmt->concurrent = false;
-		stmt->unique = false;
-		stmt->primary = false;
-		stmt->isconstraint = false;
-		stmt->if_not_exists = false;
-		stmt->tableSpace = NULL;
-		stmt = transformIndexStmt(sample_oid, stmt, query_string);
-		INSTR_TIME_SET_CURRENT(start);
-		index = DefineIndex(sample_oid, stmt, InvalidOid, InvalidOid, InvalidOid,
-							false, true, false, false, true);
-		INSTR_TIME_SET_CURRENT(duration);
-		INSTR_TIME_SUBTRACT(duration, start);
-		sample->build_seconds = INSTR_TIME_GET_DOUBLE(duration);
-		CommandCounterIncrement();
-
-		tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(index.objectId));
-		if (HeapTupleIsValid(tuple))
-		{
-			sample->rows = Max(0, ((Form_pg_class) GETSTRUCT(tuple))->reltuples);
-			ReleaseSysCache(tuple);
-		}
-		index_rel = relation_open(index.objectId, AccessShareLock);
-		sample->bytes = (double) RelationGetNumberOfBlocks(index_rel) * BLCKSZ;
-		relation_close(index_rel, AccessShareLock);
-	}
-	PG_CATCH();
-	{
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(context);
-		CurrentResourceOwner = owner;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(context);
-	CurrentResourceOwner = owner;
+	PgRunRolledBack(CopyAndBuild, &build);
 }
 
 /*
@@ -232,7 +289,9 @@ IndexJobEstimate(IndexStmt *raw_stmt, const char *query_string, JobEstimate *est
 	int64	   *table_blocks;
 	char	   *columns;
 	char	   *sample_name = psprintf("background_ddl_estimate_%d", MyProcPid);
-	char	   *sample_sql;
+	char	   *sample_query;
+	char	   *read_query;
+	char	   *read_nothing_query;
 	IndexSample sample;
 	double		scale;
 	ListCell   *lc;
@@ -266,13 +325,21 @@ IndexJobEstimate(IndexStmt *raw_stmt, const char *query_string, JobEstimate *est
 	table = table_open(relid, NoLock);
 	columns = ColumnList(table);
 	table_close(table, NoLock);
-	sample_sql = SampleStatement(sample_name, columns, tables, table_blocks,
-								 estimate->total_blocks, &estimate->sampled_blocks);
-	BuildOnSample(raw_stmt, query_string, sample_sql, sample_name, &sample);
+	sample_query = SampleQuery(columns, false, false, tables, table_blocks,
+							   estimate->total_blocks, &estimate->sampled_blocks);
+	read_query = SampleQuery(NULL, true, false, tables, table_blocks, estimate->total_blocks,
+							 &estimate->sampled_blocks);
+	read_nothing_query = SampleQuery(NULL, true, true, tables, table_blocks,
+									 estimate->total_blocks, &estimate->sampled_blocks);
+	BuildOnSample(raw_stmt, query_string, sample_query, read_query, read_nothing_query,
+				  sample_name, &sample);
 	scale = estimate->sampled_blocks > 0 ?
 		(double) estimate->total_blocks / estimate->sampled_blocks : 0;
 	estimate->rows = (int64) (sample.rows * scale);
 	estimate->bytes = (int64) (sample.bytes * scale);
 	estimate->wal_bytes = estimate->bytes;
 	estimate->seconds = (2 * sample.read_seconds + sample.build_seconds) * scale;
+	elog(DEBUG1, "estimate_ddl: %lld of %lld blocks read in %.3f s, the index built on them in %.3f s",
+		 (long long) estimate->sampled_blocks, (long long) estimate->total_blocks,
+		 sample.read_seconds, sample.build_seconds);
 }

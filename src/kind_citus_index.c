@@ -79,7 +79,7 @@
 #define SHARD_ID_DIGITS		20
 
 /* Poll the nodes' jobs this often while nothing has changed */
-#define POLL_INTERVAL_MS	200
+#define POLL_INTERVAL_MS	50
 
 /* A shard placement's build: its node's job */
 typedef struct PlacementBuild
@@ -491,6 +491,38 @@ SubmitOnNode(JobRun *run, CitusIndexRun *citus, CitusNode *node)
 	return true;
 }
 
+/* The worker's activity (waiting_on) while the nodes build: each node's count */
+static char *
+NodesActivity(const CitusIndexRun *citus)
+{
+	StringInfoData activity;
+	ListCell   *lc;
+
+	initStringInfo(&activity);
+	appendStringInfoString(&activity, "background_ddl: waiting for the shards' indexes (");
+	foreach(lc, citus->nodes)
+	{
+		CitusNode  *node = lfirst(lc);
+		int			total = 0;
+		int			done = 0;
+		int			running = 0;
+
+		for (int i = 0; i < citus->nbuilds; i++)
+		{
+			if (citus->builds[i].node != node)
+				continue;
+			total++;
+			done += strcmp(citus->builds[i].state, "succeeded") == 0;
+			running += citus->builds[i].node_job != 0 && !BuildEnded(&citus->builds[i]);
+		}
+		appendStringInfo(&activity, "%s%s: %d of %d done, %d running",
+						 foreach_current_index(lc) > 0 ? "; " : "", CitusNodeName(node),
+						 done, total, running);
+	}
+	appendStringInfoChar(&activity, ')');
+	return activity.data;
+}
+
 /*
  * One round over the nodes: read their jobs' states, submit the next
  * placements; done when every placement's index is built
@@ -523,7 +555,7 @@ CitusIndexBackfillStep(JobRun *run)
 	if (done == citus->nbuilds)
 		return JOB_STEP_DONE;
 	if (all_reached)
-		pgstat_report_activity(STATE_RUNNING, "background_ddl: waiting for the shards' indexes");
+		pgstat_report_activity(STATE_RUNNING, NodesActivity(citus));
 	JobStepSleep(POLL_INTERVAL_MS);
 	return JOB_STEP_MORE;
 }
@@ -576,10 +608,10 @@ CitusIndexCutOver(JobRun *run)
 	int64		rows = 0;
 
 	statements[0] = "SET citus.enable_ddl_propagation TO off";
-	statements[1] = psprintf("DO $bgddl$ BEGIN IF pg_catalog.to_regclass(%s) IS NULL THEN EXECUTE %s; END IF; END $bgddl$",
-							 quote_literal_cstr(quote_qualified_identifier(citus->table_schema,
-																		   citus->index_name)),
-							 quote_literal_cstr(citus->index_definition));
+	statements[1] = psprintf("CREATE %sINDEX IF NOT EXISTS %s ON %s %s", citus->unique ? "UNIQUE " : "",
+							 quote_identifier(citus->index_name),
+							 quote_qualified_identifier(citus->table_schema, citus->table_name),
+							 citus->definition_tail);
 	JobStepBegin("background_ddl: reading the Citus nodes", STEP_READ_COMMITTED);
 	nodes = CitusNodesWithMetadata();
 	JobStepEnd();

@@ -39,9 +39,9 @@
 #include "tcop/tcopprot.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
+#include "pg_subxact.h"
 #include "query_backfill.h"
 #include "query_decompose.h"
 #include "query_driving.h"
@@ -89,6 +89,64 @@ typedef struct SampleCosts
 	int64		sampled;		/* blocks, all ranges' */
 } SampleCosts;
 
+/* A sample to compute (RunSample) */
+typedef struct SampleRun
+{
+	Query	   *chunk_query;
+	Index		rtindex;
+	const QueryDriving *driving;
+	int			nranges;
+	SampleCosts *costs;
+} SampleRun;
+
+/* The sample's ranges, each timed alone, into a staging relation */
+static void
+RunSampleRanges(void *arg)
+{
+	SampleRun  *sample = arg;
+	SampleCosts *costs = sample->costs;
+	const QueryDriving *driving = sample->driving;
+	int			nranges = sample->nranges;
+	Oid			staging_oid = QueryPartialAggCreateStaging(-(int64) MyProcPid, sample->chunk_query,
+														   GetUserId(), InvalidOid);
+	Relation	staging;
+	TidPair    *warm_pairs;
+	int			warm_npairs;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	staging = table_open(staging_oid, RowExclusiveLock);
+	/* A first range, not counted: caches, the staging relation's first pages */
+	(void) QueryBackfillBlocks(staging, copyObject(sample->chunk_query), driving, sample->rtindex,
+							   true, false, 0, costs->small_blocks, &warm_pairs, &warm_npairs);
+	CommandCounterIncrement();
+	for (int i = 0; i < nranges; i++)
+	{
+		int			large = i % 2;
+		int64		blocks = costs->small_blocks * (large ? LARGE_FACTOR : 1);
+		int64		first = Max(0, (driving->blocks - blocks) * i / Max(nranges - 1, 1));
+		XLogRecPtr	wal_start = GetXLogInsertRecPtr();
+		instr_time	start;
+		instr_time	duration;
+		TidPair    *pairs;
+		int			npairs;
+
+		INSTR_TIME_SET_CURRENT(start);
+		costs->rows += QueryBackfillBlocks(staging, copyObject(sample->chunk_query), driving,
+										   sample->rtindex, true, false, first, first + blocks,
+										   &pairs, &npairs);
+		CommandCounterIncrement();
+		INSTR_TIME_SET_CURRENT(duration);
+		INSTR_TIME_SUBTRACT(duration, start);
+		costs->seconds[large] += INSTR_TIME_GET_DOUBLE(duration) / (nranges / 2);
+		costs->wal[large] += (double) (GetXLogInsertRecPtr() - wal_start) / (nranges / 2);
+		costs->sampled += blocks;
+	}
+	costs->bytes = (double) RelationGetNumberOfBlocks(staging) * BLCKSZ;
+	table_close(staging, NoLock);
+	PopActiveSnapshot();
+}
+
 /*
  * Compute the sample of a chunked job in a subtransaction, rolled back:
  * SAMPLE_RANGES / 2 small ranges of small_blocks and as many large ones of
@@ -100,74 +158,20 @@ typedef struct SampleCosts
 static void
 RunSample(Query *chunk_query, Index rtindex, const QueryDriving *driving, SampleCosts *costs)
 {
-	MemoryContext context = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile int nranges = SAMPLE_RANGES;
+	SampleRun	sample = {chunk_query, rtindex, driving, SAMPLE_RANGES, costs};
 	int64		target = Max(ESTIMATE_SAMPLE_MIN_BLOCKS, driving->blocks / ESTIMATE_SAMPLE_SHARE);
+	int			ranges_of_small = (sample.nranges / 2) * (1 + LARGE_FACTOR);
 
 	memset(costs, 0, sizeof(SampleCosts));
 	/* small ranges of s blocks and large ones of LARGE_FACTOR * s */
-	costs->small_blocks = Max(1, target / ((nranges / 2) * (1 + LARGE_FACTOR)));
-	while (nranges > 2 &&
-		   (nranges / 2) * (1 + LARGE_FACTOR) * costs->small_blocks > driving->blocks)
-		nranges -= 2;
-	if ((nranges / 2) * (1 + LARGE_FACTOR) * costs->small_blocks > driving->blocks)
-		costs->small_blocks = Max(1, driving->blocks / ((nranges / 2) * (1 + LARGE_FACTOR)));
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(context);
-	PG_TRY();
-	{
-		Oid			staging_oid = QueryPartialAggCreateStaging(-(int64) MyProcPid, chunk_query,
-															   GetUserId(), InvalidOid);
-		Relation	staging;
-
-		TidPair    *warm_pairs;
-		int			warm_npairs;
-
-		CommandCounterIncrement();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		staging = table_open(staging_oid, RowExclusiveLock);
-		/* A first range, not counted: caches, the staging relation's first pages */
-		(void) QueryBackfillBlocks(staging, copyObject(chunk_query), driving, rtindex, true, false,
-								   0, costs->small_blocks, &warm_pairs, &warm_npairs);
-		CommandCounterIncrement();
-		for (int i = 0; i < nranges; i++)
-		{
-			int			large = i % 2;
-			int64		blocks = costs->small_blocks * (large ? LARGE_FACTOR : 1);
-			int64		first = Max(0, (driving->blocks - blocks) * i / Max(nranges - 1, 1));
-			XLogRecPtr	wal_start = GetXLogInsertRecPtr();
-			instr_time	start;
-			instr_time	duration;
-			TidPair    *pairs;
-			int			npairs;
-
-			INSTR_TIME_SET_CURRENT(start);
-			costs->rows += QueryBackfillBlocks(staging, copyObject(chunk_query), driving, rtindex,
-											   true, false, first, first + blocks, &pairs, &npairs);
-			CommandCounterIncrement();
-			INSTR_TIME_SET_CURRENT(duration);
-			INSTR_TIME_SUBTRACT(duration, start);
-			costs->seconds[large] += INSTR_TIME_GET_DOUBLE(duration) / (nranges / 2);
-			costs->wal[large] += (double) (GetXLogInsertRecPtr() - wal_start) / (nranges / 2);
-			costs->sampled += blocks;
-		}
-		costs->bytes = (double) RelationGetNumberOfBlocks(staging) * BLCKSZ;
-		table_close(staging, NoLock);
-		PopActiveSnapshot();
-	}
-	PG_CATCH();
-	{
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(context);
-		CurrentResourceOwner = owner;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(context);
-	CurrentResourceOwner = owner;
+	costs->small_blocks = Max(1, target / ranges_of_small);
+	while (sample.nranges > 2 &&
+		   (sample.nranges / 2) * (1 + LARGE_FACTOR) * costs->small_blocks > driving->blocks)
+		sample.nranges -= 2;
+	ranges_of_small = (sample.nranges / 2) * (1 + LARGE_FACTOR);
+	if (ranges_of_small * costs->small_blocks > driving->blocks)
+		costs->small_blocks = Max(1, driving->blocks / ranges_of_small);
+	PgRunRolledBack(RunSampleRanges, &sample);
 }
 
 /*

@@ -218,6 +218,10 @@ $hold = hold_at($workers[1], 'chunk 0');
 $job = submit_job($coordinator, 'CREATE INDEX ev_c_idx ON ev (p, account)');
 ok(held_on($workers[1]), 'a placement\'s job held on worker 2');
 ok($coordinator->poll_query_until('postgres',
+		"SELECT waiting_on ~ '^the shards'' indexes \\(localhost:\\d+: \\d+ of 16 done, \\d running; localhost:\\d+: \\d+ of 16 done, \\d running\\)\$'
+		   FROM pg_stat_background_ddl WHERE id = $job"),
+	'waiting_on: each node\'s placements done and running');
+ok($coordinator->poll_query_until('postgres',
 		"SELECT rows_done IS NOT NULL AND chunks_done > 0 FROM pg_stat_background_ddl WHERE id = $job"),
 	'some placements are done');
 $coordinator->safe_psql('postgres', "SELECT cancel_ddl($job)");
