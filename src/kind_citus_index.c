@@ -149,10 +149,10 @@ ShardNameFits(const char *name)
 }
 
 /*
- * CREATE [UNIQUE] INDEX on a hash-distributed or reference table (not ON
- * ONLY, not partitioned), whose shards' names Citus makes by appending the
- * shard id; the other statements on Citus tables run in the session
- * (kind_index.c says so).
+ * CREATE [UNIQUE] INDEX on a hash-distributed or reference table (not a
+ * partitioned one) whose shards' names Citus makes by appending the shard
+ * id (short names); the other statements on Citus tables run in the
+ * session (kind_index.c says so).
  */
 static KindAcceptance
 CitusIndexAccepts(Node *parsetree, const char **reason)
@@ -396,6 +396,27 @@ PollNode(CitusIndexRun *citus, CitusNode *node)
 						   1, params, &lost);
 	if (result == NULL)
 		return false;
+	/* A placement's job no longer in the node's catalog (purged) cannot end: an error */
+	for (int i = 0; i < citus->nbuilds; i++)
+	{
+		PlacementBuild *build = &citus->builds[i];
+		bool		found = false;
+
+		if (build->node != node || build->node_job == 0 || BuildEnded(build))
+			continue;
+		for (int row = 0; row < PQntuples(result) && !found; row++)
+			found = strtoll(PQgetvalue(result, row, 0), NULL, 10) == build->node_job;
+		if (!found)
+		{
+			PQclear(result);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("background DDL job %lld on Citus node %s is gone",
+							(long long) build->node_job, CitusNodeName(node)),
+					 errdetail("It built the index of shard %lld.", (long long) build->shard_id),
+					 errhint("Check background_ddl.history_retention on the node.")));
+		}
+	}
 	for (int row = 0; row < PQntuples(result); row++)
 	{
 		int64		id = strtoll(PQgetvalue(result, row, 0), NULL, 10);
