@@ -131,16 +131,22 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = '
 	'0', 'mv_agg_killed: the staging relation was dropped');
 $query = $plain_query;
 
-# 4. A one-batch job killed mid-batch restarts from scratch and succeeds.
+# 4. A one-batch job killed in its batch's transaction (held where the batch
+# starts: a one-batch job computes the whole query at the cut-over) restarts
+# from scratch and succeeds.
+my $hold = hold_at($node, 'cutting over');
 $job = $node->safe_psql('postgres', q{
 SET background_ddl = on;
 CREATE MATERIALIZED VIEW mv_one_batch AS SELECT account, count(*) AS n FROM events, pg_sleep(0) GROUP BY account;
 SELECT last_ddl_job();});
-ok( $node->poll_query_until('postgres',
+ok(held_at_hold($node), 'one-batch job held as its batch starts');
+ok( $node->safe_psql('postgres',
 		"SELECT state = 'running' AND pid IS NOT NULL FROM pg_stat_background_ddl WHERE id = $job"),
 	'one-batch job running');
 $node->stop('immediate');
 $node->start;
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
 ok( $node->poll_query_until('postgres',
 		"SELECT state FROM pg_stat_background_ddl WHERE id = $job", 'succeeded'),
 	'one-batch job succeeded after the restart');
