@@ -207,7 +207,7 @@ REVOKE ALL ON FUNCTION background_ddl.capture_changes() FROM PUBLIC;
 CREATE FUNCTION background_ddl.live_jobs(
 	OUT job_id bigint, OUT pid integer, OUT workers integer,
 	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8, OUT phase text,
-	OUT lock_relid oid, OUT lock_mode text, OUT lock_holders text)
+	OUT lock_relid oid, OUT lock_mode text, OUT lock_holders text, OUT waiting_for text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'live_jobs'
 LANGUAGE C STRICT VOLATILE;
@@ -376,12 +376,7 @@ CREATE VIEW pg_stat_background_ddl AS
 						coalesce(' held by pid ' || l.lock_holders, '')
 				 WHEN l.phase = 'waiting for lock'
 				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
-				 WHEN a.query LIKE 'background_ddl: throttled%'
-				   THEN 'the rate limit of ' || j.max_rate || ' rows/s (alter_ddl)'
-				 WHEN a.query LIKE 'background_ddl: waiting for standby%' OR
-					  a.query LIKE 'background_ddl: waiting for Citus node%' OR
-					  a.query LIKE 'background_ddl: waiting for the shards%'
-				   THEN pg_catalog.substr(a.query, 29)
+				 WHEN l.waiting_for IS NOT NULL THEN l.waiting_for
 				 WHEN i.phase LIKE 'waiting for%'
 				   THEN i.phase || coalesce(' (building the index of partition ' || pt.partition || ')', '')
 			   END
@@ -448,7 +443,7 @@ CREATE VIEW pg_stat_background_ddl AS
 										  AS progress) pc
 						  WHERE j.kind_state ? 'partitions_total') pt ON true
 	  /* the functions behind pg_stat_activity and pg_locks: the view is read often */
-	  LEFT JOIN LATERAL (SELECT s.query, s.wait_event FROM pg_catalog.pg_stat_get_activity(l.pid) s
+	  LEFT JOIN LATERAL (SELECT s.wait_event FROM pg_catalog.pg_stat_get_activity(l.pid) s
 						  WHERE s.pid = l.pid) a ON true
 	  LEFT JOIN LATERAL (SELECT lk.locktype, lk.mode,
 								coalesce(lk.relation::pg_catalog.regclass::text, lk.locktype) AS what,

@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 
 #include "citus_nodes.h"
+#include "pg_compat.h"
 
 #define NODE_CONNECT_TIMEOUT_S	10
 #define NODE_STATEMENT_TIMEOUT_MS	60000
@@ -165,6 +166,7 @@ CitusNodeConnect(CitusNode *node, const char *database, const char *role,
 	if (PQstatus(node->conn) != CONNECTION_OK)
 	{
 		*error = pstrdup(PQerrorMessage(node->conn));
+		(*error)[strcspn(*error, "\n")] = '\0';	/* libpq's ends with a newline */
 		CitusNodeDisconnect(node);
 		return NULL;
 	}
@@ -188,6 +190,32 @@ CitusNodeName(const CitusNode *node)
 }
 
 /*
+ * Run a statement on a node: its result (the caller clears it), or NULL:
+ * with *refusal the node's error (the caller clears it), or without it the
+ * connection failed (it is closed).
+ */
+static PGresult *
+NodeExec(CitusNode *node, const char *sql, int nparams, const char *const *params,
+		 PGresult **refusal)
+{
+	PGresult   *result = PQexecParams(node->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	ExecStatusType status = PQresultStatus(result);
+
+	*refusal = NULL;
+	if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+		return result;
+	if (PQstatus(node->conn) != CONNECTION_OK ||
+		PQresultErrorField(result, PG_DIAG_SQLSTATE) == NULL)
+	{
+		PQclear(result);
+		CitusNodeDisconnect(node);
+		return NULL;
+	}
+	*refusal = result;
+	return NULL;
+}
+
+/*
  * Run a statement on a node; NULL if the connection failed (*lost says so,
  * and the caller waits for the node), else the result, which the caller
  * clears.  A statement that the node refuses is an error here, with the
@@ -197,37 +225,51 @@ PGresult *
 CitusNodeExec(CitusNode *node, const char *sql, int nparams, const char *const *params,
 			  bool *lost)
 {
-	PGresult   *result;
-	ExecStatusType status;
+	PGresult   *refusal;
+	PGresult   *result = NodeExec(node, sql, nparams, params, &refusal);
+	char	   *fields[4];
+	const int	codes[4] = {PG_DIAG_SQLSTATE, PG_DIAG_MESSAGE_PRIMARY,
+		PG_DIAG_MESSAGE_DETAIL, PG_DIAG_MESSAGE_HINT};
 
-	*lost = false;
-	result = PQexecParams(node->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-	status = PQresultStatus(result);
-	if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+	*lost = result == NULL && refusal == NULL;
+	if (refusal == NULL)
 		return result;
-	if (PQstatus(node->conn) != CONNECTION_OK ||
-		PQresultErrorField(result, PG_DIAG_SQLSTATE) == NULL)
-	{
-		PQclear(result);
-		CitusNodeDisconnect(node);
-		*lost = true;
-		return NULL;
-	}
-	{
-		const char *sqlstate = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-		char	   *message = pstrdup(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
-		char	   *detail = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL) ?
-			pstrdup(PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL)) : NULL;
-		char	   *hint = PQresultErrorField(result, PG_DIAG_MESSAGE_HINT) ?
-			pstrdup(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT)) : NULL;
-
-		PQclear(result);
-		ereport(ERROR,
-				(errcode(MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4])),
-				 errmsg("%s", message),
-				 detail ? errdetail("%s", detail) : 0,
-				 hint ? errhint("%s", hint) : 0,
-				 errcontext("on Citus node %s", CitusNodeName(node))));
-	}
+	/* libpq's memory is not freed by an error: copy what it says first */
+	for (int i = 0; i < 4; i++)
+		fields[i] = PQresultErrorField(refusal, codes[i]) ?
+			pstrdup(PQresultErrorField(refusal, codes[i])) : NULL;
+	PQclear(refusal);
+	ereport(ERROR,
+			(errcode(PgSqlstateCode(fields[0])),
+			 errmsg("%s", fields[1] ? fields[1] : "the statement failed"),
+			 fields[2] ? errdetail("%s", fields[2]) : 0,
+			 fields[3] ? errhint("%s", fields[3]) : 0,
+			 errcontext("on Citus node %s", CitusNodeName(node))));
 	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Run a statement on a node, for what must go on if the node refuses it
+ * or is lost: the result (the caller clears it), or NULL with *error
+ * saying why (a sentence, for an errdetail).
+ */
+PGresult *
+CitusNodeTryExec(CitusNode *node, const char *sql, int nparams, const char *const *params,
+				 char **error)
+{
+	PGresult   *refusal;
+	PGresult   *result = NodeExec(node, sql, nparams, params, &refusal);
+
+	*error = NULL;
+	if (result != NULL)
+		return result;
+	if (refusal == NULL)
+		*error = psprintf("The connection to Citus node %s was lost.", CitusNodeName(node));
+	else
+	{
+		*error = psprintf("Citus node %s refused it: %s", CitusNodeName(node),
+						  PQresultErrorField(refusal, PG_DIAG_MESSAGE_PRIMARY));
+		PQclear(refusal);
+	}
+	return NULL;
 }

@@ -35,5 +35,7 @@ extern void CitusNodeDisconnect(CitusNode *node);
 extern char *CitusNodeName(const CitusNode *node);
 extern PGresult *CitusNodeExec(CitusNode *node, const char *sql, int nparams,
 							   const char *const *params, bool *lost);
+extern PGresult *CitusNodeTryExec(CitusNode *node, const char *sql, int nparams,
+								  const char *const *params, char **error);
 
 #endif							/* BGDDL_CITUS_NODES_H */

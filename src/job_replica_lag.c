@@ -128,33 +128,41 @@ FurthestBehind(StandbyLag *worst)
 
 /*
  * Before a batch: wait while a standby replays further behind than the
- * job's max_replica_lag (or the server's), saying which and how far in the
- * worker's activity (pg_stat_background_ddl.waiting_on).  The limit is read
+ * job's max_replica_lag (or the server's), saying which and how far in
+ * pg_stat_background_ddl.waiting_on.  The limit is read
  * again at every look (alter_ddl takes effect at once), and a control
  * request (pause, cancel) ends the wait.
  */
 void
 JobRunWaitForStandbys(JobRun *run)
 {
+	bool		waited = false;
+
 	for (;;)
 	{
 		int			limit_ms = run->job.max_replica_lag_ms >= 0 ?
 			run->job.max_replica_lag_ms : background_ddl_max_replica_lag_ms;
 		StandbyLag	worst;
-		bool		behind;
-		char		activity[256];
+		bool		behind = false;
+		char		reason[256];
 
-		if (limit_ms <= 0 || JobControlPending() || RecoveryInProgress())
+		if (limit_ms > 0 && !JobControlPending() && !RecoveryInProgress())
+		{
+			JobStepBegin("background_ddl: looking at the standbys", STEP_READ_COMMITTED);
+			behind = FurthestBehind(&worst) && worst.seconds * 1000 > limit_ms;
+			JobStepEnd();
+		}
+		if (!behind)
+		{
+			if (waited)
+				JobStepWaitingFor(NULL);
 			return;
-		JobStepBegin("background_ddl: looking at the standbys", STEP_READ_COMMITTED);
-		behind = FurthestBehind(&worst);
-		JobStepEnd();
-		if (!behind || worst.seconds * 1000 <= limit_ms)
-			return;
-		snprintf(activity, sizeof(activity),
-				 "background_ddl: waiting for standby \"%s\": %.1f s behind (%.1f MB of WAL), more than max_replica_lag %d ms",
+		}
+		snprintf(reason, sizeof(reason),
+				 "standby \"%s\": %.1f s behind (%.1f MB of WAL), more than max_replica_lag %d ms",
 				 worst.name, worst.seconds, worst.bytes / 1048576.0, limit_ms);
-		pgstat_report_activity(STATE_RUNNING, activity);
+		JobStepWaitingFor(reason);
+		waited = true;
 		JobStepSleep(Min(limit_ms / 2, 1000) + 1);
 		JobStepBegin("background_ddl: waiting for standbys (reading the limits)", STEP_READ_COMMITTED);
 		CatalogJobReadLimits(&run->job);

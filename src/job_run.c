@@ -162,11 +162,14 @@ JobRunRowsPerBatch(const BgddlJob *job)
 void
 JobRunPace(JobRun *run, uint64 rows, double seconds)
 {
+	bool		waited = false;
+
 	for (;;)
 	{
 		double		share = run->job.max_rate / Max(JobWorkerCount(), 1);
 		TimestampTz now = GetCurrentTimestamp();
 		double		wait_seconds;
+		char		reason[96];
 
 		if (run->job.max_rate <= 0 || JobControlPending())
 		{
@@ -192,11 +195,16 @@ JobRunPace(JobRun *run, uint64 rows, double seconds)
 		if (wait_seconds > JOB_GIVE_BACK_SECONDS)
 			JobStepGiveBack(TimestampTzPlusMilliseconds(now, (int64) (wait_seconds * 1000)),
 							psprintf("the rate limit of %g rows/s (alter_ddl)", run->job.max_rate));
-		pgstat_report_activity(STATE_RUNNING, "background_ddl: throttled by max_rate");
+		snprintf(reason, sizeof(reason), "the rate limit of %.15g rows/s (alter_ddl)",
+				 run->job.max_rate);
+		JobStepWaitingFor(reason);
+		waited = true;
 		JobStepSleep((long) (Min(wait_seconds, 1.0) * 1000) + 1);
 		JobStepBegin("background_ddl: throttled by max_rate (reading the limits)",
 					 STEP_READ_COMMITTED);
 		CatalogJobReadLimits(&run->job);
 		JobStepEnd();
 	}
+	if (waited)
+		JobStepWaitingFor(NULL);
 }

@@ -401,6 +401,21 @@ JobPublishLockWait(Oid relid, int mode)
 	LWLockRelease(JobShared->lock);
 }
 
+/*
+ * What else the job's first worker waits for (a standby, the rate limit, a
+ * Citus node), or NULL: nothing, for pg_stat_background_ddl.waiting_on.
+ * Shared memory, not the worker's activity: every role sees it.
+ */
+void
+JobPublishWaiting(const char *what)
+{
+	if (MyJobSlot == NULL || (MyWorkerSlot != NULL && MyWorkerSlot->helper))
+		return;
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	strlcpy(MyJobSlot->waiting_for, what != NULL ? what : "", JOB_WAITING_FOR_LEN);
+	LWLockRelease(JobShared->lock);
+}
+
 /* Does this worker hold a claimed chunk whose step has not ended? */
 static bool my_claim_in_flight = false;
 

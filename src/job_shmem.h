@@ -62,6 +62,9 @@ typedef struct JobWorkerSlot
  * progress: the job's workers let go of the job until it is back to zero.
  * The counters are the live progress of the job's workers.
  */
+/* The longest reason a job's worker gives for waiting (JobPublishWaiting) */
+#define JOB_WAITING_FOR_LEN	256
+
 typedef struct JobSlot
 {
 	Oid			database_oid;	/* InvalidOid: slot free */
@@ -91,6 +94,8 @@ typedef struct JobSlot
 	/* the lock the job's first worker is asking for (JobStepLockRelation) */
 	Oid			lock_relid;		/* InvalidOid: none */
 	int			lock_mode;
+	/* what else the job's first worker waits for ("": nothing), for every role to see */
+	char		waiting_for[JOB_WAITING_FOR_LEN];
 } JobSlot;
 
 typedef struct JobSharedState
@@ -126,6 +131,7 @@ extern void JobLiveRowsCommitted(void);
 extern void JobLiveRowsAborted(void);
 extern void JobPublishPhase(int phase);
 extern void JobPublishLockWait(Oid relid, int mode);
+extern void JobPublishWaiting(const char *what);
 extern uint32 JobClaimsOpen(int64 next_block, int64 end_block);
 extern void JobClaimsClose(void);
 extern uint32 JobBuildGeneration(void);

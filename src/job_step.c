@@ -137,6 +137,24 @@ JobControlAcknowledge(void)
 }
 
 /*
+ * Say what the job waits for between its steps (a standby, the rate limit,
+ * a Citus node), in pg_stat_background_ddl.waiting_on and the worker's
+ * activity, until the next call; NULL: nothing any more
+ */
+void
+JobStepWaitingFor(const char *what)
+{
+	char		activity[JOB_WAITING_FOR_LEN + 32];
+
+	if (what != NULL)
+	{
+		snprintf(activity, sizeof(activity), "background_ddl: waiting for %s", what);
+		pgstat_report_activity(STATE_RUNNING, activity);
+	}
+	JobPublishWaiting(what);
+}
+
+/*
  * Start a step.  Errors out (before starting anything) if the job must let
  * go: a control request is pending, or the server is shutting down.
  */

@@ -41,6 +41,7 @@ extern bool JobControlPending(void);
 extern bool JobControlOutstanding(void);
 extern void JobControlAcknowledge(void);
 extern void JobStepSleep(long milliseconds);
+extern void JobStepWaitingFor(const char *what);
 extern void JobStepHoldPoint(const char *point);
 extern void JobStepHoldAtChunk(int64 chunks_done);
 

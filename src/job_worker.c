@@ -124,7 +124,10 @@ WorkerDetach(int code, Datum arg)
 		slot->in_use = false;
 	MyWorkerSlot = NULL;
 	if (MyJobSlot != NULL && !slot->helper)
+	{
 		MyJobSlot->lock_relid = InvalidOid;
+		MyJobSlot->waiting_for[0] = '\0';
+	}
 	if (MyJobSlot != NULL && --MyJobSlot->workers <= 0)
 		MyJobSlot->database_oid = InvalidOid;
 	MyJobSlot = NULL;

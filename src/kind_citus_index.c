@@ -35,8 +35,9 @@
  * violation on one shard, say); failed or cancelled, the job cancels the
  * placements' jobs still running (each drops its own index), drops the
  * indexes of those that succeeded and the shells' index, then the
- * coordinator's.  A node unreachable then keeps what it has, with a
- * WARNING that names it.
+ * coordinator's.  A node unreachable or refusing then keeps what it has,
+ * with a WARNING that names it, kept with the job (ddl_messages).  A pause
+ * pauses the placements' jobs still running; they resume with the job.
  *
  *-------------------------------------------------------------------------
  */
@@ -52,6 +53,7 @@
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
+#include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_utilcmd.h"
@@ -65,6 +67,7 @@
 
 #include "catalog_access.h"
 #include "citus_nodes.h"
+#include "job_messages.h"
 #include "job_step.h"
 #include "kind.h"
 #include "pg_citus.h"
@@ -80,6 +83,13 @@
 
 /* Poll the nodes' jobs this often while nothing has changed */
 #define POLL_INTERVAL_MS	50
+
+/*
+ * A round over the nodes allocates in the run's round context, emptied at
+ * the start of the next round: a job polls for hours.  Steps end in the
+ * job's context: RoundMemory() again after each.
+ */
+#define RoundMemory(citus)	MemoryContextSwitchTo((citus)->round_context)
 
 /* A shard placement's build: its node's job */
 typedef struct PlacementBuild
@@ -107,27 +117,9 @@ typedef struct CitusIndexRun
 	char	   *index_definition;	/* the shell index's */
 	char	   *definition_tail;	/* from "USING ..." on */
 	bool		unique;
+	MemoryContext round_context;	/* what a round over the nodes allocates */
+	char		unreachable[256];	/* this round: a node that cannot be reached, and why ("": none) */
 } CitusIndexRun;
-
-/* The schema of an extension (its functions and views), by pg_extension */
-static Oid
-ExtensionSchema(Oid extension_oid)
-{
-	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			schema = InvalidOid;
-
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extension_oid));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
-		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return schema;
-}
 
 static Oid
 IndexedTable(const BgddlJob *job)
@@ -176,12 +168,16 @@ CitusIndexAccepts(Node *parsetree, const char **reason)
 	return KIND_ACCEPTED;
 }
 
-/* A unique index on a hash-distributed table must contain its distribution column */
+/*
+ * The table's owner only, as CREATE INDEX checks first; a unique index on a
+ * hash-distributed table must contain its distribution column
+ */
 static void
 CitusIndexValidate(KindSubmit *submit)
 {
 	IndexStmt  *stmt = CheckedNode(IndexStmt, submit->pstmt->utilityStmt);
-	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, false);
+	Oid			relid = RangeVarGetRelidExtended(stmt->relation, NoLock, 0,
+												 RangeVarCallbackOwnsRelation, NULL);
 	char	   *column;
 	bool		has_column = false;
 	ListCell   *lc;
@@ -208,7 +204,8 @@ static void
 CitusIndexReserve(KindSubmit *submit)
 {
 	IndexStmt  *stmt = copyObject(CheckedNode(IndexStmt, submit->pstmt->utilityStmt));
-	Oid			relid = RangeVarGetRelidExtended(stmt->relation, ShareLock, 0, NULL, NULL);
+	Oid			relid = RangeVarGetRelidExtended(stmt->relation, ShareLock, 0,
+												 RangeVarCallbackOwnsRelation, NULL);
 	ObjectAddress index;
 	char	   *name;
 
@@ -263,11 +260,11 @@ RunNode(CitusIndexRun *citus, const CitusNode *placement_node)
 
 /*
  * The placements, the shell index's definition and the names, from the
- * catalogs; the node jobs already submitted, from the job row.  Caller is in
- * a transaction.
+ * catalogs; the node jobs already submitted, from the job row; in context.
+ * Caller is in a transaction.
  */
 static CitusIndexRun *
-LoadRun(const BgddlJob *job)
+LoadRun(const BgddlJob *job, MemoryContext context)
 {
 	MemoryContext old_context;
 	CitusIndexRun *citus;
@@ -277,12 +274,12 @@ LoadRun(const BgddlJob *job)
 	ListCell   *lc;
 	int			i = 0;
 
-	old_context = MemoryContextSwitchTo(JobContext());
+	old_context = MemoryContextSwitchTo(context);
 	citus = palloc0(sizeof(CitusIndexRun));
 	citus->database = get_database_name(MyDatabaseId);
 	citus->role = GetUserNameFromId(job->identity.owner_oid, false);
 	citus->application_name = psprintf("background_ddl job %lld", (long long) job->id);
-	citus->schema = get_namespace_name(ExtensionSchema(CatalogRequire()->extension_oid));
+	citus->schema = get_namespace_name(PgExtensionSchema(CatalogRequire()->extension_oid));
 	citus->table_schema = get_namespace_name(get_rel_namespace(table_oid));
 	citus->table_name = get_rel_name(table_oid);
 	citus->index_name = get_rel_name(job->target_oid);
@@ -312,6 +309,8 @@ LoadRun(const BgddlJob *job)
 		strlcpy(build->state, build->node_job != 0 ? "submitted" : "", sizeof(build->state));
 	}
 	citus->nbuilds = i;
+	citus->round_context = AllocSetContextCreate(context, "background_ddl Citus round",
+												 ALLOCSET_SMALL_SIZES);
 	MemoryContextSwitchTo(old_context);
 	return citus;
 }
@@ -320,7 +319,7 @@ static void
 CitusIndexStart(JobRun *run)
 {
 	JobStepBegin("background_ddl: reading the shard placements", STEP_READ_COMMITTED);
-	run->kind_run = LoadRun(&run->job);
+	run->kind_run = LoadRun(&run->job, JobContext());
 	JobStepEnd();
 }
 
@@ -347,17 +346,10 @@ BuildEnded(const PlacementBuild *build)
 		strcmp(build->state, "cancelled") == 0;
 }
 
-/* Say in the worker's activity (waiting_on) that a node cannot be reached */
-static void
-WaitForNode(const CitusNode *node, const char *error)
-{
-	char		activity[512];
-
-	snprintf(activity, sizeof(activity), "background_ddl: waiting for Citus node %s: %s",
-			 CitusNodeName(node), error);
-	pgstat_report_activity(STATE_RUNNING, activity);
-}
-
+/*
+ * The connection to a node, or NULL: the node cannot be reached, and the
+ * run remembers which and why, for waiting_on (the first of a round)
+ */
 static PGconn *
 ConnectRunNode(CitusIndexRun *citus, CitusNode *node)
 {
@@ -365,30 +357,53 @@ ConnectRunNode(CitusIndexRun *citus, CitusNode *node)
 	PGconn	   *conn = CitusNodeConnect(node, citus->database, citus->role,
 										citus->application_name, &error);
 
-	if (conn == NULL)
-		WaitForNode(node, error);
+	if (conn == NULL && citus->unreachable[0] == '\0')
+		snprintf(citus->unreachable, sizeof(citus->unreachable), "Citus node %s: %s",
+				 CitusNodeName(node), error);
 	return conn;
+}
+
+/*
+ * The node's placement jobs that have not ended, as a bigint[] literal,
+ * only those last seen in state if it is given; NULL if there are none
+ */
+static char *
+NodeJobIds(const CitusIndexRun *citus, const CitusNode *node, const char *state)
+{
+	StringInfoData ids;
+
+	initStringInfo(&ids);
+	for (int i = 0; i < citus->nbuilds; i++)
+		if (citus->builds[i].node == node && citus->builds[i].node_job != 0 &&
+			!BuildEnded(&citus->builds[i]) &&
+			(state == NULL || strcmp(citus->builds[i].state, state) == 0))
+			appendStringInfo(&ids, "%s%lld", ids.len > 0 ? "," : "{",
+							 (long long) citus->builds[i].node_job);
+	if (ids.len == 0)
+		return NULL;
+	appendStringInfoChar(&ids, '}');
+	return ids.data;
+}
+
+/* The statement that pauses or resumes ($1) node jobs there */
+static char *
+ControlStatement(const CitusIndexRun *citus, const char *verb)
+{
+	return psprintf("SELECT count(*) FILTER (WHERE %s.%s_ddl(id)) FROM unnest($1::bigint[]) AS id",
+					quote_identifier(citus->schema), verb);
 }
 
 /* Read the state of a node's unfinished placement jobs; false if the node was lost */
 static bool
 PollNode(CitusIndexRun *citus, CitusNode *node)
 {
-	StringInfoData ids;
 	const char *params[1];
 	PGresult   *result;
 	bool		lost;
 
-	initStringInfo(&ids);
-	for (int i = 0; i < citus->nbuilds; i++)
-		if (citus->builds[i].node == node && citus->builds[i].node_job != 0 &&
-			!BuildEnded(&citus->builds[i]))
-			appendStringInfo(&ids, "%s%lld", ids.len > 0 ? "," : "{",
-							 (long long) citus->builds[i].node_job);
-	if (ids.len == 0)
+	params[0] = NodeJobIds(citus, node, NULL);
+	if (params[0] == NULL)
 		return true;
-	appendStringInfoChar(&ids, '}');
-	params[0] = ids.data;
 	result = CitusNodeExec(node,
 						   psprintf("SELECT id, state, rows_done, error, error_sqlstate, error_detail "
 									"FROM %s.pg_stat_background_ddl WHERE id = ANY ($1::bigint[])",
@@ -438,7 +453,7 @@ PollNode(CitusIndexRun *citus, CitusNode *node)
 
 				PQclear(result);
 				ereport(ERROR,
-						(errcode(MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4])),
+						(errcode(PgSqlstateCode(sqlstate)),
 						 errmsg("%s", message),
 						 errdetail("%s%sThe index of shard %lld on Citus node %s (background DDL job %lld there) %s.",
 								   detail ? detail : "", detail ? " " : "",
@@ -449,6 +464,16 @@ PollNode(CitusIndexRun *citus, CitusNode *node)
 		}
 	}
 	PQclear(result);
+
+	/* Jobs paused with this one (pause_ddl) run again with it */
+	params[0] = NodeJobIds(citus, node, "paused");
+	if (params[0] != NULL)
+	{
+		result = CitusNodeExec(node, ControlStatement(citus, "resume"), 1, params, &lost);
+		if (result == NULL)
+			return false;
+		PQclear(result);
+	}
 	return true;
 }
 
@@ -512,7 +537,7 @@ SubmitOnNode(JobRun *run, CitusIndexRun *citus, CitusNode *node)
 	return true;
 }
 
-/* The worker's activity (waiting_on) while the nodes build: each node's count */
+/* What the job waits for while the nodes build (waiting_on): each node's count */
 static char *
 NodesActivity(const CitusIndexRun *citus)
 {
@@ -520,7 +545,7 @@ NodesActivity(const CitusIndexRun *citus)
 	ListCell   *lc;
 
 	initStringInfo(&activity);
-	appendStringInfoString(&activity, "background_ddl: waiting for the shards' indexes (");
+	appendStringInfoString(&activity, "the shards' indexes (");
 	foreach(lc, citus->nodes)
 	{
 		CitusNode  *node = lfirst(lc);
@@ -555,15 +580,17 @@ CitusIndexBackfillStep(JobRun *run)
 	ListCell   *lc;
 	int64		done = 0;
 	int64		rows = 0;
-	bool		all_reached = true;
 
+	MemoryContextReset(citus->round_context);
+	RoundMemory(citus);
+	citus->unreachable[0] = '\0';
 	foreach(lc, citus->nodes)
 	{
 		CitusNode  *node = lfirst(lc);
 
-		if (ConnectRunNode(citus, node) == NULL || !PollNode(citus, node) ||
-			!SubmitOnNode(run, citus, node))
-			all_reached = false;
+		if (ConnectRunNode(citus, node) != NULL && PollNode(citus, node))
+			SubmitOnNode(run, citus, node);
+		RoundMemory(citus);
 	}
 	for (int i = 0; i < citus->nbuilds; i++)
 	{
@@ -573,10 +600,15 @@ CitusIndexBackfillStep(JobRun *run)
 	JobStepBegin("background_ddl: recording the progress", STEP_READ_COMMITTED);
 	CatalogJobSetBackfillTotals(&run->job, done, rows, done);
 	JobStepEnd();
+	RoundMemory(citus);
 	if (done == citus->nbuilds)
+	{
+		JobStepWaitingFor(NULL);
+		MemoryContextSwitchTo(JobContext());
 		return JOB_STEP_DONE;
-	if (all_reached)
-		pgstat_report_activity(STATE_RUNNING, NodesActivity(citus));
+	}
+	JobStepWaitingFor(citus->unreachable[0] != '\0' ? citus->unreachable : NodesActivity(citus));
+	MemoryContextSwitchTo(JobContext());
 	JobStepSleep(POLL_INTERVAL_MS);
 	return JOB_STEP_MORE;
 }
@@ -584,10 +616,12 @@ CitusIndexBackfillStep(JobRun *run)
 /*
  * Run statements on the nodes that hold Citus's metadata
  * (CitusNodesWithMetadata), with Citus's propagation off (the shells only);
- * false if one was lost
+ * false if one could not be reached.  A statement a node refuses is an
+ * error, unless discarding: then a WARNING, and the other nodes go on.
  */
 static bool
-OnMetadataNodes(CitusIndexRun *citus, List *nodes, const char *const *statements, int nstatements)
+OnMetadataNodes(CitusIndexRun *citus, List *nodes, const char *const *statements,
+				int nstatements, bool discarding)
 {
 	ListCell   *lc;
 	bool		all_reached = true;
@@ -596,19 +630,28 @@ OnMetadataNodes(CitusIndexRun *citus, List *nodes, const char *const *statements
 	{
 		CitusNode  *node = lfirst(lc);
 		bool		lost = false;
+		char	   *error = NULL;
 
 		if (ConnectRunNode(citus, node) == NULL)
 		{
 			all_reached = false;
 			continue;
 		}
-		for (int i = 0; i < nstatements && !lost; i++)
+		for (int i = 0; i < nstatements && !lost && error == NULL; i++)
 		{
-			PGresult   *result = CitusNodeExec(node, statements[i], 0, NULL, &lost);
+			PGresult   *result = discarding ?
+				CitusNodeTryExec(node, statements[i], 0, NULL, &error) :
+				CitusNodeExec(node, statements[i], 0, NULL, &lost);
 
 			if (result != NULL)
 				PQclear(result);
 		}
+		if (error != NULL)
+			ereport(WARNING,
+					(errmsg("could not remove the index \"%s\" from the shell table on Citus node %s",
+							citus->index_name, CitusNodeName(node)),
+					 errdetail("%s", error),
+					 errhint("Run there: %s", statements[nstatements - 1])));
 		all_reached &= !lost;
 		CitusNodeDisconnect(node);
 	}
@@ -626,17 +669,26 @@ CitusIndexCutOver(JobRun *run)
 	Oid			table_oid = IndexedTable(&run->job);
 	const char *statements[2];
 	List	   *nodes;
+	bool		reached;
 	int64		rows = 0;
 
+	MemoryContextReset(citus->round_context);
+	RoundMemory(citus);
 	statements[0] = "SET citus.enable_ddl_propagation TO off";
 	statements[1] = psprintf("CREATE %sINDEX IF NOT EXISTS %s ON %s %s", citus->unique ? "UNIQUE " : "",
 							 quote_identifier(citus->index_name),
 							 quote_qualified_identifier(citus->table_schema, citus->table_name),
 							 citus->definition_tail);
 	JobStepBegin("background_ddl: reading the Citus nodes", STEP_READ_COMMITTED);
+	RoundMemory(citus);
 	nodes = CitusNodesWithMetadata();
 	JobStepEnd();
-	if (!OnMetadataNodes(citus, nodes, statements, 2))
+	RoundMemory(citus);
+	citus->unreachable[0] = '\0';
+	reached = OnMetadataNodes(citus, nodes, statements, 2, false);
+	JobStepWaitingFor(reached ? NULL : citus->unreachable);
+	MemoryContextSwitchTo(JobContext());
+	if (!reached)
 	{
 		JobStepSleep(1000);
 		return JOB_STEP_MORE;
@@ -661,47 +713,56 @@ CitusIndexCutOver(JobRun *run)
 
 /*
  * A placement's job: cancelled if it has not ended (it drops what it made),
- * its index dropped if it succeeded; a node that cannot be reached keeps
- * it, with a WARNING saying what to do there
+ * its index dropped if it succeeded (also if it did while we cancelled it);
+ * a node that cannot be reached or refuses keeps it, with a WARNING saying
+ * what to do there
  */
 static void
 DiscardPlacement(CitusIndexRun *citus, PlacementBuild *build)
 {
 	char	   *index = quote_qualified_identifier(citus->table_schema,
 												   ShardName(citus->index_name, build->shard_id));
+	char	   *read_state = psprintf("SELECT state FROM %s.pg_stat_background_ddl WHERE id = $1::bigint",
+									  quote_identifier(citus->schema));
+	char	   *cancel = psprintf("SELECT %s.cancel_ddl($1::bigint)", quote_identifier(citus->schema));
 	const char *params[1];
-	PGresult   *result;
-	bool		lost = false;
-	char	   *state = NULL;
+	char	   *error = NULL;
+	bool		done = false;
 
 	if (build->node_job == 0)
 		return;
 	params[0] = psprintf("%lld", (long long) build->node_job);
-	if (ConnectRunNode(citus, build->node) != NULL &&
-		(result = CitusNodeExec(build->node,
-								psprintf("SELECT state FROM %s.pg_stat_background_ddl WHERE id = $1::bigint",
-										 quote_identifier(citus->schema)),
-								1, params, &lost)) != NULL)
+	citus->unreachable[0] = '\0';
+	if (ConnectRunNode(citus, build->node) == NULL)
+		error = pstrdup(citus->unreachable);
+	while (!done && error == NULL)
 	{
-		state = PQntuples(result) == 1 ? pstrdup(PQgetvalue(result, 0, 0)) : pstrdup("gone");
+		PGresult   *result = CitusNodeTryExec(build->node, read_state, 1, params, &error);
+		char	   *state;
+
+		if (result == NULL)
+			break;
+		state = pstrdup(PQntuples(result) == 1 ? PQgetvalue(result, 0, 0) : "gone");
 		PQclear(result);
+		if (strcmp(state, "succeeded") == 0)
+			result = CitusNodeTryExec(build->node, psprintf("DROP INDEX IF EXISTS %s", index),
+									  0, NULL, &error);
+		else if (strcmp(state, "failed") == 0 || strcmp(state, "cancelled") == 0 ||
+				 strcmp(state, "cancelling") == 0 || strcmp(state, "gone") == 0)
+			break;
+		else
+			result = CitusNodeTryExec(build->node, cancel, 1, params, &error);
+		/* cancel_ddl is false for a job that has just ended: look again */
+		done = result != NULL &&
+			(strcmp(state, "succeeded") == 0 || strcmp(PQgetvalue(result, 0, 0), "t") == 0);
+		if (result != NULL)
+			PQclear(result);
 	}
-	if (state != NULL && strcmp(state, "succeeded") == 0)
-		result = CitusNodeExec(build->node, psprintf("DROP INDEX IF EXISTS %s", index), 0, NULL, &lost);
-	else if (state != NULL && strcmp(state, "failed") != 0 && strcmp(state, "cancelled") != 0 &&
-			 strcmp(state, "gone") != 0)
-		result = CitusNodeExec(build->node,
-							   psprintf("SELECT %s.cancel_ddl($1::bigint)", quote_identifier(citus->schema)),
-							   1, params, &lost);
-	else
-		result = NULL;
-	if (result != NULL)
-		PQclear(result);
-	if (state == NULL || lost)
+	if (error != NULL)
 		ereport(WARNING,
 				(errmsg("could not remove the index of shard %lld on Citus node %s",
 						(long long) build->shard_id, CitusNodeName(build->node)),
-				 errdetail("The node cannot be reached."),
+				 errdetail("%s", error),
 				 errhint("Run cancel_ddl(%lld) there, or DROP INDEX %s there.",
 						 (long long) build->node_job, index)));
 }
@@ -721,22 +782,65 @@ CitusIndexDiscard(const BgddlJob *job, bool keep_target)
 	if (OidIsValid(job->target_oid) && get_rel_name(job->target_oid) != NULL &&
 		get_rel_name(IndexedTable(job)) != NULL)
 	{
-		citus = LoadRun(job);
+		citus = LoadRun(job, JobContext());
+		/* Its WARNINGs (what a node kept) stay with the job: ddl_messages() */
+		JobMessagesCatch(true);
 		for (int i = 0; i < citus->nbuilds; i++)
 			DiscardPlacement(citus, &citus->builds[i]);
 		statements[0] = "SET citus.enable_ddl_propagation TO off";
 		statements[1] = psprintf("DROP INDEX IF EXISTS %s",
 								 quote_qualified_identifier(citus->table_schema, citus->index_name));
-		if (!OnMetadataNodes(citus, CitusNodesWithMetadata(), statements, 2))
+		if (!OnMetadataNodes(citus, CitusNodesWithMetadata(), statements, 2, true))
 			ereport(WARNING,
 					(errmsg("could not remove the index \"%s\" from the shell tables of every Citus node",
 							citus->index_name),
 					 errdetail("A node that holds Citus's metadata cannot be reached.")));
+		JobMessagesCatch(false);
 		foreach(lc, citus->nodes)
 			CitusNodeDisconnect(lfirst(lc));
 	}
 	if (!keep_target)
 		PgRelationDrop(job->target_oid);
+}
+
+/*
+ * The job was paused (in the pausing transaction, the job's worker gone):
+ * so are its placements' jobs still running on the nodes.  Its worker
+ * resumes them when the job resumes, or at once if this pause is rolled
+ * back.  A node that cannot be reached goes on building, with a WARNING.
+ */
+static void
+CitusIndexPaused(const BgddlJob *job)
+{
+	CitusIndexRun *citus;
+	ListCell   *lc;
+
+	if (get_rel_name(job->target_oid) == NULL || get_rel_name(IndexedTable(job)) == NULL)
+		return;
+	citus = LoadRun(job, CurrentMemoryContext);
+	foreach(lc, citus->nodes)
+	{
+		CitusNode  *node = lfirst(lc);
+		const char *params[1];
+		char	   *error = NULL;
+		PGresult   *result = NULL;
+
+		params[0] = NodeJobIds(citus, node, NULL);
+		if (params[0] == NULL)
+			continue;
+		if (CitusNodeConnect(node, citus->database, citus->role, citus->application_name,
+							 &error) != NULL)
+			result = CitusNodeTryExec(node, ControlStatement(citus, "pause"), 1, params, &error);
+		if (result != NULL)
+			PQclear(result);
+		else
+			ereport(WARNING,
+					(errmsg("could not pause the jobs of background DDL job %lld on Citus node %s",
+							(long long) job->id, CitusNodeName(node)),
+					 errdetail("%s", error),
+					 errhint("They go on building; pause_ddl() pauses them there: %s.", params[0])));
+		CitusNodeDisconnect(node);
+	}
 }
 
 /* The removal talks to the nodes: the worker does it */
@@ -770,6 +874,7 @@ const KindRoutine kind_citus_index_routine = {
 	.plan = CitusIndexPlan,
 	.backfill_step = CitusIndexBackfillStep,
 	.cut_over = CitusIndexCutOver,
+	.paused = CitusIndexPaused,
 	.discard = CitusIndexDiscard,
 	.discards_in_any_transaction = CitusIndexDiscardsInAnyTransaction,
 	.build_here = CitusIndexBuildHere,

@@ -9,7 +9,12 @@
 #ifndef BGDDL_COMPAT_H
 #define BGDDL_COMPAT_H
 
+#include "access/genam.h"
+#include "access/table.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "utils/fmgroids.h"
 #include "executor/executor.h"
 #include "utils/acl.h"
 #include "utils/rel.h"
@@ -47,6 +52,42 @@
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
 #endif
+
+/* The schema of an extension (its functions and views) */
+#if PG_VERSION_NUM >= 160000
+#define PgExtensionSchema(extension_oid) get_extension_schema(extension_oid)
+#else
+static inline Oid
+PgExtensionSchema(Oid extension_oid)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			schema = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extension_oid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return schema;
+}
+#endif
+
+/*
+ * The error code of a SQLSTATE in its text form (another server's error,
+ * a job's recorded one); internal_error if it is not five characters
+ */
+static inline int
+PgSqlstateCode(const char *sqlstate)
+{
+	if (sqlstate == NULL || strlen(sqlstate) != 5)
+		return ERRCODE_INTERNAL_ERROR;
+	return MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4]);
+}
 
 /*
  * A parse tree node of the expected type, or an error: castNode checks only

@@ -45,6 +45,7 @@
 #include "job_shmem.h"
 #include "job_xact.h"
 #include "kind.h"
+#include "pg_compat.h"
 #include "session_control.h"
 #include "settings.h"
 
@@ -391,14 +392,8 @@ await_ddl(PG_FUNCTION_ARGS)
 				 job.error ? errdetail("%s", job.error) : 0));
 	if (job.state == JOB_STATE_FAILED)
 	{
-		const char *sqlstate = job.error_sqlstate;
-		int			sqlerrcode = ERRCODE_INTERNAL_ERROR;
-
-		if (sqlstate != NULL && strlen(sqlstate) == 5)
-			sqlerrcode = MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3],
-									   sqlstate[4]);
 		ereport(ERROR,
-				(errcode(sqlerrcode),
+				(errcode(PgSqlstateCode(job.error_sqlstate)),
 				 errmsg_internal("%s", job.error ? job.error : "background DDL job failed"),
 				 job.error_detail ? errdetail_internal("%s", job.error_detail) : 0,
 				 job.error_hint ? errhint("%s", job.error_hint) : 0));

@@ -41,6 +41,7 @@ typedef struct LiveJob
 	int			phase;
 	Oid			lock_relid;
 	int			lock_mode;
+	char		waiting_for[JOB_WAITING_FOR_LEN];
 } LiveJob;
 
 /*
@@ -71,8 +72,8 @@ LockHolders(Oid relid, LOCKMODE mode, pid_t pid)
 /*
  * The jobs of this database that have workers now: one worker's pid, the
  * number of workers, their live progress (rows of batches not yet committed
- * included) and phase, and the lock its first worker asks for, with the
- * pids of the sessions that hold it.
+ * included) and phase, the lock its first worker asks for, with the pids
+ * of the sessions that hold it, and what else that worker waits for.
  */
 Datum
 live_jobs(PG_FUNCTION_ARGS)
@@ -114,6 +115,7 @@ live_jobs(PG_FUNCTION_ARGS)
 		job->phase = slot->phase;
 		job->lock_relid = slot->lock_relid;
 		job->lock_mode = slot->lock_mode;
+		strlcpy(job->waiting_for, slot->waiting_for, JOB_WAITING_FOR_LEN);
 		njobs++;
 	}
 	LWLockRelease(JobShared->lock);
@@ -121,8 +123,8 @@ live_jobs(PG_FUNCTION_ARGS)
 	for (int i = 0; i < njobs; i++)
 	{
 		LiveJob    *job = &jobs[i];
-		Datum		values[10];
-		bool		nulls[10] = {0};
+		Datum		values[11];
+		bool		nulls[11] = {0};
 		const char *phase = CatalogPhaseName((JobPhase) job->phase);
 		char	   *holders;
 
@@ -144,6 +146,8 @@ live_jobs(PG_FUNCTION_ARGS)
 			values[9] = holders != NULL ? CStringGetTextDatum(holders) : (Datum) 0;
 			nulls[9] = holders == NULL;
 		}
+		values[10] = job->waiting_for[0] != '\0' ? CStringGetTextDatum(job->waiting_for) : (Datum) 0;
+		nulls[10] = job->waiting_for[0] == '\0';
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -5,7 +5,11 @@
 # plan, amcheck clean; a unique violation on one shard fails it and leaves
 # no index anywhere; a worker node killed and the coordinator restarted in
 # the middle, it resumes with no placement built twice; cancelled, nothing is
-# left on any node.  A view or table over a distributed table runs as Citus
+# left on any node.  As a table owner that is no superuser: the nodes' jobs
+# are that role's, a role with only SELECT gets nothing, pause_ddl pauses
+# the nodes' jobs and resume_ddl resumes them, a node down is named in
+# waiting_on, and a node that refuses a drop at cancel keeps its indexes
+# and the job says so.  A view or table over a distributed table runs as Citus
 # runs it, in the session, with a NOTICE that says why: the distributed
 # query's rows.  Tables that are not Citus's are jobs as usual.  Skipped
 # where Citus is not installed, unless BGDDL_REQUIRE_CITUS says the run must
@@ -16,6 +20,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
+use Time::HiRes qw(usleep);
 use lib "$FindBin::RealBin/../perl";
 use BackgroundDdlTest;
 
@@ -111,13 +116,15 @@ SELECT count(*) FROM run_command_on_placements('$table',
  WHERE success AND result = '1'});
 }
 
-# Indexes named like $index anywhere: placements, shells, the coordinator
+# Indexes named like $index anywhere: placements, shells, the coordinator.
+# (Citus hides a node's shards and their indexes from queries on pg_class,
+# not on pg_index.)
 sub indexes_anywhere
 {
 	my ($table, $index) = @_;
 	my $count = 0;
 	$count += $_->safe_psql('postgres',
-		"SELECT count(*) FROM pg_class WHERE relkind = 'i' AND relname LIKE '$index%'")
+		"SELECT count(*) FROM pg_index WHERE indexrelid::regclass::text LIKE '$index%'")
 	  for ($coordinator, @workers);
 	return $count;
 }
@@ -180,12 +187,12 @@ ok(wait_job_state($coordinator, $job, 'failed'), 'a duplicate on one shard: the 
 like( $coordinator->safe_psql('postgres', "SELECT error || ' / ' || error_sqlstate FROM pg_stat_background_ddl WHERE id = $job"),
 	qr/could not create unique index "ev_u_\d+" \/ 23505/, 'with the shard\'s error');
 ok($coordinator->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_u%'"),
+		"SELECT count(*) = 0 FROM pg_index WHERE indexrelid::regclass::text LIKE 'ev\\_u%'"),
 	'the coordinator\'s index is gone');
 ok( $workers[0]->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_class WHERE relkind = 'i' AND relname LIKE 'ev\\_u%'")
+		"SELECT count(*) = 0 FROM pg_index WHERE indexrelid::regclass::text LIKE 'ev\\_u%'")
 	  && $workers[1]->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_class WHERE relkind = 'i' AND relname LIKE 'ev\\_u%'"),
+		"SELECT count(*) = 0 FROM pg_index WHERE indexrelid::regclass::text LIKE 'ev\\_u%'"),
 	'no index of it is left on any node');
 $coordinator->safe_psql('postgres', "DELETE FROM ev WHERE p = 'dup'");
 
@@ -228,15 +235,140 @@ $coordinator->safe_psql('postgres', "SELECT cancel_ddl($job)");
 release_hold($workers[1], $hold);
 ok(wait_job_state($coordinator, $job, 'cancelled'), 'cancelled');
 ok($coordinator->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_c\\_idx%'")
+		"SELECT count(*) = 0 FROM pg_index WHERE indexrelid::regclass::text LIKE 'ev\\_c\\_idx%'")
 	  && $workers[0]->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_c\\_idx%'")
+		"SELECT count(*) = 0 FROM pg_index WHERE indexrelid::regclass::text LIKE 'ev\\_c\\_idx%'")
 	  && $workers[1]->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_class WHERE relname LIKE 'ev\\_c\\_idx%'"),
+		"SELECT count(*) = 0 FROM pg_index WHERE indexrelid::regclass::text LIKE 'ev\\_c\\_idx%'"),
 	'cancel: no index of it on any node');
 ok( $workers[1]->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_stat_background_ddl WHERE state NOT IN ('succeeded', 'failed', 'cancelled')"),
 	'cancel: no job of it left running on the nodes');
+
+# As a table owner that is not a superuser.  The nodes' jobs are that
+# role's; a role with only SELECT cannot build one nor control the owner's.
+$coordinator->safe_psql('postgres', q{
+CREATE ROLE alice LOGIN;
+CREATE ROLE bob LOGIN;
+GRANT CREATE ON SCHEMA public TO alice;
+SET ROLE alice;
+CREATE TABLE al (id bigint, p text);
+SELECT create_distributed_table('al', 'id');
+INSERT INTO al SELECT g, 'p' || g FROM generate_series(1, 20000) g;
+GRANT SELECT ON al TO bob;
+});
+
+# Run SQL on the coordinator as a role; returns (stdout, stderr)
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($stdout, $stderr);
+	$coordinator->psql('postgres', $sql, stdout => \$stdout, stderr => \$stderr,
+		extra_params => [ '-U', $role ]);
+	return ($stdout, $stderr);
+}
+
+# Poll (bounded, as the usual poll) until a query run as a role returns t
+sub poll_as
+{
+	my ($role, $sql) = @_;
+	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	{
+		my ($out) = as_role($role, $sql);
+		return 1 if defined $out && $out eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# The states of the nodes' jobs of coordinator job $job on a node
+sub node_job_states
+{
+	my ($node, $job) = @_;
+	return $node->safe_psql('postgres', qq{
+SELECT string_agg(DISTINCT state, ',' ORDER BY state) FROM background_ddl.job
+ WHERE idempotency_key LIKE 'background_ddl job $job on %'});
+}
+
+(undef, $stderr) = as_role('bob', 'SET background_ddl = on; CREATE INDEX al_b_idx ON al (p)');
+like($stderr, qr/must be owner of table al/, 'a role with only SELECT: refused at submit');
+$hold = hold_at($workers[1], 'chunk 0');
+$job = submit_job($coordinator, 'CREATE INDEX al_p_idx ON al (p)', user => 'alice');
+ok(held_on($workers[1]), 'the owner\'s job: a placement\'s job held on worker 2');
+ok(poll_as('alice', "SELECT waiting_on LIKE 'the shards'' indexes (%' FROM pg_stat_background_ddl WHERE id = $job"),
+	'the owner reads waiting_on');
+(undef, $stderr) = as_role('bob', "SELECT pause_ddl($job)");
+like($stderr, qr/permission denied to pause background DDL job $job/, 'a role with only SELECT cannot pause it');
+(undef, $stderr) = as_role('bob', "SELECT cancel_ddl($job)");
+like($stderr, qr/permission denied to cancel background DDL job $job/, 'nor cancel it');
+is( $workers[1]->safe_psql('postgres', qq{
+SELECT count(*) FROM background_ddl.job
+ WHERE idempotency_key LIKE 'background_ddl job $job on %' AND owner_oid <> 'alice'::regrole}),
+	'0', 'the nodes\' jobs are the owner\'s');
+
+# pause_ddl pauses the nodes' jobs still running; resume_ddl resumes them
+my ($out) = as_role('alice', "SELECT pause_ddl($job)");
+is($out, 't', 'pause_ddl as the owner');
+like(node_job_states($workers[1], $job), qr/^(paused|paused,succeeded)$/,
+	'paused: its jobs on worker 2 are paused');
+like(node_job_states($workers[0], $job), qr/^(paused|paused,succeeded|succeeded)$/,
+	'paused: none runs on worker 1');
+release_hold($workers[1], $hold);
+like(node_job_states($workers[1], $job), qr/^(paused|paused,succeeded)$/,
+	'the hold released: still paused until resume_ddl');
+($out) = as_role('alice', "SELECT resume_ddl($job)");
+ok(wait_job_state($coordinator, $job, 'succeeded'), 'resumed: the owner\'s job succeeded');
+is(valid_placements('al', 'al_p_idx'), $shards, 'resumed: valid on every shard');
+is(node_jobs($job), $placements, 'resumed: one node job per placement');
+
+# A worker node down: the owner sees which in waiting_on; back up, the job ends
+$workers[1]->stop;
+$job = submit_job($coordinator, 'CREATE INDEX al_i_idx ON al (id, p)', user => 'alice');
+my $port2 = $workers[1]->port;
+ok(poll_as('alice', "SELECT waiting_on ~ '^Citus node localhost:$port2: .*failed'
+                       FROM pg_stat_background_ddl WHERE id = $job"),
+	'a node down: waiting_on names it');
+$workers[1]->start;
+ok(wait_job_state($coordinator, $job, 'succeeded'), 'the node back: succeeded');
+is(valid_placements('al', 'al_i_idx'), $shards, 'the node back: valid on every shard');
+
+# At cancel, a node that refuses to drop its placements' indexes keeps them
+# and the job says so (a WARNING with it); the other nodes' and the
+# coordinator's are dropped.
+$workers[1]->safe_psql('postgres', q{
+SET citus.enable_ddl_propagation TO off;
+CREATE FUNCTION refuse_drop() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF current_query() LIKE '%al_r_idx%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+END $$;
+CREATE EVENT TRIGGER refuse_drop ON ddl_command_start WHEN TAG IN ('DROP INDEX')
+  EXECUTE FUNCTION refuse_drop();
+});
+$hold = hold_at($workers[0], 'chunk 0');
+$job = submit_job($coordinator, 'CREATE INDEX al_r_idx ON al (p, id)', user => 'alice');
+ok(poll_as('alice', "SELECT waiting_on LIKE '%localhost:$port2: 16 of 16 done%' FROM pg_stat_background_ddl WHERE id = $job"),
+	'worker 2 built its placements');
+($out) = as_role('alice', "SELECT cancel_ddl($job)");
+release_hold($workers[0], $hold);
+ok(wait_job_state($coordinator, $job, 'cancelled'), 'cancelled while worker 2 refuses drops');
+ok( $workers[0]->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_index WHERE indexrelid::regclass::text LIKE 'al\\_r\\_idx%'"),
+	'worker 1 keeps no index of it');
+is(indexes_anywhere('al', 'al_r_idx'), 16, 'only worker 2\'s placements\' indexes are left');
+is( (as_role('alice', qq{
+SELECT count(*) FILTER (WHERE message ~ '^could not remove the index of shard \\d+ on Citus node localhost:$port2\$'
+                          AND hint LIKE 'Run cancel_ddl(%) there, or DROP INDEX public.al_r_idx_% there.')
+       || ' ' || count(*) FILTER (WHERE message = 'could not remove the index "al_r_idx" from the shell table on Citus node localhost:$port2')
+  FROM ddl_messages($job) WHERE severity = 'WARNING'}))[0],
+	'16 1', 'the job keeps a WARNING per index kept, with what to run there');
+$workers[1]->safe_psql('postgres', q{
+SET citus.enable_ddl_propagation TO off;
+DROP EVENT TRIGGER refuse_drop;
+DO $$DECLARE i text; BEGIN
+  FOR i IN SELECT indexrelid::regclass::text FROM pg_index WHERE indexrelid::regclass::text LIKE 'al_r_idx%' LOOP
+    EXECUTE format('DROP INDEX %s', i);
+  END LOOP; END $$;
+});
 
 # A view, a table and a refresh over the distributed table: the distributed
 # query's rows.

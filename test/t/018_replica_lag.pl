@@ -2,6 +2,8 @@
 # waits between its batches while a streaming standby replays further behind
 # than that, says which standby in waiting_on, and goes on once the standby
 # catches up (pg_wal_replay_resume) or once alter_ddl lifts the limit for it.
+# Every role reads what the job waits for (shared memory, not the worker's
+# activity, which only privileged roles read).
 # Chains of jobs on the primary (background_ddl.after) are replayed as any
 # catalog change.
 use strict;
@@ -20,6 +22,8 @@ wal_sender_timeout = '5s'
 }, allows_streaming => 1);
 $primary->safe_psql('postgres',
 	'CREATE TABLE events AS SELECT g AS id, g % 100 AS account FROM generate_series(1, 40000) g');
+# A role with no privileges: it sees what a job waits for, as the job's role does
+$primary->safe_psql('postgres', 'CREATE ROLE watcher LOGIN');
 create_slow_function($primary, 'slowk', 'int');
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -42,6 +46,10 @@ sub job_waiting_for_the_standby
 			"SELECT waiting_on LIKE 'standby \"standby\": % s behind (% MB of WAL), more than max_replica_lag 1000 ms'
 			   FROM pg_stat_background_ddl WHERE id = $job"),
 		"$name: the job waits for the standby, and says so");
+	is( $primary->safe_psql('postgres',
+			"SELECT waiting_on LIKE 'standby \"standby\": % s behind%' FROM pg_stat_background_ddl WHERE id = $job",
+			extra_params => [ '-U', 'watcher' ]),
+		't', "$name: a role without privileges reads it too");
 	my $chunks = $primary->safe_psql('postgres',
 		"SELECT chunks_done FROM pg_stat_background_ddl WHERE id = $job");
 	# It stays put while the standby does not replay: the lag it reports
