@@ -12,13 +12,15 @@
 # the medians, the ratios (background / other) and the writers' statements that failed on a lock
 # timeout during each build.
 #
-# Usage: bench/citus_index.sh   (env ROWS, default 4000000; ROUNDS, default 3; WRITERS, default 2)
+# Usage: bench/citus_index.sh   (env ROWS, default 4000000; ROUNDS, default 3; WRITERS, default 2;
+#   JOBS_PER_NODE, default 2: background_ddl.citus_jobs_per_node, and the nodes' max_workers)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 
 ROWS=${ROWS:-4000000}
 ROUNDS=${ROUNDS:-3}
 WRITERS=${WRITERS:-2}
+JOBS_PER_NODE=${JOBS_PER_NODE:-2}
 BASE_PORT=${BASE_PORT:-54340}
 
 need_root
@@ -51,6 +53,8 @@ citus.node_conninfo = 'sslmode=disable'
 shared_buffers = 1GB
 max_worker_processes = 24
 max_wal_size = 8GB
+background_ddl.citus_jobs_per_node = $JOBS_PER_NODE
+background_ddl.max_workers = $((JOBS_PER_NODE > 2 ? JOBS_PER_NODE : 2))
 CONF
     echo "host all all 127.0.0.1/32 trust" >>"$DIR/n$port/pg_hba.conf"
     runuser -u postgres -- "$PGBIN/pg_ctl" -D "$DIR/n$port" -l "$DIR/n$port.log" -w start >/dev/null

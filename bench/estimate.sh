@@ -48,6 +48,24 @@ trap cluster_stop EXIT
 cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
 sql -q -c "CREATE EXTENSION background_ddl"
 
+# measure SIZE NAME WHAT STATEMENT OBJECT ROWS_QUERY DROP: estimate_ddl(WHAT), then STATEMENT as a
+# job; report the estimate against the job's time, OBJECT's rows (ROWS_QUERY), size and WAL
+measure() {
+    local size=$1 name=$2 what=$3 statement=$4 object=$5 rows_query=$6 drop=$7
+    local est_s est_rows est_bytes est_wal wal0 job job_s rows bytes wal
+    read -r est_s est_rows est_bytes est_wal <<<"$(sql -F ' ' -c "SELECT coalesce(seconds, -1), rows, bytes, wal_bytes
+                                                                FROM estimate_ddl(\$\$$what\$\$)")"
+    wal0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
+    job=$(sql -c "SET background_ddl = on" -c "$statement" -c "SELECT last_ddl_job()" | tail -n1)
+    sql -q -c "CALL await_ddl($job)"
+    read -r job_s rows bytes wal <<<"$(sql -F ' ' -c "SELECT extract(epoch FROM finished_at - submitted_at),
+                                                        ($rows_query), pg_relation_size('$object'),
+                                                        pg_current_wal_insert_lsn() - '$wal0'::pg_lsn
+                                                   FROM pg_stat_background_ddl WHERE id = $job")"
+    sql -q -c "$drop" -c "CHECKPOINT"
+    report "$size" "$name" "$est_s" "$job_s" "$est_rows" "$rows" "$est_bytes" "$bytes" "$est_wal" "$wal"
+}
+
 printf '%-10s %-14s %9s %9s %6s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n' \
     rows query est_s job_s ratio est_rows rows ratio est_MB MB ratio est_walMB walMB ratio >"$CLUSTER_DIR/results"
 for size in $SIZES; do
@@ -57,33 +75,12 @@ for size in $SIZES; do
             FROM generate_series(1, $size) g" \
         -c "VACUUM ANALYZE events" -c "CHECKPOINT"
     for i in 0 1; do
-        q=${QUERIES[$i]}
-        read -r est_s est_rows est_bytes est_wal <<<"$(sql -F ' ' -c "SELECT coalesce(seconds, -1), rows, bytes, wal_bytes
-                                                                    FROM estimate_ddl(\$\$$q\$\$)")"
-        wal0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
-        job=$(sql -c "SET background_ddl = on" -c "CREATE MATERIALIZED VIEW mv AS $q" -c "SELECT last_ddl_job()" | tail -n1)
-        sql -q -c "CALL await_ddl($job)"
-        read -r job_s rows bytes wal <<<"$(sql -F ' ' -c "SELECT extract(epoch FROM finished_at - submitted_at),
-                                                            (SELECT count(*) FROM mv), pg_relation_size('mv'),
-                                                            pg_current_wal_insert_lsn() - '$wal0'::pg_lsn
-                                                       FROM pg_stat_background_ddl WHERE id = $job")"
-        sql -q -c "DROP MATERIALIZED VIEW mv" -c "CHECKPOINT"
-        report "$size" "${NAMES[$i]}" "$est_s" "$job_s" "$est_rows" "$rows" "$est_bytes" "$bytes" "$est_wal" "$wal"
+        measure "$size" "${NAMES[$i]}" "${QUERIES[$i]}" "CREATE MATERIALIZED VIEW mv AS ${QUERIES[$i]}" \
+            mv "SELECT count(*) FROM mv" "DROP MATERIALIZED VIEW mv"
     done
     for i in 0 1; do
-        q=${INDEXES[$i]}
-        read -r est_s est_rows est_bytes est_wal <<<"$(sql -F ' ' -c "SELECT coalesce(seconds, -1), rows, bytes, wal_bytes
-                                                                    FROM estimate_ddl(\$\$$q\$\$)")"
-        wal0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
-        job=$(sql -c "SET background_ddl = on" -c "$q" -c "SELECT last_ddl_job()" | tail -n1)
-        sql -q -c "CALL await_ddl($job)"
-        read -r job_s rows bytes wal <<<"$(sql -F ' ' -c "SELECT extract(epoch FROM finished_at - submitted_at),
-                                                            (SELECT reltuples::bigint FROM pg_class WHERE relname = 'est_idx'),
-                                                            pg_relation_size('est_idx'),
-                                                            pg_current_wal_insert_lsn() - '$wal0'::pg_lsn
-                                                       FROM pg_stat_background_ddl WHERE id = $job")"
-        sql -q -c "DROP INDEX est_idx" -c "CHECKPOINT"
-        report "$size" "${INDEX_NAMES[$i]}" "$est_s" "$job_s" "$est_rows" "$rows" "$est_bytes" "$bytes" "$est_wal" "$wal"
+        measure "$size" "${INDEX_NAMES[$i]}" "${INDEXES[$i]}" "${INDEXES[$i]}" \
+            est_idx "SELECT reltuples::bigint FROM pg_class WHERE relname = 'est_idx'" "DROP INDEX est_idx"
     done
 done
 echo

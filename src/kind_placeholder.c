@@ -132,6 +132,15 @@ AddJob(List **jobs, int64 job_id)
 	*jobs = lappend(*jobs, id);
 }
 
+/* A CREATE TABLE AS job's own table (its hidden table); InvalidOid for other kinds */
+static Oid
+JobFutureTable(const BgddlJob *job)
+{
+	if (strcmp(job->kind, KIND_CTAS_NAME) != 0)
+		return InvalidOid;
+	return (Oid) CatalogKindStateInt(job->kind_state, KIND_CTAS_HIDDEN_OID);
+}
+
 /*
  * Refuse a plan that reads the placeholder of an unfinished job, naming the
  * job.  With a query (the query the plan was made from, of a new job),
@@ -166,9 +175,8 @@ PlaceholderReads(PlannedStmt *plan, Query *query)
 			continue;
 		if (query != NULL && CatalogJobLoad(job_id, &job, true) &&
 			(strcmp(job.kind, KIND_MATVIEW_NAME) == 0 ||
-			 (strcmp(job.kind, KIND_CTAS_NAME) == 0 &&
-			  RetargetToFutureTable(query, rte->relid,
-									(Oid) CatalogKindStateInt(job.kind_state, KIND_CTAS_HIDDEN_OID)))))
+			 (OidIsValid(JobFutureTable(&job)) &&
+			  RetargetToFutureTable(query, rte->relid, JobFutureTable(&job)))))
 		{
 			AddJob(&jobs, job_id);
 			continue;
@@ -243,9 +251,9 @@ KindPlaceholderFutureTable(Oid relid, int64 *job_id)
 	BgddlJob	job;
 
 	*job_id = KindPlaceholderJob(relid);
-	if (*job_id == 0 || !CatalogJobLoad(*job_id, &job, true) || strcmp(job.kind, KIND_CTAS_NAME) != 0)
+	if (*job_id == 0 || !CatalogJobLoad(*job_id, &job, true))
 		return InvalidOid;
-	return (Oid) CatalogKindStateInt(job.kind_state, KIND_CTAS_HIDDEN_OID);
+	return JobFutureTable(&job);
 }
 
 /*
