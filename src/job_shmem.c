@@ -21,6 +21,7 @@
 
 #include <signal.h>
 
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -409,10 +410,14 @@ JobPublishLockWait(Oid relid, int mode)
 void
 JobPublishWaiting(const char *what)
 {
+	int			length = what != NULL ? pg_mbcliplen(what, strlen(what), JOB_WAITING_FOR_LEN - 1) : 0;
+
 	if (MyJobSlot == NULL || (MyWorkerSlot != NULL && MyWorkerSlot->helper))
 		return;
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
-	strlcpy(MyJobSlot->waiting_for, what != NULL ? what : "", JOB_WAITING_FOR_LEN);
+	if (length > 0)
+		memcpy(MyJobSlot->waiting_for, what, length);
+	MyJobSlot->waiting_for[length] = '\0';
 	LWLockRelease(JobShared->lock);
 }
 

@@ -60,6 +60,7 @@ static bool query_in_progress = false;
 static JobQueryContext query_context;
 static uint64 acknowledged_generation = 0;
 static bool job_stopping = false;	/* only the steps that record the stop remain */
+static bool step_recording = false; /* JobStepBeginRecording's step: interrupts held */
 static bool lock_wait_failed = false;	/* JobStepLockRelation gave up in this step */
 
 /* Create the job's and the steps' memory contexts; once per worker */
@@ -163,12 +164,12 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 {
 	Assert(!step_in_progress);
 	CHECK_FOR_INTERRUPTS();
-	if (!job_stopping && (JobShutdownRequested || JobControlPending()))
+	if (!job_stopping && !step_recording && (JobShutdownRequested || JobControlPending()))
 		ereport(ERROR,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("background DDL job %lld is letting go of its work",
 						(long long) step_job_id)));
-	if (!job_stopping && JobGiveBackRequested())
+	if (!job_stopping && !step_recording && JobGiveBackRequested())
 		JobStepGiveBack(GetCurrentTimestamp(), "a fair share of the workers for other roles");
 
 	lock_wait_failed = false;
@@ -189,6 +190,20 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 	MemoryContextSwitchTo(step_context);
 	pgstat_report_activity(STATE_RUNNING, activity);
 	step_in_progress = true;
+}
+
+/*
+ * Start a step that records work the job has already done outside its own
+ * transactions (a job submitted on another server), which must not be
+ * lost: a pending control request, give-back or shutdown does not stop it,
+ * and interrupts wait until JobStepEnd.  The next step lets go.
+ */
+void
+JobStepBeginRecording(const char *activity)
+{
+	HOLD_INTERRUPTS();
+	step_recording = true;
+	JobStepBegin(activity, STEP_READ_COMMITTED);
 }
 
 /*
@@ -219,6 +234,11 @@ JobStepEnd(void)
 	MemoryContextSwitchTo(job_context);
 	MemoryContextReset(step_context);
 	pgstat_report_activity(STATE_IDLE, NULL);
+	if (step_recording)
+	{
+		step_recording = false;
+		RESUME_INTERRUPTS();
+	}
 }
 
 /*
@@ -242,6 +262,9 @@ JobStepAbort(void)
 	SetUserIdAndSecContext(GetSessionUserId(), 0);
 	JobLiveRowsAborted();
 	JobClaimSettled();
+	/* What it waited for is no longer what it waits for (an ERROR resets the interrupt holdoff) */
+	JobPublishWaiting(NULL);
+	step_recording = false;
 	step_in_progress = false;
 	query_in_progress = false;
 	MemoryContextSwitchTo(job_context);

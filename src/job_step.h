@@ -29,6 +29,7 @@ extern void JobStepsInit(int64 job_id);
 extern MemoryContext JobContext(void);
 extern void JobStepsStopping(void);
 extern void JobStepBegin(const char *activity, JobStepIsolation isolation);
+extern void JobStepBeginRecording(const char *activity);
 extern void JobStepTakeSnapshot(void);
 extern void JobStepEnd(void);
 extern void JobStepAbort(void);

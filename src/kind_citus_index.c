@@ -118,7 +118,7 @@ typedef struct CitusIndexRun
 	char	   *definition_tail;	/* from "USING ..." on */
 	bool		unique;
 	MemoryContext round_context;	/* what a round over the nodes allocates */
-	char		unreachable[256];	/* this round: a node that cannot be reached, and why ("": none) */
+	char	   *unreachable;	/* this round: a node that cannot be reached, and why */
 } CitusIndexRun;
 
 static Oid
@@ -318,6 +318,16 @@ LoadRun(const BgddlJob *job, MemoryContext context)
 static void
 CitusIndexStart(JobRun *run)
 {
+	CitusIndexRun *previous = run->kind_run;
+
+	/* Again after letting go (a pause rolled back): the last run's connections go */
+	if (previous != NULL)
+	{
+		ListCell   *lc;
+
+		foreach(lc, previous->nodes)
+			CitusNodeDisconnect(lfirst(lc));
+	}
 	JobStepBegin("background_ddl: reading the shard placements", STEP_READ_COMMITTED);
 	run->kind_run = LoadRun(&run->job, JobContext());
 	JobStepEnd();
@@ -346,10 +356,16 @@ BuildEnded(const PlacementBuild *build)
 		strcmp(build->state, "cancelled") == 0;
 }
 
-/*
- * The connection to a node, or NULL: the node cannot be reached, and the
- * run remembers which and why, for waiting_on (the first of a round)
- */
+/* The run remembers the first node of a round it lost, and why, for waiting_on */
+static void
+NodeLost(CitusIndexRun *citus, const CitusNode *node, const char *why)
+{
+	if (citus->unreachable == NULL)
+		citus->unreachable = MemoryContextStrdup(citus->round_context,
+												 psprintf("Citus node %s: %s", CitusNodeName(node), why));
+}
+
+/* The connection to a node, or NULL: the node cannot be reached (NodeLost) */
 static PGconn *
 ConnectRunNode(CitusIndexRun *citus, CitusNode *node)
 {
@@ -357,10 +373,22 @@ ConnectRunNode(CitusIndexRun *citus, CitusNode *node)
 	PGconn	   *conn = CitusNodeConnect(node, citus->database, citus->role,
 										citus->application_name, &error);
 
-	if (conn == NULL && citus->unreachable[0] == '\0')
-		snprintf(citus->unreachable, sizeof(citus->unreachable), "Citus node %s: %s",
-				 CitusNodeName(node), error);
+	if (conn == NULL)
+		NodeLost(citus, node, error);
 	return conn;
+}
+
+/* Run a statement on a node (CitusNodeExec); NULL if the connection was lost (NodeLost) */
+static PGresult *
+RunOnNode(CitusIndexRun *citus, CitusNode *node, const char *sql, int nparams,
+		  const char *const *params)
+{
+	bool		lost;
+	PGresult   *result = CitusNodeExec(node, sql, nparams, params, &lost);
+
+	if (lost)
+		NodeLost(citus, node, "the connection was lost");
+	return result;
 }
 
 /*
@@ -385,30 +413,37 @@ NodeJobIds(const CitusIndexRun *citus, const CitusNode *node, const char *state)
 	return ids.data;
 }
 
-/* The statement that pauses or resumes ($1) node jobs there */
+/*
+ * The statement that pauses or resumes ($1) those of the node jobs $2 that
+ * are in one of the states $3 there (one purged or ended meanwhile is left)
+ */
 static char *
-ControlStatement(const CitusIndexRun *citus, const char *verb)
+ControlStatement(const CitusIndexRun *citus)
 {
-	return psprintf("SELECT count(*) FILTER (WHERE %s.%s_ddl(id)) FROM unnest($1::bigint[]) AS id",
-					quote_identifier(citus->schema), verb);
+	const char *schema = quote_identifier(citus->schema);
+
+	return psprintf("SELECT count(*) FILTER (WHERE CASE $1 WHEN 'pause' THEN %s.pause_ddl(s.id) "
+					"ELSE %s.resume_ddl(s.id) END) "
+					"FROM %s.pg_stat_background_ddl s "
+					"WHERE s.id = ANY ($2::bigint[]) AND s.state = ANY ($3::text[])",
+					schema, schema, schema);
 }
 
 /* Read the state of a node's unfinished placement jobs; false if the node was lost */
 static bool
 PollNode(CitusIndexRun *citus, CitusNode *node)
 {
-	const char *params[1];
+	const char *params[3];
 	PGresult   *result;
-	bool		lost;
 
 	params[0] = NodeJobIds(citus, node, NULL);
 	if (params[0] == NULL)
 		return true;
-	result = CitusNodeExec(node,
-						   psprintf("SELECT id, state, rows_done, error, error_sqlstate, error_detail "
-									"FROM %s.pg_stat_background_ddl WHERE id = ANY ($1::bigint[])",
-									quote_identifier(citus->schema)),
-						   1, params, &lost);
+	result = RunOnNode(citus, node,
+					   psprintf("SELECT id, state, rows_done, error, error_sqlstate, error_detail "
+								"FROM %s.pg_stat_background_ddl WHERE id = ANY ($1::bigint[])",
+								quote_identifier(citus->schema)),
+					   1, params);
 	if (result == NULL)
 		return false;
 	/* A placement's job no longer in the node's catalog (purged) cannot end: an error */
@@ -446,14 +481,15 @@ PollNode(CitusIndexRun *citus, CitusNode *node)
 			build->rows = PQgetisnull(result, row, 2) ? 0 : strtoll(PQgetvalue(result, row, 2), NULL, 10);
 			if (strcmp(build->state, "failed") == 0 || strcmp(build->state, "cancelled") == 0)
 			{
-				const char *sqlstate = PQgetisnull(result, row, 4) ? "XX000" : PQgetvalue(result, row, 4);
+				int			code = PgSqlstateCode(PQgetisnull(result, row, 4) ? NULL :
+												  PQgetvalue(result, row, 4));
 				char	   *message = pstrdup(PQgetisnull(result, row, 3) ?
 											  "the job was cancelled" : PQgetvalue(result, row, 3));
 				char	   *detail = PQgetisnull(result, row, 5) ? NULL : pstrdup(PQgetvalue(result, row, 5));
 
 				PQclear(result);
 				ereport(ERROR,
-						(errcode(PgSqlstateCode(sqlstate)),
+						(errcode(code),
 						 errmsg("%s", message),
 						 errdetail("%s%sThe index of shard %lld on Citus node %s (background DDL job %lld there) %s.",
 								   detail ? detail : "", detail ? " " : "",
@@ -466,10 +502,12 @@ PollNode(CitusIndexRun *citus, CitusNode *node)
 	PQclear(result);
 
 	/* Jobs paused with this one (pause_ddl) run again with it */
-	params[0] = NodeJobIds(citus, node, "paused");
-	if (params[0] != NULL)
+	params[1] = NodeJobIds(citus, node, "paused");
+	if (params[1] != NULL)
 	{
-		result = CitusNodeExec(node, ControlStatement(citus, "resume"), 1, params, &lost);
+		params[0] = "resume";
+		params[2] = "{paused}";
+		result = RunOnNode(citus, node, ControlStatement(citus), 3, params);
 		if (result == NULL)
 			return false;
 		PQclear(result);
@@ -505,34 +543,39 @@ SubmitOnNode(JobRun *run, CitusIndexRun *citus, CitusNode *node)
 		PlacementBuild *build = &citus->builds[i];
 		const char *params[2];
 		PGresult   *result;
-		bool		lost;
-		MemoryContext old_context;
+		bool		foreground;
 
 		if (build->node != node || build->node_job != 0)
 			continue;
 		params[0] = PlacementStatement(citus, build->shard_id);
 		params[1] = psprintf("background_ddl job %lld on %s: shard %lld",
 							 (long long) run->job.id, CitusNodeName(node), (long long) build->shard_id);
-		result = CitusNodeExec(node, psprintf("SELECT %s.submit_ddl($1, $2)",
-											  quote_identifier(citus->schema)),
-							   2, params, &lost);
+		result = RunOnNode(citus, node, psprintf("SELECT %s.submit_ddl($1, $2)",
+												 quote_identifier(citus->schema)),
+						   2, params);
 		if (result == NULL)
 			return false;
-		if (PQntuples(result) != 1 || PQgetisnull(result, 0, 0))
+		foreground = PQntuples(result) != 1 || PQgetisnull(result, 0, 0);
+		if (!foreground)
+			build->node_job = strtoll(PQgetvalue(result, 0, 0), NULL, 10);
+		PQclear(result);
+		if (foreground)
 			elog(ERROR, "the index of shard %lld ran in the foreground on Citus node %s",
 				 (long long) build->shard_id, CitusNodeName(node));
-		build->node_job = strtoll(PQgetvalue(result, 0, 0), NULL, 10);
 		strlcpy(build->state, "submitted", sizeof(build->state));
-		PQclear(result);
 		running++;
 
-		JobStepBegin("background_ddl: recording a shard's job", STEP_READ_COMMITTED);
-		old_context = MemoryContextSwitchTo(JobContext());
+		/*
+		 * Recorded before the job lets go for a pause or a cancel, so that
+		 * those find it (a crash before is met by the key: the same job)
+		 */
+		JobStepBeginRecording("background_ddl: recording a shard's job");
+		MemoryContextSwitchTo(JobContext());
 		CatalogKindStateSetInt(&run->job.kind_state, PlacementKey(build->shard_id, node->group_id),
 							   build->node_job);
-		MemoryContextSwitchTo(old_context);
 		CatalogJobRecordKindState(&run->job);
 		JobStepEnd();
+		RoundMemory(citus);
 	}
 	return true;
 }
@@ -583,7 +626,7 @@ CitusIndexBackfillStep(JobRun *run)
 
 	MemoryContextReset(citus->round_context);
 	RoundMemory(citus);
-	citus->unreachable[0] = '\0';
+	citus->unreachable = NULL;
 	foreach(lc, citus->nodes)
 	{
 		CitusNode  *node = lfirst(lc);
@@ -607,17 +650,69 @@ CitusIndexBackfillStep(JobRun *run)
 		MemoryContextSwitchTo(JobContext());
 		return JOB_STEP_DONE;
 	}
-	JobStepWaitingFor(citus->unreachable[0] != '\0' ? citus->unreachable : NodesActivity(citus));
+	JobStepWaitingFor(citus->unreachable != NULL ? citus->unreachable : NodesActivity(citus));
 	MemoryContextSwitchTo(JobContext());
 	JobStepSleep(POLL_INTERVAL_MS);
 	return JOB_STEP_MORE;
 }
 
 /*
+ * Run statements on a node that holds Citus's metadata; false if it was
+ * lost.  A statement it refuses is an error, unless discarding: then a
+ * WARNING.
+ */
+static bool
+OnMetadataNodeConnected(CitusIndexRun *citus, CitusNode *node, const char *const *statements,
+						int nstatements, bool discarding)
+{
+	bool		lost = false;
+	char	   *error = NULL;
+
+	for (int i = 0; i < nstatements && !lost && error == NULL; i++)
+	{
+		PGresult   *result = discarding ?
+			CitusNodeTryExec(node, statements[i], 0, NULL, &error) :
+			RunOnNode(citus, node, statements[i], 0, NULL);
+
+		lost = !discarding && result == NULL;
+		if (result != NULL)
+			PQclear(result);
+	}
+	if (error != NULL)
+		ereport(WARNING,
+				(errmsg("could not remove the index \"%s\" from the shell table on Citus node %s",
+						citus->index_name, CitusNodeName(node)),
+				 errdetail("%s", error),
+				 errhint("Run there: %s", statements[nstatements - 1])));
+	return !lost;
+}
+
+/* The same, connecting first and closing the connection after, also on an error */
+static bool
+OnMetadataNode(CitusIndexRun *citus, CitusNode *node, const char *const *statements,
+			   int nstatements, bool discarding)
+{
+	volatile bool reached = false;
+
+	if (ConnectRunNode(citus, node) == NULL)
+		return false;
+	PG_TRY();
+	{
+		reached = OnMetadataNodeConnected(citus, node, statements, nstatements, discarding);
+	}
+	PG_FINALLY();
+	{
+		CitusNodeDisconnect(node);
+	}
+	PG_END_TRY();
+	return reached;
+}
+
+/*
  * Run statements on the nodes that hold Citus's metadata
  * (CitusNodesWithMetadata), with Citus's propagation off (the shells only);
- * false if one could not be reached.  A statement a node refuses is an
- * error, unless discarding: then a WARNING, and the other nodes go on.
+ * false if one could not be reached (NodeLost).  Each connection is closed
+ * after, also on an error.
  */
 static bool
 OnMetadataNodes(CitusIndexRun *citus, List *nodes, const char *const *statements,
@@ -627,34 +722,7 @@ OnMetadataNodes(CitusIndexRun *citus, List *nodes, const char *const *statements
 	bool		all_reached = true;
 
 	foreach(lc, nodes)
-	{
-		CitusNode  *node = lfirst(lc);
-		bool		lost = false;
-		char	   *error = NULL;
-
-		if (ConnectRunNode(citus, node) == NULL)
-		{
-			all_reached = false;
-			continue;
-		}
-		for (int i = 0; i < nstatements && !lost && error == NULL; i++)
-		{
-			PGresult   *result = discarding ?
-				CitusNodeTryExec(node, statements[i], 0, NULL, &error) :
-				CitusNodeExec(node, statements[i], 0, NULL, &lost);
-
-			if (result != NULL)
-				PQclear(result);
-		}
-		if (error != NULL)
-			ereport(WARNING,
-					(errmsg("could not remove the index \"%s\" from the shell table on Citus node %s",
-							citus->index_name, CitusNodeName(node)),
-					 errdetail("%s", error),
-					 errhint("Run there: %s", statements[nstatements - 1])));
-		all_reached &= !lost;
-		CitusNodeDisconnect(node);
-	}
+		all_reached &= OnMetadataNode(citus, lfirst(lc), statements, nstatements, discarding);
 	return all_reached;
 }
 
@@ -684,7 +752,7 @@ CitusIndexCutOver(JobRun *run)
 	nodes = CitusNodesWithMetadata();
 	JobStepEnd();
 	RoundMemory(citus);
-	citus->unreachable[0] = '\0';
+	citus->unreachable = NULL;
 	reached = OnMetadataNodes(citus, nodes, statements, 2, false);
 	JobStepWaitingFor(reached ? NULL : citus->unreachable);
 	MemoryContextSwitchTo(JobContext());
@@ -732,10 +800,11 @@ DiscardPlacement(CitusIndexRun *citus, PlacementBuild *build)
 	if (build->node_job == 0)
 		return;
 	params[0] = psprintf("%lld", (long long) build->node_job);
-	citus->unreachable[0] = '\0';
+	citus->unreachable = NULL;
 	if (ConnectRunNode(citus, build->node) == NULL)
-		error = pstrdup(citus->unreachable);
-	while (!done && error == NULL)
+		error = citus->unreachable;
+	/* A job ends once: the second look finds it ended, the third cannot be needed */
+	for (int look = 0; look < 3 && !done && error == NULL; look++)
 	{
 		PGresult   *result = CitusNodeTryExec(build->node, read_state, 1, params, &error);
 		char	   *state;
@@ -821,16 +890,16 @@ CitusIndexPaused(const BgddlJob *job)
 	foreach(lc, citus->nodes)
 	{
 		CitusNode  *node = lfirst(lc);
-		const char *params[1];
+		const char *params[3] = {"pause", NULL, "{queued,running}"};
 		char	   *error = NULL;
 		PGresult   *result = NULL;
 
-		params[0] = NodeJobIds(citus, node, NULL);
-		if (params[0] == NULL)
+		params[1] = NodeJobIds(citus, node, NULL);
+		if (params[1] == NULL)
 			continue;
 		if (CitusNodeConnect(node, citus->database, citus->role, citus->application_name,
 							 &error) != NULL)
-			result = CitusNodeTryExec(node, ControlStatement(citus, "pause"), 1, params, &error);
+			result = CitusNodeTryExec(node, ControlStatement(citus), 3, params, &error);
 		if (result != NULL)
 			PQclear(result);
 		else
@@ -838,7 +907,7 @@ CitusIndexPaused(const BgddlJob *job)
 					(errmsg("could not pause the jobs of background DDL job %lld on Citus node %s",
 							(long long) job->id, CitusNodeName(node)),
 					 errdetail("%s", error),
-					 errhint("They go on building; pause_ddl() pauses them there: %s.", params[0])));
+					 errhint("They go on building; pause_ddl() pauses them there: %s.", params[1])));
 		CitusNodeDisconnect(node);
 	}
 }
