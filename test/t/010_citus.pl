@@ -307,7 +307,7 @@ SELECT count(*) FROM background_ddl.job
 	'0', 'the nodes\' jobs are the owner\'s');
 
 # pause_ddl pauses the nodes' jobs still running; resume_ddl resumes them
-my ($out) = as_role('alice', "SELECT pause_ddl($job)");
+($out) = as_role('alice', "SELECT pause_ddl($job)");
 is($out, 't', 'pause_ddl as the owner');
 like(node_job_states($workers[1], $job), qr/^(paused|paused,succeeded)$/,
 	'paused: its jobs on worker 2 are paused');
