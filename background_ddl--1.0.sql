@@ -207,7 +207,8 @@ REVOKE ALL ON FUNCTION background_ddl.capture_changes() FROM PUBLIC;
 CREATE FUNCTION background_ddl.live_jobs(
 	OUT job_id bigint, OUT pid integer, OUT workers integer,
 	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8, OUT phase text,
-	OUT lock_relid oid, OUT lock_mode text, OUT lock_holders text, OUT waiting_for text)
+	OUT lock_relid oid, OUT lock_mode text, OUT lock_holders text, OUT waiting_for text,
+	OUT wait_event text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'live_jobs'
 LANGUAGE C STRICT VOLATILE;
@@ -365,7 +366,7 @@ CREATE VIEW pg_stat_background_ddl AS
 			   CASE WHEN j.state IN ('queued', 'running', 'cancelling') THEN 'runs on the primary' END
 			 WHEN j.state NOT IN ('queued', 'running') OR l.pid IS NOT NULL THEN
 			   CASE
-				 WHEN a.wait_event = 'SyncRep'
+				 WHEN l.wait_event = 'SyncRep'
 				   THEN 'the synchronous standby (its commit waits for synchronous_standby_names)'
 				 WHEN w.locktype = 'virtualxid'
 				   THEN 'old snapshots: transactions of pid ' || w.blockers
@@ -442,9 +443,7 @@ CREATE VIEW pg_stat_background_ddl AS
 										  nullif((j.kind_state ->> 'partitions_total')::bigint, 0)
 										  AS progress) pc
 						  WHERE j.kind_state ? 'partitions_total') pt ON true
-	  /* the functions behind pg_stat_activity and pg_locks: the view is read often */
-	  LEFT JOIN LATERAL (SELECT s.wait_event FROM pg_catalog.pg_stat_get_activity(l.pid) s
-						  WHERE s.pid = l.pid) a ON true
+	  /* the function behind pg_locks: the view is read often */
 	  LEFT JOIN LATERAL (SELECT lk.locktype, lk.mode,
 								coalesce(lk.relation::pg_catalog.regclass::text, lk.locktype) AS what,
 								pg_catalog.array_to_string(pg_catalog.pg_blocking_pids(l.pid), ', ') AS blockers

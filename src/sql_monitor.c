@@ -17,9 +17,11 @@
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/sinvaladt.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/wait_event.h"
 
 #include "catalog_access.h"
 #include "catalog_job.h"
@@ -73,7 +75,9 @@ LockHolders(Oid relid, LOCKMODE mode, pid_t pid)
  * The jobs of this database that have workers now: one worker's pid, the
  * number of workers, their live progress (rows of batches not yet committed
  * included) and phase, the lock its first worker asks for, with the pids
- * of the sessions that hold it, and what else that worker waits for.
+ * of the sessions that hold it, what else that worker waits for, and its
+ * wait event (every role reads these here; pg_stat_activity shows another
+ * role's only to privileged roles).
  */
 Datum
 live_jobs(PG_FUNCTION_ARGS)
@@ -123,10 +127,13 @@ live_jobs(PG_FUNCTION_ARGS)
 	for (int i = 0; i < njobs; i++)
 	{
 		LiveJob    *job = &jobs[i];
-		Datum		values[11];
-		bool		nulls[11] = {0};
+		Datum		values[12];
+		bool		nulls[12] = {0};
 		const char *phase = CatalogPhaseName((JobPhase) job->phase);
 		char	   *holders;
+		PGPROC	   *proc = BackendPidGetProc(job->pid);
+		const char *wait_event = proc != NULL ?
+			pgstat_get_wait_event(*(volatile uint32 *) &proc->wait_event_info) : NULL;
 
 		values[0] = Int64GetDatum(job->job_id);
 		values[1] = Int32GetDatum(job->pid);
@@ -148,6 +155,8 @@ live_jobs(PG_FUNCTION_ARGS)
 		}
 		values[10] = job->waiting_for[0] != '\0' ? CStringGetTextDatum(job->waiting_for) : (Datum) 0;
 		nulls[10] = job->waiting_for[0] == '\0';
+		values[11] = wait_event != NULL ? CStringGetTextDatum(wait_event) : (Datum) 0;
+		nulls[11] = wait_event == NULL;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -22,6 +22,7 @@ CREATE TABLE slow_rows (id int);
 INSERT INTO slow_rows SELECT generate_series(1, 3000);
 CREATE FUNCTION slow_id(int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS
   $$ BEGIN PERFORM pg_sleep(0.001); RETURN $1; END $$;
+CREATE ROLE watcher LOGIN;  -- no privileges: reads what a job waits for all the same
 });
 
 # The worker pid of a running job, polled until it has one
@@ -201,6 +202,10 @@ $standby->stop;
 ok( $node->poll_query_until('postgres',
 		"SELECT waiting_on LIKE 'the synchronous standby%' FROM pg_stat_background_ddl WHERE id = $running"),
 	'sync: a job whose commits wait says so');
+is( $node->safe_psql('postgres',
+		"SELECT waiting_on LIKE 'the synchronous standby%' FROM pg_stat_background_ddl WHERE id = $running",
+		extra_params => [ '-U', 'watcher' ]),
+	't', 'sync: a role without privileges reads it too');
 
 my $waiting = $node->background_psql('postgres');
 $waiting->query_until(qr/submitting/, q{
