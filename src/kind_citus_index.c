@@ -121,6 +121,30 @@ typedef struct CitusIndexRun
 	char	   *unreachable;	/* this round: a node that cannot be reached, and why */
 } CitusIndexRun;
 
+/*
+ * The shell index's statement for another index name and table:
+ * "CREATE [UNIQUE] INDEX [IF NOT EXISTS] index ON table_schema.table tail",
+ * tail the rest of the definition (from "USING" on)
+ */
+static char *
+IndexStatement(const CitusIndexRun *citus, const char *if_not_exists, const char *index,
+			   const char *table, const char *tail)
+{
+	return psprintf("CREATE %sINDEX %s%s ON %s %s", citus->unique ? "UNIQUE " : "",
+					if_not_exists, quote_identifier(index),
+					quote_qualified_identifier(citus->table_schema, table), tail);
+}
+
+/* Close the run's connections to the nodes */
+static void
+DisconnectRun(CitusIndexRun *citus)
+{
+	ListCell   *lc;
+
+	foreach(lc, citus->nodes)
+		CitusNodeDisconnect(lfirst(lc));
+}
+
 static Oid
 IndexedTable(const BgddlJob *job)
 {
@@ -288,9 +312,7 @@ LoadRun(const BgddlJob *job, MemoryContext context)
 	citus->index_definition = TextDatumGetCString(DirectFunctionCall1(pg_get_indexdef,
 																	  ObjectIdGetDatum(job->target_oid)));
 	citus->unique = strncmp(citus->index_definition, "CREATE UNIQUE INDEX ", 20) == 0;
-	prefix = psprintf("CREATE %sINDEX %s ON %s USING ", citus->unique ? "UNIQUE " : "",
-					  quote_identifier(citus->index_name),
-					  quote_qualified_identifier(citus->table_schema, citus->table_name));
+	prefix = IndexStatement(citus, "", citus->index_name, citus->table_name, "USING ");
 	if (strncmp(citus->index_definition, prefix, strlen(prefix)) != 0)
 		elog(ERROR, "unexpected definition of index \"%s\": %s", citus->index_name,
 			 citus->index_definition);
@@ -318,16 +340,9 @@ LoadRun(const BgddlJob *job, MemoryContext context)
 static void
 CitusIndexStart(JobRun *run)
 {
-	CitusIndexRun *previous = run->kind_run;
-
 	/* Again after letting go (a pause rolled back): the last run's connections go */
-	if (previous != NULL)
-	{
-		ListCell   *lc;
-
-		foreach(lc, previous->nodes)
-			CitusNodeDisconnect(lfirst(lc));
-	}
+	if (run->kind_run != NULL)
+		DisconnectRun(run->kind_run);
 	JobStepBegin("background_ddl: reading the shard placements", STEP_READ_COMMITTED);
 	run->kind_run = LoadRun(&run->job, JobContext());
 	JobStepEnd();
@@ -519,11 +534,8 @@ PollNode(CitusIndexRun *citus, CitusNode *node)
 static char *
 PlacementStatement(const CitusIndexRun *citus, int64 shard_id)
 {
-	return psprintf("CREATE %sINDEX %s ON %s %s", citus->unique ? "UNIQUE " : "",
-					quote_identifier(ShardName(citus->index_name, shard_id)),
-					quote_qualified_identifier(citus->table_schema,
-											   ShardName(citus->table_name, shard_id)),
-					citus->definition_tail);
+	return IndexStatement(citus, "", ShardName(citus->index_name, shard_id),
+						  ShardName(citus->table_name, shard_id), citus->definition_tail);
 }
 
 /*
@@ -743,10 +755,8 @@ CitusIndexCutOver(JobRun *run)
 	MemoryContextReset(citus->round_context);
 	RoundMemory(citus);
 	statements[0] = "SET citus.enable_ddl_propagation TO off";
-	statements[1] = psprintf("CREATE %sINDEX IF NOT EXISTS %s ON %s %s", citus->unique ? "UNIQUE " : "",
-							 quote_identifier(citus->index_name),
-							 quote_qualified_identifier(citus->table_schema, citus->table_name),
-							 citus->definition_tail);
+	statements[1] = IndexStatement(citus, "IF NOT EXISTS ", citus->index_name, citus->table_name,
+								   citus->definition_tail);
 	JobStepBegin("background_ddl: reading the Citus nodes", STEP_READ_COMMITTED);
 	RoundMemory(citus);
 	nodes = CitusNodesWithMetadata();
@@ -846,7 +856,6 @@ CitusIndexDiscard(const BgddlJob *job, bool keep_target)
 {
 	CitusIndexRun *citus;
 	const char *statements[2];
-	ListCell   *lc;
 
 	if (OidIsValid(job->target_oid) && get_rel_name(job->target_oid) != NULL &&
 		get_rel_name(IndexedTable(job)) != NULL)
@@ -865,8 +874,7 @@ CitusIndexDiscard(const BgddlJob *job, bool keep_target)
 							citus->index_name),
 					 errdetail("A node that holds Citus's metadata cannot be reached.")));
 		JobMessagesCatch(false);
-		foreach(lc, citus->nodes)
-			CitusNodeDisconnect(lfirst(lc));
+		DisconnectRun(citus);
 	}
 	if (!keep_target)
 		PgRelationDrop(job->target_oid);
