@@ -22,17 +22,16 @@
 #include "commands/tablecmds.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/analyze.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/rel.h"
 
 #include "catalog_access.h"
 #include "index_estimate.h"
+#include "job_identity.h"
 #include "kind.h"
 #include "query_estimate.h"
 
@@ -99,8 +98,9 @@ explain_ddl(PG_FUNCTION_ARGS)
 }
 
 /*
- * The job of a REFRESH, estimated as REFRESH runs its query: as the view's
- * owner (whom the caller must be or act for), in a restricted operation
+ * The job of a REFRESH, estimated as its job runs the view's query: as the
+ * view's owner (whom the caller must be or act for), in the job's query
+ * context (JobQueryEnter)
  */
 static void
 EstimateRefresh(RefreshMatViewStmt *stmt, JobEstimate *estimate)
@@ -108,21 +108,15 @@ EstimateRefresh(RefreshMatViewStmt *stmt, JobEstimate *estimate)
 	Oid			relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
 												 RangeVarCallbackOwnsTable, NULL);
 	Relation	matview = table_open(relid, NoLock);
-	Oid			saved_userid;
-	int			saved_sec_context;
-	int			guc_nest_level;
+	JobQueryContext context;
 
 	if (matview->rd_rel->relkind != RELKIND_MATVIEW)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a materialized view", RelationGetRelationName(matview))));
-	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
-	SetUserIdAndSecContext(matview->rd_rel->relowner,
-						   saved_sec_context | SECURITY_RESTRICTED_OPERATION);
-	guc_nest_level = NewGUCNestLevel();
+	JobQueryEnter(matview->rd_rel->relowner, &context, false);
 	QueryJobEstimate(copyObject(get_view_query(matview)), relid, estimate);
-	AtEOXact_GUC(false, guc_nest_level);
-	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	JobQueryLeave(&context);
 	table_close(matview, NoLock);
 }
 
