@@ -50,6 +50,11 @@ KindRoutineForJob(const BgddlJob *job)
 	return NULL;				/* keep compiler quiet */
 }
 
+/*
+ * The kind that takes this statement as a job in background mode, or NULL;
+ * *in_session_reason is set when the statement is of a kind but must run in
+ * this session, and says why.
+ */
 const KindRoutine *
 KindForStatement(Node *parsetree, const char **in_session_reason)
 {
