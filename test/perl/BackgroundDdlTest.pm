@@ -10,7 +10,8 @@ use Test::More;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
   held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
-  history_setup accounts_script check_exact_at_cutover create_slow_function);
+  history_setup accounts_script check_exact_at_cutover create_slow_function
+  kill_and_recover);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -36,6 +37,20 @@ sub bgddl_node
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION background_ddl');
 	return $node;
+}
+
+# Kill a server process with SIGKILL and wait until the server has gone
+# through its crash restart and takes connections again (a query right
+# after the kill may still reach the server before it restarts).
+sub kill_and_recover
+{
+	my ($node, $pid) = @_;
+	my $offset = -s $node->logfile;
+
+	kill 'KILL', $pid;
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+	$node->poll_query_until('postgres', 'SELECT true')
+	  or die "the server did not accept connections after its crash restart";
 }
 
 # An immutable function $name($type) that returns its argument and, in a

@@ -106,7 +106,7 @@ my $before = checkpoints($job);
 my $worker_pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
 ok($worker_pid =~ /^\d+$/, "worker pid $worker_pid is shown while running");
-kill 'KILL', $worker_pid;
+kill_and_recover($node, $worker_pid);
 check_resumed_job('mv_killed', $job, $before);
 ok($before ne '', 'some chunks were checkpointed before the kill');
 
@@ -125,7 +125,7 @@ is($node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHE
 $before = checkpoints($job);
 ok($node->poll_query_until('postgres', "SELECT pid IS NOT NULL FROM pg_stat_background_ddl WHERE id = $job"),
 	'mv_agg_killed: running');
-kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+kill_and_recover($node, $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job"));
 check_resumed_job('mv_agg_killed', $job, $before);
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'partial_$job'"),
 	'0', 'mv_agg_killed: the staging relation was dropped');

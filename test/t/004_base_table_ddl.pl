@@ -234,7 +234,7 @@ ok( $node->poll_query_until('postgres',
 is($node->safe_psql('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job"),
 	'catching up', 'mv_crash: phase is catching up');
 my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
-kill 'KILL', $pid;
+kill_and_recover($node, $pid);
 # The crash restart ends every session, ours holding the gate too.
 ok(wait_state($job, 'succeeded'), 'mv_crash: succeeded after the crash');
 is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),

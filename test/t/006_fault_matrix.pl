@@ -79,7 +79,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 				my $pid = $node->safe_psql('postgres',
 					"SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
 				ok($pid =~ /^\d+$/, "$label: the worker has a pid");
-				kill 'KILL', $pid;
+				kill_and_recover($node, $pid);
 			}
 			else
 			{
@@ -122,7 +122,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 my $hold = hold_at($node, 'cutting over');
 my $job = submit_job($node, "CREATE MATERIALIZED VIEW one_batch AS $queries{one_batch}");
 ok(held_at_hold($node), 'one batch: held');
-kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+kill_and_recover($node, $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job"));
 eval { $hold->quit };
 $node->poll_query_until('postgres', 'SELECT true');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');

@@ -53,7 +53,7 @@ sub crash
 	my ($fault, $job, $hold) = @_;
 	if ($fault eq 'kill')
 	{
-		kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+		kill_and_recover($node, $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job"));
 	}
 	else
 	{

@@ -114,7 +114,7 @@ sub interrupt_building
 	is(scalar(split ' ', $before), $done, "$done partitions were indexed before the $how");
 	if ($how eq 'crash')
 	{
-		kill 'KILL', $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
+		kill_and_recover($node, $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job"));
 	}
 	else
 	{

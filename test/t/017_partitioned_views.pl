@@ -202,7 +202,7 @@ ok(held_at_hold($node), 'the job waits after four chunks');
 my $before = checkpoints($job);
 my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point');
-kill 'KILL', $pid;
+kill_and_recover($node, $pid);
 eval { $hold->quit };
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded after the crash');
 ok(chunks_kept($before, checkpoints($job)), "the chunks checkpointed before the crash were kept ($before)");
