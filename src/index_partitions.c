@@ -16,15 +16,19 @@
  *	   takes (asked for as a job asks for locks, within lock_timeout);
  *	2. per partition, parents before children: a partition that has an
  *	   index matching the definition (and attached to no other; for a leaf,
- *	   a valid one) gets it attached, as CREATE INDEX attaches it; else a
- *	   sub-partitioned table gets its own ON ONLY index, attached to its
- *	   parent's, and a leaf one built as CREATE INDEX CONCURRENTLY builds it
- *	   (writers never wait), its OID recorded with the job in the build's
- *	   first transaction, then attached; a foreign table is skipped, as
- *	   CREATE INDEX skips it;
+ *	   a valid one) gets it attached, as CREATE INDEX attaches it, and, as
+ *	   CREATE INDEX does, the job does not go below a sub-partitioned table
+ *	   whose index it adopted so; else a sub-partitioned table gets its own
+ *	   ON ONLY index, attached to its parent's, and a leaf one built as
+ *	   CREATE INDEX CONCURRENTLY builds it (writers never wait), its OID
+ *	   recorded with the job in the build's first transaction, then
+ *	   attached; a foreign table is skipped, as CREATE INDEX skips it;
  *	3. once every partition has a valid index attached, the indexes of the
  *	   partitioned tables are marked valid, bottom up, as ATTACH PARTITION
- *	   would mark them.
+ *	   would mark them.  An adopted index that is invalid (ON ONLY its
+ *	   table, short of some of its partitions' indexes) keeps those above it
+ *	   invalid, as it does after CREATE INDEX: the job succeeds with them so
+ *	   (STATE_LEFT_INVALID).
  *
  * What is done is read from the catalogs (which partition has an index
  * attached to the job's), never kept in memory: after a crash, a restart
@@ -75,6 +79,7 @@
 #define STATE_PARTITION			"partition" /* the partition being worked on */
 #define STATE_DONE				"partitions_done"	/* leaves with a valid index */
 #define STATE_TOTAL				"partitions_total"	/* leaves */
+#define STATE_LEFT_INVALID		"left_invalid"	/* done; an adopted index keeps it invalid */
 
 /* A partition (at any level) of the indexed table, and the job's indexes */
 typedef struct TreePartition
@@ -255,6 +260,24 @@ JobTree(Oid table_oid, Oid root_index)
 		partitions = lappend(partitions, partition);
 	}
 	return partitions;
+}
+
+/*
+ * Is the partition below a sub-partitioned table whose index the job
+ * adopted (attached, not created)?  CREATE INDEX does not go below such a
+ * table: nor does the job.  (Parents come before children in partitions.)
+ */
+static bool
+BelowAdoptedIndex(const BgddlJob *job, List *partitions, const TreePartition *partition)
+{
+	TreePartition *parent = FindPartition(partitions, partition->parent_table);
+
+	if (parent == NULL)
+		return false;
+	if (parent->relkind == RELKIND_PARTITIONED_TABLE && OidIsValid(parent->index) &&
+		!Created(job, parent->table))
+		return true;
+	return BelowAdoptedIndex(job, partitions, parent);
 }
 
 /*
@@ -456,6 +479,8 @@ DecideStep(JobRun *run, Oid table_oid)
 	{
 		TreePartition *partition = lfirst(lc);
 
+		if (BelowAdoptedIndex(&run->job, partitions, partition))
+			continue;
 		/* A partition attached meanwhile with an invalid index of its own */
 		if (OidIsValid(partition->index) && !partition->valid &&
 			partition->relkind == RELKIND_RELATION)
@@ -721,7 +746,26 @@ FinishStep(JobRun *run)
 		}
 	}
 	if (!Complete(partitions, table_oid, run->job.target_oid))
+	{
+		/*
+		 * Short of an adopted invalid index only (nothing left to do): mark
+		 * what is complete below it, and the job is done, as CREATE INDEX
+		 */
+		foreach(lc, partitions)
+		{
+			TreePartition *partition = lfirst(lc);
+
+			if (!OidIsValid(partition->index) && OidIsValid(partition->parent_index) &&
+				partition->relkind != RELKIND_FOREIGN_TABLE &&
+				!BelowAdoptedIndex(&run->job, partitions, partition))
+				return;
+		}
+		foreach(lc, to_mark)
+			MarkValid(lfirst_oid(lc));
+		SetState(run, STATE_LEFT_INVALID, 1);
+		CatalogJobRecordKindState(&run->job);
 		return;
+	}
 	foreach(lc, to_mark)
 		MarkValid(lfirst_oid(lc));
 	{
@@ -730,6 +774,16 @@ FinishStep(JobRun *run)
 		if (IndexBuildIsIndex(run->job.target_oid, &valid) && !valid)
 			MarkValid(run->job.target_oid);
 	}
+}
+
+/*
+ * Is the job's index done: valid, or left invalid by an index it adopted,
+ * as CREATE INDEX leaves it?
+ */
+bool
+IndexPartitionsDone(const BgddlJob *job, bool valid)
+{
+	return valid || CatalogKindStateInt(job->kind_state, STATE_LEFT_INVALID) != 0;
 }
 
 /*
@@ -790,7 +844,7 @@ IndexPartitionsStep(JobRun *run, Oid table_oid)
 	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
 	(void) IndexBuildIsIndex(run->job.target_oid, &valid);
 	JobStepEnd();
-	return valid ? JOB_STEP_DONE : JOB_STEP_MORE;
+	return IndexPartitionsDone(&run->job, valid) ? JOB_STEP_DONE : JOB_STEP_MORE;
 }
 
 /* Detach a partition's index from its parent index (the inverse of AttachStep) */

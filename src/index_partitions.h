@@ -19,6 +19,7 @@ extern bool IndexPartitionsJob(const BgddlJob *job);
 extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
 extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
 extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);
+extern bool IndexPartitionsDone(const BgddlJob *job, bool valid);
 extern void IndexPartitionsDiscard(const BgddlJob *job, bool keep_target);
 
 #endif							/* BGDDL_INDEX_PARTITIONS_H */
