@@ -1112,12 +1112,36 @@ ReadFile(const char *path)
 }
 
 /*
+ * The line of text on which a statement starts, looking from *from on (the
+ * lexer leaves out what comes before a statement: blanks and comments); *from
+ * moves past it
+ */
+static int
+StatementLine(const char *text, const char **from, const char *statement)
+{
+	char		prefix[64];
+	const char *start;
+	int			line = 1;
+
+	strlcpy(prefix, statement, sizeof(prefix));
+	start = strstr(*from, prefix);
+	if (start == NULL)
+		start = *from;
+	for (const char *c = text; c < start; c++)
+		line += *c == '\n';
+	*from = start + strlen(prefix);
+	return line;
+}
+
+/*
  * The statements of a file, split as psql splits them (its lexer: quotes,
- * dollar quotes, comments); a backslash command is refused
+ * dollar quotes, comments), with the line each starts on; a backslash
+ * command is refused
  */
 static char **
-SplitStatements(PGconn *conn, const char *text, int *nstatements)
+SplitStatements(PGconn *conn, const char *text, int *nstatements, int **lines)
 {
+	const char *from = text;
 	PsqlScanCallbacks callbacks = {NULL};
 	PsqlScanState scan = psql_scan_create(&callbacks);
 	const char *std_strings = PQparameterStatus(conn, "standard_conforming_strings");
@@ -1140,6 +1164,8 @@ SplitStatements(PGconn *conn, const char *text, int *nstatements)
 		if (!blank && (result == PSCAN_SEMICOLON || result == PSCAN_EOL || result == PSCAN_INCOMPLETE))
 		{
 			statements = realloc(statements, sizeof(char *) * (*nstatements + 1));
+			*lines = realloc(*lines, sizeof(int) * (*nstatements + 1));
+			(*lines)[*nstatements] = StatementLine(text, &from, buffer.data);
 			statements[(*nstatements)++] = strdup(buffer.data);
 		}
 		resetPQExpBuffer(&buffer);
@@ -1152,9 +1178,13 @@ SplitStatements(PGconn *conn, const char *text, int *nstatements)
 	return statements;
 }
 
-/* Run one statement as the user wrote it; a refusal ends the program */
+/*
+ * Run one statement as the user wrote it; a refusal ends the program,
+ * naming the statement by its number and line in the file (number 0: not
+ * from a file)
+ */
 static void
-RunUserStatement(PGconn *conn, const char *sql, int number)
+RunUserStatement(PGconn *conn, const char *sql, int number, int line)
 {
 	PGresult   *result = PQexec(conn, sql);
 
@@ -1168,7 +1198,7 @@ RunUserStatement(PGconn *conn, const char *sql, int number)
 			printf("%s\n", submitted_ids[i]);
 		fflush(stdout);
 		if (number > 0)
-			fail(EXIT_REJECTED, "statement %d refused: %s", number,
+			fail(EXIT_REJECTED, "statement %d (line %d) refused: %s", number, line,
 				 PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
 		fail(EXIT_REJECTED, "statement refused: %s", PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
 	}
@@ -1241,34 +1271,46 @@ static int
 SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait)
 {
 	char	  **statements = NULL;
+	int		   *lines = NULL;
 	int			nstatements = 1;
 
 	if (file_text != NULL)
-		statements = SplitStatements(conn, file_text, &nstatements);
+		statements = SplitStatements(conn, file_text, &nstatements, &lines);
 	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "SET background_ddl = on"));
 	SetSearchPath(conn, user_search_path);
 	for (int i = 0; i < nstatements; i++)
 	{
+		/*
+		 * In the file's own transaction block nothing of ours runs that could
+		 * fail (and abort it), and nothing waits: its jobs start at its
+		 * COMMIT, and its statements see them done (the server builds a job
+		 * there that a later statement of the block uses)
+		 */
+		bool		in_block = PQtransactionStatus(conn) != PQTRANS_IDLE;
+
 		if (file_text == NULL)
 		{
-			RunUserStatement(conn, sql, 0);
+			RunUserStatement(conn, sql, 0, 0);
 			break;
 		}
 		if (nsubmitted > 0)
 		{
 			const char *params[] = {submitted_ids[nsubmitted - 1]};
 
-			if (wait && !IsJobStatement(conn, statements[i]) && !SubmittedJobsSucceeded(conn))
+			if (wait && !in_block && !IsJobStatement(conn, statements[i]) &&
+				!SubmittedJobsSucceeded(conn))
 			{
-				fprintf(stderr, "%s: statements %d to %d not run: a job before them did not succeed\n",
-						progname, i + 1, nstatements);
+				fprintf(stderr, "%s: statements %d to %d (lines %d to %d) not run: a job before them did not succeed\n",
+						progname, i + 1, nstatements, lines[i], lines[nstatements - 1]);
 				break;
 			}
 			PQclear(Query(conn, EXIT_USAGE, 1, params,
 						  "SELECT pg_catalog.set_config('background_ddl.after', $1, false)"));
 		}
-		RunUserStatement(conn, statements[i], i + 1);
+		RunUserStatement(conn, statements[i], i + 1, lines[i]);
 	}
+	if (PQtransactionStatus(conn) != PQTRANS_IDLE)
+		fail(EXIT_REJECTED, "the file ends inside a transaction block, which is rolled back: add its COMMIT");
 	SetSearchPath(conn, "");
 	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "RESET background_ddl.after"));
 	if (nsubmitted == 0)

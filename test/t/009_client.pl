@@ -262,7 +262,7 @@ close $fh;
 ($code, $out, $err) = client('submit', '--wait', '-f', $file);
 is($code, 1, 'a chain whose middle job fails: exit 1');
 like($err, qr/failed: division by zero/, 'the failure is printed');
-like($err, qr/statements 4 to 5 not run: a job before them did not succeed/,
+like($err, qr/statements 4 to 5 \(lines 4 to 5\) not run: a job before them did not succeed/,
 	'the statements after the failed job that are not jobs, and those after them, are not run');
 isnt($node->safe_psql('postgres', "SELECT obj_description('events'::regclass)"), 'never',
 	'the statement that is not a job did not run');
@@ -274,6 +274,52 @@ is( $node->safe_psql('postgres',
 		  WHERE id IN (" . join(',', @failed_chain) . ")"),
 	"succeeded failed:division by zero cancelled:job $failed_chain[1] failed",
 	'the first succeeded, the second failed, the third was cancelled, saying why');
+
+# A migration in transaction blocks (as Django and Flyway write them), with
+# --wait: nothing of the client's own runs in the file's transactions, where
+# an error would abort them; the statements of a block see its jobs done
+# (archived, then purged: the archive keeps the rows); the jobs of a block
+# start at its COMMIT.
+$node->safe_psql('postgres', 'CREATE TABLE m_src AS SELECT g AS id FROM generate_series(1, 1000) g');
+open $fh, '>', $file or die;
+print $fh <<'EOS';
+BEGIN;
+CREATE TABLE m_arch AS SELECT id FROM m_src WHERE id <= 100;
+DELETE FROM m_src WHERE id <= 100;
+COMMIT;
+BEGIN;
+CREATE UNIQUE INDEX m_src_id ON m_src (id);
+ALTER TABLE m_src ADD CONSTRAINT m_src_key UNIQUE USING INDEX m_src_id;
+COMMIT;
+CREATE MATERIALIZED VIEW m_count AS SELECT count(*) AS n FROM m_src;
+INSERT INTO m_src VALUES (5000);
+EOS
+close $fh;
+($code, $out, $err) = client('submit', '--wait', '-f', $file);
+is($code, 0, 'a migration in transaction blocks: exit 0') or diag($err);
+is( $node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM m_arch) || ' ' || (SELECT count(*) FROM m_src) || ' '
+		     || (SELECT n FROM m_count) || ' '
+		     || (SELECT string_agg(conname, ',') FROM pg_constraint WHERE conrelid = 'm_src'::regclass)"),
+	'100 901 900 m_src_key',
+	'archived before the purge, the constraint on the built index, the count before the insert');
+
+# A statement the server refuses in a transaction block: named by its line,
+# exit 4, and nothing of the block applied.
+open $fh, '>', $file or die;
+print $fh "BEGIN;\n"
+  . "CREATE TABLE m_never AS SELECT id FROM m_src;\n"
+  . "-- a comment\n"
+  . "\n"
+  . "ALTER TABLE m_src ADD COLUMN id int;\n"
+  . "COMMIT;\n";
+close $fh;
+($code, $out, $err) = client('submit', '--wait', '-f', $file);
+is($code, 4, 'a statement refused in a transaction block: exit 4');
+like($err, qr/^pg_bgddl: error: statement 3 \(line 5\) refused: column "id" of relation "m_src" already exists\n$/,
+	'the refusal names the statement and its line');
+is($node->safe_psql('postgres', "SELECT to_regclass('m_never') IS NULL"), 't',
+	'nothing of the block was applied');
 
 # cancel, pause, resume (held in its planning step)
 my $hold = hold_at($node, 'planning');
