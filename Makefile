@@ -15,6 +15,7 @@ OBJS = \
 	src/sql_monitor.o \
 	src/session_submit.o \
 	src/session_guards.o \
+	src/session_order.o \
 	src/session_control.o \
 	src/job_launcher.o \
 	src/job_scheduler.o \
@@ -65,7 +66,7 @@ EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql
 PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 
-REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains
+REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains session_order
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
 ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races
@@ -73,7 +74,7 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.
 
 # The parity suite (test/parity): the same scripts run with background_ddl off
 # and on, against one expected output (make parity-check).
-PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index
+PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order
 PARITY_OPTS = --inputdir=$(srcdir)/test/parity --temp-config=$(srcdir)/test/regress.conf \
 	--dbname=parity $(PARITY)
 

@@ -410,30 +410,40 @@ CatalogJobEndedDependency(int64 job_id)
 					(long long) (ended > 0 ? ended : -ended));
 }
 
-/* The unfinished jobs that start after a job (int64 *), by id */
-List *
-CatalogJobsWaitingFor(int64 job_id)
+/*
+ * The job ids (int64 *, in the caller's memory) that a catalog query with
+ * one parameter of type argtype returns in its first column
+ */
+static List *
+JobIdsOf(const char *sql, Oid argtype, Datum value)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID};
-	Datum		values[] = {Int64GetDatum(job_id)};
-	List	   *waiting = NIL;
+	Oid			argtypes[] = {argtype};
+	Datum		values[] = {value};
+	List	   *ids = NIL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecuteLatest("SELECT id FROM background_ddl.job WHERE $1 = ANY (after) "
-						 "AND state IN ('queued', 'running', 'paused', 'cancelling') ORDER BY id",
-						 lengthof(values), argtypes, values, SPI_OK_SELECT);
+	CatalogExecuteLatest(sql, OidIsValid(argtype) ? 1 : 0, argtypes, values, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
 		int64	   *id = palloc(sizeof(int64));
 
 		*id = DatumGetInt64(CatalogColumn(row, 1, Int64GetDatum(0)));
-		waiting = lappend(waiting, id);
+		ids = lappend(ids, id);
 		MemoryContextSwitchTo(spi_context);
 	}
 	CatalogAccessEnd(&access);
-	return waiting;
+	return ids;
+}
+
+/* The unfinished jobs that start after a job (int64 *), by id */
+List *
+CatalogJobsWaitingFor(int64 job_id)
+{
+	return JobIdsOf("SELECT id FROM background_ddl.job WHERE $1 = ANY (after) "
+					"AND state IN ('queued', 'running', 'paused', 'cancelling') ORDER BY id",
+					INT8OID, Int64GetDatum(job_id));
 }
 
 /* Does a job start after another, directly or through the jobs it starts after? */
@@ -458,6 +468,22 @@ CatalogJobStartsAfter(int64 job_id, int64 earlier_id)
 }
 
 /*
+ * A job and the jobs it starts after, directly or through others, that
+ * have not ended (int64 *), by id: what a wait for the job waits for
+ */
+List *
+CatalogJobsAwaited(int64 job_id)
+{
+	return JobIdsOf("WITH RECURSIVE up(id) AS ("
+					" SELECT $1"
+					" UNION"
+					" SELECT pg_catalog.unnest(j.after) FROM up JOIN background_ddl.job j ON j.id = up.id)"
+					"SELECT j.id FROM up JOIN background_ddl.job j ON j.id = up.id "
+					"WHERE j.state IN ('queued', 'running', 'paused', 'cancelling') ORDER BY j.id",
+					INT8OID, Int64GetDatum(job_id));
+}
+
+/*
  * The unfinished job that builds (or refreshes) a relation, or 0; the first
  * of them, if a job that refreshes a materialized view waits for the one
  * creating it
@@ -465,44 +491,27 @@ CatalogJobStartsAfter(int64 job_id, int64 earlier_id)
 int64
 CatalogJobBuilding(Oid target_oid)
 {
-	CatalogAccess access;
-	Oid			argtypes[] = {OIDOID};
-	Datum		values[] = {ObjectIdGetDatum(target_oid)};
-	int64		job_id = 0;
+	List	   *jobs = CatalogJobsBuilding(target_oid);
 
-	CatalogAccessBegin(&access);
-	CatalogExecuteLatest("SELECT id FROM background_ddl.job WHERE target_oid = $1 "
-						 "AND state IN ('queued', 'running', 'paused', 'cancelling') "
-						 "ORDER BY id LIMIT 1",
-						 1, argtypes, values, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-		job_id = DatumGetInt64(CatalogColumn(0, 1, 0));
-	CatalogAccessEnd(&access);
-	return job_id;
+	return jobs != NIL ? *(int64 *) linitial(jobs) : 0;
+}
+
+/* The unfinished jobs that build or refresh a relation (int64 *), by id */
+List *
+CatalogJobsBuilding(Oid target_oid)
+{
+	return JobIdsOf("SELECT id FROM background_ddl.job WHERE target_oid = $1 "
+					"AND state IN ('queued', 'running', 'paused', 'cancelling') ORDER BY id",
+					OIDOID, ObjectIdGetDatum(target_oid));
 }
 
 /* Ids of the jobs that are not over (unfinished, or cleanup left), as int64 List */
 List *
 CatalogJobsUnfinished(void)
 {
-	CatalogAccess access;
-	List	   *ids = NIL;
-
-	CatalogAccessBegin(&access);
-	CatalogExecuteLatest("SELECT id FROM background_ddl.job "
-						 "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
-						 "OR cleanup_pending ORDER BY id", 0, NULL, NULL, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
-		int64	   *id = palloc(sizeof(int64));
-
-		*id = DatumGetInt64(CatalogColumn(row, 1, 0));
-		ids = lappend(ids, id);
-		MemoryContextSwitchTo(spi_context);
-	}
-	CatalogAccessEnd(&access);
-	return ids;
+	return JobIdsOf("SELECT id FROM background_ddl.job "
+					"WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
+					"OR cleanup_pending ORDER BY id", InvalidOid, (Datum) 0);
 }
 
 /*

@@ -146,6 +146,7 @@ extern bool CatalogJobLoad(int64 job_id, BgddlJob *job, bool latest);
 extern void CatalogJobWaitForLastWriter(int64 job_id);
 extern List *CatalogJobsSchedulable(void);
 extern int64 CatalogJobBuilding(Oid target_oid);
+extern List *CatalogJobsBuilding(Oid target_oid);
 extern List *CatalogJobsUnfinished(void);
 extern void CatalogJobsPurge(int retention_seconds);
 
@@ -180,6 +181,7 @@ extern int64 CatalogJobByKey(const char *idempotency_key, char **command);
 extern char *CatalogJobEndedDependency(int64 job_id);
 extern List *CatalogJobsWaitingFor(int64 job_id);
 extern bool CatalogJobStartsAfter(int64 job_id, int64 earlier_id);
+extern List *CatalogJobsAwaited(int64 job_id);
 extern void CatalogJobReadLimits(BgddlJob *job);
 
 /* The state of capture for a trigger: is the job queued or running? */

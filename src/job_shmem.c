@@ -25,6 +25,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "storage/lockdefs.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
@@ -309,6 +310,34 @@ JobSlotFind(Oid database_oid, int64 job_id, bool create)
 		return free_slot;
 	}
 	return NULL;
+}
+
+/*
+ * The processes working on a job now, into pids (at most max_pids; returns
+ * how many), and the lock its first worker asks for (*lock_relid
+ * InvalidOid: none)
+ */
+int
+JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids, Oid *lock_relid,
+			 int *lock_mode)
+{
+	int			count = 0;
+	JobSlot    *slot;
+
+	LWLockAcquire(JobShared->lock, LW_SHARED);
+	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		JobWorkerSlot *worker = &JobShared->workers[i];
+
+		if (worker->in_use && worker->pid != 0 && worker->database_oid == database_oid &&
+			worker->job_id == job_id && count < max_pids)
+			pids[count++] = worker->pid;
+	}
+	slot = JobSlotFind(database_oid, job_id, false);
+	*lock_relid = slot != NULL ? slot->lock_relid : InvalidOid;
+	*lock_mode = slot != NULL ? slot->lock_mode : NoLock;
+	LWLockRelease(JobShared->lock);
+	return count;
 }
 
 /*

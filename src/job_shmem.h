@@ -121,6 +121,8 @@ extern void JobNoticePost(Oid database_oid, int64 job_id, const char *state);
 extern int	JobNoticesTake(Oid database_oid, JobNotice *notices);
 extern JobSlot *JobSlotFind(Oid database_oid, int64 job_id, bool create);
 extern void JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt);
+extern int	JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids,
+						 Oid *lock_relid, int *lock_mode);
 
 /* The job slot of this worker's job, and its own slot (NULL outside job workers) */
 extern JobSlot *MyJobSlot;

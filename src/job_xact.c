@@ -19,6 +19,11 @@
  * synchronous standbys (job_shmem.c: JobNoticePost says why).  A prepared
  * transaction's changes are not announced; its job's later states are.
  *
+ * The session's jobs.  A job the session submitted, once committed, stays
+ * in the session's list (with what it reads: JobOrder) until a statement of
+ * the session finds it ended, or the session cancels it: the session's later
+ * statements see it as done (session_order.c).
+ *
  * Held jobs.  cancel_ddl and pause_ddl (and DROP of a job's target) ask the
  * job's workers to let go of it (job_shmem.h: control_requests) and then
  * wait on the job lock.  The request stands until the end of the
@@ -48,10 +53,12 @@ typedef struct SessionJob
 	int64		job_id;
 	SubTransactionId subid;
 	const char *state;			/* notifications: the new state's name */
-	Oid			target_oid;		/* submitted jobs: their target */
+	JobOrder   *order;			/* submitted jobs: what they read and build */
 } SessionJob;
 
 static List *submitted_jobs = NIL;	/* in TopMemoryContext */
+static List *forgotten_jobs = NIL;	/* in TopMemoryContext: cancelled here */
+static List *session_orders = NIL;	/* JobOrder, in TopMemoryContext */
 static List *held_jobs = NIL;	/* in TopMemoryContext */
 static List *notifications = NIL;	/* in TopMemoryContext */
 static int64 last_job_id_before_xact = 0;
@@ -66,17 +73,47 @@ RememberJob(List *jobs, int64 job_id)
 	entry->job_id = job_id;
 	entry->subid = GetCurrentSubTransactionId();
 	entry->state = NULL;
-	entry->target_oid = InvalidOid;
+	entry->order = NULL;
 	jobs = lappend(jobs, entry);
 	MemoryContextSwitchTo(old_context);
 	return jobs;
 }
 
-void
-JobXactSubmit(int64 job_id, Oid target_oid)
+static void
+FreeSessionJob(SessionJob *entry)
 {
-	submitted_jobs = RememberJob(submitted_jobs, job_id);
-	((SessionJob *) llast(submitted_jobs))->target_oid = target_oid;
+	if (entry->order != NULL)
+	{
+		list_free(entry->order->sources);
+		pfree(entry->order);
+	}
+	pfree(entry);
+}
+
+static void
+FreeSessionJobs(List *jobs)
+{
+	ListCell   *lc;
+
+	foreach(lc, jobs)
+		FreeSessionJob(lfirst(lc));
+	list_free(jobs);
+}
+
+/* A job submitted in the current transaction, with what it reads and builds */
+void
+JobXactSubmit(const JobOrder *order)
+{
+	MemoryContext old_context;
+	JobOrder   *copy;
+
+	submitted_jobs = RememberJob(submitted_jobs, order->job_id);
+	old_context = MemoryContextSwitchTo(TopMemoryContext);
+	copy = palloc(sizeof(JobOrder));
+	*copy = *order;
+	copy->sources = list_copy(order->sources);
+	((SessionJob *) llast(submitted_jobs))->order = copy;
+	MemoryContextSwitchTo(old_context);
 	wake_at_commit = true;
 }
 
@@ -90,10 +127,91 @@ JobXactJobOf(Oid target_oid)
 	{
 		SessionJob *entry = lfirst(lc);
 
-		if (entry->target_oid == target_oid)
+		if (entry->order->target_oid == target_oid)
 			return entry->job_id;
 	}
 	return 0;
+}
+
+/* The jobs the current transaction submitted (JobOrder), oldest first */
+List *
+JobXactSubmittedOrders(void)
+{
+	List	   *orders = NIL;
+	ListCell   *lc;
+
+	foreach(lc, submitted_jobs)
+		orders = lappend(orders, ((SessionJob *) lfirst(lc))->order);
+	return orders;
+}
+
+/*
+ * The jobs that earlier transactions of this session submitted and that
+ * the session has not seen end (JobOrder), oldest first
+ */
+List *
+JobXactSessionOrders(void)
+{
+	return session_orders;
+}
+
+/* Did this session submit the job, and has not seen it end? */
+bool
+JobXactIsSessionJob(int64 job_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, session_orders)
+	{
+		if (((JobOrder *) lfirst(lc))->job_id == job_id)
+			return true;
+	}
+	return JobXactIsSubmitted(job_id);
+}
+
+/* The session has seen this job end: its statements need not wait for it */
+void
+JobXactForget(int64 job_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, session_orders)
+	{
+		JobOrder   *order = lfirst(lc);
+
+		if (order->job_id == job_id)
+		{
+			session_orders = foreach_delete_current(session_orders, lc);
+			list_free(order->sources);
+			pfree(order);
+		}
+	}
+}
+
+/* The current transaction cancels this job: forget it if it commits */
+void
+JobXactForgetAtCommit(int64 job_id)
+{
+	forgotten_jobs = RememberJob(forgotten_jobs, job_id);
+}
+
+/* Committed: the transaction's jobs are the session's, but those it cancelled */
+static void
+KeepSubmittedJobs(void)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(TopMemoryContext);
+	ListCell   *lc;
+
+	foreach(lc, submitted_jobs)
+	{
+		SessionJob *entry = lfirst(lc);
+
+		session_orders = lappend(session_orders, entry->order);
+		entry->order = NULL;
+	}
+	MemoryContextSwitchTo(old_context);
+	foreach(lc, forgotten_jobs)
+		JobXactForget(((SessionJob *) lfirst(lc))->job_id);
 }
 
 /* Has the current transaction submitted jobs? */
@@ -227,7 +345,7 @@ ReleaseAllHeldJobs(void)
 
 	foreach(lc, held_jobs)
 		ReleaseHeldJob(((SessionJob *) lfirst(lc))->job_id);
-	list_free_deep(held_jobs);
+	FreeSessionJobs(held_jobs);
 	held_jobs = NIL;
 }
 
@@ -240,8 +358,10 @@ SessionJobsXactCallback(XactEvent event, void *arg)
 			PostNotifications();
 			if (wake_at_commit)
 				JobWakeScheduler(MyDatabaseId);
+			KeepSubmittedJobs();
 			/* FALLTHROUGH */
 		case XACT_EVENT_PREPARE:
+			/* A prepared transaction's jobs are no longer this session's */
 			last_job_id_before_xact = JobXactLastJob();
 			break;
 		case XACT_EVENT_ABORT:
@@ -250,9 +370,11 @@ SessionJobsXactCallback(XactEvent event, void *arg)
 			return;
 	}
 	wake_at_commit = false;
-	list_free_deep(submitted_jobs);
+	FreeSessionJobs(submitted_jobs);
 	submitted_jobs = NIL;
-	list_free_deep(notifications);
+	FreeSessionJobs(forgotten_jobs);
+	forgotten_jobs = NIL;
+	FreeSessionJobs(notifications);
 	notifications = NIL;
 	ReleaseAllHeldJobs();
 }
@@ -277,7 +399,7 @@ SubtransactionEnds(List *jobs, SubXactEvent event, SubTransactionId mySubid,
 			if (release)
 				ReleaseHeldJob(entry->job_id);
 			jobs = foreach_delete_current(jobs, lc);
-			pfree(entry);
+			FreeSessionJob(entry);
 		}
 	}
 	return jobs;
@@ -290,6 +412,7 @@ SessionJobsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	if (event != SUBXACT_EVENT_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
 		return;
 	submitted_jobs = SubtransactionEnds(submitted_jobs, event, mySubid, parentSubid, false);
+	forgotten_jobs = SubtransactionEnds(forgotten_jobs, event, mySubid, parentSubid, false);
 	notifications = SubtransactionEnds(notifications, event, mySubid, parentSubid, false);
 	held_jobs = SubtransactionEnds(held_jobs, event, mySubid, parentSubid, true);
 }

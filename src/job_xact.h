@@ -30,9 +30,41 @@ JobLockTagSet(LOCKTAG *tag, Oid database_oid, int64 job_id)
 						 (uint32) job_id, BGDDL_LOCK_CLASS);
 }
 
+/*
+ * What a statement does to a relation, as the order of a session's
+ * statements sees it (session_order.c)
+ */
+#define REL_NAMES			0x01	/* names it (a view, index or comment on it) */
+#define REL_READS			0x02	/* reads its rows, or needs it complete */
+#define REL_ADDS_ROWS		0x04	/* inserts or updates rows */
+#define REL_REMOVES_ROWS	0x08	/* deletes rows */
+#define REL_REDEFINES		0x10	/* changes its definition, tree or privileges */
+#define REL_DROPS			0x20	/* drops it */
+#define REL_ANY				0x3F
+
+/*
+ * A job this session submitted, as its later statements see it: its target
+ * (as at submit) and what done to it needs the job done, the relations its
+ * result is made from, and what done to them would change its result
+ * (REL_*)
+ */
+typedef struct JobOrder
+{
+	int64		job_id;
+	Oid			target_oid;
+	int			target_effects;
+	List	   *sources;		/* Oid */
+	int			source_effects;
+} JobOrder;
+
 extern void JobXactInstall(void);
-extern void JobXactSubmit(int64 job_id, Oid target_oid);
+extern void JobXactSubmit(const JobOrder *order);
 extern int64 JobXactJobOf(Oid target_oid);
+extern List *JobXactSubmittedOrders(void);
+extern List *JobXactSessionOrders(void);
+extern bool JobXactIsSessionJob(int64 job_id);
+extern void JobXactForget(int64 job_id);
+extern void JobXactForgetAtCommit(int64 job_id);
 extern bool JobXactHasSubmitted(void);
 extern int64 JobXactLastJob(void);
 extern bool JobXactIsSubmitted(int64 job_id);

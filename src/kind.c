@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/memutils.h"
 
 #include "catalog_job.h"
@@ -129,5 +130,62 @@ KindBuildHere(int64 job_id, const char *why)
 			 errdetail("The transaction that submitted it %s before COMMIT.", why)));
 	CatalogJobRecordBuiltHere(job_id, psprintf("in the submitting transaction: it %s before COMMIT",
 											   why));
+	/* Done here: the session's later statements need not wait for it */
+	JobXactForgetAtCommit(job_id);
 	return KindRoutineForJob(&job)->build_here(&job);
+}
+
+/* The relation that stands for a succeeded job's target */
+Oid
+KindResult(const BgddlJob *job)
+{
+	const KindRoutine *routine = KindRoutineForJob(job);
+
+	return routine->result != NULL ? routine->result(job) : job->target_oid;
+}
+
+static bool
+AddRangeTableRelations(Node *node, List **relids)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+			*relids = list_append_unique_oid(*relids, rte->relid);
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, AddRangeTableRelations, relids,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, AddRangeTableRelations, relids);
+}
+
+/*
+ * The relations a query kind's result is made from: those its plan depends
+ * on (views, and the partitions it read, included), and those the query
+ * names (it may have been pointed to the tables of jobs it starts after).
+ */
+List *
+KindQuerySources(PlannedStmt *plan, Query *query)
+{
+	List	   *relids = list_copy(plan->relationOids);
+
+	(void) AddRangeTableRelations((Node *) query, &relids);
+	return relids;
+}
+
+/*
+ * An index's result is made from its table: a later statement that changes
+ * the table's definition waits for it, and for a unique index also one that
+ * adds rows (a duplicate fails as the blocking statement would make it
+ * fail).  A write can change no index otherwise: an index reflects it.
+ */
+void
+KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique)
+{
+	submit->sources = list_append_unique_oid(submit->sources, table_oid);
+	submit->source_effects = REL_REDEFINES | (unique ? REL_ADDS_ROWS : 0);
 }

@@ -11,12 +11,14 @@
 #define BGDDL_KIND_H
 
 #include "nodes/params.h"
+#include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 #include "tcop/cmdtag.h"
 #include "tcop/utility.h"
 #include "utils/jsonb.h"
 
 #include "job_run.h"
+#include "job_xact.h"
 
 /*
  * What a kind makes of a statement in background mode: not its kind at all,
@@ -55,6 +57,13 @@ typedef struct KindSubmit
 	char	   *strategy;		/* NULL: the worker decides */
 	char	   *one_batch_reason;	/* for the NOTICE; NULL if batched */
 	List	   *after;			/* filled in by validate: jobs whose placeholders it reads */
+	/*
+	 * filled in by validate, for the order of the session's later statements
+	 * (session_order.c): the relations the result is made from (Oid), and
+	 * what done to them changes the result (REL_* of job_xact.h)
+	 */
+	List	   *sources;
+	int			source_effects;
 } KindSubmit;
 
 /*
@@ -155,6 +164,12 @@ typedef struct KindRoutine
 	 * Returns the relation that now stands for the target.
 	 */
 	Oid			(*build_here) (const BgddlJob *job);
+
+	/*
+	 * optional: the relation that stands for the target once the job has
+	 * succeeded, if not the target itself (CREATE TABLE AS: its table)
+	 */
+	Oid			(*result) (const BgddlJob *job);
 } KindRoutine;
 
 extern void KindsLoad(void);
@@ -163,6 +178,12 @@ extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_sess
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
 extern char *KindNames(void);
 extern Oid	KindBuildHere(int64 job_id, const char *why);
+extern Oid	KindResult(const BgddlJob *job);
+extern List *KindQuerySources(PlannedStmt *plan, Query *query);
+extern void KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique);
+
+/* What done to the sources of a query's result changes it */
+#define KIND_QUERY_SOURCE_EFFECTS	(REL_ADDS_ROWS | REL_REMOVES_ROWS | REL_REDEFINES)
 
 /* The kinds */
 extern const KindRoutine kind_matview_routine;

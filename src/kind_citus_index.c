@@ -206,6 +206,7 @@ CitusIndexValidate(KindSubmit *submit)
 	bool		has_column = false;
 	ListCell   *lc;
 
+	KindIndexSources(submit, relid, stmt->unique);
 	if (!stmt->unique || PgCitusDistribution(relid, &column) != CITUS_HASH_DISTRIBUTED)
 		return;
 	foreach(lc, stmt->indexParams)

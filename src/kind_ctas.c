@@ -240,12 +240,14 @@ CtasValidate(KindSubmit *submit)
 {
 	CreateTableAsStmt *stmt = copyObject(CreateStatement(submit));
 	Query	   *query;
+	PlannedStmt *plan;
 
 	(void) CreateTableAsRelExists(stmt);
 	query = QueryBindParams(StatementQuery(stmt), StatementParams(submit, stmt));
-	submit->after = KindPlaceholderDependencies(QueryJobValidate(query, submit->query_string, NULL,
-																 submit->query_env),
-												query);
+	plan = QueryJobValidate(query, submit->query_string, NULL, submit->query_env);
+	submit->after = KindPlaceholderDependencies(plan, query);
+	submit->sources = KindQuerySources(plan, query);
+	submit->source_effects = KIND_QUERY_SOURCE_EFFECTS;
 	stmt->query = (Node *) query;
 	submit->pstmt = copyObject(submit->pstmt);
 	submit->pstmt->utilityStmt = (Node *) stmt;
@@ -385,6 +387,12 @@ CtasBuildHere(const BgddlJob *job)
 	return HiddenTable(job);
 }
 
+static Oid
+CtasResult(const BgddlJob *job)
+{
+	return HiddenTable(job);
+}
+
 static void
 CtasDiscard(const BgddlJob *job, bool keep_target)
 {
@@ -425,4 +433,5 @@ const KindRoutine kind_ctas_routine = {
 	.cleanup = QueryJobCleanup,
 	.discard = CtasDiscard,
 	.build_here = CtasBuildHere,
+	.result = CtasResult,
 };

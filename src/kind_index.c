@@ -44,6 +44,7 @@
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/heap.h"
 #include "catalog/objectaccess.h"
@@ -152,6 +153,8 @@ IndexAccepts(Node *parsetree, const char **reason)
 		return KIND_NOT_ACCEPTED;
 	if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
 		*reason = "The table is temporary: it belongs to this session.";
+	else if (IsCatalogNamespace(get_rel_namespace(relid)))
+		*reason = "The table is in schema pg_catalog, where no placeholder can reserve the index's name.";
 	else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE && !stmt->relation->inh)
 		*reason = "CREATE INDEX ... ON ONLY a partitioned table builds nothing: the index stays invalid until an index of each partition is attached to it.";
 	else if (PgCitusTable(relid))
@@ -552,9 +555,11 @@ IndexValidate(KindSubmit *submit)
 		*after = ctas_job;
 		submit->after = lappend(submit->after, after);
 		CatalogKindStateSetInt(&submit->kind_state, STATE_NAMESPACE_OID, get_rel_namespace(relid));
+		KindIndexSources(submit, relid, stmt->unique);
 		relid = future_table;
 	}
 	CatalogKindStateSetInt(&submit->kind_state, STATE_TABLE_OID, relid);
+	KindIndexSources(submit, relid, stmt->unique);
 }
 
 /*
@@ -829,7 +834,8 @@ IndexBackfillStep(JobRun *run)
 		return JOB_STEP_MORE;
 	}
 	if (IndexPartitionsJob(&run->job))
-		return valid ? JOB_STEP_DONE : IndexPartitionsStep(run, IndexedTable(&run->job));
+		return IndexPartitionsDone(&run->job, valid) ? JOB_STEP_DONE :
+			IndexPartitionsStep(run, IndexedTable(&run->job));
 	if (is_index && valid)
 		return JOB_STEP_DONE;
 	if (is_index)
@@ -854,7 +860,7 @@ IndexCutOver(JobRun *run)
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
 	}
-	if (!valid)
+	if (!valid && !(IndexPartitionsJob(&run->job) && IndexPartitionsDone(&run->job, valid)))
 		elog(ERROR, "index %u of background DDL job %lld is not valid",
 			 run->job.target_oid, (long long) run->job.id);
 	JobRunSucceeded(run, run->job.target_oid, false, -1);

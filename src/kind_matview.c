@@ -87,15 +87,17 @@ MatviewValidate(KindSubmit *submit)
 {
 	CreateTableAsStmt *stmt;
 	Query	   *query;
+	PlannedStmt *plan;
 
 	/* The statement may change: to read the tables of jobs it starts after */
 	submit->pstmt = copyObject(submit->pstmt);
 	stmt = CreateStatement(submit);
 	query = CheckedNode(Query, stmt->query);
 	(void) CreateTableAsRelExists(stmt);
-	submit->after = KindPlaceholderDependencies(QueryJobValidate(query, submit->query_string,
-																 submit->params, submit->query_env),
-												query);
+	plan = QueryJobValidate(query, submit->query_string, submit->params, submit->query_env);
+	submit->after = KindPlaceholderDependencies(plan, query);
+	submit->sources = KindQuerySources(plan, query);
+	submit->source_effects = KIND_QUERY_SOURCE_EFFECTS;
 	/* The view rule is parse analysis's copy of the query */
 	stmt->into->viewQuery = copyObject((Node *) query);
 }

@@ -22,6 +22,7 @@
 #include "catalog/pg_class.h"
 #include "nodes/nodeFuncs.h"
 #include "storage/lmgr.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -107,6 +108,25 @@ RetargetWalker(Node *node, PlaceholderRetarget *retarget)
 }
 
 /*
+ * Make an analysed query (or the query a CREATE TABLE AS, EXPLAIN or
+ * DECLARE holds) read relation table instead of placeholder; returns how
+ * many range table entries changed (none if it names the placeholder only
+ * through a view, which cannot be changed).  The caller locks table.
+ */
+int
+KindRetargetQuery(Query *query, Oid placeholder, Oid table)
+{
+	PlaceholderRetarget retarget = {placeholder, table, 0};
+
+	if (query != NULL && query->utilityStmt != NULL)
+		query = UtilityContainsQuery(query->utilityStmt);
+	if (query == NULL || !OidIsValid(table))
+		return 0;
+	(void) query_tree_walker(query, RetargetWalker, &retarget, QTW_EXAMINE_RTES_BEFORE);
+	return retarget.replaced;
+}
+
+/*
  * Make query read, instead of the placeholder of a CREATE TABLE AS job, the
  * job's hidden table, which takes the placeholder's place (under its own
  * OID) when the job succeeds.  False if the query names the placeholder
@@ -115,12 +135,7 @@ RetargetWalker(Node *node, PlaceholderRetarget *retarget)
 static bool
 RetargetToFutureTable(Query *query, Oid placeholder, Oid table)
 {
-	PlaceholderRetarget retarget = {placeholder, table, 0};
-
-	if (query == NULL || !OidIsValid(table))
-		return false;
-	(void) query_tree_walker(query, RetargetWalker, &retarget, QTW_EXAMINE_RTES_BEFORE);
-	return retarget.replaced > 0;
+	return KindRetargetQuery(query, placeholder, table) > 0;
 }
 
 static void
@@ -257,40 +272,22 @@ KindPlaceholderFutureTable(Oid relid, int64 *job_id)
 }
 
 /*
- * The job that creates a materialized view, unfinished, if no other job
- * waits for it to refresh that view; else 0
- */
-static int64
-RefreshableAfter(Oid target_oid, int64 job_id)
-{
-	BgddlJob	job;
-	ListCell   *lc;
-
-	if (!CatalogJobLoad(job_id, &job, true) || strcmp(job.kind, KIND_MATVIEW_NAME) != 0)
-		return 0;
-	foreach(lc, CatalogJobsWaitingFor(job_id))
-	{
-		BgddlJob	waiting;
-
-		if (CatalogJobLoad(*(int64 *) lfirst(lc), &waiting, true) &&
-			waiting.target_oid == target_oid)
-			return 0;
-	}
-	return job_id;
-}
-
-/*
- * REFRESH of a materialized view that a job is still building: refused,
- * unless the job was submitted in this transaction (it is built here,
- * KindBuildHere), or the REFRESH becomes a job itself (after is not NULL):
- * that job starts after the one creating the view (*after, else 0), which
- * it cannot do after a job that refreshes it.
+ * REFRESH of a materialized view that jobs are still building or
+ * refreshing.  Jobs of this session are its own to order
+ * (session_order.c: the REFRESH waits for them, or starts after them).
+ * Otherwise it is refused, unless the only job is the one creating the
+ * view and the REFRESH becomes a job itself (after is not NULL): that job
+ * starts after it (*after, else 0).  A second REFRESH of another session
+ * is refused, blocking or not.
  */
 void
 KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt, int64 *after)
 {
 	Oid			target_oid;
-	int64		job_id;
+	List	   *jobs;
+	ListCell   *lc;
+	int64		creating = 0;
+	int64		refreshing = 0;
 
 	if (after != NULL)
 		*after = 0;
@@ -299,20 +296,35 @@ KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt, int64 *after)
 	target_oid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	if (!OidIsValid(target_oid))
 		return;					/* the normal path reports it */
-	job_id = CatalogJobBuilding(target_oid);
-	if (job_id != 0 && after != NULL && (*after = RefreshableAfter(target_oid, job_id)) != 0)
+	jobs = CatalogJobsBuilding(target_oid);
+	foreach(lc, jobs)
+	{
+		int64		job_id = *(int64 *) lfirst(lc);
+		BgddlJob	job;
+
+		if (JobXactIsSessionJob(job_id))
+			return;
+		if (!CatalogJobLoad(job_id, &job, true))
+			continue;
+		if (strcmp(job.kind, KIND_MATVIEW_NAME) == 0)
+			creating = job_id;
+		else if (refreshing == 0)
+			refreshing = job_id;
+	}
+	if (refreshing == 0 && creating != 0 && after != NULL)
+	{
+		*after = creating;
 		return;
-	if (job_id != 0 && after == NULL && JobXactIsSubmitted(job_id) &&
-		OidIsValid(KindBuildHere(job_id, "refreshed it")))
-		return;
-	if (job_id != 0)
+	}
+	if (refreshing != 0 || creating != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("materialized view \"%s\" is being built by background DDL job %lld",
-						stmt->relation->relname, (long long) job_id),
+						stmt->relation->relname, (long long) (refreshing != 0 ? refreshing : creating)),
 				 errdetail("Its new content becomes visible when the job succeeds."),
 				 errhint("Use wait_ddl(%lld) to wait for it, or cancel_ddl(%lld) to stop it.",
-						 (long long) job_id, (long long) job_id)));
+						 (long long) (refreshing != 0 ? refreshing : creating),
+						 (long long) (refreshing != 0 ? refreshing : creating))));
 }
 
 /*

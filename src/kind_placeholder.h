@@ -18,5 +18,6 @@ extern void KindDropWaitingPlaceholders(int64 job_id);
 extern Oid	KindPlaceholderFutureTable(Oid relid, int64 *job_id);
 extern void KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt, int64 *after);
 extern void KindPlaceholderLock(Oid relid);
+extern int	KindRetargetQuery(Query *query, Oid placeholder, Oid table);
 
 #endif							/* BGDDL_KIND_PLACEHOLDER_H */

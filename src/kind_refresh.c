@@ -156,6 +156,7 @@ RefreshValidate(KindSubmit *submit)
 {
 	int64		after;
 	Relation	matview = OpenRefreshedView(submit, &after);
+	PlannedStmt *plan;
 	Oid			saved_userid;
 	int			saved_sec_context;
 	int			guc_nest_level;
@@ -165,8 +166,10 @@ RefreshValidate(KindSubmit *submit)
 	SetUserIdAndSecContext(matview->rd_rel->relowner,
 						   saved_sec_context | SECURITY_RESTRICTED_OPERATION);
 	guc_nest_level = NewGUCNestLevel();
-	(void) QueryJobValidate(get_view_query(matview), submit->query_string, submit->params,
+	plan = QueryJobValidate(get_view_query(matview), submit->query_string, submit->params,
 							submit->query_env);
+	submit->sources = KindQuerySources(plan, get_view_query(matview));
+	submit->source_effects = KIND_QUERY_SOURCE_EFFECTS;
 	submit->strategy = QueryJobStrategyAtSubmit(get_view_query(matview), RelationGetRelid(matview),
 												&submit->one_batch_reason);
 	AtEOXact_GUC(false, guc_nest_level);
@@ -314,11 +317,11 @@ static void
 CheckConcurrentRefresh(JobRun *run, Relation matview)
 {
 	CheckNoDuplicateRows(run, matview);
+	/* PostgreSQL's own text and SQLSTATE (an elog in refresh_by_match_merge) */
 	if (!HasUsableUniqueIndex(matview))
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("could not find suitable unique index on materialized view \"%s\"",
-						RelationGetRelationName(matview))));
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not find suitable unique index on materialized view")));
 }
 
 /*
@@ -370,10 +373,11 @@ RefreshBuildHere(const BgddlJob *job)
 	JobRun		run = {.job = *job};
 	Relation	matview = table_open(job->target_oid, AccessShareLock);
 	Oid			hidden_oid = PrepareHiddenHeap(&run, matview, false);
+	Oid			owner = matview->rd_rel->relowner;
 
-	QueryJobBuildHere(&run.job, job->target_oid, hidden_oid, matview->rd_rel->relowner,
-					  RefreshPublish);
+	/* Closed before the swap, which checks that nobody has it open */
 	table_close(matview, NoLock);
+	QueryJobBuildHere(&run.job, job->target_oid, hidden_oid, owner, RefreshPublish);
 	return job->target_oid;
 }
 

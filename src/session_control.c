@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * session_control.c
- *	  Holding and cancelling a job from a session: for cancel_ddl,
- *	  pause_ddl and resume_ddl, and for a DROP of a job's target.
+ *	  Holding, cancelling and waiting for a job from a session: for
+ *	  cancel_ddl, pause_ddl and resume_ddl, for a DROP of a job's target, and
+ *	  for wait_ddl, await_ddl and the session's own statements that wait for
+ *	  its jobs (session_order.c).
  *
  * cancel_ddl and pause_ddl are transactional, like the submit.  They ask the
  * job's workers to let go of it (job_xact.c: the request lasts until the end
@@ -13,19 +15,41 @@
  * was, and this costs the job no attempt; if it committed, the worker stops
  * (paused), or removes everything the job created and marks it cancelled.
  *
+ * A session that waits for a job must never wait for itself: the job may
+ * wait for the session's transaction (an index build waits for older
+ * snapshots and for writers; a job asks for locks the transaction may
+ * hold), directly or through the jobs it starts after and the processes
+ * they wait for.  PostgreSQL's deadlock detector sees lock waits only, and
+ * the session waits on a condition variable: so the wait looks at every
+ * turn whether that is the case, and ends in an error if it is.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/sinvaladt.h"
+#include "utils/array.h"
+#include "utils/fmgrprotos.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "catalog_access.h"
 #include "catalog_job.h"
+#include "job_shmem.h"
 #include "job_xact.h"
 #include "kind.h"
 #include "pg_compat.h"
@@ -71,6 +95,8 @@ SessionCancelJob(int64 job_id, const char *reason, bool target_dropped)
 		return false;
 	routine = KindRoutineForJob(&job);
 	JobXactWakeScheduler();
+	/* A job this session cancels: its later statements need not wait for it */
+	JobXactForgetAtCommit(job_id);
 	if (routine->discards_in_any_transaction != NULL &&
 		!routine->discards_in_any_transaction(&job))
 	{
@@ -127,3 +153,211 @@ SessionCancelDroppedTargets(DropStmt *stmt)
 	return left;
 }
 
+
+/* Processes a deadlock check follows at most (from a job's workers) */
+#define WAIT_CHECK_MAX_PROCESSES	64
+
+/* Does this transaction hold a lock on the relation that conflicts with mode? */
+static bool
+HoldsConflictingLock(Oid relid, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	for (LOCKMODE held = AccessShareLock; held <= AccessExclusiveLock; held++)
+	{
+		if (DoLockModesConflict(mode, held) && LockHeldByMe(&tag, held))
+			return true;
+	}
+	return false;
+}
+
+/* Add a process to follow, once */
+static void
+FollowProcess(List **pids, int pid)
+{
+	if (pid != 0 && pid != MyProcPid && list_length(*pids) < WAIT_CHECK_MAX_PROCESSES)
+		*pids = list_append_unique_int(*pids, pid);
+}
+
+/* Add the processes that hold a lock on the relation conflicting with mode */
+static void
+FollowLockHolders(List **pids, Oid relid, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+	VirtualTransactionId *holders;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	holders = GetLockConflicts(&tag, mode, NULL);
+	for (; VirtualTransactionIdIsValid(*holders); holders++)
+	{
+		PGPROC	   *proc = BackendIdGetProc(holders->backendId);
+
+		if (proc != NULL)
+			FollowProcess(pids, proc->pid);
+	}
+}
+
+/*
+ * Does a wait for the job wait for this transaction?  The job, the jobs it
+ * starts after and the processes that block their workers (the lock
+ * queues, pg_blocking_pids; the lock a job asks for without queueing) are
+ * followed; true if they lead here, with *why saying how.
+ */
+static bool
+WaitLeadsHere(int64 job_id, char **why)
+{
+	List	   *pids = NIL;
+	ListCell   *lc;
+
+	foreach(lc, CatalogJobsAwaited(job_id))
+	{
+		int64		awaited = *(int64 *) lfirst(lc);
+		pid_t		workers[WAIT_CHECK_MAX_PROCESSES];
+		Oid			lock_relid;
+		int			lock_mode;
+		int			count = JobWorkersOf(MyDatabaseId, awaited, workers, lengthof(workers),
+										 &lock_relid, &lock_mode);
+
+		if (OidIsValid(lock_relid) && HoldsConflictingLock(lock_relid, lock_mode))
+		{
+			*why = psprintf("Job %lld asks for a lock on \"%s\" that this transaction holds.",
+							(long long) awaited, get_rel_name(lock_relid));
+			return true;
+		}
+		for (int i = 0; i < count; i++)
+			FollowProcess(&pids, workers[i]);
+		if (OidIsValid(lock_relid))
+			FollowLockHolders(&pids, lock_relid, lock_mode);
+	}
+	/* pids grows while it is walked: the processes those wait for */
+	foreach(lc, pids)
+	{
+		ArrayType  *blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids,
+																	  Int32GetDatum(lfirst_int(lc))));
+		Datum	   *values;
+		bool	   *nulls;
+		int			count;
+
+		deconstruct_array(blockers, INT4OID, sizeof(int32), true, TYPALIGN_INT,
+						  &values, &nulls, &count);
+		for (int i = 0; i < count; i++)
+		{
+			if (nulls[i])
+				continue;
+			if (DatumGetInt32(values[i]) == MyProcPid)
+			{
+				*why = psprintf("Process %d, which job %lld waits for, waits for this transaction.",
+								lfirst_int(lc), (long long) job_id);
+				return true;
+			}
+			FollowProcess(&pids, DatumGetInt32(values[i]));
+		}
+	}
+	return false;
+}
+
+/*
+ * Wait until the job has ended, and read it into *job (in memory of the
+ * caller's memory context, which lives until it ends); an error if the
+ * deadline (0: none) passes first, or if the job waits for this
+ * transaction (WaitLeadsHere).  Each look at the job reads its row as
+ * committed then.  With commit_between_looks (a procedure in a non-atomic
+ * context, connected to SPI so), each look is a transaction of its own,
+ * committed before the sleep: the caller then holds no snapshot while it
+ * waits.  Otherwise the caller decides what it holds; a look holds a
+ * snapshot only while it reads.  for_what names the caller, for the errors.
+ */
+void
+SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks, BgddlJob *job,
+				  const char *for_what)
+{
+	MemoryContext caller_context = CurrentMemoryContext;
+	MemoryContext look_context = AllocSetContextCreate(caller_context, "background_ddl wait",
+													   ALLOCSET_SMALL_SIZES);
+
+	if (JobXactIsSubmitted(job_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("background DDL job %lld was submitted in the current transaction",
+						(long long) job_id),
+				 errdetail("The job starts when the transaction commits."),
+				 errhint("Call %s after COMMIT.", for_what)));
+	for (;;)
+	{
+		bool		ended;
+		char	   *why = NULL;
+
+		MemoryContextSwitchTo(look_context);
+		if (commit_between_looks)
+			PushActiveSnapshot(GetTransactionSnapshot());
+		if (!CatalogJobLoad(job_id, job, true))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("background DDL job %lld does not exist", (long long) job_id),
+					 errhint("pg_stat_background_ddl lists the jobs of this database.")));
+		ended = JobStateIsFinal(job->state);
+		if (!ended && !commit_between_looks && WaitLeadsHere(job_id, &why))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+					 errmsg("%s cannot wait for background DDL job %lld: the job waits for this transaction",
+							for_what, (long long) job_id),
+					 errdetail_internal("%s", why),
+					 errhint("End the transaction first, then wait with CALL await_ddl(%lld).",
+							 (long long) job_id)));
+		if (commit_between_looks)
+		{
+			PopActiveSnapshot();
+			SPI_commit();
+		}
+		else
+			InvalidateCatalogSnapshot();
+		if (!ended && deadline != 0 && GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("timed out waiting for background DDL job %lld", (long long) job_id),
+					 errdetail("The job is still %s.", CatalogStateName(job->state))));
+		MemoryContextSwitchTo(caller_context);
+		if (ended)
+		{
+			/* What the job changed in the catalogs is seen from here on */
+			if (commit_between_looks)
+				PushActiveSnapshot(GetTransactionSnapshot());
+			CatalogJobWaitForLastWriter(job_id);
+			if (commit_between_looks)
+				PopActiveSnapshot();
+			else
+				InvalidateCatalogSnapshot();
+			AcceptInvalidationMessages();
+			/* Seen ended: the session's later statements need not wait for it */
+			JobXactForget(job_id);
+			break;
+		}
+		MemoryContextReset(look_context);
+		/* Workers broadcast when they exit; the timeout bounds any miss */
+		(void) ConditionVariableTimedSleep(&JobShared->job_finished, 100, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ConditionVariableCancelSleep();
+}
+
+/*
+ * End as the blocking statement would have, for a job that has ended:
+ * quietly if it succeeded; with its error (SQLSTATE, message, detail, hint)
+ * if it failed; with an error if it was cancelled.
+ */
+void
+SessionRaiseJobEnd(const BgddlJob *job)
+{
+	if (job->state == JOB_STATE_CANCELLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("background DDL job %lld was cancelled", (long long) job->id),
+				 job->error ? errdetail("%s", job->error) : 0));
+	if (job->state == JOB_STATE_FAILED)
+		ereport(ERROR,
+				(errcode(PgSqlstateCode(job->error_sqlstate)),
+				 errmsg_internal("%s", job->error ? job->error : "background DDL job failed"),
+				 job->error_detail ? errdetail_internal("%s", job->error_detail) : 0,
+				 job->error_hint ? errhint("%s", job->error_hint) : 0));
+}

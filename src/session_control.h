@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * session_control.h
- *	  Holding and cancelling a job from a session.
+ *	  Holding, cancelling and waiting for a job from a session.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,5 +15,8 @@
 extern bool SessionHoldJob(int64 job_id, BgddlJob *job);
 extern bool SessionCancelJob(int64 job_id, const char *reason, bool target_dropped);
 extern List *SessionCancelDroppedTargets(DropStmt *stmt);
+extern void SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
+							  BgddlJob *job, const char *for_what);
+extern void SessionRaiseJobEnd(const BgddlJob *job);
 
 #endif							/* BGDDL_SESSION_CONTROL_H */

@@ -10,9 +10,8 @@
  *	  by the real object at the job's end: indexes, ALTERs, grants and
  *	  comments on it, which would be lost, are refused; RENAME and SET
  *	  SCHEMA move the name, which the job follows.
- *	- A statement of the transaction that submitted a job that uses the
- *	  job's target before COMMIT has the job built there and then
- *	  (KindBuildHere), as the blocking statement would have built it.
+ *	- The session's own jobs are done before its later statements that
+ *	  touch them (session_order.c), from the end of their parse analysis.
  *
  * (DROP of a job's target cancels the job: session_control.c.)
  *
@@ -59,6 +58,7 @@
 #include "kind_placeholder.h"
 #include "pg_relation.h"
 #include "session_guards.h"
+#include "session_order.h"
 #include "settings.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
@@ -322,140 +322,16 @@ SessionDropStatement(PlannedStmt *pstmt, const char *queryString, bool readOnlyT
 	PG_END_TRY();
 }
 
-/* A target of a job of the current transaction that a statement uses */
-typedef struct UsedTarget
-{
-	int64		job_id;
-	Oid			target_oid;
-	Oid			built_oid;		/* what stands for the target once built */
-} UsedTarget;
-
-/* What StatementRelationsWalker calls for each relation, with its argument */
-typedef struct RelationVisit
-{
-	void		(*visit) (RangeTblEntry *rte, void *arg);
-	void	   *arg;
-} RelationVisit;
-
 /*
- * Visit every relation entry of an analysed statement: in its subqueries,
- * and in the query that CREATE TABLE AS, EXPLAIN or DECLARE CURSOR holds
- * (other utility statements name relations, which they look up later).
- */
-static bool
-StatementRelationsWalker(Node *node, RelationVisit *visit)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, RangeTblEntry))
-	{
-		if (((RangeTblEntry *) node)->rtekind == RTE_RELATION)
-			visit->visit((RangeTblEntry *) node, visit->arg);
-		return false;
-	}
-	if (IsA(node, Query))
-	{
-		Node	   *utility = ((Query *) node)->utilityStmt;
-
-		if (utility == NULL)
-			return query_tree_walker((Query *) node, StatementRelationsWalker, visit,
-									 QTW_EXAMINE_RTES_BEFORE);
-		if (IsA(utility, CreateTableAsStmt))
-			return StatementRelationsWalker(((CreateTableAsStmt *) utility)->query, visit);
-		if (IsA(utility, ExplainStmt))
-			return StatementRelationsWalker(((ExplainStmt *) utility)->query, visit);
-		if (IsA(utility, DeclareCursorStmt))
-			return StatementRelationsWalker(((DeclareCursorStmt *) utility)->query, visit);
-		return false;
-	}
-	return expression_tree_walker(node, StatementRelationsWalker, visit);
-}
-
-/* Note a relation that is the target of a job of this transaction */
-static void
-NoteUsedTarget(RangeTblEntry *rte, void *arg)
-{
-	List	  **used = arg;
-	int64		job_id = JobXactJobOf(rte->relid);
-	UsedTarget *target;
-	ListCell   *lc;
-
-	if (job_id == 0)
-		return;
-	foreach(lc, *used)
-	{
-		if (((UsedTarget *) lfirst(lc))->job_id == job_id)
-			return;
-	}
-	target = palloc0(sizeof(UsedTarget));
-	target->job_id = job_id;
-	target->target_oid = rte->relid;
-	*used = lappend(*used, target);
-}
-
-/* Point a use of a built target to what now stands for it */
-static void
-Retarget(RangeTblEntry *rte, void *arg)
-{
-	List	   *built = arg;
-	ListCell   *lc;
-
-	foreach(lc, built)
-	{
-		UsedTarget *target = lfirst(lc);
-
-		if (rte->relid != target->target_oid || target->built_oid == target->target_oid)
-			continue;
-		LockRelationOid(target->built_oid, rte->rellockmode);
-		rte->relid = target->built_oid;
-		rte->relkind = get_rel_relkind(target->built_oid);
-		return;
-	}
-}
-
-/*
- * A statement of the transaction that submitted a job uses the job's
- * target before COMMIT (PostgreSQL's own scripts create a materialized view
- * and read it in one transaction): the blocking statement would have built
- * it already, so it is built here, now (KindBuildHere), before the statement
- * is planned; a CREATE TABLE AS target is then a new relation, which the
- * statement is pointed to.  Costs nothing to a transaction that submitted
- * no job.
+ * At the end of a statement's parse analysis: the session's jobs that it
+ * touches are done first (session_order.c).
  */
 static void
 GuardPostParseAnalyze(ParseState *pstate, Query *query, JumbleState *jstate)
 {
 	if (prev_post_parse_analyze)
 		prev_post_parse_analyze(pstate, query, jstate);
-	if (JobXactHasSubmitted())
-	{
-		List	   *used = NIL;
-		RelationVisit note = {NoteUsedTarget, &used};
-		RelationVisit retarget = {Retarget, NULL};
-		ListCell   *lc;
-
-		(void) StatementRelationsWalker((Node *) query, &note);
-		/*
-		 * The analysis keeps the target of an INSERT, UPDATE or DELETE open,
-		 * which would forbid replacing it: it is no longer needed
-		 */
-		if (used != NIL && pstate->p_target_relation != NULL)
-		{
-			table_close(pstate->p_target_relation, NoLock);
-			pstate->p_target_relation = NULL;
-		}
-		foreach(lc, used)
-		{
-			UsedTarget *target = lfirst(lc);
-
-			target->built_oid = KindBuildHere(target->job_id, "read it");
-			if (!OidIsValid(target->built_oid))
-				target->built_oid = target->target_oid;
-		}
-		retarget.arg = used;
-		if (used != NIL)
-			(void) StatementRelationsWalker((Node *) query, &retarget);
-	}
+	SessionOrderAnalysed(pstate, query);
 }
 
 /*

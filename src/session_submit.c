@@ -54,6 +54,7 @@
 #include "kind_placeholder.h"
 #include "session_control.h"
 #include "session_guards.h"
+#include "session_order.h"
 #include "session_submit.h"
 #include "settings.h"
 
@@ -168,8 +169,9 @@ WithoutImpliedJobs(List *jobs)
 
 /*
  * The jobs a new job starts after: background_ddl.after's, submit_ddl's,
- * and those whose placeholders its statement reads (the kind's, in
- * submit->after), each once; every one must exist and not have failed or
+ * those whose placeholders its statement reads (the kind's, in
+ * submit->after), and the session's own that it would change or whose
+ * targets it uses (session_order.c), each once; every one must exist and not have failed or
  * been cancelled.  A job can only start after jobs that exist before it:
  * no cycle can form.
  */
@@ -177,9 +179,10 @@ static List *
 JobsToStartAfter(const KindSubmit *submit)
 {
 	char	   *bad;
-	List	   *all = list_concat(list_concat(SettingsJobList(background_ddl_after, &bad),
-											  list_copy(next_after)),
-								  list_copy(submit->after));
+	List	   *all = list_concat(list_concat(list_concat(SettingsJobList(background_ddl_after, &bad),
+														  list_copy(next_after)),
+											  list_copy(submit->after)),
+								  SessionOrderJobsBefore(submit->pstmt->utilityStmt));
 	List	   *after = NIL;
 	ListCell   *lc;
 
@@ -221,6 +224,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	const BgddlCatalog *catalog = CatalogLookup();
 	KindSubmit	submit;
 	BgddlJobSubmission submission;
+	JobOrder	order;
 	int64		job_id;
 	StringInfoData ids;
 	StringInfoData detail;
@@ -260,7 +264,13 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.idempotency_key = next_idempotency_key;
 	job_id = CatalogJobInsert(&submission);
 	SessionSubmitWith(NULL, NIL);
-	JobXactSubmit(job_id, submit.target_oid);
+	order.job_id = job_id;
+	order.target_oid = submit.target_oid;
+	/* A placeholder that becomes the object itself can be named meanwhile */
+	order.target_effects = routine->replaces_placeholder ? REL_ANY : REL_ANY & ~REL_NAMES;
+	order.sources = submit.sources;
+	order.source_effects = submit.source_effects;
+	SessionOrderSubmitted(&order);
 
 	initStringInfo(&ids);
 	foreach(lc, submission.after)
@@ -373,11 +383,27 @@ StatementIsUsers(ProcessUtilityContext context, Node *outer_utility)
 		IsA(outer_utility, CallStmt);
 }
 
+/* The utility statement whose execution the current statement runs in, or NULL */
+Node *
+SessionEnclosingUtility(void)
+{
+	return enclosing_utility;
+}
+
 /*
- * A utility statement: submitted as a job if it is one (may_submit: it is
- * the user's own, and background_ddl is on), the guards on jobs' objects
- * otherwise.
+ * Would this statement, if it ran now, become a job?  (In its parse
+ * analysis, before ProcessUtility decides: session_order.c.)
  */
+bool
+SessionStatementWouldSubmit(Node *parsetree)
+{
+	const char *in_session_reason;
+
+	return background_ddl_enabled && !RecoveryInProgress() &&
+		StatementIsUsers(PROCESS_UTILITY_QUERY, enclosing_utility) &&
+		KindForStatement(parsetree, &in_session_reason) != NULL;
+}
+
 /*
  * DROP DATABASE refuses a database that other sessions use: our scheduler
  * and workers leave it first, as autovacuum workers do (JobDatabaseLeave).
@@ -426,11 +452,17 @@ AlterTableOnlyDrops(AlterTableStmt *stmt)
 	return stmt->cmds != NIL;
 }
 
+/*
+ * A utility statement: submitted as a job if it is one (may_submit: it is
+ * the user's own, and background_ddl is on); otherwise, if it is the
+ * user's own (users_own), after the jobs of this session that it touches
+ * (session_order.c), and then the guards on jobs' objects.
+ */
 static void
 ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 				 bool readOnlyTree, ProcessUtilityContext context,
 				 ParamListInfo params, QueryEnvironment *queryEnv,
-				 DestReceiver *dest, QueryCompletion *qc, bool may_submit)
+				 DestReceiver *dest, QueryCompletion *qc, bool users_own, bool may_submit)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		drops = false;
@@ -451,6 +483,8 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 					(errmsg("this statement runs in this session, not as a background job"),
 					 errdetail("%s", in_session_reason)));
 	}
+	if (users_own)
+		SessionOrderUtility(parsetree);
 
 	switch (nodeTag(parsetree))
 	{
@@ -532,15 +566,15 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *outer_utility = enclosing_utility;
+	volatile bool users_own = StatementIsUsers(context, outer_utility);
 	/* On a standby, PostgreSQL refuses the statement as it always does */
-	volatile bool may_submit = background_ddl_enabled && !RecoveryInProgress() &&
-		StatementIsUsers(context, outer_utility);
+	volatile bool may_submit = background_ddl_enabled && !RecoveryInProgress() && users_own;
 
 	enclosing_utility = pstmt->utilityStmt;
 	PG_TRY();
 	{
 		ProcessStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
-						 dest, qc, may_submit);
+						 dest, qc, users_own, may_submit);
 	}
 	PG_FINALLY();
 	{

@@ -8,10 +8,13 @@
 #ifndef BGDDL_SUBMIT_H
 #define BGDDL_SUBMIT_H
 
+#include "nodes/nodes.h"
 #include "nodes/pg_list.h"
 
 extern void SessionSubmitInstall(void);
 extern void SessionSubmitWith(const char *idempotency_key, List *after);
+extern bool SessionStatementWouldSubmit(Node *parsetree);
+extern Node *SessionEnclosingUtility(void);
 extern char *SessionStatementText(const char *query_string, int location, int length);
 
 #endif							/* BGDDL_SUBMIT_H */

@@ -258,77 +258,11 @@ DeadlineArgument(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * Wait until the job has ended, and read it into *job (in memory of the
- * caller's memory context, which lives until it ends); an error if the
- * deadline (0: none) passes first.  Each look at
- * the job reads its row as committed then.  With commit_between_looks (a
- * procedure in a non-atomic context, connected to SPI so), each look is a
- * transaction of its own, committed before the sleep: the caller then holds
- * no snapshot while it waits, and whatever waits for its transaction (an
- * index build waits for the snapshots older than its own) waits only for
- * one look.  (Without it, the caller's statement keeps its snapshot, as any
- * function does.)  for_what names the caller, for the errors.
- */
-static void
-WaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks, BgddlJob *job,
-		   const char *for_what)
-{
-	MemoryContext caller_context = CurrentMemoryContext;
-	MemoryContext look_context = AllocSetContextCreate(caller_context, "background_ddl wait",
-													   ALLOCSET_SMALL_SIZES);
-
-	if (JobXactIsSubmitted(job_id))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("background DDL job %lld was submitted in the current transaction",
-						(long long) job_id),
-				 errdetail("The job starts when the transaction commits."),
-				 errhint("Call %s after COMMIT.", for_what)));
-	for (;;)
-	{
-		bool		ended;
-
-		MemoryContextSwitchTo(look_context);
-		if (commit_between_looks)
-			PushActiveSnapshot(GetTransactionSnapshot());
-		JobLoadOrError(job_id, job);
-		if (commit_between_looks)
-		{
-			PopActiveSnapshot();
-			SPI_commit();
-		}
-		ended = JobStateIsFinal(job->state);
-		if (!ended && deadline != 0 && GetCurrentTimestamp() >= deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("timed out waiting for background DDL job %lld", (long long) job_id),
-					 errdetail("The job is still %s.", CatalogStateName(job->state))));
-		MemoryContextSwitchTo(caller_context);
-		if (ended)
-		{
-			/* What the job changed in the catalogs is seen from here on */
-			if (commit_between_looks)
-				PushActiveSnapshot(GetTransactionSnapshot());
-			CatalogJobWaitForLastWriter(job_id);
-			if (commit_between_looks)
-				PopActiveSnapshot();
-			AcceptInvalidationMessages();
-			break;
-		}
-		MemoryContextReset(look_context);
-		/* Workers broadcast when they exit; the timeout bounds any miss */
-		(void) ConditionVariableTimedSleep(&JobShared->job_finished, 100, PG_WAIT_EXTENSION);
-		CHECK_FOR_INTERRUPTS();
-	}
-	ConditionVariableCancelSleep();
-}
-
-/*
  * wait_ddl(job_id, timeout): a function that waits until the job ends and
  * returns its final state.  Its statement keeps its snapshot while it
  * waits, as any function's does; a job that waits for older snapshots
- * itself (an index build) would wait for it, so such a job is refused at
- * once: await_ddl waits for it.
+ * itself (an index build), or that starts after such a job, would wait for
+ * it, so such a job is refused at once: await_ddl waits for it.
  */
 Datum
 wait_ddl(PG_FUNCTION_ARGS)
@@ -336,16 +270,26 @@ wait_ddl(PG_FUNCTION_ARGS)
 	int64		job_id = JobIdArgument(fcinfo);
 	TimestampTz deadline = DeadlineArgument(fcinfo, 1);
 	BgddlJob	job;
+	ListCell   *lc;
 
 	CatalogRequire();
 	JobLoadOrError(job_id, &job);
-	if (!JobStateIsFinal(job.state) && KindRoutineForJob(&job)->waits_for_older_snapshots)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("wait_ddl() cannot wait for background DDL job %lld", (long long) job_id),
-				 errdetail("The job waits for the transactions whose snapshots are older than its own, as CREATE INDEX CONCURRENTLY does: it would wait for this one, which keeps its snapshot while it waits."),
-				 errhint("CALL await_ddl(%lld) waits without holding a snapshot.", (long long) job_id)));
-	WaitForJob(job_id, deadline, false, &job, "wait_ddl()");
+	foreach(lc, JobStateIsFinal(job.state) ? NIL : CatalogJobsAwaited(job_id))
+	{
+		BgddlJob	awaited;
+
+		if (CatalogJobLoad(*(int64 *) lfirst(lc), &awaited, true) &&
+			KindRoutineForJob(&awaited)->waits_for_older_snapshots)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("wait_ddl() cannot wait for background DDL job %lld", (long long) job_id),
+					 awaited.id == job_id ?
+					 errdetail("The job waits for the transactions whose snapshots are older than its own, as CREATE INDEX CONCURRENTLY does: it would wait for this one, which keeps its snapshot while it waits.") :
+					 errdetail("It starts after job %lld, which waits for the transactions whose snapshots are older than its own, as CREATE INDEX CONCURRENTLY does: that would wait for this one, which keeps its snapshot while it waits.",
+							   (long long) awaited.id),
+					 errhint("CALL await_ddl(%lld) waits without holding a snapshot.", (long long) job_id)));
+	}
+	SessionWaitForJob(job_id, deadline, false, &job, "wait_ddl()");
 	PG_RETURN_TEXT_P(cstring_to_text(CatalogStateName(job.state)));
 }
 
@@ -376,7 +320,7 @@ await_ddl(PG_FUNCTION_ARGS)
 	CatalogRequire();
 	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect_ext failed");
-	WaitForJob(job_id, deadline, true, &job, "await_ddl()");
+	SessionWaitForJob(job_id, deadline, true, &job, "await_ddl()");
 	/* What is reported of the ended job outlives the SPI connection */
 	MemoryContextSwitchTo(outer_context);
 	job.error = job.error ? pstrdup(job.error) : NULL;
@@ -385,19 +329,7 @@ await_ddl(PG_FUNCTION_ARGS)
 	job.error_hint = job.error_hint ? pstrdup(job.error_hint) : NULL;
 	SPI_finish();
 
-	if (job.state == JOB_STATE_CANCELLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("background DDL job %lld was cancelled", (long long) job_id),
-				 job.error ? errdetail("%s", job.error) : 0));
-	if (job.state == JOB_STATE_FAILED)
-	{
-		ereport(ERROR,
-				(errcode(PgSqlstateCode(job.error_sqlstate)),
-				 errmsg_internal("%s", job.error ? job.error : "background DDL job failed"),
-				 job.error_detail ? errdetail_internal("%s", job.error_detail) : 0,
-				 job.error_hint ? errhint("%s", job.error_hint) : 0));
-	}
+	SessionRaiseJobEnd(&job);
 	PG_RETURN_VOID();
 }
 

@@ -34,6 +34,7 @@
 #include "job_identity.h"
 #include "kind.h"
 #include "query_estimate.h"
+#include "session_order.h"
 
 PG_FUNCTION_INFO_V1(explain_ddl);
 PG_FUNCTION_INFO_V1(estimate_ddl);
@@ -56,7 +57,7 @@ ExplainErrorCallback(void *arg)
  * Parse the one statement of sql, with errors pointed into it until the
  * caller pops error_context; NULL if there is not exactly one
  */
-static Node *
+static pg_noinline Node *
 ParseOneStatement(char *sql, ErrorContextCallback *error_context)
 {
 	List	   *statements;
@@ -87,10 +88,22 @@ explain_ddl(PG_FUNCTION_ARGS)
 	const char *strategy = NULL;
 	ErrorContextCallback error_context;
 
+	volatile bool checks_were_on;
+
 	CatalogRequire();
 	raw = ParseOneStatement(sql, &error_context);
-	if (raw != NULL)
-		strategy = KindExplain(raw, sql);
+	/* Nothing runs: the session's order does not concern it */
+	checks_were_on = SessionOrderChecks(false);
+	PG_TRY();
+	{
+		if (raw != NULL)
+			strategy = KindExplain(raw, sql);
+	}
+	PG_FINALLY();
+	{
+		(void) SessionOrderChecks(checks_were_on);
+	}
+	PG_END_TRY();
 	if (strategy == NULL)
 		RefuseStatement();
 	error_context_stack = error_context.previous;
@@ -139,6 +152,7 @@ estimate_ddl(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	Datum		values[8];
 	bool		nulls[8] = {false};
+	volatile bool checks_were_on;
 
 	CatalogRequire();
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -156,21 +170,31 @@ estimate_ddl(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("estimate_ddl takes one %s statement, or a query", KindNames()),
 				 errhint("explain_ddl says how the other statements would run.")));
-	if (IsA(raw, IndexStmt))
+	/* What is sampled is rolled back: the session's order does not concern it */
+	checks_were_on = SessionOrderChecks(false);
+	PG_TRY();
 	{
-		IndexJobEstimate((IndexStmt *) raw, sql, &estimate);
-		estimate.strategy = pstrdup(KindExplain(raw, sql));
+		if (IsA(raw, IndexStmt))
+		{
+			IndexJobEstimate((IndexStmt *) raw, sql, &estimate);
+			estimate.strategy = pstrdup(KindExplain(raw, sql));
+		}
+		else if (IsA(raw, RefreshMatViewStmt))
+			EstimateRefresh((RefreshMatViewStmt *) raw, &estimate);
+		else
+		{
+			raw = copyObject(raw);
+			((SelectStmt *) raw)->intoClause = NULL;
+			raw_select->stmt = raw;
+			QueryJobEstimate(parse_analyze_fixedparams(raw_select, sql, NULL, 0, NULL), InvalidOid,
+							 &estimate);
+		}
 	}
-	else if (IsA(raw, RefreshMatViewStmt))
-		EstimateRefresh((RefreshMatViewStmt *) raw, &estimate);
-	else
+	PG_FINALLY();
 	{
-		raw = copyObject(raw);
-		((SelectStmt *) raw)->intoClause = NULL;
-		raw_select->stmt = raw;
-		QueryJobEstimate(parse_analyze_fixedparams(raw_select, sql, NULL, 0, NULL), InvalidOid,
-						 &estimate);
+		(void) SessionOrderChecks(checks_were_on);
 	}
+	PG_END_TRY();
 	error_context_stack = error_context.previous;
 
 	values[0] = CStringGetTextDatum(estimate.strategy);

@@ -77,17 +77,24 @@ CREATE TABLE ch_uc AS SELECT u.id FROM ch_u u JOIN ch_uv v USING (k) WHERE u.id 
 SELECT last_ddl_job() AS uc \gset
 REFRESH MATERIALIZED VIEW ch_uv;
 SELECT last_ddl_job() AS ur \gset
-\set VERBOSITY terse
+-- (a second one of this session starts after the first; another session's
+-- is refused, kinds.sql)
 REFRESH MATERIALIZED VIEW ch_uv;
+SELECT last_ddl_job() AS ur2 \gset
+\set VERBOSITY terse
 CREATE MATERIALIZED VIEW ch_not_yet AS SELECT ch_nope FROM ch_u;
 \set VERBOSITY default
--- (the table reads both: it starts after the view, which starts after the table)
+-- (the table reads both: it starts after the view, which starts after the
+-- table; the refresh of the view starts after the table that reads it, as
+-- the statements ran in that order)
 SELECT id, kind, after_jobs = ARRAY[:u]::bigint[] AS after_the_table,
-       after_jobs = ARRAY[:uv]::bigint[] AS after_the_view
-  FROM pg_stat_background_ddl WHERE id IN (:uv, :uc, :ur) ORDER BY id;
+       after_jobs = ARRAY[:uv]::bigint[] AS after_the_view,
+       after_jobs = ARRAY[:uc]::bigint[] AS after_its_reader,
+       after_jobs = ARRAY[:ur]::bigint[] AS after_the_refresh
+  FROM pg_stat_background_ddl WHERE id IN (:uv, :uc, :ur, :ur2) ORDER BY id;
 CALL await_ddl(:uc, '60s');
-CALL await_ddl(:ur, '60s');
-SELECT state, count(*) FROM pg_stat_background_ddl WHERE id IN (:u, :uv, :uc, :ur) GROUP BY state;
+CALL await_ddl(:ur2, '60s');
+SELECT state, count(*) FROM pg_stat_background_ddl WHERE id IN (:u, :uv, :uc, :ur, :ur2) GROUP BY state;
 SELECT (SELECT array_agg(n ORDER BY k) FROM ch_uv) =
        (SELECT array_agg(n ORDER BY k) FROM (SELECT k, count(*) AS n FROM ch_u GROUP BY k) q) AS view_exact,
        (SELECT array_agg(id ORDER BY id) FROM ch_uc) AS table_rows,

@@ -7,6 +7,9 @@ SET background_ddl = on;
 -- k_gate() holds a job's worker while we hold advisory lock 79.
 CREATE FUNCTION k_gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(79); END IF; RETURN x; END $$;
+-- Another session, which sees the jobs of this one as every other session does.
+CREATE EXTENSION dblink;
+SELECT dblink_connect('other', 'dbname=' || current_database());
 
 -- CREATE TABLE AS: column names, UNLOGGED, WITH, the name reserved.
 SELECT pg_advisory_lock(79);
@@ -14,22 +17,29 @@ CREATE UNLOGGED TABLE k_ctas (a, b) WITH (fillfactor = 70) AS SELECT k_gate(id),
 SELECT last_ddl_job() AS ctas_job \gset
 SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = :ctas_job;
 CREATE TABLE k_ctas (x int);
-SELECT count(*) FROM k_ctas;
 -- Until the job succeeds the name is held by a placeholder, which the
--- table replaces: what would be lost with it is refused, background or not;
--- but CREATE INDEX in the background is a job after it, on that table.
-GRANT SELECT ON k_ctas TO PUBLIC;
+-- table replaces: another session may not read it, and what would be lost
+-- with it is refused there, background or not.
+SELECT dblink_exec('other', 'SELECT count(*) FROM k_ctas');
+SELECT dblink_exec('other', 'GRANT SELECT ON k_ctas TO PUBLIC');
+SELECT dblink_exec('other', 'ALTER TABLE k_ctas ALTER COLUMN a SET STATISTICS 10');
+SELECT dblink_exec('other', 'COMMENT ON COLUMN k_ctas.a IS ''lost''');
+SELECT dblink_exec('other', 'ALTER TABLE k_ctas RENAME COLUMN a TO c');
+SELECT dblink_exec('other', 'CREATE INDEX ON k_ctas (a)');
+-- In this session, CREATE INDEX in the background is a job after it, on
+-- that table; the statements that are not jobs see the job done: each
+-- waits for it (here once the gate is open), then runs on the table.
 CREATE INDEX ON k_ctas (a);
 SELECT last_ddl_job() AS ctas_index_job \gset
-ALTER TABLE k_ctas ALTER COLUMN a SET STATISTICS 10;
-COMMENT ON COLUMN k_ctas.a IS 'lost';
-ALTER TABLE k_ctas RENAME COLUMN a TO c;
-SET background_ddl = off;
-CREATE INDEX ON k_ctas (a);
-SET background_ddl = on;
 SELECT pg_advisory_unlock(79);
+GRANT SELECT ON k_ctas TO PUBLIC;
+ALTER TABLE k_ctas ALTER COLUMN a SET STATISTICS 10;
+COMMENT ON COLUMN k_ctas.a IS 'kept';
 SELECT wait_ddl(:ctas_job, '60s');
 CALL await_ddl(:ctas_index_job, '60s');
+SELECT has_table_privilege('public', 'k_ctas', 'SELECT') AS grant_kept,
+       col_description('k_ctas'::regclass, 1) AS comment_kept,
+       (SELECT attstattarget FROM pg_attribute WHERE attrelid = 'k_ctas'::regclass AND attname = 'a') AS statistics;
 SELECT indexrelid::regclass AS index, indisvalid FROM pg_index WHERE indrelid = 'k_ctas'::regclass;
 SELECT c.relkind, c.relpersistence, c.reloptions, pg_get_userbyid(c.relowner) = current_user AS owned,
        (SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute
@@ -110,15 +120,15 @@ SELECT pg_advisory_lock(79);
 REFRESH MATERIALIZED VIEW CONCURRENTLY k_mv;
 SELECT last_ddl_job() AS refresh_job \gset
 SELECT kind, target FROM pg_stat_background_ddl WHERE id = :refresh_job;
--- While it runs the old content is read, and the view is the view: a
--- grant on it stays.
-SELECT count(*) AS old_rows FROM k_mv;
+-- While it runs other sessions read the old content, and the view is the
+-- view: a grant on it stays.
+SELECT * FROM dblink('other', 'SELECT count(*) FROM k_mv') AS t(old_rows bigint);
 GRANT SELECT ON k_mv TO PUBLIC;
--- A second refresh while it runs, blocking or not, names the job.
-REFRESH MATERIALIZED VIEW k_mv;
-SET background_ddl = off;
-REFRESH MATERIALIZED VIEW k_mv;
-SET background_ddl = on;
+-- A second refresh of another session while it runs, blocking or not, names the job.
+SELECT dblink_exec('other', 'REFRESH MATERIALIZED VIEW k_mv');
+SELECT dblink_exec('other', 'SET background_ddl = on');
+SELECT dblink_exec('other', 'REFRESH MATERIALIZED VIEW k_mv');
+SELECT dblink_exec('other', 'RESET background_ddl');
 SELECT pg_advisory_unlock(79);
 SELECT wait_ddl(:refresh_job, '60s');
 SELECT has_table_privilege('public', 'k_mv', 'SELECT') AS grant_kept;
@@ -265,3 +275,5 @@ DROP TABLE await_t;
 DROP TABLE k CASCADE;
 DROP TABLE k_ctas, k_into, k_parted;
 DROP FUNCTION k_slow(int), k_ctas_with_variable(int), k_gate(int);
+SELECT dblink_disconnect('other');
+DROP EXTENSION dblink;

@@ -34,13 +34,19 @@ SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT count(*) FROM bob_mv;
 SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'bob_mv';
 
--- The job re-checks privileges when it runs: revoked before it starts, the
--- job fails with the permission error, as bob, and leaves nothing.
+-- The job re-checks privileges when it runs: revoked by another session
+-- before it starts, the job fails with the permission error, as bob, and
+-- leaves nothing.  (Revoked by this session, the job would be built first:
+-- the session's later statements see its jobs done.)
 BEGIN;
 CREATE MATERIALIZED VIEW bob_mv2 AS SELECT id FROM alice_data WHERE grp = 2;
-SET LOCAL ROLE bgddl_alice;
-REVOKE SELECT ON alice_data FROM bgddl_bob;
+RESET ROLE;
+CREATE EXTENSION dblink;
+SELECT dblink_exec('dbname=' || current_database(),
+                   'SET ROLE bgddl_alice; REVOKE SELECT ON alice_data FROM bgddl_bob');
+DROP EXTENSION dblink;
 COMMIT;
+SET ROLE bgddl_bob;
 SELECT wait_ddl(last_ddl_job(), '60s');
 SELECT usename, state, error FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 SELECT count(*) AS leftovers FROM pg_class WHERE relname = 'bob_mv2';

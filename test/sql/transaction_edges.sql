@@ -63,14 +63,20 @@ CREATE MATERIALIZED VIEW edges_f AS SELECT id FROM edges;
 CREATE MATERIALIZED VIEW edges_g AS SELECT id FROM edges_f;
 SELECT kind, target, state FROM pg_stat_background_ddl WHERE target LIKE '%edges_f' OR target LIKE '%edges_g' ORDER BY id;
 ROLLBACK;
--- Reading the placeholder of a committed job fails at once, saying which
--- job builds it.
+-- Another session reading the placeholder of a committed job fails at
+-- once, saying which job builds it.  This session waits for its own job,
+-- but not for one that waits for it: here for its advisory lock.
 CREATE FUNCTION edges_slow(x int) RETURNS int LANGUAGE plpgsql AS
   $$ BEGIN PERFORM pg_advisory_xact_lock_shared(77); RETURN x; END $$;
 SELECT pg_advisory_lock(77);
 CREATE MATERIALIZED VIEW edges_held AS SELECT edges_slow(id) AS id FROM edges;
 SELECT last_ddl_job() AS held_job \gset
+CREATE EXTENSION dblink;
+SELECT dblink_exec('dbname=' || current_database(), 'SELECT count(*) FROM edges_held');
+DROP EXTENSION dblink;
+\set VERBOSITY terse
 SELECT count(*) FROM edges_held;
+\set VERBOSITY default
 SELECT cancel_ddl(:held_job);
 SELECT pg_advisory_unlock(77);
 DROP FUNCTION edges_slow(int);

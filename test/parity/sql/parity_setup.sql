@@ -5,7 +5,7 @@
 -- CALL parity_wait(): it waits for the jobs submitted since its last call
 -- without holding a snapshot (an index build waits for old snapshots), and
 -- raises the first failed job's error as the blocking statement would have
--- raised it.  With background_ddl off there is no job and it does nothing.
+-- raised it (once: wait_ddl tells the session it has seen the jobs end).  With background_ddl off there is no job and it does nothing.
 -- Messages below WARNING are not shown (client_min_messages, in PGOPTIONS):
 -- a submit's NOTICE is, with the command tag, a difference the README
 -- allows.
@@ -37,6 +37,8 @@ BEGIN
                            WHERE state NOT IN ('succeeded', 'failed', 'cancelled'));
     PERFORM pg_sleep(0.01);
   END LOOP;
+  -- Seen ended: the session's later statements need not wait for them
+  PERFORM wait_ddl(id) FROM parity_jobs(waited, last_job);
   SELECT id, state, error, error_sqlstate, error_detail, error_hint INTO failed
     FROM parity_jobs(waited, last_job) WHERE state IN ('failed', 'cancelled')
    ORDER BY id LIMIT 1;
