@@ -17,8 +17,17 @@
  * logged table writes its pages to the WAL).  A build on the sample runs in
  * one process, where the job's may use parallel workers.
  *
- * The sample is read as the caller, with the caller's privileges: it reads
- * what the job would read.  A unique index is measured as a plain one (its
+ * Nothing runs with more rights than CREATE INDEX would run it with: the
+ * caller must own the table, as for CREATE INDEX; the sample is read as the
+ * caller (with the caller's privileges and row security, as a query of its
+ * own); the copy is made the table owner's before the index is built on
+ * it, so that the build runs the index's expressions, predicate and
+ * operator classes' support functions (a range type's subtype_diff) as the
+ * table's owner under SECURITY_RESTRICTED_OPERATION, as CREATE INDEX and the
+ * job run them, and never as the caller (a superuser calling it would hand
+ * them its rights).  Of a partitioned table, only the partitions of the
+ * table's owner are sampled (CREATE INDEX builds each partition's index as
+ * its own owner).  A unique index is measured as a plain one (its
  * uniqueness is the job's to check).
  *
  *-------------------------------------------------------------------------
@@ -32,6 +41,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
+#include "commands/tablecmds.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -47,11 +57,29 @@
 #include "utils/syscache.h"
 
 #include "index_estimate.h"
+#include "pg_relation.h"
 #include "pg_subxact.h"
 
 #define SAMPLE_RANGES		8		/* per table or partition */
 
-/* The tables an index on relid is built on: itself, or its partitions */
+/* The owner of a relation */
+static Oid
+RelationOwner(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * The tables an index on relid is built on and that are sampled: itself, or
+ * its partitions of its owner (see above)
+ */
 static List *
 IndexedTables(Oid relid)
 {
@@ -61,8 +89,9 @@ IndexedTables(Oid relid)
 	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 		return list_make1_oid(relid);
 	foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
-		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION ||
-			get_rel_relkind(lfirst_oid(lc)) == RELKIND_MATVIEW)
+		if ((get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION ||
+			 get_rel_relkind(lfirst_oid(lc)) == RELKIND_MATVIEW) &&
+			RelationOwner(lfirst_oid(lc)) == RelationOwner(relid))
 			tables = lappend_oid(tables, lfirst_oid(lc));
 	return tables;
 }
@@ -148,6 +177,7 @@ typedef struct SampleBuild
 	const char *read_query;		/* the same blocks, read only */
 	const char *read_nothing_query; /* the same ranges, of no block */
 	const char *sample_name;
+	Oid			owner;			/* the indexed table's owner, whose the copy is made */
 	IndexSample *sample;
 } SampleBuild;
 
@@ -163,17 +193,22 @@ RunStatement(const char *sql, int expected)
 }
 
 /*
- * Copy the sample's query into a temporary table (with no data: empty);
- * returns the table
+ * Copy the sample's query into a temporary table (with no data: empty),
+ * read as the caller, then made the indexed table owner's; returns the
+ * table
  */
 static Oid
 CopySample(const SampleBuild *build, const char *name, bool with_data)
 {
+	Oid			relid;
+
 	RunStatement(psprintf("CREATE TEMPORARY TABLE %s AS %s%s", quote_identifier(name),
 						  build->sample_query, with_data ? "" : " WITH NO DATA"),
 				 SPI_OK_UTILITY);
 	CommandCounterIncrement();
-	return RelnameGetRelid(name);
+	relid = RelnameGetRelid(name);
+	PgRelationSetOwnerTransient(relid, build->owner);
+	return relid;
 }
 
 /* Build the statement's index (as a plain one) on a temporary table, timed */
@@ -265,24 +300,25 @@ CopyAndBuild(void *arg)
 static void
 BuildOnSample(IndexStmt *raw_stmt, const char *query_string, const char *sample_query,
 			  const char *read_query, const char *read_nothing_query, const char *sample_name,
-			  IndexSample *sample)
+			  Oid owner, IndexSample *sample)
 {
 	SampleBuild build = {raw_stmt, query_string, sample_query, read_query, read_nothing_query,
-	sample_name, sample};
+	sample_name, owner, sample};
 
 	memset(sample, 0, sizeof(IndexSample));
 	PgRunRolledBack(CopyAndBuild, &build);
 }
 
 /*
- * Estimate the job of a CREATE INDEX statement (raw), as the calling role.
- * Caller is in a transaction with an active snapshot; sets all but the
- * strategy.
+ * Estimate the job of a CREATE INDEX statement (raw), for the calling role,
+ * who must own the table, as CREATE INDEX checks.  Caller is in a
+ * transaction with an active snapshot; sets all but the strategy.
  */
 void
 IndexJobEstimate(IndexStmt *raw_stmt, const char *query_string, JobEstimate *estimate)
 {
-	Oid			relid = RangeVarGetRelid(raw_stmt->relation, AccessShareLock, false);
+	Oid			relid = RangeVarGetRelidExtended(raw_stmt->relation, AccessShareLock, 0,
+												 RangeVarCallbackOwnsRelation, NULL);
 	char		relkind = get_rel_relkind(relid);
 	Relation	table;
 	List	   *tables;
@@ -332,7 +368,7 @@ IndexJobEstimate(IndexStmt *raw_stmt, const char *query_string, JobEstimate *est
 	read_nothing_query = SampleQuery(NULL, true, true, tables, table_blocks,
 									 estimate->total_blocks, &estimate->sampled_blocks);
 	BuildOnSample(raw_stmt, query_string, sample_query, read_query, read_nothing_query,
-				  sample_name, &sample);
+				  sample_name, RelationOwner(relid), &sample);
 	scale = estimate->sampled_blocks > 0 ?
 		(double) estimate->total_blocks / estimate->sampled_blocks : 0;
 	estimate->rows = (int64) (sample.rows * scale);

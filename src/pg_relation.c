@@ -99,6 +99,28 @@ SetRelrewrite(Relation pg_class, Oid relid, Oid relrewrite)
 }
 
 /*
+ * Make a role the owner of a relation that the current transaction created
+ * and drops again (estimate_ddl's copy of a sample), so that what runs on
+ * it as its owner (an index build's expressions and operator classes) runs
+ * as that role.  Only pg_class changes: nothing else of the relation is
+ * used before it goes.
+ */
+void
+PgRelationSetOwnerTransient(Oid relid, Oid owner)
+{
+	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
+	HeapTuple	tuple = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	((Form_pg_class) GETSTRUCT(tuple))->relowner = owner;
+	CatalogTupleUpdate(pg_class, &tuple->t_self, tuple);
+	heap_freetuple(tuple);
+	table_close(pg_class, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
  * Let logical decoding see the row changes of a relation and its TOAST
  * table, or not (marked as a transient heap of itself: see above)
  */

@@ -14,6 +14,7 @@
 extern void PgRelationTruncate(Relation rel);
 extern void PgRelationDrop(Oid relid);
 extern void PgRelationSetDecoded(Oid relid, bool decoded);
+extern void PgRelationSetOwnerTransient(Oid relid, Oid owner);
 extern void PgRelationSetExtensionMember(Oid relid, Oid extension_oid, bool member);
 
 #endif							/* BGDDL_PG_RELATION_H */

@@ -109,3 +109,45 @@ DROP TABLE alice_data;
 DROP FUNCTION alice_secret(int), alice_slow(int), make_temp_table(int);
 REVOKE CREATE ON SCHEMA public FROM bgddl_alice, bgddl_bob;
 DROP ROLE bgddl_alice, bgddl_bob, bgddl_operator;
+
+-- estimate_ddl of an index runs the table owner's code as the table's
+-- owner, as CREATE INDEX runs it (an index expression, a range type's
+-- subtype_diff called by GiST), never as the caller: a superuser calling it
+-- would lend the owner its rights.  Each function records in a sequence
+-- (setval is not rolled back) as whom it ran: 1 the owner, 2 a superuser,
+-- 3 another role.  Only the table's owner (or a superuser) may estimate it.
+SET background_ddl = off;
+CREATE ROLE est_owner;
+CREATE ROLE est_other;
+GRANT CREATE ON SCHEMA public TO est_owner;
+CREATE SEQUENCE est_who_expr;
+CREATE SEQUENCE est_who_diff;
+GRANT ALL ON est_who_expr, est_who_diff TO PUBLIC;
+SET ROLE est_owner;
+CREATE FUNCTION est_as_whom() RETURNS int LANGUAGE sql STABLE AS
+  $$ SELECT CASE WHEN current_user = 'est_owner' THEN 1
+                 WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN 2 ELSE 3 END $$;
+CREATE FUNCTION est_record(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN PERFORM setval('est_who_expr', est_as_whom()); RETURN x; END $$;
+CREATE FUNCTION est_diff(a int4, b int4) RETURNS float8 LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN PERFORM setval('est_who_diff', est_as_whom()); RETURN a - b; END $$;
+CREATE TYPE est_range AS RANGE (subtype = int4, subtype_diff = est_diff);
+CREATE TABLE est_t (id int, during est_range);
+INSERT INTO est_t SELECT g, est_range(g, g + g % 100) FROM generate_series(1, 3000) g;
+GRANT SELECT ON est_t TO est_other;
+RESET ROLE;
+SELECT setval('est_who_expr', 100), setval('est_who_diff', 100);
+SELECT rows > 0 AS estimated FROM estimate_ddl('CREATE INDEX ON est_t (est_record(id))');
+SELECT rows > 0 AS estimated FROM estimate_ddl('CREATE INDEX ON est_t USING gist (during)');
+SELECT (SELECT last_value FROM est_who_expr) AS expression_ran_as,
+       (SELECT last_value FROM est_who_diff) AS subtype_diff_ran_as;
+SET ROLE est_other;
+SELECT rows FROM estimate_ddl('CREATE INDEX ON est_t (est_record(id))');
+RESET ROLE;
+SELECT count(*) AS left_behind FROM pg_class WHERE relname LIKE 'background_ddl_estimate%';
+DROP TABLE est_t;
+DROP TYPE est_range;
+DROP FUNCTION est_record(int), est_diff(int4, int4), est_as_whom();
+DROP SEQUENCE est_who_expr, est_who_diff;
+REVOKE CREATE ON SCHEMA public FROM est_owner;
+DROP ROLE est_owner, est_other;
