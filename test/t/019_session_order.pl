@@ -1,0 +1,87 @@
+# A session's later statement that waits for one of its jobs never waits for
+# itself: it holds no lock of its analysis and no snapshot while it waits,
+# so an index build (which waits for writers and for older snapshots) ends
+# and the statement goes on; where its transaction holds what the job needs,
+# it fails with a deadlock error instead of waiting for ever.  Each race is
+# made deterministic with a hold point.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use BackgroundDdlTest;
+
+my $node = bgddl_node('order');
+$node->safe_psql('postgres',
+	'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 20000) g');
+
+# Until the session's statement waits in the job's wait (wait event
+# Extension), a bounded poll
+sub waits
+{
+	my ($pid) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
+}
+
+# 1. A duplicate inserted after a unique index job, in a later transaction:
+# the INSERT waits for the job, whose build (held before it starts) then
+# waits for writers and older snapshots: none of the INSERT's.  The build
+# ends, and the INSERT fails as it would with the index there.
+my $hold = hold_at($node, 'chunk 0');
+my $session = $node->background_psql('postgres', on_error_stop => 0);
+my $pid = $session->query_safe('SELECT pg_backend_pid()');
+$session->query_safe('SET background_ddl = on');
+$session->query('CREATE UNIQUE INDEX t_id ON t (id)');
+$session->{stderr} = '';
+my $job = $session->query_safe('SELECT last_ddl_job()');
+ok(held_at_hold($node), 'the index job is held before its build');
+$session->query_until(qr/sent/, "\\echo sent\nINSERT INTO t VALUES (7);\n");
+ok(waits($pid), 'the INSERT waits for the job');
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_locks WHERE pid = $pid AND relation = 't'::regclass"),
+	'0', 'holding no lock on the table');
+is($node->safe_psql('postgres', "SELECT backend_xmin IS NULL FROM pg_stat_activity WHERE pid = $pid"),
+	't', 'and no snapshot');
+release_hold($node, $hold);
+$session->query_until(qr/done/, "\\echo done\n");
+like($session->{stderr}, qr/waiting for background DDL job $job, which this statement would change/,
+	'the INSERT said why it waited');
+like($session->{stderr}, qr/duplicate key value violates unique constraint "t_id"/,
+	'then failed on the index, as with the setting off');
+is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+	'succeeded', 'the index job succeeded');
+is($node->safe_psql('postgres', "SELECT indisvalid FROM pg_index WHERE indexrelid = 't_id'::regclass"),
+	't', 'its index is valid');
+$session->{stderr} = '';
+
+# 2. Archive, then purge, the purge in a transaction that already holds a
+# lock the job's capture needs: it fails with a deadlock error at once,
+# rather than wait for ever; in a new transaction it waits and purges.
+$hold = hold_at($node, 'installing capture');
+$session->query('CREATE TABLE t_arch AS SELECT id FROM t WHERE id <= 100');
+$session->{stderr} = '';
+$job = $session->query_safe('SELECT last_ddl_job()');
+ok(held_at_hold($node), 'the table job is held before it installs its capture');
+$session->query_safe('BEGIN');
+$session->query_safe('LOCK TABLE t IN SHARE MODE');
+$session->query_until(qr/sent/, "\\echo sent\nDELETE FROM t WHERE id <= 100;\n");
+ok(waits($pid), 'the DELETE waits for the job');
+release_hold($node, $hold);
+$session->query_until(qr/done/, "\\echo done\n");
+like($session->{stderr}, qr/ERROR:  this statement cannot wait for background DDL job $job: the job waits for this transaction/,
+	'the DELETE fails instead of waiting for ever');
+like($session->{stderr}, qr/DETAIL:  Job $job asks for a lock on "t" that this transaction holds/,
+	'saying which lock');
+$session->{stderr} = '';
+$session->query_safe('ROLLBACK');
+$session->query('DELETE FROM t WHERE id <= 100');
+like($session->{stderr}, qr/waiting for background DDL job $job/, 'in a new transaction it waits');
+is($node->safe_psql('postgres', 'SELECT (SELECT count(*) FROM t_arch) || \' \' || (SELECT count(*) FROM t)'),
+	'100 19900', 'the archive has the rows the purge deleted');
+$session->quit;
+
+done_testing();
