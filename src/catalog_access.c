@@ -46,6 +46,7 @@
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -61,6 +62,7 @@
 
 #include "settings.h"
 #include "catalog_access.h"
+#include "pg_compat.h"
 
 static BgddlCatalog cached_catalog;
 static bool cached_catalog_valid = false;
@@ -402,15 +404,48 @@ CatalogRowSet(CatalogRow *row, AttrNumber attno, Datum value, bool isnull)
 
 /*
  * Write a locked row back with its changed columns, and make the change
- * visible to the rest of the transaction.
+ * visible to the rest of the transaction.  Through the table access method
+ * and the executor, as an UPDATE writes it: its CHECK and NOT NULL
+ * constraints checked, every index (a partial or an expression one too)
+ * maintained.  (CatalogTupleUpdate is for the system catalogs, which have
+ * neither.)
  */
 void
 CatalogRowWrite(CatalogRow *row)
 {
-	HeapTuple	tuple = heap_form_tuple(RelationGetDescr(row->rel), row->values, row->nulls);
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *result_rel = makeNode(ResultRelInfo);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(row->rel),
+													table_slot_callbacks(row->rel));
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes;
+#else
+	bool		update_indexes;
+#endif
 
-	CatalogTupleUpdate(row->rel, &row->slot->tts_tid, tuple);
-	heap_freetuple(tuple);
+	/* (no range table: the executor asks it for nothing an update needs) */
+	InitResultRelInfo(result_rel, row->rel, 0, NULL, 0);
+	ExecOpenIndices(result_rel, false);
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, row->values, sizeof(Datum) * RelationGetDescr(row->rel)->natts);
+	memcpy(slot->tts_isnull, row->nulls, sizeof(bool) * RelationGetDescr(row->rel)->natts);
+	ExecStoreVirtualTuple(slot);
+	if (row->rel->rd_att->constr != NULL)
+		ExecConstraints(result_rel, slot, estate);
+	/* The row is locked (CatalogRowLock): nobody else updates it meanwhile */
+	simple_table_tuple_update(row->rel, &row->slot->tts_tid, slot, snapshot, &update_indexes);
+#if PG_VERSION_NUM >= 160000
+	if (update_indexes != TU_None && result_rel->ri_NumIndices > 0)
+		(void) PgExecUpdateIndexTuples(result_rel, slot, estate, update_indexes == TU_Summarizing);
+#else
+	if (update_indexes && result_rel->ri_NumIndices > 0)
+		(void) PgExecUpdateIndexTuples(result_rel, slot, estate, false);
+#endif
+	UnregisterSnapshot(snapshot);
+	ExecCloseIndices(result_rel);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
 	CommandCounterIncrement();
 }
 

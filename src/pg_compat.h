@@ -26,6 +26,8 @@
 	object_ownercheck(RelationRelationId, (relid), (roleid))
 #define PgExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
+#define PgExecUpdateIndexTuples(rri, slot, estate, summarizing_only) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL, (summarizing_only))
 /* Privileges a plan's range table entry requires */
 #define PgRequiredPerms(plannedstmt, rte) \
 	((rte)->perminfoindex == 0 ? 0 : \
@@ -35,6 +37,8 @@
 	pg_class_ownercheck((relid), (roleid))
 #define PgExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#define PgExecUpdateIndexTuples(rri, slot, estate, summarizing_only) \
+	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
 #define PgRequiredPerms(plannedstmt, rte) ((rte)->requiredPerms)
 #endif
 
