@@ -13,8 +13,13 @@
  * it must for Citus.  It is never another role than the job's, so it gives
  * the role nothing on a node that Citus does not give it already.
  *
- * The calls block, with connect_timeout and a statement_timeout: each is a
- * short statement (submitting a job, reading its row), never a build.
+ * Each statement is short (submitting a job, reading its row), never a
+ * build, and has a statement_timeout on the node.  A connection and a
+ * statement never block the worker: they wait on the socket and the
+ * worker's latch together, as postgres_fdw does, and serve interrupts
+ * meanwhile, so that a cancel, a pause or a shutdown is not held up by a
+ * node that does not answer.  A connection counts as an open file of the
+ * worker (AcquireExternalFD).
  *
  *-------------------------------------------------------------------------
  */
@@ -24,10 +29,14 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/fd.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "citus_nodes.h"
 #include "pg_compat.h"
@@ -111,6 +120,8 @@ CitusNodesWithMetadata(void)
 	return nodes;
 }
 
+static bool ConnectPolled(PGconn *conn);
+
 /* A node's notices (a job submitted there, say) are not the worker's to log */
 static void
 IgnoreNotice(void *arg, const char *message)
@@ -144,6 +155,7 @@ CitusNodeConnect(CitusNode *node, const char *database, const char *role,
 	StringInfoData conninfo;
 	char		port[16];
 	char		timeout[16];
+	volatile bool connected;
 
 	*error = NULL;
 	if (node->conn != NULL && PQstatus(node->conn) == CONNECTION_OK)
@@ -162,11 +174,35 @@ CitusNodeConnect(CitusNode *node, const char *database, const char *role,
 	AppendConnOption(&conninfo, "connect_timeout", timeout);
 	AppendConnOption(&conninfo, "options",
 					 psprintf("-c statement_timeout=%d", NODE_STATEMENT_TIMEOUT_MS));
-	node->conn = PQconnectdb(conninfo.data);
-	if (PQstatus(node->conn) != CONNECTION_OK)
+	if (!AcquireExternalFD())
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to Citus node %s", CitusNodeName(node)),
+				 errdetail("There are too many open files on the local server."),
+				 errhint("Raise the server's max_files_per_process setting.")));
+	node->conn = PQconnectStart(conninfo.data);
+	if (node->conn == NULL)
+	{
+		ReleaseExternalFD();
+		*error = pstrdup("out of memory");
+		return NULL;
+	}
+	PG_TRY();
+	{
+		connected = ConnectPolled(node->conn);
+	}
+	PG_CATCH();
+	{
+		CitusNodeDisconnect(node);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (!connected)
 	{
 		*error = pstrdup(PQerrorMessage(node->conn));
 		(*error)[strcspn(*error, "\n")] = '\0';	/* libpq's ends with a newline */
+		if ((*error)[0] == '\0')
+			*error = psprintf("timeout expired after %d s", NODE_CONNECT_TIMEOUT_S);
 		CitusNodeDisconnect(node);
 		return NULL;
 	}
@@ -178,8 +214,85 @@ void
 CitusNodeDisconnect(CitusNode *node)
 {
 	if (node->conn != NULL)
+	{
 		PQfinish(node->conn);
+		ReleaseExternalFD();
+	}
 	node->conn = NULL;
+}
+
+/*
+ * Wait until the connection's socket is ready (for reading, or writing),
+ * the worker's latch is set, or timeout_ms (-1: none) passes, serving
+ * interrupts
+ */
+static void
+WaitForSocket(PGconn *conn, bool for_writing, long timeout_ms)
+{
+	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+		(for_writing ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE) |
+		(timeout_ms >= 0 ? WL_TIMEOUT : 0);
+
+	(void) WaitLatchOrSocket(MyLatch, events, PQsocket(conn), timeout_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * Drive PQconnectPoll to its end, for at most NODE_CONNECT_TIMEOUT_S (libpq
+ * applies connect_timeout only where it blocks); false if it failed.  An
+ * interrupt closes the connection (the caller's node->conn) on its way out.
+ */
+static bool
+ConnectPolled(PGconn *conn)
+{
+	TimestampTz give_up_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 NODE_CONNECT_TIMEOUT_S * 1000);
+	PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+
+	if (PQstatus(conn) == CONNECTION_BAD)
+		return false;
+	while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
+	{
+		long		left_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), give_up_at);
+
+		if (left_ms <= 0)
+			return false;
+		WaitForSocket(conn, status == PGRES_POLLING_WRITING, left_ms);
+		status = PQconnectPoll(conn);
+	}
+	return status == PGRES_POLLING_OK;
+}
+
+/*
+ * Send a statement and wait for its last result, serving interrupts; NULL
+ * if the connection failed
+ */
+static PGresult *
+ExecPolled(PGconn *conn, const char *sql, int nparams, const char *const *params)
+{
+	PGresult   *last = NULL;
+	PGresult   *next;
+
+	if (!PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0))
+		return NULL;
+	for (;;)
+	{
+		while (PQisBusy(conn))
+		{
+			WaitForSocket(conn, false, -1);
+			if (!PQconsumeInput(conn))
+			{
+				PQclear(last);
+				return NULL;
+			}
+		}
+		next = PQgetResult(conn);
+		if (next == NULL)
+			return last;
+		PQclear(last);
+		last = next;
+	}
 }
 
 /* "host:port", for messages */
@@ -198,8 +311,21 @@ static PGresult *
 NodeExec(CitusNode *node, const char *sql, int nparams, const char *const *params,
 		 PGresult **refusal)
 {
-	PGresult   *result = PQexecParams(node->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-	ExecStatusType status = PQresultStatus(result);
+	PGresult   *volatile result = NULL;
+	ExecStatusType status;
+
+	/* Interrupted mid-statement: the connection is in no state to reuse */
+	PG_TRY();
+	{
+		result = ExecPolled(node->conn, sql, nparams, params);
+	}
+	PG_CATCH();
+	{
+		CitusNodeDisconnect(node);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	status = PQresultStatus(result);
 
 	*refusal = NULL;
 	if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
