@@ -11,7 +11,7 @@ use Test::More;
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
   held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
-  kill_and_recover);
+  kill_and_recover cut_over_after_writes);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -100,6 +100,7 @@ sub hold_at
 	$node->safe_psql('postgres',
 		"ALTER SYSTEM SET background_ddl.test_hold_point = '$point'; SELECT pg_reload_conf();");
 	my $session = $node->background_psql('postgres');
+	$session->set_query_timer_restart;
 	$session->query_safe('SELECT pg_advisory_lock(4242)');
 	return $session;
 }
@@ -259,6 +260,40 @@ EOS
 
 # A job succeeds, and its result equals its query at its cut-over snapshot
 # (SNAP in $query_at), both ways; writes happened while it ran.
+# The jobs run under writes (history_setup's log of them): each is let go
+# past its cut-over, held there by the 'cutting over' hold point ($hold),
+# only once more than $min_writes row versions were written since it
+# started, so that every job surely ran under writes, however slow the
+# writers are on a busy machine.  Polls with the usual bounds; stops holding
+# jobs when done.  Returns whether every job got so far.
+sub cut_over_after_writes
+{
+	my ($node, $hold, $min_writes, @jobs) = @_;
+	my $ids = join(',', @jobs);
+	while (1)
+	{
+		# a worker of one of the jobs held at the point, or all of them past it
+		return 0
+		  unless $node->poll_query_until('postgres',
+			"SELECT count(*) > 0 OR (SELECT bool_and(state IN ('succeeded', 'failed', 'cancelled'))
+			                            FROM pg_stat_background_ddl j WHERE j.id IN ($ids))
+			   FROM pg_locks l JOIN pg_stat_background_ddl j ON j.pid = l.pid
+			  WHERE l.locktype = 'advisory' AND l.objid = 4242 AND NOT l.granted AND j.id IN ($ids)");
+		my $held = $node->safe_psql('postgres',
+			"SELECT string_agg(j.id::text, ',') FROM pg_locks l JOIN pg_stat_background_ddl j ON j.pid = l.pid
+			  WHERE l.locktype = 'advisory' AND l.objid = 4242 AND NOT l.granted AND j.id IN ($ids)");
+		last if $held eq '';
+		return 0
+		  unless $node->poll_query_until('postgres',
+			"SELECT bool_and((SELECT count(*) FROM history h WHERE h.at >= j.started_at) > $min_writes)
+			   FROM pg_stat_background_ddl j WHERE j.id IN ($held)");
+		$hold->query_safe('SELECT pg_advisory_unlock(4242)');
+		$hold->query_safe('SELECT pg_advisory_lock(4242)');
+	}
+	release_hold($node, $hold);
+	return 1;
+}
+
 sub check_exact_at_cutover
 {
 	my ($node, $name, $job, $query_at, $min_rows) = @_;

@@ -78,6 +78,9 @@ sub submit
 # Round 1: only events changes: row-level catch-up, also for the join.
 my $writers = start_writers(60, "$dir/events.sql");
 $node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE at > now() - interval '1 min' AND payload <> 'x'");
+# Each job cuts over only once writes happened while it ran (however slow
+# the writers are on a busy machine)
+my $hold = hold_at($node, 'cutting over');
 my $filter = submit('mv_filter', 'SELECT id, account, upper(payload) AS p FROM events WHERE account < 500');
 my $join = submit('mv_join', 'SELECT e.id, a.name, e.payload FROM events e JOIN accounts a USING (account)');
 # Partial aggregation: a changed row recomputes its chunk's partial rows.
@@ -96,6 +99,8 @@ is($node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHE
 is($node->safe_psql('postgres',
 		"SELECT string_agg(DISTINCT strategy, ', ') FROM pg_stat_background_ddl WHERE id IN ($agg, $distinct, $latest)"),
 	'partial aggregation', 'aggregate, DISTINCT and DISTINCT ON jobs use partial aggregation');
+ok(cut_over_after_writes($node, $hold, 200, $filter, $join, $agg, $distinct, $via_view, $latest),
+	'round 1 jobs cut over under writes');
 ok( $node->poll_query_until('postgres',
 		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join, $agg, $distinct, $via_view, $latest)"),
 	'round 1 jobs finished');
@@ -130,12 +135,14 @@ check_no_leftovers($node, $_) for ($filter, $join, $agg, $distinct, $via_view, $
 # Round 2: the joined table changes too (its join key marks the driving rows).
 $writers = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");
 $node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE tab = 'accounts' AND at > now() - interval '1 min'");
+$hold = hold_at($node, 'cutting over');
 my $left = submit('mv_left',
 	'SELECT e.id, a.name FROM events e LEFT JOIN accounts a ON a.account = e.account AND a.account % 2 = 0');
 # An aggregate over a join to the changing dimension table
 my $dim_query = 'SELECT a.name, count(*) AS n, sum(e.id) AS s FROM %s e JOIN %s a USING (account)
 	GROUP BY a.name HAVING count(*) > 100';
 my $dim = submit('mv_agg_dim', sprintf($dim_query, 'events', 'accounts'));
+ok(cut_over_after_writes($node, $hold, 200, $left, $dim), 'round 2 jobs cut over under writes');
 ok( $node->poll_query_until('postgres',
 		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($left, $dim)"),
 	'round 2 jobs finished');

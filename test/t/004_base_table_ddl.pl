@@ -37,6 +37,7 @@ END $$;
 });
 
 my $gate = $node->background_psql('postgres');
+$gate->set_query_timer_restart;
 
 # Fresh base tables for a scenario: t (driving, 30000 rows or $rows) and u (joined).
 sub make_tables
@@ -242,6 +243,7 @@ is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHE
 check_exact('mv_crash', "SELECT id, v FROM $t");
 check_no_leftovers($node, $job);
 $gate = $node->background_psql('postgres');
+$gate->set_query_timer_restart;
 
 $gate->quit;
 $node->stop;

@@ -156,6 +156,7 @@ $hold = hold_at($node, 'chunk 1');
 $job = submit_job($node, "CREATE MATERIALIZED VIEW waited_mv AS $queries{chunked}");
 ok(held_at_hold($node), 'wait: held');
 my $waiter = $node->background_psql('postgres');
+$waiter->set_query_timer_restart;
 $waiter->query_until(qr/waiting/, "\\echo waiting\nCALL await_ddl($job);\n");
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'CALL await_ddl($job);' AND backend_xmin IS NULL AND state = 'active'"),

@@ -163,6 +163,7 @@ for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'catchin
 	my $job = submit_job($node, 'REFRESH MATERIALIZED VIEW mv');
 	ok(held(4242), "$label: held before the cut-over");
 	my $reader = $node->background_psql('postgres');
+	$reader->set_query_timer_restart;
 	$reader->query_safe('BEGIN; SELECT count(*) FROM mv;');
 	release_hold($node, $hold);
 	ok( $node->poll_query_until('postgres',
@@ -196,6 +197,7 @@ for my $fault ('kill', 'immediate', 'cancel')
 	my $label = "CREATE INDEX, in the build / $fault";
 	my $name = "events_gate_$fault";
 	my $gate = $node->background_psql('postgres');
+	$gate->set_query_timer_restart;
 	$gate->query_safe('SELECT pg_advisory_lock(77)');
 	my $job = submit_job($node, "CREATE INDEX $name ON events (gate(id))");
 	ok(held(77), "$label: the build is held");
@@ -254,6 +256,7 @@ for my $fault ('kill', 'immediate', 'cancel')
 {
 	my $label = 'CREATE INDEX paused';
 	my $gate = $node->background_psql('postgres');
+	$gate->set_query_timer_restart;
 	$gate->query_safe('SELECT pg_advisory_lock(77)');
 	my $job = submit_job($node, 'CREATE INDEX events_paused ON events (gate(id))');
 	ok(held(77), "$label: the build is held");
@@ -272,6 +275,7 @@ for my $fault ('kill', 'immediate', 'cancel')
 {
 	my $label = 'two index jobs';
 	my $gate = $node->background_psql('postgres');
+	$gate->set_query_timer_restart;
 	$gate->query_safe('SELECT pg_advisory_lock(77)');
 	my $first = submit_job($node, 'CREATE INDEX events_first ON events (gate(id))');
 	ok(held(77), "$label: the first build is held");

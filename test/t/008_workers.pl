@@ -65,6 +65,7 @@ ok( $node->poll_query_until('postgres',
 		"SELECT workers = 2 FROM pg_stat_background_ddl WHERE id = $job_c"),
 	'busy writers: the job starts with a helper');
 my $writer = $node->background_psql('postgres');
+$writer->set_query_timer_restart;
 my $writer_pid = $writer->query_safe('SELECT pg_backend_pid()');
 $writer->query_until(qr/writing/, q{
 \echo writing

@@ -349,6 +349,7 @@ ok($node->poll_query_until('postgres',
 		"SELECT waiting_on LIKE 'a free worker (1 in the queue%' FROM pg_stat_background_ddl WHERE id = $second"),
 	'waiting_on: a free worker, first in the queue');
 my $locker = $node->background_psql('postgres');
+$locker->set_query_timer_restart;
 $locker->query_safe('BEGIN; LOCK TABLE events IN ROW EXCLUSIVE MODE;');
 release_hold($node, $hold);
 ok($node->poll_query_until('postgres',
@@ -363,6 +364,7 @@ is($node->safe_psql('postgres', "SELECT waiting_on IS NULL FROM pg_stat_backgrou
 
 # NOTIFY at each state change
 my $listener = $node->background_psql('postgres');
+$listener->set_query_timer_restart;
 $listener->query_safe('LISTEN background_ddl');
 my $job5 = submit_job($node, 'CREATE MATERIALIZED VIEW mv5 AS SELECT id FROM events');
 ok(wait_job_state($node, $job5, 'succeeded'), 'job for notifications succeeded');

@@ -208,6 +208,7 @@ is( $node->safe_psql('postgres',
 	't', 'sync: a role without privileges reads it too');
 
 my $waiting = $node->background_psql('postgres');
+$waiting->set_query_timer_restart;
 $waiting->query_until(qr/submitting/, q{
 \echo submitting
 SET background_ddl = on;

@@ -153,6 +153,7 @@ $job = submit_job($node, 'CREATE INDEX events_account_idx ON events (account, sl
 	before => 'SET bgddl_test.slow = on;');
 ok(held_at_hold($node), 'the job waits before its fourth partition');
 my $writer = $node->background_psql('postgres');
+$writer->set_query_timer_restart;
 $writer->query_until(qr/writing/, q{
 \echo writing
 SET lock_timeout = '1s';

@@ -33,6 +33,7 @@ sub waits
 # ends, and the INSERT fails as it would with the index there.
 my $hold = hold_at($node, 'chunk 0');
 my $session = $node->background_psql('postgres', on_error_stop => 0);
+$session->set_query_timer_restart;
 my $pid = $session->query_safe('SELECT pg_backend_pid()');
 $session->query_safe('SET background_ddl = on');
 $session->query('CREATE UNIQUE INDEX t_id ON t (id)');
