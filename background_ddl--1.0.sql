@@ -64,10 +64,13 @@ CREATE TABLE background_ddl.job (
 	messages		bigint NOT NULL DEFAULT 0,	/* INFO, NOTICE, WARNING its statements raised */
 	/* the jobs it starts after, once they have all succeeded (earlier jobs: no cycle) */
 	after			bigint[],
-	idempotency_key	text		/* submit_ddl's: a second submit returns this job */
+	idempotency_key	text,		/* submit_ddl's: a second submit of its role returns this job */
+	/* its rate limit holds its next batch until then (a worker comes back before, to look) */
+	rate_not_before	timestamptz
 );
 CREATE INDEX ON background_ddl.job (target_oid);
-CREATE UNIQUE INDEX ON background_ddl.job (idempotency_key);
+/* Each role has keys of its own: no role learns, takes or blocks another's */
+CREATE UNIQUE INDEX ON background_ddl.job (owner_oid, idempotency_key);
 
 /* One row per committed chunk: the checkpoint of the backfill. */
 CREATE TABLE background_ddl.chunk (
@@ -324,6 +327,9 @@ CREATE VIEW pg_stat_background_ddl AS
 		   coalesce(i.phase || coalesce(' (partition ' || pt.partition || ', ' || pt.done + 1 ||
 										' of ' || pt.total || ')', ''),
 					CASE WHEN j.state IN ('running', 'cancelling') THEN l.phase END,
+					/* an ended job's clean-up waits for its locks: cleanup_pending says so */
+					CASE WHEN j.state IN ('succeeded', 'failed', 'cancelled') AND
+							  j.phase = 'waiting for lock' THEN 'cleaning up' END,
 					j.phase) AS phase,
 		   greatest(j.progress, l.progress, coalesce(pt.progress, i.progress)) AS progress,
 		   CASE WHEN pt.total IS NOT NULL THEN j.rows_done + coalesce(i.tuples_done, 0)
@@ -369,9 +375,9 @@ CREATE VIEW pg_stat_background_ddl AS
 				 WHEN l.wait_event = 'SyncRep'
 				   THEN 'the synchronous standby (its commit waits for synchronous_standby_names)'
 				 WHEN w.locktype = 'virtualxid'
-				   THEN 'old snapshots: transactions of pid ' || w.blockers
+				   THEN 'old snapshots' || coalesce(': transactions of pid ' || w.blockers, '')
 				 WHEN w.locktype IS NOT NULL
-				   THEN 'a lock: ' || w.mode || ' on ' || w.what || ' held by pid ' || w.blockers
+				   THEN 'a lock: ' || w.mode || ' on ' || w.what || coalesce(' held by pid ' || w.blockers, '')
 				 WHEN l.lock_relid IS NOT NULL
 				   THEN 'a lock: ' || l.lock_mode || ' on ' || l.lock_relid::pg_catalog.regclass::text ||
 						coalesce(' held by pid ' || l.lock_holders, '')
@@ -383,7 +389,8 @@ CREATE VIEW pg_stat_background_ddl AS
 			   END
 			 WHEN dep.id IS NOT NULL THEN 'job ' || dep.id
 			 WHEN j.not_before > now()
-			   THEN j.given_back_for || ' (its worker was given back until ' || j.not_before::text || ')'
+			   THEN j.given_back_for || ' (its worker was given back until ' ||
+					greatest(j.not_before, j.rate_not_before)::text || ')'
 			 WHEN j.in_flight AND j.attempts > 0 AND
 				  j.attempt_started_at + least(60000, 1000 * 2 ^ least(j.attempts - 1, 16)) * interval '1 ms' > now()
 			   THEN 'a restart after a crash, not before ' ||
@@ -392,7 +399,8 @@ CREATE VIEW pg_stat_background_ddl AS
 		   END AS waiting_on,
 		   j.after AS after_jobs,
 		   ch.chain,
-		   ch.position AS chain_position
+		   ch.position AS chain_position,
+		   j.cleanup_pending
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid
@@ -446,7 +454,8 @@ CREATE VIEW pg_stat_background_ddl AS
 	  /* the function behind pg_locks: the view is read often */
 	  LEFT JOIN LATERAL (SELECT lk.locktype, lk.mode,
 								coalesce(lk.relation::pg_catalog.regclass::text, lk.locktype) AS what,
-								pg_catalog.array_to_string(pg_catalog.pg_blocking_pids(l.pid), ', ') AS blockers
+								nullif(pg_catalog.array_to_string(pg_catalog.pg_blocking_pids(l.pid), ', '), '')
+								  AS blockers
 						   FROM pg_catalog.pg_lock_status() lk
 						  WHERE lk.pid = l.pid AND NOT lk.granted LIMIT 1) w ON true
 	  LEFT JOIN LATERAL (SELECT count(*) AS position

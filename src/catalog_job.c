@@ -52,7 +52,8 @@ static const char *const job_columns[Natts_job] = {
 	"started_at", "attempt_started_at", "finished_at", "attempts", "in_flight", "error",
 	"error_sqlstate", "error_detail", "error_hint", "cutover_snapshot", "cutover_at",
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
-	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key"
+	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
+	"rate_not_before"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -208,6 +209,7 @@ JobFromRow(const CatalogRow *row, BgddlJob *job)
 	job->error_sqlstate = CatalogRowText(row, Anum_job_error_sqlstate);
 	job->error_detail = CatalogRowText(row, Anum_job_error_detail);
 	job->error_hint = CatalogRowText(row, Anum_job_error_hint);
+	job->rate_not_before = TimestampOr(row, Anum_job_rate_not_before, 0);
 	LimitsFromRow(row, job);
 }
 
@@ -339,7 +341,10 @@ CatalogJobsSchedulable(void)
 				   "  (SELECT FROM background_ddl.job d WHERE d.id = ANY (j.after) "
 				   "      AND d.state IN ('queued', 'running', 'paused', 'cancelling'))), "
 				   "in_flight, attempts, attempt_started_at, "
-				   "coalesce(max_workers, 0), owner_oid, coalesce(not_before, '-infinity') "
+				   "coalesce(max_workers, 0), owner_oid, "
+				   /* what a cancel or a cleanup has to do cannot wait for a rate limit */
+				   "CASE WHEN state IN ('queued', 'running') THEN coalesce(not_before, '-infinity') "
+				   "     ELSE '-infinity' END "
 				   "FROM background_ddl.job j "
 				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
 				   "   OR (state IN ('succeeded', 'failed', 'cancelled') AND cleanup_pending) "
@@ -370,15 +375,16 @@ CatalogJobsSchedulable(void)
  * or 0
  */
 int64
-CatalogJobByKey(const char *idempotency_key, char **command)
+CatalogJobByKey(const char *idempotency_key, Oid owner_oid, char **command)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {TEXTOID};
-	Datum		values[] = {CStringGetTextDatum(idempotency_key)};
+	Oid			argtypes[] = {TEXTOID, OIDOID};
+	Datum		values[] = {CStringGetTextDatum(idempotency_key), ObjectIdGetDatum(owner_oid)};
 	int64		job_id = 0;
 
 	CatalogAccessBegin(&access);
-	CatalogExecuteLatest("SELECT id, command FROM background_ddl.job WHERE idempotency_key = $1",
+	CatalogExecuteLatest("SELECT id, command FROM background_ddl.job "
+						 "WHERE idempotency_key = $1 AND owner_oid = $2",
 						 lengthof(values), argtypes, values, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{
@@ -636,6 +642,20 @@ CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight)
 	{
 		SetError(&row, error);
 		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(in_flight), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
+/* The job's rate limit holds its next batch until rate_not_before */
+void
+CatalogJobSetRateNotBefore(int64 job_id, TimestampTz rate_not_before)
+{
+	CatalogRow	row;
+
+	if (JobRowLock(&row, job_id))
+	{
+		CatalogRowSet(&row, Anum_job_rate_not_before, TimestampTzGetDatum(rate_not_before), false);
 		CatalogRowWrite(&row);
 	}
 	CatalogRowClose(&row);

@@ -66,7 +66,8 @@
 #define Anum_job_messages			45
 #define Anum_job_after				46
 #define Anum_job_idempotency_key	47
-#define Natts_job					47
+#define Anum_job_rate_not_before	48
+#define Natts_job					48
 
 /* A job row, as the worker and the control functions see it */
 typedef struct BgddlJob
@@ -102,6 +103,7 @@ typedef struct BgddlJob
 	int			batch_time_ms;
 	int			max_workers;
 	int			max_replica_lag_ms; /* -1: the server's setting */
+	TimestampTz rate_not_before;	/* its rate limit holds its next batch until then */
 } BgddlJob;
 
 /* What the submit hook knows about a new job */
@@ -160,6 +162,7 @@ extern void CatalogJobFinish(int64 job_id, JobState state, const JobError *error
 							 bool record_cutover_snapshot, int64 rows_done,
 							 const char *target_name);
 extern void CatalogJobSetCleanupPending(int64 job_id, bool pending);
+extern void CatalogJobSetRateNotBefore(int64 job_id, TimestampTz rate_not_before);
 
 /* What the kind records */
 extern void CatalogJobRecordPlan(const BgddlJob *job);
@@ -177,7 +180,7 @@ extern int64 CatalogJobAddMessages(int64 job_id, int64 count);
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,
 								int max_replica_lag_ms);
-extern int64 CatalogJobByKey(const char *idempotency_key, char **command);
+extern int64 CatalogJobByKey(const char *idempotency_key, Oid owner_oid, char **command);
 extern char *CatalogJobEndedDependency(int64 job_id);
 extern List *CatalogJobsWaitingFor(int64 job_id);
 extern bool CatalogJobStartsAfter(int64 job_id, int64 earlier_id);

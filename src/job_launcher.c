@@ -232,7 +232,8 @@ JobLauncherMain(Datum main_arg)
 {
 	List	   *databases_to_check;
 
-	pqsignal(SIGTERM, die);
+	/* A clean stop (or DROP DATABASE) ends the loop quietly: no FATAL in the log */
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
@@ -252,6 +253,8 @@ JobLauncherMain(Datum main_arg)
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+			proc_exit(0);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

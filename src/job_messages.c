@@ -91,6 +91,28 @@ CatchJobMessage(ErrorData *edata)
 		edata->output_to_server = false;
 }
 
+/*
+ * Keep a message of the worker's own with the job's (an interruption it
+ * will retry after), as if the job's statement had raised it
+ */
+void
+JobMessagesNote(int elevel, const char *text, const char *detail)
+{
+	MemoryContext old_context;
+	JobMessage *message;
+
+	if (messages_context == NULL)
+		return;
+	old_context = MemoryContextSwitchTo(messages_context);
+	message = palloc0(sizeof(JobMessage));
+	message->raised_at = GetCurrentTimestamp();
+	message->elevel = elevel;
+	message->message = CopyOrNull(text);
+	message->detail = CopyOrNull(detail);
+	pending = lappend(pending, message);
+	MemoryContextSwitchTo(old_context);
+}
+
 /* In a job worker, before its first step */
 void
 JobMessagesInstall(void)

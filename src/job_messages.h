@@ -15,5 +15,6 @@ extern void JobMessagesInstall(void);
 extern void JobMessagesCatch(bool catch);
 extern void JobMessagesDiscard(void);
 extern void JobMessagesFlush(int64 job_id);
+extern void JobMessagesNote(int elevel, const char *text, const char *detail);
 
 #endif							/* BGDDL_JOB_MESSAGES_H */

@@ -28,6 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog_job.h"
+#include "catalog_access.h"
 #include "job_replica_lag.h"
 #include "job_step.h"
 #include "settings.h"
@@ -91,15 +92,18 @@ FurthestBehind(StandbyLag *worst)
 	TimestampTz now = GetCurrentTimestamp();
 	XLogRecPtr	insert_lsn = GetXLogInsertRecPtr();
 	bool		behind = false;
+	CatalogAccess access;
 
 	AddSample(now, insert_lsn);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT application_name, replay_lsn, "
-					"       coalesce(extract(epoch FROM replay_lag), 0)::float8 "
-					"  FROM pg_catalog.pg_stat_replication WHERE replay_lsn IS NOT NULL",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_stat_replication");
+	/*
+	 * As the catalog's role: pg_stat_replication shows the replay positions
+	 * only to pg_read_all_stats, and the limit holds for every job
+	 */
+	CatalogAccessBegin(&access);
+	(void) CatalogExecute("SELECT application_name, replay_lsn, "
+						  "       coalesce(extract(epoch FROM replay_lag), 0)::float8 "
+						  "  FROM pg_catalog.pg_stat_replication WHERE replay_lsn IS NOT NULL",
+						  0, NULL, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[row];
@@ -122,7 +126,7 @@ FurthestBehind(StandbyLag *worst)
 			behind = true;
 		}
 	}
-	SPI_finish();
+	CatalogAccessEnd(&access);
 	return behind;
 }
 
@@ -159,9 +163,9 @@ JobRunWaitForStandbys(JobRun *run)
 			return;
 		}
 		snprintf(reason, sizeof(reason),
-				 "standby \"%s\": %.1f s behind (%.1f MB of WAL), more than max_replica_lag %d ms",
-				 worst.name, worst.seconds, worst.bytes / 1048576.0, limit_ms);
-		JobStepWaitingFor(reason);
+				 "%.1f s behind (%.1f MB of WAL), more than max_replica_lag %d ms",
+				 worst.seconds, worst.bytes / 1048576.0, limit_ms);
+		JobStepWaitingForStandby(reason, worst.name);
 		waited = true;
 		JobStepSleep(Min(limit_ms / 2, 1000) + 1);
 		JobStepBegin("background_ddl: waiting for standbys (reading the limits)", STEP_READ_COMMITTED);

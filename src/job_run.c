@@ -81,7 +81,8 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 		if (GetCurrentTimestamp() >= give_back_at)
 			JobStepGiveBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														JOB_GIVE_BACK_SECONDS * 1000),
-							"a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
+							"a lock (asked for without queueing, then for a short lock_timeout, and asked again)",
+							false);
 		JobStepSleep(delay_ms);
 		delay_ms = Min(delay_ms * 2, 1000);
 	}
@@ -190,11 +191,27 @@ JobRunPace(JobRun *run, uint64 rows, double seconds)
 			run->paced_since = now;
 			run->paced_rows = 0;
 		}
+		/* what an earlier worker of the job still owed when it gave its slot back */
+		wait_seconds = Max(wait_seconds, (run->job.rate_not_before - now) / 1000000.0);
 		if (wait_seconds <= 0)
 			break;
 		if (wait_seconds > JOB_GIVE_BACK_SECONDS)
-			JobStepGiveBack(TimestampTzPlusMilliseconds(now, (int64) (wait_seconds * 1000)),
-							psprintf("the rate limit of %g rows/s (alter_ddl)", run->job.max_rate));
+		{
+			TimestampTz until = TimestampTzPlusMilliseconds(now, (int64) (wait_seconds * 1000));
+			/* this worker only came back to look (at most every JOB_RECHECK_SECONDS) */
+			bool		came_to_look = run->job.rate_not_before > now;
+
+			if (until > run->job.rate_not_before)
+			{
+				JobStepBegin("background_ddl: throttled by max_rate", STEP_READ_COMMITTED);
+				CatalogJobSetRateNotBefore(run->job.id, until);
+				JobStepEnd();
+				run->job.rate_not_before = until;
+			}
+			JobStepGiveBack(Min(until, TimestampTzPlusMilliseconds(now, JOB_RECHECK_SECONDS * 1000)),
+							psprintf("the rate limit of %g rows/s (alter_ddl)", run->job.max_rate),
+							came_to_look);
+		}
 		snprintf(reason, sizeof(reason), "the rate limit of %.15g rows/s (alter_ddl)",
 				 run->job.max_rate);
 		JobStepWaitingFor(reason);

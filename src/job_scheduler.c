@@ -32,6 +32,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -304,7 +306,19 @@ AskForFairShare(const JobScheduleEntry *waiting)
 			continue;
 		if (slot->give_back)
 		{
-			newest = NULL;		/* one is giving its slot back already */
+			/* One is giving its slot back already; or has no step to do it at */
+			if (!slot->give_back_forced && slot->pid != 0 &&
+				TimestampDifferenceExceeds(slot->give_back_asked_at, GetCurrentTimestamp(),
+										   JOB_GIVE_BACK_FORCE_SECONDS * 1000))
+			{
+				slot->give_back_forced = true;
+				kill(slot->pid, SIGINT);
+				ereport(LOG,
+						(errmsg("background_ddl interrupts the worker of job %lld, which has not given its slot back for job %lld of another role",
+								(long long) slot->job_id, (long long) waiting->id),
+						 errdetail("The job runs in one batch, or builds an index, with no step to stop at; it is queued again and starts that over when it has a worker.")));
+			}
+			newest = NULL;
 			break;
 		}
 		role_workers = RoleWorkers(slot->role_oid);
@@ -319,6 +333,8 @@ AskForFairShare(const JobScheduleEntry *waiting)
 	if (newest != NULL)
 	{
 		newest->give_back = true;
+		newest->give_back_asked_at = GetCurrentTimestamp();
+		newest->give_back_forced = false;
 		if (newest->latch != NULL)
 			SetLatch(newest->latch);
 		ereport(LOG,
@@ -397,7 +413,8 @@ JobSchedulerMain(Datum main_arg)
 	Oid			database_oid = DatumGetObjectId(main_arg);
 	MemoryContext pass_context;
 
-	pqsignal(SIGTERM, die);
+	/* A clean stop (or DROP DATABASE) ends the loop quietly: no FATAL in the log */
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
@@ -430,6 +447,8 @@ JobSchedulerMain(Datum main_arg)
 		int			alive;
 
 		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+			proc_exit(0);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -178,6 +178,20 @@ JobDatabaseLeave(Oid database_oid)
 	}
 }
 
+/* Is a DROP DATABASE of this database asking our processes to leave it? */
+bool
+JobDatabaseLeaving(Oid database_oid)
+{
+	JobDatabaseSlot *slot;
+	bool		leaving;
+
+	LWLockAcquire(JobShared->lock, LW_SHARED);
+	slot = JobDatabaseSlotFind(database_oid, false);
+	leaving = slot != NULL && slot->leaving;
+	LWLockRelease(JobShared->lock);
+	return leaving;
+}
+
 /* The DROP DATABASE that JobDatabaseLeave was for ended: dropped, or not */
 void
 JobDatabaseLeft(Oid database_oid, bool dropped)
@@ -433,11 +447,13 @@ JobPublishLockWait(Oid relid, int mode)
 
 /*
  * What else the job's first worker waits for (a standby, the rate limit, a
- * Citus node), or NULL: nothing, for pg_stat_background_ddl.waiting_on.
- * Shared memory, not the worker's activity: every role sees it.
+ * Citus node), or NULL: nothing, for pg_stat_background_ddl.waiting_on;
+ * with the name of the standby it waits for, or NULL.  Shared memory, not
+ * the worker's activity: every role sees it, but the standby's name, which
+ * live_jobs() shows only to those who may read pg_stat_replication.
  */
 void
-JobPublishWaiting(const char *what)
+JobPublishWaiting(const char *what, const char *standby)
 {
 	int			length = what != NULL ? pg_mbcliplen(what, strlen(what), JOB_WAITING_FOR_LEN - 1) : 0;
 
@@ -447,6 +463,7 @@ JobPublishWaiting(const char *what)
 	if (length > 0)
 		memcpy(MyJobSlot->waiting_for, what, length);
 	MyJobSlot->waiting_for[length] = '\0';
+	strlcpy(MyJobSlot->waiting_standby, standby != NULL ? standby : "", NAMEDATALEN);
 	LWLockRelease(JobShared->lock);
 }
 

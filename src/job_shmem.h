@@ -15,6 +15,15 @@
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 
+/*
+ * A worker asked to give its slot back to another role's job, that has not
+ * (a job in one batch, an index build: no step ends meanwhile), is
+ * interrupted this long after: its job is queued again and starts its batch
+ * or build over when it has a worker again
+ */
+#define JOB_GIVE_BACK_FORCE_SECONDS	10
+#define JOB_FAIR_SHARE_REASON	"a fair share of the workers for other roles"
+
 /* How many databases can have a scheduler at the same time */
 #define BGDDL_MAX_DATABASES		64
 
@@ -52,6 +61,8 @@ typedef struct JobWorkerSlot
 	bool		helper;			/* takes chunks of a job another worker runs */
 	Oid			role_oid;		/* the job's role (fairness between roles) */
 	bool		give_back;		/* asked to give the slot back (a fairer use) */
+	TimestampTz give_back_asked_at;
+	bool		give_back_forced;	/* interrupted: it had no step to give it back at */
 	pid_t		pid;			/* 0 until the worker has started */
 	Latch	   *latch;			/* NULL until the worker has started */
 } JobWorkerSlot;
@@ -96,6 +107,8 @@ typedef struct JobSlot
 	int			lock_mode;
 	/* what else the job's first worker waits for ("": nothing), for every role to see */
 	char		waiting_for[JOB_WAITING_FOR_LEN];
+	/* the standby it waits for, if so: only pg_stat_replication's readers see it */
+	char		waiting_standby[NAMEDATALEN];
 } JobSlot;
 
 typedef struct JobSharedState
@@ -116,6 +129,7 @@ extern void JobShmemInit(void);
 extern JobDatabaseSlot *JobDatabaseSlotFind(Oid database_oid, bool create);
 extern void JobWakeScheduler(Oid database_oid);
 extern void JobDatabaseLeave(Oid database_oid);
+extern bool JobDatabaseLeaving(Oid database_oid);
 extern void JobDatabaseLeft(Oid database_oid, bool dropped);
 extern void JobNoticePost(Oid database_oid, int64 job_id, const char *state);
 extern int	JobNoticesTake(Oid database_oid, JobNotice *notices);
@@ -133,7 +147,7 @@ extern void JobLiveRowsCommitted(void);
 extern void JobLiveRowsAborted(void);
 extern void JobPublishPhase(int phase);
 extern void JobPublishLockWait(Oid relid, int mode);
-extern void JobPublishWaiting(const char *what);
+extern void JobPublishWaiting(const char *what, const char *standby);
 extern uint32 JobClaimsOpen(int64 next_block, int64 end_block);
 extern void JobClaimsClose(void);
 extern uint32 JobBuildGeneration(void);

@@ -145,6 +145,13 @@ JobControlAcknowledge(void)
 void
 JobStepWaitingFor(const char *what)
 {
+	JobStepWaitingForStandby(what, NULL);
+}
+
+/* The same, waiting for a standby (its name is shown to fewer readers) */
+void
+JobStepWaitingForStandby(const char *what, const char *standby)
+{
 	char		activity[JOB_WAITING_FOR_LEN + 32];
 
 	if (what != NULL)
@@ -152,7 +159,7 @@ JobStepWaitingFor(const char *what)
 		snprintf(activity, sizeof(activity), "background_ddl: waiting for %s", what);
 		pgstat_report_activity(STATE_RUNNING, activity);
 	}
-	JobPublishWaiting(what);
+	JobPublishWaiting(what, standby);
 }
 
 /*
@@ -170,7 +177,7 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 				 errmsg("background DDL job %lld is letting go of its work",
 						(long long) step_job_id)));
 	if (!job_stopping && !step_recording && JobGiveBackRequested())
-		JobStepGiveBack(GetCurrentTimestamp(), "a fair share of the workers for other roles");
+		JobStepGiveBack(GetCurrentTimestamp(), JOB_FAIR_SHARE_REASON, false);
 
 	lock_wait_failed = false;
 	JobCancelSignalled = false;
@@ -263,7 +270,7 @@ JobStepAbort(void)
 	JobLiveRowsAborted();
 	JobClaimSettled();
 	/* What it waited for is no longer what it waits for (an ERROR resets the interrupt holdoff) */
-	JobPublishWaiting(NULL);
+	JobPublishWaiting(NULL, NULL);
 	step_recording = false;
 	step_in_progress = false;
 	query_in_progress = false;
@@ -289,30 +296,29 @@ JobStepInProgress(void)
  * JobStepLockWaitFailed() says so: the caller tries again later
  * (JobRunLockingStep), or the worker gives its slot back.  The job shows
  * the lock it asks for, and who holds it (pg_stat_background_ddl).  Outside
- * a job's step (a session that cleans up as a statement would), the lock is
- * waited for as the statement would.
+ * a job's step (a session that cleans up for a job: DROP EXTENSION, a DROP
+ * of a job's object), the lock is asked for the same way, and the statement
+ * fails with ERRCODE_LOCK_NOT_AVAILABLE if it does not come: a session of
+ * ours never queues for a lock on a user's table longer than lock_timeout.
  */
 void
 JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms)
 {
-	if (!step_in_progress)
-	{
-		LockRelationOid(relid, mode);
-		return;
-	}
-	JobPublishLockWait(relid, mode);
+	if (step_in_progress)
+		JobPublishLockWait(relid, mode);
 	if (!PgLockRelationWithin(relid, mode, patience_ms))
 	{
 		int			nest_level = NewGUCNestLevel();
 
 		(void) set_config_option("lock_timeout", psprintf("%d", background_ddl_lock_timeout_ms),
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		lock_wait_failed = true;
+		lock_wait_failed = step_in_progress;
 		LockRelationOid(relid, mode);
 		lock_wait_failed = false;
 		AtEOXact_GUC(true, nest_level);
 	}
-	JobPublishLockWait(InvalidOid, NoLock);
+	if (step_in_progress)
+		JobPublishLockWait(InvalidOid, NoLock);
 }
 
 /* Did the step fail because JobStepLockRelation could not get its lock? */
@@ -352,6 +358,7 @@ JobStepGivingBack(TimestampTz until, const char *why)
 	JobGivingBack.giving_back = true;
 	JobGivingBack.until = until;
 	JobGivingBack.why = MemoryContextStrdup(job_context, why);
+	JobGivingBack.said_before = false;
 }
 
 /*
@@ -362,9 +369,10 @@ JobStepGivingBack(TimestampTz until, const char *why)
  * this as a clean stop, not an attempt, and exits.
  */
 void
-JobStepGiveBack(TimestampTz until, const char *why)
+JobStepGiveBack(TimestampTz until, const char *why, bool said_before)
 {
 	JobStepGivingBack(until, why);
+	JobGivingBack.said_before = said_before;
 	ereport(ERROR,
 			(errcode(ERRCODE_QUERY_CANCELED),
 			 errmsg("background DDL job %lld gives its worker back: %s",

@@ -43,6 +43,7 @@ extern bool JobControlOutstanding(void);
 extern void JobControlAcknowledge(void);
 extern void JobStepSleep(long milliseconds);
 extern void JobStepWaitingFor(const char *what);
+extern void JobStepWaitingForStandby(const char *what, const char *standby);
 extern void JobStepHoldPoint(const char *point);
 extern void JobStepHoldAtChunk(int64 chunks_done);
 
@@ -57,13 +58,21 @@ typedef struct JobGiveBack
 	bool		giving_back;
 	TimestampTz until;
 	const char *why;
+	bool		said_before;	/* an earlier worker of the job logged the same reason */
 } JobGiveBack;
 
 extern JobGiveBack JobGivingBack;
 
 /* A worker that would wait longer than this (a rate limit, a lock) gives its slot back */
 #define JOB_GIVE_BACK_SECONDS	5
-extern void JobStepGiveBack(TimestampTz until, const char *why) pg_attribute_noreturn();
+
+/*
+ * A worker given back for its rate limit comes back at least this often, to
+ * look whether the job may still run (its privileges), before the limit
+ * lets it take its next batch
+ */
+#define JOB_RECHECK_SECONDS		10
+extern void JobStepGiveBack(TimestampTz until, const char *why, bool said_before) pg_attribute_noreturn();
 extern void JobStepGivingBack(TimestampTz until, const char *why);
 
 #endif							/* BGDDL_JOB_STEP_H */

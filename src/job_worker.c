@@ -127,6 +127,7 @@ WorkerDetach(int code, Datum arg)
 	{
 		MyJobSlot->lock_relid = InvalidOid;
 		MyJobSlot->waiting_for[0] = '\0';
+		MyJobSlot->waiting_standby[0] = '\0';
 	}
 	if (MyJobSlot != NULL && --MyJobSlot->workers <= 0)
 		MyJobSlot->database_oid = InvalidOid;
@@ -142,15 +143,23 @@ WorkerDetach(int code, Datum arg)
  * be met again by the same work, so they fail the job at once.
  */
 static bool
-ErrorIsTransient(int sqlerrcode)
+ErrorIsTransient(const ErrorData *error)
 {
-	int			sqlclass = ERRCODE_TO_CATEGORY(sqlerrcode);
+	int			sqlclass = ERRCODE_TO_CATEGORY(error->sqlerrcode);
 
 	return sqlclass == ERRCODE_TRANSACTION_ROLLBACK ||
-		sqlerrcode == ERRCODE_DISK_FULL ||
-		sqlerrcode == ERRCODE_TOO_MANY_CONNECTIONS ||
-		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-		sqlerrcode == ERRCODE_CANNOT_CONNECT_NOW;
+		error->sqlerrcode == ERRCODE_DISK_FULL ||
+		error->sqlerrcode == ERRCODE_TOO_MANY_CONNECTIONS ||
+		error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		error->sqlerrcode == ERRCODE_CANNOT_CONNECT_NOW ||
+		/*
+		 * A catalog row that another session updated meanwhile without a
+		 * lock (GRANT updates pg_class so, where the job's CREATE TRIGGER
+		 * sets relhastriggers): PostgreSQL's elog, which a retry does not
+		 * meet again
+		 */
+		(error->sqlerrcode == ERRCODE_INTERNAL_ERROR && error->message != NULL &&
+		 strcmp(error->message, "tuple concurrently updated") == 0);
 }
 
 /* A JobError (in JobContext()) from an ErrorData */
@@ -519,9 +528,29 @@ HelperMain(JobRun *run)
 	{
 		ErrorData  *error = CatchJobError();
 
-		ereport(LOG,
-				(errmsg("background DDL job %lld: a helper stopped: %s",
-						(long long) run->job.id, error->message)));
+		/*
+		 * A helper stops whenever the job's first worker or a control
+		 * function wants it to (a pause or cancel interrupts it), and the
+		 * first worker redoes what it left: only what neither explains is
+		 * worth the log, in the DBA's words
+		 */
+		if (JobShutdownRequested || JobGivingBack.giving_back || JobControlPending() ||
+			(error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled))
+			ereport(DEBUG1,
+					(errmsg("background DDL job %lld: a helper stopped: %s",
+							(long long) run->job.id, error->message)));
+		else if (error->sqlerrcode == ERRCODE_UNDEFINED_TABLE ||
+				 (error->sqlerrcode == ERRCODE_INTERNAL_ERROR &&
+				  strncmp(error->message, "could not open relation", 23) == 0))
+			ereport(LOG,
+					(errmsg("background DDL job %lld: a helper stopped: a table the job reads was dropped",
+							(long long) run->job.id),
+					 errdetail("The job's first worker decides what that means for the job.")));
+		else
+			ereport(LOG,
+					(errmsg("background DDL job %lld: a helper stopped: %s",
+							(long long) run->job.id, error->message),
+					 errdetail("The job's first worker takes over the chunk it was computing.")));
 	}
 	PG_END_TRY();
 	proc_exit(0);
@@ -556,7 +585,7 @@ YieldJob(LOCKTAG *job_lock)
  * with when the job may have a worker again, and why.
  */
 static void
-ExitCleanly(int64 job_id)
+ExitCleanly(int64 job_id, bool job_ended)
 {
 	/*
 	 * Nothing cancels the recording of the stop: neither a cancel left
@@ -566,13 +595,22 @@ ExitCleanly(int64 job_id)
 	 */
 	HOLD_CANCEL_INTERRUPTS();
 	JobStepsStopping();
-	if (JobShutdownRequested)
+	if (JobShutdownRequested && JobDatabaseLeaving(MyDatabaseId))
+		ereport(LOG,
+				(errmsg("background DDL job %lld stops: its database is being dropped",
+						(long long) job_id),
+				 errdetail("If DROP DATABASE fails, the job goes on from its last checkpoint; this is not an attempt.")));
+	else if (JobShutdownRequested)
 		ereport(LOG,
 				(errmsg("background DDL job %lld stops: its worker was asked to exit (a server shutdown or pg_terminate_backend)",
 						(long long) job_id),
 				 errdetail("The job goes on from its last checkpoint when it has a worker again; this is not an attempt.")));
 	else if (JobGivingBack.why != NULL)
-		ereport(LOG,
+		/*
+		 * (an ended job's clean-up that waits for a lock says so in the view,
+		 * not every time here; nor a throttled job every time it looks)
+		 */
+		ereport(job_ended || JobGivingBack.said_before ? DEBUG1 : LOG,
 				(errmsg("background DDL job %lld gives its worker back until %s: %s",
 						(long long) job_id, timestamptz_to_str(JobGivingBack.until), JobGivingBack.why)));
 	PG_TRY();
@@ -597,17 +635,25 @@ ExitCleanly(int64 job_id)
 	proc_exit(0);
 }
 
-/* Record an error a later attempt may not meet, and exit for a restart */
+/*
+ * Record an error a later attempt may not meet, and exit for a restart.  Its
+ * detail (for a deadlock: the processes and the locks) goes to the log and
+ * stays with the job's messages (ddl_messages), also once it has succeeded
+ * (its error is cleared then).
+ */
 static void
 ExitForRetry(int64 job_id, const JobError *error)
 {
+	char	   *text = psprintf("interrupted, will be retried: %s", error->message);
+
 	ereport(LOG,
-			(errmsg("background DDL job %lld interrupted, will be retried: %s",
-					(long long) job_id, error->message)));
+			(errmsg("background DDL job %lld %s", (long long) job_id, text),
+			 error->detail ? errdetail_internal("%s", error->detail) : 0));
 	HOLD_CANCEL_INTERRUPTS();
 	PG_TRY();
 	{
 		JobStepBegin("background_ddl: recording an error", STEP_READ_COMMITTED);
+		JobMessagesNote(WARNING, text, error->detail);
 		if (CatalogLookup() != NULL)
 			CatalogJobRecordError(job_id, error, true);
 		JobStepEnd();
@@ -694,17 +740,22 @@ JobWorkerMain(Datum main_arg)
 			if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
 				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
 								  "a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
-			/* pg_cancel_backend: this worker stops, the job goes on */
+			/* Interrupted by the scheduler: a fair share of the workers, with no step to stop at */
 			if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
+				JobGiveBackRequested() && failure == NULL && run->claimed &&
+				!JobStateIsFinal(run->job.state))
+				JobStepGivingBack(GetCurrentTimestamp(), JOB_FAIR_SHARE_REASON);
+			/* pg_cancel_backend: this worker stops, the job goes on */
+			else if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
 				failure == NULL && !JobControlPending() && !JobShutdownRequested &&
 				run->claimed && !JobStateIsFinal(run->job.state))
 				JobStepGivingBack(GetCurrentTimestamp(),
 								  "its worker was cancelled (pg_cancel_backend)");
 			if (JobShutdownRequested || JobGivingBack.giving_back)
-				ExitCleanly(job_id);
+				ExitCleanly(job_id, JobStateIsFinal(run->job.state));
 			if (JobControlPending())
 				yield = true;	/* try again from the last checkpoint */
-			else if (failure != NULL && !ErrorIsTransient(error->sqlerrcode))
+			else if (failure != NULL && !ErrorIsTransient(error))
 				FailLeavingRemains(run, failure, error);
 			else if (failure != NULL || !run->claimed || JobStateIsFinal(run->job.state))
 			{
@@ -714,7 +765,7 @@ JobWorkerMain(Datum main_arg)
 								(long long) job_id, error->message)));
 				proc_exit(1);
 			}
-			else if (ErrorIsTransient(error->sqlerrcode))
+			else if (ErrorIsTransient(error))
 				ExitForRetry(job_id, JobErrorFrom(error));
 			else
 			{

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pg_lock.c
- *	  Taking a relation lock without queueing for it.
+ *	  Taking a relation lock without queueing for it; who a process waits
+ *	  for.
  *
  * A request that waits in a lock queue makes every later request that
  * conflicts with it wait too: a job that queued for ACCESS EXCLUSIVE on a
@@ -16,10 +17,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "pg_lock.h"
@@ -52,4 +56,23 @@ PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms)
 		pause_ms = Min(pause_ms * 2, LOCK_RETRY_LONGEST_MS);
 	}
 	return true;
+}
+
+/* The processes that process pid waits for (pg_blocking_pids), as a list of pids */
+List *
+PgBlockingPids(int pid)
+{
+	ArrayType  *blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids,
+																  Int32GetDatum(pid)));
+	Datum	   *values;
+	bool	   *nulls;
+	int			count;
+	List	   *pids = NIL;
+
+	deconstruct_array(blockers, INT4OID, sizeof(int32), true, TYPALIGN_INT,
+					  &values, &nulls, &count);
+	for (int i = 0; i < count; i++)
+		if (!nulls[i])
+			pids = lappend_int(pids, DatumGetInt32(values[i]));
+	return pids;
 }

@@ -856,6 +856,14 @@ ChunkStep(JobRun *run, const char *activity)
 
 	SourcesStepBegin(run, activity, false);
 	result = CheckSources(run);
+	/* Back before the rate limit lets it: it only looked (CheckSources), and paces again */
+	if (result == JOB_STEP_MORE && run->job.max_rate > 0 &&
+		run->job.rate_not_before > GetCurrentTimestamp())
+	{
+		JobStepEnd();
+		JobRunPace(run, 0, 0);
+		return JOB_STEP_MORE;
+	}
 	if (result == JOB_STEP_MORE)
 	{
 		if (TakeChunk(QueryRunOf(run), &range))

@@ -30,7 +30,6 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -39,8 +38,6 @@
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/sinvaladt.h"
-#include "utils/array.h"
-#include "utils/fmgrprotos.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -53,6 +50,7 @@
 #include "job_xact.h"
 #include "kind.h"
 #include "pg_compat.h"
+#include "pg_lock.h"
 #include "pg_relation.h"
 #include "session_control.h"
 
@@ -111,38 +109,67 @@ SessionCancelJob(int64 job_id, const char *reason, bool target_dropped)
 }
 
 /*
- * DROP of a job's target cancels its job, in the dropping transaction.  A
- * placeholder that stands for an object of another type (a table or index
- * being built) is dropped with the cancel, and taken out of the statement,
- * which PostgreSQL would otherwise refuse ("is not a table").  Only for the
- * owner: anyone else gets the normal permission error from the DROP
- * itself, without disturbing the job.  Returns the objects that the
- * statement still has to drop (stmt->objects, or a shorter list).
+ * The unfinished job whose target a DROP names, or 0, with the target in
+ * *target_oid.  A target is locked (ACCESS SHARE, as a reader would) before
+ * its job is cancelled, so that a concurrent rename cannot make the DROP
+ * cancel one job and drop another object: the name is looked up again under
+ * the lock.  Only the owner's DROP cancels (anyone else gets the DROP's own
+ * permission error).
  */
-List *
-SessionCancelDroppedTargets(DropStmt *stmt)
+static int64
+DroppedTargetJob(RangeVar *name, Oid *target_oid)
+{
+	Oid			relid = RangeVarGetRelid(name, NoLock, true);
+
+	*target_oid = InvalidOid;
+	if (!OidIsValid(relid) || !PgRelationOwnerCheck(relid, GetUserId()) ||
+		CatalogJobBuilding(relid) == 0)
+		return 0;
+	relid = RangeVarGetRelid(name, AccessShareLock, true);
+	if (!OidIsValid(relid) || !PgRelationOwnerCheck(relid, GetUserId()))
+		return 0;
+	*target_oid = relid;
+	return CatalogJobBuilding(relid);
+}
+
+/*
+ * DROP of a job's target cancels its job, in the dropping transaction, and
+ * the DROP drops the target.  A placeholder that stands for an object of
+ * another type (a table or index being built) is a materialized view: if
+ * every object the DROP names is such a placeholder, *stmt becomes a DROP
+ * MATERIALIZED VIEW of them (the caller runs it through the rest of the
+ * ProcessUtility chain, so that event triggers and pg_stat_statements see
+ * it, with the command tag of the original); if only some are, those are
+ * dropped with their jobs and taken out of it, which PostgreSQL would
+ * otherwise refuse ("is not a table").  Returns false if the caller must
+ * report the original command tag itself.
+ */
+bool
+SessionCancelDroppedTargets(DropStmt **stmt)
 {
 	ListCell   *lc;
 	List	   *left = NIL;
+	List	   *placeholders = NIL;
+	List	   *placeholder_jobs = NIL;
 
-	if ((stmt->removeType != OBJECT_MATVIEW && stmt->removeType != OBJECT_TABLE &&
-		 stmt->removeType != OBJECT_INDEX) || CatalogLookup() == NULL)
-		return stmt->objects;
-	foreach(lc, stmt->objects)
+	if (((*stmt)->removeType != OBJECT_MATVIEW && (*stmt)->removeType != OBJECT_TABLE &&
+		 (*stmt)->removeType != OBJECT_INDEX) || CatalogLookup() == NULL)
+		return false;
+	foreach(lc, (*stmt)->objects)
 	{
-		RangeVar   *name = makeRangeVarFromNameList((List *) lfirst(lc));
-		Oid			target_oid = RangeVarGetRelid(name, NoLock, true);
-		int64		job_id = 0;
+		Oid			target_oid;
+		int64		job_id = DroppedTargetJob(makeRangeVarFromNameList((List *) lfirst(lc)),
+											  &target_oid);
 		BgddlJob	job;
 
-		if (OidIsValid(target_oid) && PgRelationOwnerCheck(target_oid, GetUserId()))
-			job_id = CatalogJobBuilding(target_oid);
 		if (job_id != 0 && CatalogJobLoad(job_id, &job, true) &&
 			KindRoutineForJob(&job)->replaces_placeholder &&
-			KindRoutineForJob(&job)->stands_for == stmt->removeType &&
+			KindRoutineForJob(&job)->stands_for == (*stmt)->removeType &&
 			get_rel_relkind(target_oid) == RELKIND_MATVIEW)
 		{
-			(void) SessionCancelJob(job_id, "the target was dropped", false);
+			placeholders = lappend(placeholders, lfirst(lc));
+			placeholder_jobs = lappend(placeholder_jobs,
+									   memcpy(palloc(sizeof(int64)), &job_id, sizeof(int64)));
 			continue;
 		}
 		/* The DROP drops the target: no longer the extension's (pg_relation.c) */
@@ -150,9 +177,21 @@ SessionCancelDroppedTargets(DropStmt *stmt)
 			PgRelationSetExtensionMember(target_oid, CatalogRequire()->extension_oid, false);
 		left = lappend(left, lfirst(lc));
 	}
-	return left;
+	if (placeholders == NIL)
+		return false;
+	/* Every one a placeholder: the DROP drops them, as materialized views */
+	foreach(lc, placeholder_jobs)
+		(void) SessionCancelJob(*(int64 *) lfirst(lc), "the target was dropped", left == NIL);
+	*stmt = copyObject(*stmt);
+	if (left == NIL)
+	{
+		(*stmt)->removeType = OBJECT_MATVIEW;
+		(*stmt)->concurrent = false;
+		return true;
+	}
+	(*stmt)->objects = left;
+	return false;
 }
-
 
 /* Processes a deadlock check follows at most (from a job's workers) */
 #define WAIT_CHECK_MAX_PROCESSES	64
@@ -233,25 +272,17 @@ WaitLeadsHere(int64 job_id, char **why)
 	/* pids grows while it is walked: the processes those wait for */
 	foreach(lc, pids)
 	{
-		ArrayType  *blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids,
-																	  Int32GetDatum(lfirst_int(lc))));
-		Datum	   *values;
-		bool	   *nulls;
-		int			count;
+		ListCell   *blocker;
 
-		deconstruct_array(blockers, INT4OID, sizeof(int32), true, TYPALIGN_INT,
-						  &values, &nulls, &count);
-		for (int i = 0; i < count; i++)
+		foreach(blocker, PgBlockingPids(lfirst_int(lc)))
 		{
-			if (nulls[i])
-				continue;
-			if (DatumGetInt32(values[i]) == MyProcPid)
+			if (lfirst_int(blocker) == MyProcPid)
 			{
 				*why = psprintf("Process %d, which job %lld waits for, waits for this transaction.",
 								lfirst_int(lc), (long long) job_id);
 				return true;
 			}
-			FollowProcess(&pids, DatumGetInt32(values[i]));
+			FollowProcess(&pids, lfirst_int(blocker));
 		}
 	}
 	return false;

@@ -14,7 +14,7 @@
 
 extern bool SessionHoldJob(int64 job_id, BgddlJob *job);
 extern bool SessionCancelJob(int64 job_id, const char *reason, bool target_dropped);
-extern List *SessionCancelDroppedTargets(DropStmt *stmt);
+extern bool SessionCancelDroppedTargets(DropStmt **stmt);
 extern void SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 							  BgddlJob *job, const char *for_what);
 extern void SessionRaiseJobEnd(const BgddlJob *job);

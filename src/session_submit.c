@@ -34,6 +34,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "commands/dbcommands.h"
 #include "lib/stringinfo.h"
@@ -296,10 +297,22 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 
 /*
  * DROP EXTENSION background_ddl: refused while jobs are unfinished (their
- * objects would be left half-built, or their workers would fail).  What the
- * kinds of ended jobs have not cleaned up yet (capture triggers) is cleaned
- * up here.
+ * objects would be left half-built, or their workers would fail), before it
+ * does anything else: a refusal takes no lock but the extension's own.
+ * What the kinds of ended jobs have not cleaned up yet (capture triggers on
+ * users' tables) is cleaned up here, their tables' locks asked for as a job
+ * asks for them (within background_ddl.lock_timeout, never queueing
+ * longer): if one does not come, or a worker is cleaning up that job now,
+ * the DROP fails, saying so, and can be run again.
  */
+/* The context of an error while DROP EXTENSION cleans up after a job */
+static void
+CleanupErrorContext(void *arg)
+{
+	errcontext("while dropping the capture triggers of background DDL job %lld",
+			   (long long) *(int64 *) arg);
+}
+
 static void
 GuardDropExtension(DropStmt *stmt)
 {
@@ -317,34 +330,18 @@ GuardDropExtension(DropStmt *stmt)
 	if (!ours || (catalog = CatalogLookup()) == NULL)
 		return;
 
+	/* Submits and control functions hold it shared: none is half done */
 	LockDatabaseObject(ExtensionRelationId, catalog->extension_oid, 0, AccessExclusiveLock);
 	initStringInfo(&unfinished);
 	job_ids = CatalogJobsUnfinished();
 	foreach(lc, job_ids)
 	{
 		int64		job_id = *(int64 *) lfirst(lc);
-		LOCKTAG		job_lock;
 		BgddlJob	job;
 
-		if (!CatalogJobLoad(job_id, &job, true))
-			continue;
-		if (!JobStateIsFinal(job.state))
-		{
+		if (CatalogJobLoad(job_id, &job, true) && !JobStateIsFinal(job.state))
 			appendStringInfo(&unfinished, "%s%lld (%s)",
 							 unfinished.len > 0 ? ", " : "", (long long) job_id, CatalogStateName(job.state));
-			continue;
-		}
-		/* An ended job: wait for a worker that drops its triggers, if any */
-		JobLockTagSet(&job_lock, MyDatabaseId, job_id);
-		(void) LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, false);
-		if (CatalogJobLoad(job_id, &job, true) && job.cleanup_pending)
-		{
-			const KindRoutine *routine = KindRoutineForJob(&job);
-
-			if (routine->cleanup != NULL)
-				routine->cleanup(&job);
-			CatalogJobSetCleanupPending(job_id, false);
-		}
 	}
 	if (unfinished.len > 0)
 		ereport(ERROR,
@@ -353,6 +350,58 @@ GuardDropExtension(DropStmt *stmt)
 						BGDDL_EXTENSION_NAME),
 				 errdetail("Unfinished jobs: %s.", unfinished.data),
 				 errhint("Cancel them with cancel_ddl(id) and wait for them with wait_ddl(id), or let them finish.")));
+	foreach(lc, job_ids)
+	{
+		int64		job_id = *(int64 *) lfirst(lc);
+		LOCKTAG		job_lock;
+		BgddlJob	job;
+
+		/* An ended job that a worker is cleaning up now: it has the job lock */
+		JobLockTagSet(&job_lock, MyDatabaseId, job_id);
+		if (LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("cannot drop extension %s while a worker cleans up after background DDL job %lld",
+							BGDDL_EXTENSION_NAME, (long long) job_id),
+					 errdetail("The worker drops the job's capture triggers from the tables it read."),
+					 errhint("Run DROP EXTENSION again in a moment.")));
+		if (CatalogJobLoad(job_id, &job, true) && job.cleanup_pending)
+		{
+			const KindRoutine *routine = KindRoutineForJob(&job);
+			ErrorContextCallback context = {error_context_stack, CleanupErrorContext, &job_id};
+
+			error_context_stack = &context;
+			if (routine->cleanup != NULL)
+				routine->cleanup(&job);
+			CatalogJobSetCleanupPending(job_id, false);
+			error_context_stack = context.previous;
+		}
+	}
+}
+
+/*
+ * DROP SCHEMA of the extension's schema would drop the extension as a side
+ * effect, which GuardObjectAccess refuses; it is refused here first, before
+ * it locks anything (it would queue behind the workers' locks on the
+ * catalog, and they behind it).
+ */
+static void
+GuardDropSchema(DropStmt *stmt)
+{
+	const BgddlCatalog *catalog = CatalogLookup();
+	ListCell   *lc;
+
+	if (catalog == NULL)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		if (get_namespace_oid(strVal(lfirst(lc)), true) == catalog->schema_oid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot drop schema %s, which extension %s keeps its catalog in",
+							strVal(lfirst(lc)), BGDDL_EXTENSION_NAME),
+					 errhint("Drop the extension with DROP EXTENSION (once its jobs have ended).")));
+	}
 }
 
 /*
@@ -467,6 +516,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		drops = false;
 	bool		privileges = false;
+	CommandTag	retyped_tag = CMDTAG_UNKNOWN;
 
 	if (may_submit)
 	{
@@ -513,16 +563,19 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			drops = true;
 			if (((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
 				GuardDropExtension((DropStmt *) parsetree);
+			else if (((DropStmt *) parsetree)->removeType == OBJECT_SCHEMA)
+				GuardDropSchema((DropStmt *) parsetree);
 			else
 			{
-				List	   *left = SessionCancelDroppedTargets((DropStmt *) parsetree);
+				DropStmt   *drop = (DropStmt *) parsetree;
 
-				if (left == NIL)
-					return;		/* all of them were placeholders, dropped */
-				if (left != ((DropStmt *) parsetree)->objects)
+				retyped_tag = CreateCommandTag(parsetree);
+				if (!SessionCancelDroppedTargets(&drop))
+					retyped_tag = CMDTAG_UNKNOWN;
+				if (drop != (DropStmt *) parsetree)
 				{
 					pstmt = copyObject(pstmt);
-					((DropStmt *) pstmt->utilityStmt)->objects = left;
+					pstmt->utilityStmt = (Node *) drop;
 					readOnlyTree = false;
 				}
 			}
@@ -550,8 +603,13 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 	}
 
 	if (drops)
+	{
 		SessionDropStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
 							 dest, qc, CallNextProcessUtility);
+		/* A DROP of placeholders ran as DROP MATERIALIZED VIEW: its own tag still */
+		if (retyped_tag != CMDTAG_UNKNOWN && qc != NULL)
+			SetQueryCompletion(qc, retyped_tag, 0);
+	}
 	else
 		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 							   queryEnv, dest, qc);

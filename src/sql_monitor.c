@@ -10,7 +10,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
-#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -26,6 +25,7 @@
 #include "catalog_access.h"
 #include "catalog_job.h"
 #include "job_shmem.h"
+#include "pg_lock.h"
 #include "settings.h"
 
 PG_FUNCTION_INFO_V1(live_jobs);
@@ -44,6 +44,7 @@ typedef struct LiveJob
 	Oid			lock_relid;
 	int			lock_mode;
 	char		waiting_for[JOB_WAITING_FOR_LEN];
+	char		waiting_standby[NAMEDATALEN];
 } LiveJob;
 
 /*
@@ -69,6 +70,41 @@ LockHolders(Oid relid, LOCKMODE mode, pid_t pid)
 			appendStringInfo(&list, "%s%d", list.len > 0 ? ", " : "", (int) proc->pid);
 	}
 	return list.len > 0 ? list.data : NULL;
+}
+
+/*
+ * Does a process that blocks this one (a lock it queues for: the
+ * transaction of a job's step that commits) wait for the synchronous
+ * standby?
+ */
+static bool
+BlockedBySyncRep(pid_t pid)
+{
+	ListCell   *lc;
+
+	foreach(lc, PgBlockingPids(pid))
+	{
+		PGPROC	   *blocker = BackendPidGetProc(lfirst_int(lc));
+
+		if (blocker != NULL && *(volatile uint32 *) &blocker->wait_event_info == WAIT_EVENT_SYNC_REP)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * What a job's worker waits for, as the reader may see it: a standby is
+ * named only to those who may read pg_stat_replication's replay positions
+ * (pg_read_all_stats), as PostgreSQL shows them
+ */
+static char *
+WaitingFor(const LiveJob *job)
+{
+	if (job->waiting_standby[0] == '\0')
+		return pstrdup(job->waiting_for);
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		return psprintf("standby \"%s\": %s", job->waiting_standby, job->waiting_for);
+	return psprintf("a standby: %s", job->waiting_for);
 }
 
 /*
@@ -120,6 +156,7 @@ live_jobs(PG_FUNCTION_ARGS)
 		job->lock_relid = slot->lock_relid;
 		job->lock_mode = slot->lock_mode;
 		strlcpy(job->waiting_for, slot->waiting_for, JOB_WAITING_FOR_LEN);
+		strlcpy(job->waiting_standby, slot->waiting_standby, NAMEDATALEN);
 		njobs++;
 	}
 	LWLockRelease(JobShared->lock);
@@ -134,6 +171,10 @@ live_jobs(PG_FUNCTION_ARGS)
 		PGPROC	   *proc = BackendPidGetProc(job->pid);
 		const char *wait_event = proc != NULL ?
 			pgstat_get_wait_event(*(volatile uint32 *) &proc->wait_event_info) : NULL;
+
+		/* One that waits for a transaction that waits for the synchronous standby waits for it too */
+		if (proc != NULL && BlockedBySyncRep(job->pid))
+			wait_event = pgstat_get_wait_event(WAIT_EVENT_SYNC_REP);
 
 		values[0] = Int64GetDatum(job->job_id);
 		values[1] = Int32GetDatum(job->pid);
@@ -153,7 +194,8 @@ live_jobs(PG_FUNCTION_ARGS)
 			values[9] = holders != NULL ? CStringGetTextDatum(holders) : (Datum) 0;
 			nulls[9] = holders == NULL;
 		}
-		values[10] = job->waiting_for[0] != '\0' ? CStringGetTextDatum(job->waiting_for) : (Datum) 0;
+		values[10] = job->waiting_for[0] != '\0' ?
+			CStringGetTextDatum(WaitingFor(job)) : (Datum) 0;
 		nulls[10] = job->waiting_for[0] == '\0';
 		values[11] = wait_event != NULL ? CStringGetTextDatum(wait_event) : (Datum) 0;
 		nulls[11] = wait_event == NULL;

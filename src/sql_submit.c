@@ -8,11 +8,12 @@
  * The statement runs as it would with background_ddl on, in the caller's
  * transaction (a rolled-back call leaves no job), through the same hook as
  * any other: validated at submit, with PostgreSQL's errors.  With an
- * idempotency key, a call whose key names a job still in the catalog
- * returns that job instead, if it was submitted by the same role for the
- * same statement; a second call that races the first waits for its
- * transaction (a lock on the key).  The key stays with the job until the job
- * is purged (background_ddl.history_retention).
+ * idempotency key, a call whose key names a job of the same role still in
+ * the catalog returns that job instead, if it was submitted for the same
+ * statement; a second call that races the first waits for its transaction
+ * (a lock on the key).  Keys are per role: another role's job with the
+ * same key is another key.  The key stays with the job until the job is
+ * purged (background_ddl.history_retention).
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +24,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "parser/parser.h"
 #include "storage/lmgr.h"
 #include "utils/array.h"
@@ -35,8 +37,12 @@
 
 PG_FUNCTION_INFO_V1(submit_ddl);
 
-/* The second key of the advisory locks on idempotency keys (the first is the key's hash) */
-#define IDEMPOTENCY_LOCK_SPACE	0x42444c
+/*
+ * The class of the locks on idempotency keys (an advisory lock tag's
+ * field4): SQL's advisory lock functions take classes 1 and 2 only, so no
+ * session can take or hold one of these
+ */
+#define IDEMPOTENCY_LOCK_CLASS	0xBDD2
 
 /* The job ids of an int8[] (without NULLs), as int64 * */
 static List *
@@ -65,9 +71,10 @@ JobIds(ArrayType *array)
 }
 
 /*
- * The job already submitted with this key, if any: the same statement by
- * the same role, or an error.  Holds a lock on the key until the end of the
- * transaction.
+ * The job this role already submitted with this key, if any: the same
+ * statement, or an error.  Keys are the role's own (another role's jobs
+ * with the same key are not seen), and the lock on the key, held until the
+ * end of the transaction, is the role's and one no SQL can take.
  */
 static int64
 JobOfKey(const char *key, const char *statement)
@@ -75,18 +82,13 @@ JobOfKey(const char *key, const char *statement)
 	LOCKTAG		tag;
 	char	   *command;
 	int64		job_id;
-	BgddlJob	job;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, hash_bytes((const unsigned char *) key, strlen(key)),
-						 IDEMPOTENCY_LOCK_SPACE, 2);
+						 GetUserId(), IDEMPOTENCY_LOCK_CLASS);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	job_id = CatalogJobByKey(key, &command);
+	job_id = CatalogJobByKey(key, GetUserId(), &command);
 	if (job_id == 0)
 		return 0;
-	if (!CatalogJobLoad(job_id, &job, true) || job.identity.owner_oid != GetUserId())
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("idempotency key \"%s\" is used by another role's job", key)));
 	if (strcmp(command, SessionStatementText(statement, 0, 0)) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -94,6 +96,34 @@ JobOfKey(const char *key, const char *statement)
 				 errdetail("Background DDL job %lld was submitted with it for: %s",
 						   (long long) job_id, command)));
 	return job_id;
+}
+
+/*
+ * Refuse, before running anything, what submit_ddl cannot run: more than one
+ * statement, transaction control (it runs inside the caller's transaction),
+ * a COPY from or to the client (there is no client protocol in it)
+ */
+static void
+CheckSubmittable(List *raw_statements)
+{
+	Node	   *statement;
+
+	if (list_length(raw_statements) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("submit_ddl takes one statement")));
+	statement = linitial_node(RawStmt, raw_statements)->stmt;
+	if (IsA(statement, TransactionStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+				 errmsg("submit_ddl cannot run transaction control statements"),
+				 errdetail("It runs its statement in the caller's transaction.")));
+	if (IsA(statement, CopyStmt) && ((CopyStmt *) statement)->filename == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("submit_ddl cannot run COPY %s", ((CopyStmt *) statement)->is_from ?
+						"FROM STDIN" : "TO STDOUT"),
+				 errdetail("It runs its statement with no client to copy from or to.")));
 }
 
 Datum
@@ -110,10 +140,7 @@ submit_ddl(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("the statement of submit_ddl must not be NULL")));
 	statement = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (list_length(raw_parser(statement, RAW_PARSE_DEFAULT)) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("submit_ddl takes one statement")));
+	CheckSubmittable(raw_parser(statement, RAW_PARSE_DEFAULT));
 	if (key != NULL && (job_id = JobOfKey(key, statement)) != 0)
 		PG_RETURN_INT64(job_id);
 
@@ -121,13 +148,16 @@ submit_ddl(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		int			nestlevel = NewGUCNestLevel();
+		int			result;
 
 		(void) set_config_option("background_ddl", "on", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		if (SPI_execute(statement, false, 0) < 0)
-			elog(ERROR, "SPI_execute failed: %s", statement);
+		if ((result = SPI_execute(statement, false, 0)) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("submit_ddl cannot run this statement: %s", SPI_result_code_string(result))));
 		SPI_finish();
 		AtEOXact_GUC(true, nestlevel);
 	}

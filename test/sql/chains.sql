@@ -14,6 +14,12 @@ SELECT submit_ddl('  CREATE MATERIALIZED VIEW ch_a AS SELECT k, count(*) AS n FR
 SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_other AS SELECT 1', 'ch-1');
 SELECT submit_ddl('SELECT 1; SELECT 2');
 SELECT submit_ddl(NULL);
+-- what cannot run inside the caller's transaction is refused before it runs
+\set VERBOSITY sqlstate
+SELECT submit_ddl('COMMIT');
+SELECT submit_ddl('COPY ch FROM STDIN');
+\set VERBOSITY default
+SELECT submit_ddl('COPY ch TO STDOUT');
 SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_a AS SELECT 1');
 -- a statement that is not a job runs as PostgreSQL runs it
 SELECT submit_ddl('CREATE TABLE ch_plain (x int)') IS NULL AS ran_in_the_foreground;
@@ -23,13 +29,17 @@ BEGIN;
 SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_rb AS SELECT 1 AS x', 'ch-rb') IS NOT NULL AS submitted;
 ROLLBACK;
 SELECT count(*) AS jobs_with_the_key FROM background_ddl.job WHERE idempotency_key = 'ch-rb';
--- another role's key
+-- Each role has keys of its own: another role's 'ch-1' is a job of its
+-- own, neither the first job nor a conflict with it
 CREATE ROLE ch_role;
 GRANT CREATE ON SCHEMA public TO ch_role;
 GRANT SELECT ON ch TO ch_role;
 SET ROLE ch_role;
-SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_a AS SELECT k, count(*) AS n FROM ch GROUP BY k', 'ch-1');
+SELECT submit_ddl('CREATE MATERIALIZED VIEW ch_role_a AS SELECT k FROM ch', 'ch-1') AS role_a \gset
+SELECT :role_a <> :a AS own_job,
+       submit_ddl('CREATE MATERIALIZED VIEW ch_role_a AS SELECT k FROM ch', 'ch-1') = :role_a AS same_job;
 RESET ROLE;
+SELECT wait_ddl(:role_a, '60s');
 SELECT wait_ddl(:a, '60s');
 
 -- A view over a view still being built is queued after its job; so is what

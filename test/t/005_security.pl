@@ -10,7 +10,8 @@
 #     owner; a superuser's disable-and-enable is noticed; nothing is left.
 #  6. command holds the statement alone, not its neighbours.
 #  7. DROP EXTENSION with an unfinished job is refused; after a cancel it
-#     works and leaves nothing.
+#     works and leaves nothing.  A refused DROP (of the extension or its
+#     schema) waits for no lock on a user's table.
 # Also: what a job may not do (as in REFRESH), pg_dump during a job, odd
 # identifiers.
 use strict;
@@ -126,14 +127,20 @@ ok(wait_job_state($node, $job, 'succeeded'), 'row security: job succeeded');
 is($node->safe_psql('postgres', "SELECT count(*), min(who), max(who) FROM alice_rows"),
 	'500|alice|alice', 'row security on session_user: only the submitter\'s rows');
 
-# 3. Role settings apply to every batch, like statement_timeout per statement.
+# 3. Role settings apply to every batch, like statement_timeout per statement:
+# set once the job is submitted (paused in its submitting transaction), so
+# that only the job's batch, not the submit itself, runs under it.
 $node->safe_psql('postgres', q{
-ALTER ROLE alice SET statement_timeout = '100ms';
 CREATE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql AS
   $$ BEGIN PERFORM pg_sleep(0.3); RETURN $1; END $$;
 });
-$job = submit_job($node, 'CREATE MATERIALIZED VIEW too_slow AS SELECT slow(id) FROM t WHERE id < 3',
-	user => 'alice', );
+$job = $node->safe_psql('postgres',
+	"SET background_ddl = on; BEGIN;
+	 CREATE MATERIALIZED VIEW too_slow AS SELECT slow(id) FROM t WHERE id < 3;
+	 SELECT pause_ddl(last_ddl_job()); COMMIT; SELECT last_ddl_job();",
+	extra_params => [ '-U', 'alice' ]);
+($job) = $job =~ /(\d+)$/;
+$node->safe_psql('postgres', "ALTER ROLE alice SET statement_timeout = '100ms'; SELECT resume_ddl($job)");
 ok(wait_job_state($node, $job, 'failed'), 'statement_timeout of the role: a batch over it fails');
 is($node->safe_psql('postgres', "SELECT error || ' ' || error_sqlstate FROM pg_stat_background_ddl WHERE id = $job"),
 	'canceling statement due to statement timeout 57014', 'statement_timeout: the error says so');
@@ -253,6 +260,59 @@ is($node->safe_psql('postgres',
 		"SELECT (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'background_ddl%')
 		      + (SELECT count(*) FROM pg_class WHERE relname = 'dumped')"),
 	'0', 'DROP EXTENSION after the cancel: nothing left behind');
+
+# 7b. A DROP that is refused locks nothing of a user's table.  A succeeded
+# job whose capture triggers are still to drop (a writer holds its table):
+# with another job unfinished, DROP EXTENSION is refused at once, not after
+# queueing behind the writer for the table; with that job alone, the DROP
+# asks for the table's lock as a job does (never queueing longer than
+# background_ddl.lock_timeout) and fails naming the job.  DROP SCHEMA of the
+# catalog's schema is refused up front.  (The statement timeout only bounds
+# a regression: the DROPs must fail long before it.)
+$node->safe_psql('postgres', q{
+CREATE EXTENSION background_ddl;
+CREATE TABLE busy AS SELECT g AS id FROM generate_series(1, 20000) g;
+CREATE TABLE calm AS SELECT g AS id FROM generate_series(1, 20000) g;
+});
+$hold = hold_at($node, 'cleaning up');
+my $ended = submit_job($node, 'CREATE MATERIALIZED VIEW busy_mv AS SELECT id FROM busy');
+ok(held_at_hold($node), 'refused DROP: the job is about to drop its triggers');
+my $writer = $node->background_psql('postgres');
+$writer->set_query_timer_restart;
+$writer->query_safe('BEGIN; INSERT INTO busy VALUES (0);');
+release_hold($node, $hold);
+ok( $node->poll_query_until('postgres',
+		"SELECT state = 'succeeded' AND cleanup_pending AND phase = 'cleaning up'
+		   FROM pg_stat_background_ddl WHERE id = $ended"),
+	'refused DROP: the job succeeded, its clean-up waits for the table');
+$hold = hold_at($node, 'chunk 0');
+my $unfinished = submit_job($node, 'CREATE MATERIALIZED VIEW calm_mv AS SELECT id FROM calm');
+ok(held_at_hold($node), 'refused DROP: another job is unfinished');
+($rc, $stdout, $stderr) = $node->psql('postgres',
+	"SET statement_timeout = '60s'; DROP EXTENSION background_ddl CASCADE");
+like($stderr, qr/background DDL jobs are unfinished.*Unfinished jobs: $unfinished \(running\)/s,
+	'refused DROP: refused at once, before any clean-up');
+($rc, $stdout, $stderr) = $node->psql('postgres',
+	"SET statement_timeout = '60s'; DROP SCHEMA background_ddl CASCADE");
+like($stderr, qr/cannot drop schema background_ddl, which extension background_ddl keeps its catalog in/,
+	'refused DROP: DROP SCHEMA of the catalog refused up front');
+$node->safe_psql('postgres', "SELECT cancel_ddl($unfinished)");
+release_hold($node, $hold);
+ok(wait_job_state($node, $unfinished, 'cancelled'), 'refused DROP: the other job cancelled');
+check_no_leftovers($node, $unfinished);
+($rc, $stdout, $stderr) = $node->psql('postgres',
+	"SET statement_timeout = '60s'; DROP EXTENSION background_ddl CASCADE");
+like($stderr,
+	qr/(lock timeout.*while dropping the capture triggers of background DDL job $ended|while a worker cleans up after background DDL job $ended)/s,
+	'refused DROP: the clean-up does not wait for the table');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_extension WHERE extname = 'background_ddl'"),
+	'1', 'refused DROP: the extension is still there');
+$writer->query_safe('COMMIT');
+$writer->quit;
+check_no_leftovers($node, $ended);
+$node->safe_psql('postgres', 'DROP EXTENSION background_ddl CASCADE');
+is($node->safe_psql('postgres', "SELECT count(*) FROM busy_mv"), '20000',
+	'refused DROP: the job\'s view is intact');
 
 # Odd identifiers everywhere.
 $node->safe_psql('postgres', q{

@@ -174,7 +174,13 @@ $job = submit_job($node, 'CREATE MATERIALIZED VIEW public.b1 AS SELECT count(*) 
 	user => 'bob');
 ok(wait_job_state($node, $job, 'succeeded'), "starvation: bob's job ran");
 cmp_ok(time() - $started, '<', 30, "starvation: bob's job did not wait for alice's");
+#    Cancelled, the throttled jobs end and clean up now, not when their rate
+#    limit would have let them make their next batch (an hour away).
+$started = time();
 $node->safe_psql('postgres', "SELECT cancel_ddl($_)") for @throttled;
+ok(wait_job_state($node, $_, 'cancelled'), "throttled: job $_ cancelled") for @throttled;
+cmp_ok(time() - $started, '<', 30, 'throttled: cancelled at once, not at their next batch');
+check_no_leftovers($node, $_) for @throttled;
 
 #    Fairness: alice's two busy jobs hold both workers; bob's job waits
 #    until one of alice's gives its worker back, at its next step.
@@ -197,6 +203,40 @@ ok($node->poll_query_until('postgres',
 	"fairness: alice's job has a worker again once bob's is done");
 $node->safe_psql('postgres', "SELECT cancel_ddl($_)") for @busy;
 
+#    Also with jobs that have no step to give a worker back at: alice's two
+#    one-batch jobs (a slow function over generate_series) hold both
+#    workers; the one asked to give its worker back is interrupted after
+#    JOB_GIVE_BACK_FORCE_SECONDS (10 s), queued again, and started over
+#    once bob's job is done.  Nobody cancelled: the log does not say so.
+my $log_offset = -s $node->logfile;
+my @one_batch = map {
+	submit_job($node,
+		"CREATE MATERIALIZED VIEW public.one_batch$_ AS SELECT public.slow(g) AS x FROM generate_series(1, 5000000) g",
+		user => 'alice')
+} (1, 2);
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 2 FROM pg_stat_background_ddl
+		  WHERE id IN ($one_batch[0], $one_batch[1]) AND state = 'running' AND pid IS NOT NULL
+		    AND strategy LIKE 'one batch%'"),
+	"one batch: alice's two one-batch jobs hold both workers");
+$started = time();
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW public.b3 AS SELECT id FROM public.big WHERE id < 100',
+	user => 'bob');
+ok(wait_job_state($node, $job, 'succeeded'), "one batch: bob's job ran");
+cmp_ok(time() - $started, '<', 40, "one batch: bob's job did not wait for alice's to end");
+my $log = slurp_file($node->logfile, $log_offset);
+like($log, qr/interrupts the worker of job $one_batch[1], which has not given its slot back for job $job/,
+	"one batch: alice's newest job was interrupted, in the scheduler's words");
+like($log, qr/job $one_batch[1] gives its worker back until .*: a fair share of the workers for other roles/,
+	'one batch: the job says why it stopped');
+unlike($log, qr/canceling statement due to user request/, 'one batch: no cancel in the log');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 2 FROM pg_stat_background_ddl
+		  WHERE id IN ($one_batch[0], $one_batch[1]) AND state = 'running' AND pid IS NOT NULL"),
+	"one batch: the interrupted job has a worker again once bob's is done");
+$node->safe_psql('postgres', "SELECT cancel_ddl($_)") for @one_batch;
+ok(wait_job_state($node, $_, 'cancelled'), "one batch: job $_ cancelled") for @one_batch;
+
 # 5. mallory captures alice's table with SELECT and TRIGGER only.
 $node->safe_psql('postgres', q{
 SET ROLE alice;
@@ -215,6 +255,22 @@ sub captured
 	my ($job) = @_;
 	return $node->poll_query_until('postgres',
 		"SELECT count(*) > 0 FROM pg_trigger WHERE tgname LIKE 'background\\_ddl\\_capture\\_${job}\\_%'");
+}
+
+# A job of mallory's over alice's table, throttled to 1 row/s from its submit
+sub throttled_mallory_job
+{
+	my ($name) = @_;
+	my ($id) = grep { /^\d+$/ } split /\n/, $node->safe_psql('postgres', qq{
+SET background_ddl = on;
+SET client_min_messages = warning;
+BEGIN;
+CREATE MATERIALIZED VIEW m.$name AS SELECT id, v FROM public.owned;
+SELECT alter_ddl(last_ddl_job(), max_rate => 1) IS NULL;
+SELECT last_ddl_job();
+COMMIT;
+}, extra_params => [ '-U', 'mallory' ]);
+	return $id;
 }
 
 #    The owner cancels the job that captures her table.
@@ -242,17 +298,25 @@ check_no_leftovers($node, $job);
 $node->safe_psql('postgres', 'GRANT TRIGGER ON public.owned TO mallory',
 	extra_params => [ '-U', 'alice' ]);
 
+#    Also while the job is throttled: its worker comes back every
+#    JOB_RECHECK_SECONDS (10 s) to check, and the job fails within seconds,
+#    not at its next batch.
+$job = throttled_mallory_job('revoked_throttled');
+ok($node->poll_query_until('postgres',
+		"SELECT waiting_on LIKE 'the rate limit%given back%' FROM pg_stat_background_ddl WHERE id = $job"),
+	'revoke while throttled: the job is throttled, without a worker');
+$started = time();
+$node->safe_psql('postgres', 'REVOKE TRIGGER ON public.owned FROM mallory',
+	extra_params => [ '-U', 'alice' ]);
+ok(wait_job_state($node, $job, 'failed'), 'revoke while throttled: the job failed');
+cmp_ok(time() - $started, '<', 40, 'revoke while throttled: within seconds');
+check_no_leftovers($node, $job);
+$node->safe_psql('postgres', 'GRANT TRIGGER ON public.owned TO mallory',
+	extra_params => [ '-U', 'alice' ]);
+
 #    The owner writes while mallory's job is throttled (no worker): the log
 #    stays bounded, in one transaction and over many.
-($job) = grep { /^\d+$/ } split /\n/, $node->safe_psql('postgres', q{
-SET background_ddl = on;
-SET client_min_messages = warning;
-BEGIN;
-CREATE MATERIALIZED VIEW m.bounded AS SELECT id, v FROM public.owned;
-SELECT alter_ddl(last_ddl_job(), max_rate => 1) IS NULL;
-SELECT last_ddl_job();
-COMMIT;
-}, extra_params => [ '-U', 'mallory' ]);
+$job = throttled_mallory_job('bounded');
 ok(captured($job), 'bounded: captured');
 ok($node->poll_query_until('postgres',
 		"SELECT waiting_on LIKE 'the rate limit%given back%' FROM pg_stat_background_ddl WHERE id = $job"),

@@ -22,8 +22,12 @@ wal_sender_timeout = '5s'
 }, allows_streaming => 1);
 $primary->safe_psql('postgres',
 	'CREATE TABLE events AS SELECT g AS id, g % 100 AS account FROM generate_series(1, 40000) g');
-# A role with no privileges: it sees what a job waits for, as the job's role does
+# A role with no privileges: it sees what a job waits for, as the job's role
+# does, but not the standby's name (as pg_stat_replication hides it); a role
+# that may build the view, whose job waits for the standby as a superuser's
 $primary->safe_psql('postgres', 'CREATE ROLE watcher LOGIN');
+$primary->safe_psql('postgres',
+	'CREATE ROLE builder LOGIN; GRANT SELECT, TRIGGER ON events TO builder; GRANT CREATE ON SCHEMA public TO builder');
 create_slow_function($primary, 'slowk', 'int');
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -38,18 +42,18 @@ my $query = 'SELECT id, slowk(id) AS k, account FROM events';
 # waits for the standby, and check what the view says.
 sub job_waiting_for_the_standby
 {
-	my ($name) = @_;
+	my ($name, $user) = @_;
 	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
 	my $job = submit_job($primary, "CREATE MATERIALIZED VIEW $name AS $query",
-		before => 'SET bgddl_test.slow = on;');
+		before => 'SET bgddl_test.slow = on;', user => $user);
 	ok( $primary->poll_query_until('postgres',
 			"SELECT waiting_on LIKE 'standby \"standby\": % s behind (% MB of WAL), more than max_replica_lag 1000 ms'
 			   FROM pg_stat_background_ddl WHERE id = $job"),
 		"$name: the job waits for the standby, and says so");
 	is( $primary->safe_psql('postgres',
-			"SELECT waiting_on LIKE 'standby \"standby\": % s behind%' FROM pg_stat_background_ddl WHERE id = $job",
+			"SELECT waiting_on LIKE 'a standby: % s behind%' FROM pg_stat_background_ddl WHERE id = $job",
 			extra_params => [ '-U', 'watcher' ]),
-		't', "$name: a role without privileges reads it too");
+		't', "$name: a role without privileges reads it too, without the standby's name");
 	my $chunks = $primary->safe_psql('postgres',
 		"SELECT chunks_done FROM pg_stat_background_ddl WHERE id = $job");
 	# It stays put while the standby does not replay: the lag it reports
@@ -70,6 +74,13 @@ ok(wait_job_state($primary, $job, 'succeeded'), 'once the standby replays again,
 is(differences($primary, 'mv_lag', $query), '0', 'its content equals the query');
 $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM mv_lag'), '40000', 'the standby has the view');
+
+# An ordinary role's job waits as a superuser's does (it reads the standbys'
+# positions as the extension's catalog role, not as its own)
+$job = job_waiting_for_the_standby('mv_builder', 'builder');
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+ok(wait_job_state($primary, $job, 'succeeded'), "an ordinary role's job succeeds once the standby replays");
+$primary->wait_for_catchup($standby);
 
 # alter_ddl lifts the limit for one job
 $job = job_waiting_for_the_standby('mv_lifted');
