@@ -900,13 +900,12 @@ OrderStatement(OrderCheck *check)
 			return;
 	}
 	else
-	{
-		statement.target_use = psprintf("ran %s on it",
-										GetCommandTagName(CreateCommandTag(check->utility)));
 		UtilityEffects(&statement, check->utility);
-	}
 	if (statement.relations == NIL)
 		return;
+	if (!analysis)
+		statement.target_use = psprintf("ran %s on it",
+										GetCommandTagName(CreateCommandTag(check->utility)));
 	waited = SessionJobsTouched(&statement, &touches);
 	/* Analysis keeps the target of an INSERT, UPDATE or DELETE open: it may change */
 	if (analysis && check->pstate->p_target_relation != NULL)
