@@ -89,13 +89,19 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 
-off=$(awk '$1 == "off" { print $2 }' "$B/results" | median)
-on=$(awk '$1 == "on" { print $2 }' "$B/results" | median)
-with_job=$(awk '$1 == "on_with_job" { print $2 }' "$B/results" | median)
+tps_of() { awk -v m="$1" '$1 == m { print $2 }' "$B/results"; }
+off=$(tps_of off | median)
 echo
-echo "pgbench tpcb-like, scale $SCALE, $CLIENTS clients, $PROTOCOL protocol, $ROUNDS rounds of ${SECONDS_EACH}s, medians:"
-printf "%-40s %10s %8s\n" "" "tps" "ratio"
-printf "%-40s %10.0f %8.3f\n" "background_ddl off" "$off" 1
-printf "%-40s %10.0f %8.3f\n" "background_ddl on, no job" "$on" "$(awk -v a="$on" -v b="$off" 'BEGIN { print a / b }')"
-printf "%-40s %10.0f %8.3f\n" "on, a job of the session unfinished" "$with_job" \
-    "$(awk -v a="$with_job" -v b="$off" 'BEGIN { print a / b }')"
+echo "pgbench tpcb-like, scale $SCALE, $CLIENTS clients, $PROTOCOL protocol, $ROUNDS rounds of ${SECONDS_EACH}s, medians"
+echo "(the spread of the rounds shows the machine's noise):"
+printf "%-40s %10s %8s   %s\n" "" "tps" "ratio" "rounds' range"
+for mode in off on on_with_job; do
+    case $mode in
+        off) label="background_ddl off" ;;
+        on) label="background_ddl on, no job" ;;
+        on_with_job) label="on, a job of the session unfinished" ;;
+    esac
+    tps=$(tps_of $mode | median)
+    printf "%-40s %10.0f %8.3f   %s\n" "$label" "$tps" "$(awk -v a="$tps" -v b="$off" 'BEGIN { print a / b }')" \
+        "$(tps_of $mode | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f to %.0f", lo, hi }')"
+done
