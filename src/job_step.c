@@ -148,12 +148,22 @@ JobStepWaitingFor(const char *what)
 	JobStepWaitingForStandby(what, NULL);
 }
 
+/* Is the worker waiting for something it published (JobStepWaitingFor)? */
+static bool published_waiting = false;
+
+bool
+JobStepIsWaiting(void)
+{
+	return published_waiting;
+}
+
 /* The same, waiting for a standby (its name is shown to fewer readers) */
 void
 JobStepWaitingForStandby(const char *what, const char *standby)
 {
 	char		activity[JOB_WAITING_FOR_LEN + 32];
 
+	published_waiting = what != NULL;
 	if (what != NULL)
 	{
 		snprintf(activity, sizeof(activity), "background_ddl: waiting for %s", what);

@@ -44,6 +44,7 @@ extern void JobControlAcknowledge(void);
 extern void JobStepSleep(long milliseconds);
 extern void JobStepWaitingFor(const char *what);
 extern void JobStepWaitingForStandby(const char *what, const char *standby);
+extern bool JobStepIsWaiting(void);
 extern void JobStepHoldPoint(const char *point);
 extern void JobStepHoldAtChunk(int64 chunks_done);
 

@@ -379,6 +379,15 @@ LoadJob(JobRun *run)
 	return loaded;
 }
 
+/*
+ * A round of the job's phases (backfill, catch-up, cut-over) in which no
+ * step did work and the cut-over neither ended the job nor said what it
+ * waits for: after a restart of the build one such round can come (the
+ * cut-over found the tables rewritten); this many in a row is a loop that
+ * would spin for ever, and fails the job instead.
+ */
+#define JOB_IDLE_ROUNDS_MAX 5
+
 /* Take the job through what is left of its life; returns when the worker may exit */
 static void
 RunJob(JobRun *run)
@@ -433,17 +442,23 @@ RunJob(JobRun *run)
 	if (!run->job.planned)
 		run->routine->plan(run);
 
-	for (;;)
+	for (int idle_rounds = 0;; idle_rounds++)
 	{
 		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
 		JobRunWaitForStandbys(run);
 		while ((result = run->routine->backfill_step(run)) == JOB_STEP_MORE)
+		{
+			idle_rounds = 0;
 			JobRunWaitForStandbys(run);
+		}
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
 		while (run->routine->catch_up != NULL &&
 			   (result = run->routine->catch_up(run)) == JOB_STEP_MORE)
+		{
+			idle_rounds = 0;
 			JobRunWaitForStandbys(run);
+		}
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
 		if (result == JOB_STEP_RESTART)
@@ -454,6 +469,15 @@ RunJob(JobRun *run)
 			goto target_gone;
 		if (result == JOB_STEP_DONE)
 			break;
+		if (JobStepIsWaiting())
+			idle_rounds = 0;	/* the kind waits, and says for what (a Citus node) */
+		else if (idle_rounds >= JOB_IDLE_ROUNDS_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("background DDL job %lld makes no progress", (long long) run->job.id),
+					 errdetail("Its cut-over was tried %d times in a row without a batch of work in between (last: %s).",
+							   idle_rounds + 1, result == JOB_STEP_RESTART ? "a restart of the build" : "one more step"),
+					 errhint("This is a bug of background_ddl; the server log has what the job did. Submitting the statement again starts over.")));
 	}
 	run->job.state = JOB_STATE_SUCCEEDED;
 	ereport(LOG,

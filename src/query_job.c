@@ -397,7 +397,8 @@ InstallCaptureStep(JobRun *run)
 				   &q->capture);
 	MemoryContextSwitchTo(old_context);
 	run->job.work_total = q->driving->blocks;
-	if (chunk_query != NULL)
+	/* (a restart over a changed partition tree keeps the staging relation, emptied) */
+	if (chunk_query != NULL && !OidIsValid(q->staging_oid))
 		q->staging_oid = QueryPartialAggCreateStaging(run->job.id, chunk_query, q->query_role,
 													  get_rel_tablespace(q->content_oid));
 	if (decomposition.leaves != NIL)
@@ -664,6 +665,8 @@ RestartBuild(JobRun *run)
 	}
 	q->content_filenode = PgRelFileNumber(content);
 	q->catchup_passes = 0;
+	/* a new build: it may catch up in batches again */
+	q->recompute_at_cutover = false;
 	WriteQueryState(run);
 	CatalogJobRestartBuild(&run->job);
 	table_close(content, NoLock);
@@ -1378,6 +1381,12 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 	content = table_open(q->content_oid, RowExclusiveLock);
 	result = Finalize(run, content, &rows);
 	table_close(content, NoLock);
+	if (result == JOB_STEP_RESTART)
+	{
+		/* The driving table was rewritten, or its partitions changed */
+		JobStepEnd();
+		return RestartBuildStep(run);
+	}
 	if (result == JOB_STEP_DONE)
 	{
 		/*
