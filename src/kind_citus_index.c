@@ -563,11 +563,21 @@ SubmitOnNode(JobRun *run, CitusIndexRun *citus, CitusNode *node)
 		params[0] = PlacementStatement(citus, build->shard_id);
 		params[1] = psprintf("background_ddl job %lld on %s: shard %lld",
 							 (long long) run->job.id, CitusNodeName(node), (long long) build->shard_id);
+		/*
+		 * A cancel or pause waits until the node's answer is recorded: one
+		 * that interrupted the wait for it would leave the node's job
+		 * running, unknown to the discard (a shutdown does not wait: the
+		 * next worker's submit, with the same key, finds that job)
+		 */
+		HOLD_CANCEL_INTERRUPTS();
 		result = RunOnNode(citus, node, psprintf("SELECT %s.submit_ddl($1, $2)",
 												 quote_identifier(citus->schema)),
 						   2, params);
 		if (result == NULL)
+		{
+			RESUME_CANCEL_INTERRUPTS();
 			return false;
+		}
 		foreground = PQntuples(result) != 1 || PQgetisnull(result, 0, 0);
 		if (!foreground)
 			build->node_job = strtoll(PQgetvalue(result, 0, 0), NULL, 10);
@@ -588,6 +598,7 @@ SubmitOnNode(JobRun *run, CitusIndexRun *citus, CitusNode *node)
 							   build->node_job);
 		CatalogJobRecordKindState(&run->job);
 		JobStepEnd();
+		RESUME_CANCEL_INTERRUPTS();
 		RoundMemory(citus);
 	}
 	return true;
