@@ -638,9 +638,11 @@ CaptureDetach(int64 job_id, Oid target_oid)
 
 /*
  * Drop a job's capture triggers that still exist, and forget its capture.
- * Each drop takes ACCESS EXCLUSIVE on its table: in a job's step it is
- * taken as a job takes what others use (JobStepLockRelation).  Caller is in a
- * transaction, as a superuser.
+ * Each drop takes ACCESS EXCLUSIVE on its table, as a job takes what others
+ * use (JobStepLockRelation); a partitioned driving table's, first, as DROP
+ * TRIGGER on it does (JobStepLockTree: nobody holds one partition through
+ * it while waiting for another that we hold).  Caller is in a transaction,
+ * as a superuser.
  */
 void
 CaptureRemove(int64 job_id, Oid target_oid)
@@ -652,6 +654,9 @@ CaptureRemove(int64 job_id, Oid target_oid)
 	if (!CaptureRowLoad(job_id, &capture))
 		return;
 	DetachTriggers(capture.triggers, target_oid);
+	if (get_rel_relkind(capture.driving_oid) == RELKIND_PARTITIONED_TABLE)
+		JobStepLockTree(capture.driving_oid, AccessExclusiveLock,
+						background_ddl_lock_timeout_ms);
 	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
 	foreach(lc, capture.triggers)
 	{
@@ -664,6 +669,9 @@ CaptureRemove(int64 job_id, Oid target_oid)
 			continue;			/* dropped with its table or the target */
 		JobStepLockRelation(relid, AccessExclusiveLock,
 							background_ddl_lock_timeout_ms);
+		/* ... or while we waited for its table */
+		if (!TransactionIdIsValid(TriggerRowVersion(pg_trigger, trigger_oid, &enabled, &relid)))
+			continue;
 		ObjectAddressSet(trigger, TriggerRelationId, trigger_oid);
 		performDeletion(&trigger, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
 	}

@@ -796,12 +796,15 @@ static bool target_gone;
 /*
  * Decide the next step (a locking step: every partition is locked ACCESS
  * SHARE, within lock_timeout, so that a TRUNCATE left open on one cannot
- * make other sessions' locks queue behind ours).  The job's index is locked
- * first: a DROP INDEX of it waits, or has happened and ends the job.
+ * make other sessions' locks queue behind ours).  The table is locked
+ * before its index and its partitions, in PostgreSQL's order (DETACH
+ * PARTITION and DROP INDEX lock it first); then the job's index: a DROP
+ * INDEX of it waits, or has happened and ends the job.
  */
 static void
 CheckStep(JobRun *run)
 {
+	LockRelationOid(checked_table, AccessShareLock);
 	LockRelationOid(run->job.target_oid, AccessShareLock);
 	target_gone = get_rel_relkind(run->job.target_oid) != RELKIND_PARTITIONED_INDEX;
 	if (target_gone)

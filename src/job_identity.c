@@ -74,11 +74,19 @@ static const char *const uncaptured_settings[] = {
 	"transaction_timeout"
 };
 
-/* Settings the worker fixes for its own transactions, whatever the job says */
+/*
+ * Settings the worker fixes for its own transactions, whatever the job says.
+ * A worker looks for a deadlock sooner than any session does (deadlock_timeout
+ * is a second by default): in a deadlock with a user's statement (a DETACH
+ * PARTITION that waits for the CREATE INDEX CONCURRENTLY of the partition,
+ * which waits for the DETACH's snapshot), the job is the one to give way,
+ * and tries again later (job_worker.c), not the user's statement.
+ */
 static const char *const worker_settings[][2] = {
 	{"default_transaction_isolation", "read committed"},
 	{"default_transaction_read_only", "off"},
 	{"default_transaction_deferrable", "off"},
+	{"deadlock_timeout", "10ms"},
 };
 
 /* Server settings as the worker had them before connecting (name -> value) */

@@ -17,10 +17,28 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "job_messages.h"
 #include "job_run.h"
 #include "job_shmem.h"
 #include "job_step.h"
 #include "settings.h"
+
+/*
+ * The job gave way in a deadlock with another session (its worker looks for
+ * one first, job_identity.c): not an error of the job, but what deadlocked
+ * with it (PostgreSQL's detail: the processes and the locks) goes to the
+ * log and stays with the job's messages (ddl_messages).
+ */
+void
+JobRunGaveWay(int64 job_id, const ErrorData *error)
+{
+	ereport(LOG,
+			(errmsg("background DDL job %lld gave way in a deadlock, and goes on: %s",
+					(long long) job_id, error->message),
+			 error->detail ? errdetail_internal("%s", error->detail) : 0));
+	JobMessagesNote(WARNING, psprintf("gave way in a deadlock, and goes on: %s", error->message),
+					error->detail);
+}
 
 /*
  * Run a step that locks base tables strongly (installing or dropping
@@ -64,9 +82,12 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 
 			MemoryContextSwitchTo(job_context);
 			error = CopyErrorData();
-			if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || !JobStepInProgress() ||
-				JobControlPending())
+			if ((error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+				 error->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED) ||
+				!JobStepInProgress() || JobControlPending())
 				PG_RE_THROW();
+			if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED)
+				JobRunGaveWay(run->job.id, error);
 			FreeErrorData(error);
 			FlushErrorState();
 			JobStepAbort();

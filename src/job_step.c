@@ -30,6 +30,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
@@ -329,6 +331,31 @@ JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms)
 	}
 	if (step_in_progress)
 		JobPublishLockWait(InvalidOid, NoLock);
+}
+
+/*
+ * Lock a partitioned table and every partitioned table below it, parents
+ * before children (find_all_inheritors' order, PostgreSQL's), each as
+ * JobStepLockRelation locks; a table that is not partitioned, alone.  A
+ * caller that then locks partitions in mode holds its parent first: a
+ * session reaching a partition through the parent (a writer moving a row,
+ * a reader, DETACH PARTITION) either got there before us, and we wait for
+ * it at the parent, or waits for us there, holding no partition; no cycle.
+ */
+void
+JobStepLockTree(Oid relid, LOCKMODE mode, long patience_ms)
+{
+	ListCell   *lc;
+
+	JobStepLockRelation(relid, mode, patience_ms);
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		if (lfirst_oid(lc) != relid &&
+			get_rel_relkind(lfirst_oid(lc)) == RELKIND_PARTITIONED_TABLE)
+			JobStepLockRelation(lfirst_oid(lc), mode, patience_ms);
+	}
 }
 
 /* Did the step fail because JobStepLockRelation could not get its lock? */

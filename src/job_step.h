@@ -35,6 +35,7 @@ extern void JobStepEnd(void);
 extern void JobStepAbort(void);
 extern bool JobStepInProgress(void);
 extern void JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms);
+extern void JobStepLockTree(Oid relid, LOCKMODE mode, long patience_ms);
 extern bool JobStepLockWaitFailed(void);
 extern void JobQueryBegin(Oid role, bool small_batches);
 extern void JobQueryEnd(void);

@@ -38,11 +38,12 @@
  *	  statement_timeout, also SQLSTATE 57014, is an error of the job);
  *	- SIGHUP: the configuration file is read again before the next step;
  *	- a wait that would only hold a worker (a rate limit, a lock that does
- *	  not come free, a fair share for another role): it gives its worker
- *	  back, recording when the job may have one again; not an attempt;
- *	- an error a retry may cure (serialization failure, deadlock, lock
- *	  timeout, a full disk, too many connections): the error is recorded
- *	  and the worker exits; the scheduler starts another with backoff, and
+ *	  not come free, a deadlock with a user's statement, in which the job
+ *	  gives way, a fair share for another role): it gives its worker back,
+ *	  recording when the job may have one again; not an attempt;
+ *	- an error a retry may cure (serialization failure, lock timeout, a
+ *	  full disk, too many connections): the error is recorded and the
+ *	  worker exits; the scheduler starts another with backoff, and
  *	  that counts as an attempt, as a crash does;
  *	- any other error fails the job, with the error's message, SQLSTATE,
  *	  detail and hint; if what the job created cannot all be removed then
@@ -764,6 +765,14 @@ JobWorkerMain(Datum main_arg)
 			if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
 				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
 								  "a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
+			/* A deadlock with a user's statement: the job gave way; not an attempt */
+			else if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED && failure == NULL &&
+					 run->claimed && !JobStateIsFinal(run->job.state))
+			{
+				JobRunGaveWay(job_id, error);
+				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
+								  "a lock held by a statement that waited for the job (a deadlock, in which the job gave way)");
+			}
 			/* Interrupted by the scheduler: a fair share of the workers, with no step to stop at */
 			if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
 				JobGiveBackRequested() && failure == NULL && run->claimed &&

@@ -329,8 +329,9 @@ QueryJobPlan(JobRun *run)
  * checking again that the job's role may; the driving table's size is
  * measured under the locks the install holds, so every row beyond it was
  * written by a transaction that fires the trigger.  A partitioned driving
- * table is locked first, in a mode that keeps partitions from being
- * attached or detached until the install commits.  If capture is no longer
+ * table is locked first (and the partitioned tables below it, parents
+ * first), in a mode that keeps partitions from being attached or detached
+ * until the install commits.  If capture is no longer
  * allowed, the job falls back to one batch.
  */
 static void
@@ -348,7 +349,7 @@ InstallCaptureStep(JobRun *run)
 	MemoryContext old_context;
 
 	if (get_rel_relkind(q->driving_oid) == RELKIND_PARTITIONED_TABLE)
-		JobStepLockRelation(q->driving_oid, ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
+		JobStepLockTree(q->driving_oid, ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
@@ -610,14 +611,22 @@ CheckSources(JobRun *run)
  * table's partitions changed: start the build over.  A partitioned driving
  * table's capture goes too, and the next backfill step installs a new one
  * on the partitions then read.  Caller is in a step (a LockingStep for a
- * partitioned driving table: the triggers' drops lock the partitions).
+ * partitioned driving table: the triggers' drops lock it and its
+ * partitions, as DROP TRIGGER on it would).
  */
 static void
 RestartBuild(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
-	Relation	content = table_open(q->content_oid, AccessExclusiveLock);
 	bool		partitioned = q->driving != NULL && q->driving->partitioned;
+	Relation	content;
+
+	/* The user's tables before ours, as every step of the job locks them */
+	if (partitioned)
+		JobStepLockTree(q->driving_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	else
+		LockRelationOid(q->driving_oid, AccessShareLock);
+	content = table_open(q->content_oid, AccessExclusiveLock);
 
 	if (ContentWasReset(run, content))
 		ereport(LOG,
@@ -654,7 +663,6 @@ RestartBuild(JobRun *run)
 	{
 		MemoryContext old_context;
 
-		LockRelationOid(q->driving_oid, AccessShareLock);
 		CaptureRestart(run->job.id);
 		q->capture.filenodes = JobList(RelationFileNumbers(q->capture.relids));
 		CaptureRowSetFilenodes(run->job.id, q->capture.filenodes);
