@@ -2,13 +2,16 @@
 # bench/catchup_load.sh -- benchmark (not a test): building views over a table that writers keep
 # changing.  pgbench updates single rows of `events`, spread over the table, at a steady rate
 # (pgbench -R), and about 5 rows a second of its 1,000-row dimension table `accounts`; under that
-# same load an aggregating view and a join view are built blocking and as background jobs.
+# same load a projection, an aggregating view and a join view are built blocking and as
+# background jobs.
 #
 # For each configuration ROWS:UPDATES_PER_SECOND (default "8000000:1000 2000000:300 2000000:5000")
 # it reports, per view: the blocking build time and the background build time (submit to
-# succeeded) under the load, their ratio, the longest time any of the build's processes held a
-# snapshot (sampled every 20 ms: the blocking session, or the job's workers), and from the job's
-# view row the rows it recomputed after the backfill (rows_recomputed) and its catch-up passes.
+# succeeded) under the load, medians over the rounds, their ratio and the worst round's, the
+# longest time any of the build's processes held a snapshot (sampled every 20 ms: the blocking
+# session, or the job's workers), and from the job's
+# view row the rows it recomputed after the backfill (rows_recomputed), its catch-up passes, and
+# where its time went: queued (submit to start), built (start to cut-over), cut over (to the end).
 # It exits non-zero if a job does not succeed.  (Exactness under load is the TAP tests' to check:
 # test/t/015_catchup_load.pl compares each view with its query at the job's cut-over snapshot.)
 #
@@ -23,6 +26,7 @@ ROUNDS=${ROUNDS:-1}
 export PGPORT=${PGPORT:-54332}
 AGG="SELECT account, count(*) AS n, sum(amount) AS total, max(amount) AS top FROM events GROUP BY account"
 JOIN="SELECT e.id, e.account, a.name, e.amount FROM events e JOIN accounts a ON a.id = e.account"
+PROJ="SELECT id, account, amount FROM events WHERE amount % 2 = 0"
 
 need_root
 ensure_packages
@@ -67,13 +71,16 @@ build() {
             [ "$state" = running ] || [ "$state" = queued ] || { echo "job $job $state" >&2; exit 1; }
             sleep 0.05
         done
-        out=$(sql -F' ' -c "SELECT coalesce(rows_recomputed, 0), coalesce(catchup_passes, 0)
-                              FROM pg_stat_background_ddl WHERE id = $job" 2>/dev/null || echo "- -")
+        out=$(sql -F' ' -c "SELECT coalesce(rows_recomputed, 0), coalesce(catchup_passes, 0),
+                                   round(extract(epoch FROM started_at - submitted_at) * 1000),
+                                   round(extract(epoch FROM cutover_at - started_at) * 1000),
+                                   round(extract(epoch FROM finished_at - cutover_at) * 1000)
+                              FROM pg_stat_background_ddl WHERE id = $job" 2>/dev/null || echo "- - - - -")
     fi
     t1=$(date +%s%N)
     touch "$B/stop_sampling"
     wait "$sampler"
-    echo "$(( (t1 - t0) / 1000000 )) $(sort -g "$B/xmin_$mode" | tail -n1) ${out:-- -}"
+    echo "$(( (t1 - t0) / 1000000 )) $(sort -g "$B/xmin_$mode" | tail -n1) ${out:-- - - - -}"
 }
 
 : >"$B/results"
@@ -94,8 +101,8 @@ for config in "${CONFIGS[@]}"; do
     printf '\\set a random(0, 999)\nUPDATE accounts SET name = md5(random()::text) WHERE id = :a;\n' \
         >"$B/accounts.sql"
     for round in $(seq "$ROUNDS"); do
-        for view in agg join; do
-            if [ $view = agg ]; then query=$AGG; else query=$JOIN; fi
+        for view in proj agg join; do
+            case $view in proj) query=$PROJ ;; agg) query=$AGG ;; join) query=$JOIN ;; esac
             for mode in blocking background; do
                 (cd "$B" && exec "$PGBIN/pgbench" -n -c 2 -j 2 -R "$rate" -T 600 -f events.sql \
                     >"$B/load_events.out" 2>&1) &
@@ -104,11 +111,12 @@ for config in "${CONFIGS[@]}"; do
                     >"$B/load_accounts.out" 2>&1) &
                 load2=$!
                 sleep 2
-                read -r ms xmin recomputed passes <<<"$(build "$query" "$mode" "${view}_${mode}_$round")"
+                read -r ms xmin recomputed passes queued built cutover \
+                    <<<"$(build "$query" "$mode" "${view}_${mode}_$round")"
                 kill "$load1" "$load2" 2>/dev/null || true
                 wait "$load1" "$load2" 2>/dev/null || true
-                echo "$rows $rate $view $mode $ms $xmin $recomputed $passes" >>"$B/results"
-                echo "== $rows rows, $rate updates/s, round $round: $view $mode ${ms} ms, snapshot held up to ${xmin} s, recomputed $recomputed rows in $passes passes"
+                echo "$rows $rate $view $mode $ms $xmin $recomputed $passes $round" >>"$B/results"
+                echo "== $rows rows, $rate updates/s, round $round: $view $mode ${ms} ms, snapshot held up to ${xmin} s, recomputed $recomputed rows in $passes passes (queued ${queued:--} ms, built ${built:--} ms, cut over ${cutover:--} ms)"
             done
             sql -q -c "DROP MATERIALIZED VIEW ${view}_blocking_$round, ${view}_background_$round"
         done
@@ -117,17 +125,22 @@ done
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo
-printf '%-9s %6s %-5s %10s %10s %6s %10s %10s %10s %7s\n' rows upd/s view block_ms bg_ms ratio \
-    block_xmin bg_xmin recomputed passes
+printf '%-9s %6s %-5s %10s %10s %6s %6s %10s %10s %10s %7s\n' rows upd/s view block_ms bg_ms ratio \
+    worst block_xmin bg_xmin recomputed passes
 for config in "${CONFIGS[@]}"; do
     rows=${config%%:*}
     rate=${config##*:}
-    for view in agg join; do
+    for view in proj agg join; do
         pick() { awk -v r="$rows" -v u="$rate" -v v="$view" -v m="$1" -v c="$2" \
                    '$1 == r && $2 == u && $3 == v && $4 == m { print $c }' "$B/results" | median; }
         b=$(pick blocking 5); g=$(pick background 5)
-        printf '%-9s %6s %-5s %10s %10s %6.2f %10.2f %10.2f %10s %7s\n' "$rows" "$rate" "$view" "$b" "$g" \
-            "$(awk -v a="$g" -v b="$b" 'BEGIN { print a / b }')" "$(pick blocking 6)" "$(pick background 6)" \
+        # the worst round: the highest ratio of a round's background time to its blocking time
+        worst=$(awk -v r="$rows" -v u="$rate" -v v="$view" \
+                  '$1 == r && $2 == u && $3 == v { t[$9, $4] = $5; n[$9] = 1 }
+                   END { w = 0; for (k in n) if (t[k, "background"] / t[k, "blocking"] > w) w = t[k, "background"] / t[k, "blocking"]; print w }' \
+                  "$B/results")
+        printf '%-9s %6s %-5s %10s %10s %6.2f %6.2f %10.2f %10.2f %10s %7s\n' "$rows" "$rate" "$view" "$b" "$g" \
+            "$(awk -v a="$g" -v b="$b" 'BEGIN { print a / b }')" "$worst" "$(pick blocking 6)" "$(pick background 6)" \
             "$(pick background 7)" "$(pick background 8)"
     done
 done

@@ -522,7 +522,8 @@ CatalogJobsUnfinished(void)
 
 /*
  * Forget jobs that ended longer ago than the retention (and have nothing
- * left to clean up).
+ * left to clean up), with any recomputed rows they left (the other tables
+ * go by their foreign keys).
  */
 void
 CatalogJobsPurge(int retention_seconds)
@@ -530,9 +531,10 @@ CatalogJobsPurge(int retention_seconds)
 	Oid			argtypes[] = {FLOAT8OID};
 	Datum		values[] = {Float8GetDatum(retention_seconds)};
 
-	CatalogRun("DELETE FROM background_ddl.job "
+	CatalogRun("WITH purged AS (DELETE FROM background_ddl.job "
 			   "WHERE state IN ('succeeded', 'failed', 'cancelled') AND NOT cleanup_pending "
-			   "AND finished_at < now() - make_interval(secs => $1)",
+			   "AND finished_at < now() - make_interval(secs => $1) RETURNING id) "
+			   "DELETE FROM background_ddl.recomputed WHERE job_id IN (SELECT id FROM purged)",
 			   1, argtypes, values, NULL, SPI_OK_DELETE);
 }
 

@@ -30,11 +30,14 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/lsyscache.h"
@@ -258,6 +261,34 @@ JobStepEnd(void)
 		step_recording = false;
 		RESUME_INTERRUPTS();
 	}
+}
+
+/*
+ * End a step that a crash may cost (a chunk of the backfill), pipelined:
+ * its commit does not wait for the WAL to be flushed (synchronous_commit =
+ * off), but the commit of the step before it that ended so is flushed
+ * first (the WAL writer has mostly done it meanwhile), so that a crash
+ * loses this step at most, as with a flush at every commit.  Where commits
+ * wait for a synchronous standby, or already do not wait for the flush, a
+ * plain JobStepEnd.
+ */
+void
+JobStepEndPipelined(void)
+{
+	static XLogRecPtr last_commit = InvalidXLogRecPtr;
+
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH ||
+		(SyncRepRequested() && SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
+	{
+		JobStepEnd();
+		return;
+	}
+	if (!XLogRecPtrIsInvalid(last_commit))
+		XLogFlush(last_commit);
+	(void) set_config_option("synchronous_commit", "off", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	JobStepEnd();
+	last_commit = XactLastCommitEnd;
 }
 
 /*

@@ -32,6 +32,7 @@ extern void JobStepBegin(const char *activity, JobStepIsolation isolation);
 extern void JobStepBeginRecording(const char *activity);
 extern void JobStepTakeSnapshot(void);
 extern void JobStepEnd(void);
+extern void JobStepEndPipelined(void);
 extern void JobStepAbort(void);
 extern bool JobStepInProgress(void);
 extern void JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms);

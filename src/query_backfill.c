@@ -42,6 +42,7 @@
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -549,6 +550,7 @@ QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Inde
 		Query	   *piece;
 		TidPair    *piece_pairs;
 		int			piece_npairs;
+		int			nest_level;
 
 		/* The sources in this segment, as tuple ids of its table */
 		for (; i < nsources; i++)
@@ -566,9 +568,20 @@ QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Inde
 		piece = QueryDrivingLeafQuery(copyObject(query), rtindex, driving->segments[segment].relid);
 		RestrictToTids(piece, rtindex, tids, ntids);
 		AppendSourceColumn(piece, rtindex, NULL);
-		/* Not counted live: the rows it replaces go at the same time */
+
+		/*
+		 * A TID scan, however many the sources: counting a random page per
+		 * tuple id, the planner reads the whole table for a few thousand of
+		 * them, once per batch (the rows are in a batch's few blocks, or
+		 * cached: a catch-up follows the writers).  Not counted live: the
+		 * rows it replaces go at the same time.
+		 */
+		nest_level = NewGUCNestLevel();
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 		(void) RunIntoContent(content, piece, 0, false, &driving->segments[segment], &piece_pairs,
 							  &piece_npairs);
+		AtEOXact_GUC(true, nest_level);
 		AppendPairs(&pairs, npairs, piece_pairs, piece_npairs);
 	}
 	return pairs != NULL ? pairs : palloc(sizeof(TidPair));

@@ -882,7 +882,7 @@ ChunkStep(JobRun *run, const char *activity)
 		else
 			result = JOB_STEP_DONE;
 	}
-	JobStepEnd();
+	JobStepEndPipelined();
 	if (result == JOB_STEP_MORE)
 		JobRunPace(run, rows, seconds);
 	return result;
