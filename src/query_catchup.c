@@ -94,12 +94,8 @@
 #define UNIT_MIN_BLOCKS		16
 #define BEYOND_UNIT_BLOCKS	64
 
-/*
- * Row by row: a chunk with a changed row in this many is recomputed whole
- * (a row recomputed by its tuple id costs about six times its share of a
- * chunk's backfill: bench/catchup_load.sh's join view)
- */
-#define CHUNK_RECOMPUTE_SHARE	6
+/* Row by row: a chunk with a changed row in this many is recomputed whole */
+#define CHUNK_RECOMPUTE_SHARE	20
 /* Driving rows per block when the statistics do not say */
 #define DEFAULT_ROWS_PER_BLOCK	50
 /* A pass reads at most this many marks; the rest wait for the next pass */
