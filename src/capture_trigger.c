@@ -654,9 +654,7 @@ CaptureRemove(int64 job_id, Oid target_oid)
 	if (!CaptureRowLoad(job_id, &capture))
 		return;
 	DetachTriggers(capture.triggers, target_oid);
-	if (get_rel_relkind(capture.driving_oid) == RELKIND_PARTITIONED_TABLE)
-		JobStepLockTree(capture.driving_oid, AccessExclusiveLock,
-						background_ddl_lock_timeout_ms);
+	JobStepLockTree(capture.driving_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
 	foreach(lc, capture.triggers)
 	{

@@ -725,13 +725,7 @@ FinishStep(JobRun *run)
 	table_oid = IndexGetRelation(run->job.target_oid, true);
 	if (!OidIsValid(table_oid))
 		return;
-	JobStepLockRelation(table_oid, ShareUpdateExclusiveLock, background_ddl_lock_timeout_ms);
-	foreach(lc, find_all_inheritors(table_oid, NoLock, NULL))
-	{
-		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_PARTITIONED_TABLE)
-			JobStepLockRelation(lfirst_oid(lc), ShareUpdateExclusiveLock,
-								background_ddl_lock_timeout_ms);
-	}
+	JobStepLockTree(table_oid, ShareUpdateExclusiveLock, background_ddl_lock_timeout_ms);
 	partitions = JobTree(table_oid, run->job.target_oid);
 	for (int i = list_length(partitions) - 1; i >= 0; i--)
 	{

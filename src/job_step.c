@@ -367,20 +367,21 @@ JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms)
 /*
  * Lock a partitioned table and every partitioned table below it, parents
  * before children (find_all_inheritors' order, PostgreSQL's), each as
- * JobStepLockRelation locks; a table that is not partitioned, alone.  A
- * caller that then locks partitions in mode holds its parent first: a
- * session reaching a partition through the parent (a writer moving a row,
- * a reader, DETACH PARTITION) either got there before us, and we wait for
- * it at the parent, or waits for us there, holding no partition; no cycle.
+ * JobStepLockRelation locks; anything else (a plain table, a relation
+ * gone) is not locked here.  A caller that then locks partitions in mode
+ * holds their parents first: a session reaching a partition through the
+ * parent (a writer moving a row, a reader, DETACH PARTITION) either got
+ * there before us, and we wait for it at the parent, or waits for us
+ * there, holding no partition; no cycle.
  */
 void
 JobStepLockTree(Oid relid, LOCKMODE mode, long patience_ms)
 {
 	ListCell   *lc;
 
-	JobStepLockRelation(relid, mode, patience_ms);
 	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 		return;
+	JobStepLockRelation(relid, mode, patience_ms);
 	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
 	{
 		if (lfirst_oid(lc) != relid &&

@@ -348,8 +348,7 @@ InstallCaptureStep(JobRun *run)
 	ListCell   *lc;
 	MemoryContext old_context;
 
-	if (get_rel_relkind(q->driving_oid) == RELKIND_PARTITIONED_TABLE)
-		JobStepLockTree(q->driving_oid, ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
+	JobStepLockTree(q->driving_oid, ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
