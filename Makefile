@@ -7,60 +7,67 @@
 # The whole suite, from a fresh machine as root, is `bash scripts/test`.
 
 MODULE_big = background_ddl
+# src/ holds one folder per layer; each uses only the layers before it here:
+#   pg/       PostgreSQL's internals, wrapped         citus/    Citus's metadata and nodes
+#   catalog/  settings and the extension's tables     capture/  base tables' changes, logged
+#   engine/   jobs: shared memory, steps, workers, the scheduler and the kind interface
+#   query/    a query's result built in chunks        index/    index builds
+#   kinds/    the kinds of job                        session/  the submitting session's hooks
+#   sql/      the SQL functions; background_ddl.c loads it all (_PG_init)
 OBJS = \
 	src/background_ddl.o \
-	src/sql_control.o \
-	src/sql_explain.o \
-	src/sql_submit.o \
-	src/sql_monitor.o \
-	src/session_submit.o \
-	src/session_guards.o \
-	src/session_order.o \
-	src/session_control.o \
-	src/job_launcher.o \
-	src/job_scheduler.o \
-	src/job_worker.o \
-	src/kind.o \
-	src/kind_matview.o \
-	src/kind_ctas.o \
-	src/kind_refresh.o \
-	src/kind_index.o \
-	src/index_partitions.o \
-	src/index_build.o \
-	src/index_estimate.o \
-	src/kind_placeholder.o \
-	src/query_job.o \
-	src/query_submit.o \
-	src/query_catchup.o \
-	src/query_backfill.o \
-	src/query_decompose.o \
-	src/query_estimate.o \
-	src/query_driving.o \
-	src/query_partial_agg.o \
-	src/query_view_pullup.o \
-	src/query_functions.o \
-	src/capture_trigger.o \
-	src/capture_log.o \
-	src/capture_tid_map.o \
-	src/job_run.o \
-	src/job_replica_lag.o \
-	src/job_step.o \
-	src/job_identity.o \
-	src/job_messages.o \
-	src/catalog_job.o \
-	src/catalog_access.o \
-	src/catalog_types.o \
-	src/catalog_replication.o \
-	src/job_xact.o \
-	src/job_shmem.o \
-	src/pg_heap_swap.o \
-	src/pg_relation.o \
-	src/pg_lock.o \
-	src/pg_subxact.o \
-	src/pg_citus.o \
-	src/citus_nodes.o \
-	src/kind_citus_index.o \
-	src/settings.o
+	src/pg/pg_heap_swap.o \
+	src/pg/pg_lock.o \
+	src/pg/pg_subxact.o \
+	src/pg/pg_relation.o \
+	src/citus/pg_citus.o \
+	src/citus/citus_nodes.o \
+	src/catalog/settings.o \
+	src/catalog/catalog_types.o \
+	src/catalog/catalog_access.o \
+	src/catalog/catalog_job.o \
+	src/catalog/catalog_replication.o \
+	src/catalog/job_identity.o \
+	src/capture/capture_log.o \
+	src/capture/capture_tid_map.o \
+	src/capture/capture_trigger.o \
+	src/engine/job_shmem.o \
+	src/engine/job_xact.o \
+	src/engine/job_messages.o \
+	src/engine/job_step.o \
+	src/engine/job_run.o \
+	src/engine/job_replica_lag.o \
+	src/engine/job_launcher.o \
+	src/engine/job_scheduler.o \
+	src/engine/job_worker.o \
+	src/engine/kind.o \
+	src/query/query_job.o \
+	src/query/query_submit.o \
+	src/query/query_catchup.o \
+	src/query/query_backfill.o \
+	src/query/query_decompose.o \
+	src/query/query_estimate.o \
+	src/query/query_driving.o \
+	src/query/query_partial_agg.o \
+	src/query/query_view_pullup.o \
+	src/query/query_functions.o \
+	src/index/index_build.o \
+	src/index/index_partitions.o \
+	src/index/index_estimate.o \
+	src/kinds/kind_matview.o \
+	src/kinds/kind_ctas.o \
+	src/kinds/kind_refresh.o \
+	src/kinds/kind_index.o \
+	src/kinds/kind_citus_index.o \
+	src/kinds/kind_placeholder.o \
+	src/session/session_submit.o \
+	src/session/session_guards.o \
+	src/session/session_order.o \
+	src/session/session_control.o \
+	src/sql/sql_control.o \
+	src/sql/sql_explain.o \
+	src/sql/sql_submit.o \
+	src/sql/sql_monitor.o
 
 EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql
@@ -83,7 +90,7 @@ PROVE_TESTS = test/t/*.pl
 
 # scripts/lib.sh adds -Werror (COPT) for the tests and CI; a user's build does not fail on a
 # newer compiler's new warning.
-PG_CPPFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare \
+PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare \
 	-I$(shell $(PG_CONFIG) --includedir)
 # libpq: a job on a Citus cluster talks to its nodes (citus_nodes.c)
 SHLIB_LINK_INTERNAL = -L$(shell $(PG_CONFIG) --libdir) -lpq
@@ -106,7 +113,7 @@ client/pg_bgddl: client/pg_bgddl.c
 		-lpgfeutils -lpgcommon -lpgport -lpq -lm -o $@
 
 # PGXS does not track header dependencies: rebuild everything when one changes
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*/*.h)
 
 parity-check:
 	rc=0; \

@@ -17,16 +17,16 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "settings.h"
-#include "pg_compat.h"
-#include "capture_trigger.h"
-#include "catalog_access.h"
-#include "kind.h"
-#include "job_launcher.h"
-#include "session_guards.h"
-#include "job_xact.h"
-#include "job_shmem.h"
-#include "session_submit.h"
+#include "catalog/settings.h"
+#include "pg/pg_compat.h"
+#include "capture/capture_trigger.h"
+#include "catalog/catalog_access.h"
+#include "engine/kind.h"
+#include "engine/job_launcher.h"
+#include "session/session_guards.h"
+#include "engine/job_xact.h"
+#include "engine/job_shmem.h"
+#include "session/session_submit.h"
 
 PG_MODULE_MAGIC;
 

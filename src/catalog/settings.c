@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *	  The settings of background_ddl (GUCs).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <errno.h>
+#include <limits.h>
+
+#include "nodes/pg_list.h"
+#include "utils/guc.h"
+
+#include "pg/pg_compat.h"
+#include "catalog/settings.h"
+
+bool		background_ddl_enabled = false;
+int			background_ddl_max_workers = 2;
+int			background_ddl_max_workers_per_job = 2;
+int			background_ddl_batch_time_ms = 250;
+int			background_ddl_max_attempts = 10;
+int			background_ddl_lock_timeout_ms = 100;
+int			background_ddl_history_retention_s = 7 * 24 * 3600;
+char	   *background_ddl_test_hold_point = NULL;
+char	   *background_ddl_after = NULL;
+int			background_ddl_max_replica_lag_ms = 0;
+int			background_ddl_citus_jobs_per_node = 2;
+
+/*
+ * The job ids of a list like background_ddl.after's ("41, 42"), as int64 *;
+ * NIL with *bad set to the first item that is not a positive integer
+ */
+List *
+SettingsJobList(const char *value, char **bad)
+{
+	List	   *ids = NIL;
+	char	   *copy = pstrdup(value);
+	char	   *item;
+	char	   *save = NULL;
+
+	*bad = NULL;
+	for (item = strtok_r(copy, ", \t\n", &save); item != NULL; item = strtok_r(NULL, ", \t\n", &save))
+	{
+		char	   *end;
+		long long	id;
+
+		errno = 0;
+		id = strtoll(item, &end, 10);
+		if (*end != '\0' || errno != 0 || id <= 0)
+		{
+			*bad = pstrdup(item);
+			return NIL;
+		}
+		ids = lappend(ids, memcpy(palloc(sizeof(int64)), &(int64) {id}, sizeof(int64)));
+	}
+	return ids;
+}
+
+static bool
+CheckAfter(char **newval, void **extra, GucSource source)
+{
+	char	   *bad;
+
+	(void) SettingsJobList(*newval, &bad);
+	if (bad != NULL)
+	{
+		GUC_check_errdetail("\"%s\" is not a job id: background_ddl.after takes a comma-separated list of job ids.",
+							bad);
+		return false;
+	}
+	return true;
+}
+
+/* Define the settings and reserve their prefix; at library load */
+void
+SettingsDefine(void)
+{
+	DefineCustomBoolVariable("background_ddl",
+							 "Runs long DDL statements as background jobs.",
+							 "While on, CREATE MATERIALIZED VIEW, CREATE TABLE AS, CREATE INDEX and "
+							 "REFRESH MATERIALIZED VIEW are validated, persisted as jobs and built by "
+							 "background workers.",
+							 &background_ddl_enabled,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("background_ddl.after",
+							   "The jobs that the next submitted jobs start after.",
+							   "A comma-separated list of job ids: a job submitted while it is set starts "
+							   "once all of them have succeeded, and is cancelled if one fails or is cancelled.",
+							   &background_ddl_after,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   CheckAfter, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_replica_lag",
+							"Jobs wait between batches while a standby replays more than this behind.",
+							"0 turns it off; alter_ddl(id, max_replica_lag => ...) sets it for one job.",
+							&background_ddl_max_replica_lag_ms,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.citus_jobs_per_node",
+							"Maximum number of shard index builds of one job running at once on each Citus node.",
+							"A CREATE INDEX job on a distributed table submits one job per shard placement to "
+							"the node that holds it, at most this many at a time per node.",
+							&background_ddl_citus_jobs_per_node,
+							2, 1, 64,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_workers",
+							"Maximum number of background DDL jobs running at once.",
+							NULL,
+							&background_ddl_max_workers,
+							2, 1, 64,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_workers_per_job",
+							"Maximum number of workers that compute the chunks of one job.",
+							"A job's first worker runs all of it; while its backfill has chunks left, "
+							"more workers take chunks of it, within background_ddl.max_workers.",
+							&background_ddl_max_workers_per_job,
+							2, 1, 64,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.batch_time",
+							"Target duration of one backfill batch.",
+							"Each batch is one short transaction; its size adapts toward this duration.",
+							&background_ddl_batch_time_ms,
+							250, BGDDL_BATCH_TIME_MIN_MS, BGDDL_BATCH_TIME_MAX_MS,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.max_attempts",
+							"Number of times a job may be started before it is failed.",
+							"A job that keeps crashing its worker or the server stops after this many attempts.",
+							&background_ddl_max_attempts,
+							10, 1, 1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.lock_timeout",
+							"How long a job asks for a lock on a user's table without queueing, then the longest it waits in the queue.",
+							"A step that does not get its lock is undone and retried later, so that sessions queued behind the job's request never wait longer than this.",
+							&background_ddl_lock_timeout_ms,
+							100, 1, 60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.history_retention",
+							"How long finished jobs stay in pg_stat_background_ddl.",
+							NULL,
+							&background_ddl_history_retention_s,
+							7 * 24 * 3600, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("background_ddl.test_hold_point",
+							   "For tests only: a point where job workers wait for an advisory lock.",
+							   "A worker that reaches the named point waits while another session holds pg_advisory_lock(4242).",
+							   &background_ddl_test_hold_point,
+							   NULL,
+							   PGC_SIGHUP,
+							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							   NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved(BGDDL_EXTENSION_NAME);
+}

@@ -1,0 +1,57 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_run.h
+ *	  A job as its worker runs it, and what every kind's steps use.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_JOB_RUN_H
+#define BGDDL_JOB_RUN_H
+
+#include "datatype/timestamp.h"
+
+#include "catalog/catalog_job.h"
+
+struct KindRoutine;
+
+/* What a worker knows of the job it runs; lives in JobContext() */
+typedef struct JobRun
+{
+	BgddlJob	job;			/* the row, kept current by the worker */
+	const struct KindRoutine *routine;
+	void	   *kind_run;		/* the kind's own state of this run */
+	bool		helper;			/* only takes chunks of a job another worker runs */
+	bool		claimed;		/* this worker has taken the job (CatalogJobClaim) */
+	bool		attempts_exhausted; /* ... after max_attempts unclean ends */
+	char	   *discard_error;	/* why the target could not be removed */
+	const char *gone_reason;	/* JOB_STEP_TARGET_GONE: why (NULL: dropped) */
+	/* the rate limit (JobRunPace) */
+	double		paced_rate;		/* this worker's share being kept */
+	TimestampTz paced_since;	/* ... since when */
+	double		paced_rows;		/* ... and the rows made since then */
+} JobRun;
+
+/* What a step of a phase found */
+typedef enum JobStepResult
+{
+	JOB_STEP_MORE,				/* call again */
+	JOB_STEP_DONE,				/* the phase is over */
+	JOB_STEP_RESTART,			/* the build starts over (a rewrite) */
+	JOB_STEP_TARGET_GONE		/* the target was dropped: the job is over */
+} JobStepResult;
+
+typedef void (*LockingStep) (JobRun *run);
+
+extern void JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase,
+							  const char *activity);
+extern void JobRunGaveWay(int64 job_id, const ErrorData *error);
+extern void JobRunSetPhase(JobRun *run, JobPhase phase);
+extern bool JobRunTargetExists(const JobRun *run);
+extern void JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,
+							int64 rows);
+extern int	JobRunBatchTimeMs(const BgddlJob *job);
+extern double JobRunBatchScale(const BgddlJob *job, double seconds);
+extern double JobRunRowsPerBatch(const BgddlJob *job);
+extern void JobRunPace(JobRun *run, uint64 rows, double seconds);
+
+#endif							/* BGDDL_JOB_RUN_H */

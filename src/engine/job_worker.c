@@ -1,0 +1,817 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_worker.c
+ *	  The job worker: one dynamic background worker per running job.
+ *
+ * A worker drives its job's kind (kind.h) through one life cycle, each
+ * phase restartable from the job row alone:
+ *
+ *	planning	 decide how the content is computed (recorded once)
+ *	backfilling  the kind's backfill steps
+ *	catching up  the kind's catch-up passes, if it has any
+ *	cutting over one transaction: the result becomes visible, succeeded
+ *	cleaning up  what the kind left to clean up after the end
+ *
+ * and, for a job that fails or is cancelled, has its kind remove
+ * everything the job created (what it cleans up first, then its objects)
+ * before marking it failed or cancelled: a terminal state other than
+ * succeeded means that nothing of the job is left.  The worker knows no
+ * kind: only the routines of kind.h.
+ *
+ * The worker is connected as the bootstrap superuser (on PostgreSQL 15 a
+ * worker cannot connect as a NOLOGIN role), and becomes the submitter's
+ * session at once (job_identity.c).
+ *
+ * How a worker stops working on its job:
+ *	- cancel_ddl, pause_ddl, a DROP of the target: the worker lets go (its
+ *	  transaction aborts, it releases the job lock), waits for the
+ *	  controlling transaction to end, and reloads the job: if the control
+ *	  rolled back it goes on from its last checkpoint, in the same process,
+ *	  so this costs no attempt;
+ *	- SIGTERM (server shutdown, pg_terminate_backend): what it runs is
+ *	  interrupted (as a query is cancelled), its step rolls back, and it
+ *	  records that it let go cleanly and exits; the next start is not an
+ *	  attempt either;
+ *	- SIGINT that no control function sent (pg_cancel_backend): its step
+ *	  rolls back and it gives its worker back at once, so that the job goes
+ *	  on from its last checkpoint in a new worker; not an attempt (a
+ *	  statement_timeout, also SQLSTATE 57014, is an error of the job);
+ *	- SIGHUP: the configuration file is read again before the next step;
+ *	- a wait that would only hold a worker (a rate limit, a lock that does
+ *	  not come free, a deadlock with a user's statement, in which the job
+ *	  gives way, a fair share for another role): it gives its worker back,
+ *	  recording when the job may have one again; not an attempt;
+ *	- an error a retry may cure (serialization failure, lock timeout, a
+ *	  full disk, too many connections): the error is recorded and the
+ *	  worker exits; the scheduler starts another with backoff, and
+ *	  that counts as an attempt, as a crash does;
+ *	- any other error fails the job, with the error's message, SQLSTATE,
+ *	  detail and hint; if what the job created cannot all be removed then
+ *	  (an object of the user's depends on it), the job fails at once with
+ *	  both errors and what stayed;
+ *	- after background_ddl.max_attempts attempts the job fails with the
+ *	  last error it met.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "tcop/tcopprot.h"
+#include "utils/elog.h"
+#include "utils/memutils.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "catalog/catalog_access.h"
+#include "catalog/catalog_job.h"
+#include "catalog/job_identity.h"
+#include "engine/job_messages.h"
+#include "engine/job_replica_lag.h"
+#include "engine/job_run.h"
+#include "engine/job_shmem.h"
+#include "engine/job_step.h"
+#include "engine/job_worker.h"
+#include "engine/job_xact.h"
+#include "engine/kind.h"
+#include "catalog/settings.h"
+
+static int	my_worker_slot = -1;
+
+static void
+WorkerSigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	JobShutdownRequested = true;
+	InterruptPending = true;
+	QueryCancelPending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * SIGINT from another process (a control request, pg_cancel_backend), or
+ * from our own statement_timeout (handle_sig_alarm sets the indicator
+ * before its handler signals us), which is an error of the job.
+ */
+static void
+WorkerSigint(SIGNAL_ARGS)
+{
+	if (!get_timeout_indicator(STATEMENT_TIMEOUT, false) &&
+		!get_timeout_indicator(LOCK_TIMEOUT, false))
+		JobCancelSignalled = true;
+	StatementCancelHandler(postgres_signal_arg);
+}
+
+static void
+WorkerDetach(int code, Datum arg)
+{
+	JobWorkerSlot *slot = &JobShared->workers[my_worker_slot];
+
+	JobClaimSettled();
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	if (slot->in_use && slot->pid == MyProcPid)
+		slot->in_use = false;
+	MyWorkerSlot = NULL;
+	if (MyJobSlot != NULL && !slot->helper)
+	{
+		MyJobSlot->lock_relid = InvalidOid;
+		MyJobSlot->waiting_for[0] = '\0';
+		MyJobSlot->waiting_standby[0] = '\0';
+	}
+	if (MyJobSlot != NULL && --MyJobSlot->workers <= 0)
+		MyJobSlot->database_oid = InvalidOid;
+	MyJobSlot = NULL;
+	LWLockRelease(JobShared->lock);
+	ConditionVariableBroadcast(&JobShared->job_finished);
+}
+
+/*
+ * Errors that a later attempt may not meet again.  Of the lack of resources
+ * (class 53), a full disk and too many connections may pass; out of memory
+ * and a configured limit (temp_file_limit, max_locks_per_transaction) will
+ * be met again by the same work, so they fail the job at once.
+ */
+static bool
+ErrorIsTransient(const ErrorData *error)
+{
+	int			sqlclass = ERRCODE_TO_CATEGORY(error->sqlerrcode);
+
+	return sqlclass == ERRCODE_TRANSACTION_ROLLBACK ||
+		error->sqlerrcode == ERRCODE_DISK_FULL ||
+		error->sqlerrcode == ERRCODE_TOO_MANY_CONNECTIONS ||
+		error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		error->sqlerrcode == ERRCODE_CANNOT_CONNECT_NOW ||
+		/*
+		 * A catalog row that another session updated meanwhile without a
+		 * lock (GRANT updates pg_class so, where the job's CREATE TRIGGER
+		 * sets relhastriggers): PostgreSQL's elog, which a retry does not
+		 * meet again
+		 */
+		(error->sqlerrcode == ERRCODE_INTERNAL_ERROR && error->message != NULL &&
+		 strcmp(error->message, "tuple concurrently updated") == 0);
+}
+
+/* A JobError (in JobContext()) from an ErrorData */
+static JobError *
+JobErrorFrom(const ErrorData *error)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+	JobError   *job_error = palloc0(sizeof(JobError));
+
+	job_error->message = pstrdup(error->message ? error->message : "unknown error");
+	job_error->sqlstate = pstrdup(unpack_sql_state(error->sqlerrcode));
+	job_error->detail = error->detail ? pstrdup(error->detail) : NULL;
+	job_error->hint = error->hint ? pstrdup(error->hint) : NULL;
+	MemoryContextSwitchTo(old_context);
+	return job_error;
+}
+
+static void
+CleanupStep(JobRun *run)
+{
+	run->routine->cleanup(&run->job);
+}
+
+/*
+ * After the end (success, or a cancel that removed the rest): what the
+ * kind left to clean up (capture triggers), in a locking step.
+ */
+static void
+CleanUp(JobRun *run)
+{
+	if (run->routine->cleanup != NULL)
+	{
+		JobStepHoldPoint("cleaning up");
+		JobRunLockingStep(run, CleanupStep, JOB_PHASE_CLEANING_UP,
+						  "background_ddl: cleaning up");
+	}
+	JobStepBegin("background_ddl: cleaning up", STEP_READ_COMMITTED);
+	CatalogJobSetCleanupPending(run->job.id, false);
+	JobStepEnd();
+	run->job.cleanup_pending = false;
+}
+
+static void
+DiscardStep(JobRun *run)
+{
+	run->routine->discard(&run->job, false);
+}
+
+static void
+DiscardKeepingTargetStep(JobRun *run)
+{
+	run->routine->discard(&run->job, true);
+}
+
+/*
+ * Remove what the job created, in locking steps (dropping an index locks
+ * its table).  If the user built something on the target, RESTRICT keeps
+ * it: the reason is recorded, and the rest is removed without it.
+ */
+static void
+Discard(JobRun *run)
+{
+	MemoryContext job_context = CurrentMemoryContext;
+	volatile bool removed = false;
+
+	run->discard_error = NULL;
+	PG_TRY();
+	{
+		JobRunLockingStep(run, DiscardStep, JOB_PHASE_CLEANING_UP,
+						  "background_ddl: removing what the job created");
+		removed = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+
+		MemoryContextSwitchTo(job_context);
+		error = CopyErrorData();
+		if (!JobStepInProgress() || JobShutdownRequested || JobGivingBack.giving_back ||
+			JobControlPending())
+			PG_RE_THROW();
+		FlushErrorState();
+		JobStepAbort();
+		run->discard_error = MemoryContextStrdup(JobContext(), error->message);
+		FreeErrorData(error);
+	}
+	PG_END_TRY();
+	if (!removed)
+		JobRunLockingStep(run, DiscardKeepingTargetStep, JOB_PHASE_CLEANING_UP,
+						  "background_ddl: removing what the job created, but its target");
+}
+
+/*
+ * End the job as failed or cancelled, leaving nothing behind: what its
+ * kind cleans up (capture triggers), then what it created (if the user
+ * built something on it, it is kept and the error says so).
+ */
+static void
+EndJob(JobRun *run, JobState final_state, const JobError *error)
+{
+	JobError	final_error;
+
+	if (error != NULL)
+	{
+		JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+		CatalogJobRecordError(run->job.id, error, true);
+		JobStepEnd();
+	}
+	JobRunSetPhase(run, JOB_PHASE_CLEANING_UP);
+
+	if (run->job.cleanup_pending)
+		CleanUp(run);
+	Discard(run);
+
+	if (error != NULL)
+		final_error = *error;
+	else
+		memset(&final_error, 0, sizeof(final_error));
+	if (run->discard_error != NULL)
+		final_error.message = psprintf("%s (the target was kept: %s)",
+									   final_error.message ? final_error.message :
+									   CatalogStateName(final_state),
+									   run->discard_error);
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+	CatalogJobSetCleanupPending(run->job.id, false);
+	CatalogJobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL,
+					 false, -1, NULL);
+	JobStepEnd();
+	ereport(LOG,
+			(errmsg("background DDL job %lld for %s %s%s%s",
+					(long long) run->job.id, run->job.target_name,
+					CatalogStateName(final_state),
+					final_error.message ? ": " : "",
+					final_error.message ? final_error.message : "")));
+}
+
+/*
+ * What a failing job created could not all be removed, for a reason that a
+ * retry would meet again (an object of the user's depends on it): end the
+ * job failed at once, saying what stayed and why, rather than retry its
+ * removal without end.  Exits.
+ */
+static void
+FailLeavingRemains(JobRun *run, const JobError *failure, const ErrorData *removal_error)
+{
+	JobError	final_error = *failure;
+
+	final_error.message = psprintf("%s (what the job created could not all be removed: %s)",
+								   failure->message, removal_error->message);
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
+	CatalogJobFinish(run->job.id, JOB_STATE_FAILED, &final_error, false, -1, NULL);
+	JobStepEnd();
+	ereport(LOG,
+			(errmsg("background DDL job %lld for %s failed: %s",
+					(long long) run->job.id, run->job.target_name, final_error.message)));
+	proc_exit(0);
+}
+
+/* The job was started too often: fail it with the last error it met */
+static void
+GiveUp(JobRun *run)
+{
+	JobError	error;
+	char	   *started = psprintf("The job was started %d times without finishing.",
+								   run->job.attempts);
+
+	if (run->job.error != NULL)
+	{
+		error.message = run->job.error;
+		error.sqlstate = run->job.error_sqlstate;
+		error.detail = run->job.error_detail ?
+			psprintf("%s %s", run->job.error_detail, started) : started;
+		error.hint = run->job.error_hint;
+	}
+	else
+	{
+		error.message = psprintf("the job was started %d times without finishing",
+								 run->job.attempts);
+		error.sqlstate = NULL;
+		error.detail = NULL;
+		error.hint = "Its worker or the server stopped each time; the server log says why.";
+	}
+	EndJob(run, JOB_STATE_FAILED, &error);
+}
+
+/*
+ * Take the job (the first time) or read it again (after letting go), and
+ * become its submitter's session (once).  Returns false if there is
+ * nothing to do.
+ */
+static bool
+LoadJob(JobRun *run)
+{
+	static bool identity_done = false;
+	bool		loaded;
+
+	JobStepBegin("background_ddl: starting job", STEP_READ_COMMITTED);
+	if (CatalogLookup() == NULL)
+	{
+		JobStepEnd();
+		return false;			/* the extension was dropped */
+	}
+	MemoryContextSwitchTo(JobContext());
+	loaded = run->claimed ? CatalogJobLoad(run->job.id, &run->job, true) :
+		CatalogJobClaim(run->job.id, background_ddl_max_attempts, &run->job, &run->attempts_exhausted);
+	if (loaded)
+	{
+		run->claimed = true;
+		run->routine = KindRoutineForJob(&run->job);
+		if (!identity_done && !JobStateIsFinal(run->job.state))
+		{
+			JobIdentityBecome(&run->job.identity, run->job.id);
+			identity_done = true;
+		}
+	}
+	JobStepEnd();
+	return loaded;
+}
+
+/*
+ * A round of the job's phases (backfill, catch-up, cut-over) in which no
+ * step did work and the cut-over neither ended the job nor said what it
+ * waits for: after a restart of the build one such round can come (the
+ * cut-over found the tables rewritten); this many in a row is a loop that
+ * would spin for ever, and fails the job instead.
+ */
+#define JOB_IDLE_ROUNDS_MAX 5
+
+/* Take the job through what is left of its life; returns when the worker may exit */
+static void
+RunJob(JobRun *run)
+{
+	JobStepResult result;
+	bool		target_exists;
+	char	   *dependency_ended;
+
+	if (!LoadJob(run))
+		return;
+	if (JobStateIsFinal(run->job.state))
+	{
+		if (run->job.cleanup_pending)
+			CleanUp(run);
+		return;
+	}
+	if (run->job.state == JOB_STATE_PAUSED)
+		return;
+	if (run->job.state == JOB_STATE_CANCELLING)
+	{
+		JobError	reason = {run->job.error, NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, run->job.error ? &reason : NULL);
+		return;
+	}
+	if (run->attempts_exhausted)
+	{
+		GiveUp(run);
+		return;
+	}
+
+	JobStepBegin("background_ddl: checking the job", STEP_READ_COMMITTED);
+	target_exists = JobRunTargetExists(run);
+	if (!target_exists && run->routine->gone_reason != NULL)
+		run->gone_reason = run->routine->gone_reason(&run->job);
+	/* A job it starts after failed or was cancelled: it never starts */
+	dependency_ended = CatalogJobEndedDependency(run->job.id);
+	if (dependency_ended != NULL)
+		dependency_ended = MemoryContextStrdup(JobContext(), dependency_ended);
+	JobStepEnd();
+	if (dependency_ended != NULL)
+	{
+		JobError	reason = {dependency_ended, NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, &reason);
+		return;
+	}
+	if (!target_exists)
+		goto target_gone;
+
+	run->routine->start(run);
+	if (!run->job.planned)
+		run->routine->plan(run);
+
+	for (int idle_rounds = 0;; idle_rounds++)
+	{
+		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
+		JobRunWaitForStandbys(run);
+		while ((result = run->routine->backfill_step(run)) == JOB_STEP_MORE)
+		{
+			idle_rounds = 0;
+			JobRunWaitForStandbys(run);
+		}
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		while (run->routine->catch_up != NULL &&
+			   (result = run->routine->catch_up(run)) == JOB_STEP_MORE)
+		{
+			idle_rounds = 0;
+			JobRunWaitForStandbys(run);
+		}
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		if (result == JOB_STEP_RESTART)
+			continue;
+		JobRunWaitForStandbys(run);
+		result = run->routine->cut_over(run);
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		if (result == JOB_STEP_DONE)
+			break;
+		if (JobStepIsWaiting())
+			idle_rounds = 0;	/* the kind waits, and says for what (a Citus node) */
+		else if (idle_rounds >= JOB_IDLE_ROUNDS_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("background DDL job %lld makes no progress", (long long) run->job.id),
+					 errdetail("Its cut-over was tried %d times in a row without a batch of work in between (last: %s).",
+							   idle_rounds + 1, result == JOB_STEP_RESTART ? "a restart of the build" : "one more step"),
+					 errhint("This is a bug of background_ddl; the server log has what the job did. Submitting the statement again starts over.")));
+	}
+	run->job.state = JOB_STATE_SUCCEEDED;
+	ereport(LOG,
+			(errmsg("background DDL job %lld for %s succeeded",
+					(long long) run->job.id, run->job.target_name)));
+	if (run->job.cleanup_pending)
+		CleanUp(run);
+	return;
+
+target_gone:
+	{
+		JobError	reason = {run->gone_reason ? run->gone_reason : "the target was dropped",
+		NULL, NULL, NULL};
+
+		EndJob(run, JOB_STATE_CANCELLED, &reason);
+	}
+}
+
+/* In PG_CATCH: the error, copied into the job's memory, and the step undone */
+static ErrorData *
+CatchJobError(void)
+{
+	ErrorData  *error;
+
+	MemoryContextSwitchTo(JobContext());
+	error = CopyErrorData();
+	FlushErrorState();
+	JobStepAbort();
+	return error;
+}
+
+/*
+ * A helper takes chunks of a job whose first worker runs it, while that
+ * worker's claims are open (query_job.c).  It records nothing but its
+ * chunks: whatever stops it (no chunk left, an error, a control function,
+ * a shutdown), it exits, and the first worker takes what it left.
+ */
+static void
+RunHelper(JobRun *run)
+{
+	bool		loaded = false;
+
+	run->helper = true;
+	JobStepBegin("background_ddl: joining a job", STEP_READ_COMMITTED);
+	if (CatalogLookup() != NULL)
+	{
+		MemoryContextSwitchTo(JobContext());
+		loaded = CatalogJobLoad(run->job.id, &run->job, true) &&
+			run->job.state == JOB_STATE_RUNNING && run->job.planned;
+	}
+	if (loaded)
+	{
+		run->routine = KindRoutineForJob(&run->job);
+		JobIdentityBecome(&run->job.identity, run->job.id);
+	}
+	JobStepEnd();
+	if (!loaded || run->routine->help_step == NULL)
+		return;
+	run->routine->start(run);
+	while (run->routine->help_step(run) == JOB_STEP_MORE)
+		JobRunWaitForStandbys(run);
+}
+
+static void
+HelperMain(JobRun *run)
+{
+	PG_TRY();
+	{
+		RunHelper(run);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error = CatchJobError();
+
+		/*
+		 * A helper stops whenever the job's first worker or a control
+		 * function wants it to (a pause or cancel interrupts it), and the
+		 * first worker redoes what it left: only what neither explains is
+		 * worth the log, in the DBA's words
+		 */
+		if (JobShutdownRequested || JobGivingBack.giving_back || JobControlPending() ||
+			(error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled))
+			ereport(DEBUG1,
+					(errmsg("background DDL job %lld: a helper stopped: %s",
+							(long long) run->job.id, error->message)));
+		else if (error->sqlerrcode == ERRCODE_UNDEFINED_TABLE ||
+				 (error->sqlerrcode == ERRCODE_INTERNAL_ERROR &&
+				  strncmp(error->message, "could not open relation", 23) == 0))
+			ereport(LOG,
+					(errmsg("background DDL job %lld: a helper stopped: a table the job reads was dropped",
+							(long long) run->job.id),
+					 errdetail("The job's first worker decides what that means for the job.")));
+		else
+			ereport(LOG,
+					(errmsg("background DDL job %lld: a helper stopped: %s",
+							(long long) run->job.id, error->message),
+					 errdetail("The job's first worker takes over the chunk it was computing.")));
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}
+
+/*
+ * Let go of the job until the controlling transactions (cancel_ddl,
+ * pause_ddl, a DROP) have ended, then come back to it.
+ */
+static void
+YieldJob(LOCKTAG *job_lock)
+{
+	LockRelease(job_lock, JOB_LOCK_WORKER, true);
+	pgstat_report_activity(STATE_IDLE, "background_ddl: letting a control function decide");
+	while (JobControlOutstanding())
+	{
+		if (JobShutdownRequested)
+			ereport(ERROR,
+					(errcode(ERRCODE_ADMIN_SHUTDOWN),
+					 errmsg("background DDL job worker stopping for shutdown")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		QueryCancelPending = false;
+	}
+	(void) LockAcquire(job_lock, JOB_LOCK_WORKER, true, false);
+	JobControlAcknowledge();
+}
+
+/*
+ * Record a clean stop (not an attempt) and exit; given back (JobGivingBack),
+ * with when the job may have a worker again, and why.
+ */
+static void
+ExitCleanly(int64 job_id, bool job_ended)
+{
+	/*
+	 * Nothing cancels the recording of the stop: neither a cancel left
+	 * pending by a stop noticed outside ProcessInterrupts, nor the second
+	 * SIGTERM of a shutdown (the postmaster signals the process and its
+	 * group).
+	 */
+	HOLD_CANCEL_INTERRUPTS();
+	JobStepsStopping();
+	if (JobShutdownRequested && JobDatabaseLeaving(MyDatabaseId))
+		ereport(LOG,
+				(errmsg("background DDL job %lld stops: its database is being dropped",
+						(long long) job_id),
+				 errdetail("If DROP DATABASE fails, the job goes on from its last checkpoint; this is not an attempt.")));
+	else if (JobShutdownRequested)
+		ereport(LOG,
+				(errmsg("background DDL job %lld stops: its worker was asked to exit (a server shutdown or pg_terminate_backend)",
+						(long long) job_id),
+				 errdetail("The job goes on from its last checkpoint when it has a worker again; this is not an attempt.")));
+	else if (JobGivingBack.why != NULL)
+		/*
+		 * (an ended job's clean-up that waits for a lock says so in the view,
+		 * not every time here; nor a throttled job every time it looks)
+		 */
+		ereport(job_ended || JobGivingBack.said_before ? DEBUG1 : LOG,
+				(errmsg("background DDL job %lld gives its worker back until %s: %s",
+						(long long) job_id, timestamptz_to_str(JobGivingBack.until), JobGivingBack.why)));
+	PG_TRY();
+	{
+		JobStepBegin("background_ddl: stopping", STEP_READ_COMMITTED);
+		if (CatalogLookup() != NULL)
+			CatalogJobLetGo(job_id, JobGivingBack.why != NULL ? JobGivingBack.until : 0,
+					 JobGivingBack.why);
+		JobStepEnd();
+	}
+	PG_CATCH();
+	{
+		/* Too late to record it; the next start counts as an attempt */
+		ErrorData  *error = CopyErrorData();
+
+		FlushErrorState();
+		ereport(LOG,
+				(errmsg("background DDL job %lld could not record that it stopped cleanly: %s",
+						(long long) job_id, error->message)));
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}
+
+/*
+ * Record an error a later attempt may not meet, and exit for a restart.  Its
+ * detail (for a deadlock: the processes and the locks) goes to the log and
+ * stays with the job's messages (ddl_messages), also once it has succeeded
+ * (its error is cleared then).
+ */
+static void
+ExitForRetry(int64 job_id, const JobError *error)
+{
+	char	   *text = psprintf("interrupted, will be retried: %s", error->message);
+
+	ereport(LOG,
+			(errmsg("background DDL job %lld %s", (long long) job_id, text),
+			 error->detail ? errdetail_internal("%s", error->detail) : 0));
+	HOLD_CANCEL_INTERRUPTS();
+	PG_TRY();
+	{
+		JobStepBegin("background_ddl: recording an error", STEP_READ_COMMITTED);
+		JobMessagesNote(WARNING, text, error->detail);
+		if (CatalogLookup() != NULL)
+			CatalogJobRecordError(job_id, error, true);
+		JobStepEnd();
+	}
+	PG_CATCH();
+	{
+		/* The attempt counts anyway */
+	}
+	PG_END_TRY();
+	proc_exit(1);
+}
+
+void
+JobWorkerMain(Datum main_arg)
+{
+	JobWorkerSlot *slot;
+	Oid			database_oid;
+	int64		job_id;
+	LOCKTAG		job_lock;
+	JobRun	   *run;
+	bool		helper;
+	volatile bool yield = false;
+	JobError   *volatile failure = NULL;
+
+	pqsignal(SIGTERM, WorkerSigterm);
+	pqsignal(SIGINT, WorkerSigint);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	my_worker_slot = DatumGetInt32(main_arg);
+	slot = &JobShared->workers[my_worker_slot];
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	slot->pid = MyProcPid;
+	slot->latch = MyLatch;
+	database_oid = slot->database_oid;
+	job_id = slot->job_id;
+	helper = slot->helper;
+	MyJobSlot = JobSlotFind(database_oid, job_id, true);
+	MyWorkerSlot = slot;
+	if (MyJobSlot != NULL)
+		MyJobSlot->workers++;
+	LWLockRelease(JobShared->lock);
+	on_shmem_exit(WorkerDetach, (Datum) 0);
+	if (MyJobSlot == NULL)
+		proc_exit(1);
+
+	JobIdentitySaveServerSettings();
+	BackgroundWorkerInitializeConnectionByOid(database_oid, InvalidOid, 0);
+	pgstat_report_appname(psprintf("background_ddl job %lld", (long long) job_id));
+
+	JobStepsInit(job_id);
+	JobMessagesInstall();
+	run = MemoryContextAllocZero(JobContext(), sizeof(JobRun));
+	run->job.id = job_id;
+
+	/* Wait for a control function that holds the job to decide */
+	JobLockTagSet(&job_lock, database_oid, job_id);
+	(void) LockAcquire(&job_lock, JOB_LOCK_WORKER, true, false);
+	if (helper)
+		HelperMain(run);
+
+	for (;;)
+	{
+		bool		done = false;
+
+		PG_TRY();
+		{
+			if (yield)
+			{
+				yield = false;
+				YieldJob(&job_lock);
+			}
+			if (failure != NULL)
+				EndJob(run, JOB_STATE_FAILED, failure);
+			else
+				RunJob(run);
+			done = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *error = CatchJobError();
+
+			/* A lock that others keep busy: give the worker back, not an attempt */
+			if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
+				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
+								  "a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
+			/* A deadlock with a user's statement: the job gave way; not an attempt */
+			else if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED && failure == NULL &&
+					 run->claimed && !JobStateIsFinal(run->job.state))
+			{
+				JobRunGaveWay(job_id, error);
+				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
+								  "a lock held by a statement that waited for the job (a deadlock, in which the job gave way)");
+			}
+			/* Interrupted by the scheduler: a fair share of the workers, with no step to stop at */
+			if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
+				JobGiveBackRequested() && failure == NULL && run->claimed &&
+				!JobStateIsFinal(run->job.state))
+				JobStepGivingBack(GetCurrentTimestamp(), JOB_FAIR_SHARE_REASON);
+			/* pg_cancel_backend: this worker stops, the job goes on */
+			else if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
+				failure == NULL && !JobControlPending() && !JobShutdownRequested &&
+				run->claimed && !JobStateIsFinal(run->job.state))
+				JobStepGivingBack(GetCurrentTimestamp(),
+								  "its worker was cancelled (pg_cancel_backend)");
+			if (JobShutdownRequested || JobGivingBack.giving_back)
+				ExitCleanly(job_id, JobStateIsFinal(run->job.state));
+			if (JobControlPending())
+				yield = true;	/* try again from the last checkpoint */
+			else if (failure != NULL && !ErrorIsTransient(error))
+				FailLeavingRemains(run, failure, error);
+			else if (failure != NULL || !run->claimed || JobStateIsFinal(run->job.state))
+			{
+				/* Could not end the job, or clean up after it: later, then */
+				ereport(LOG,
+						(errmsg("background DDL job %lld could not be ended: %s",
+								(long long) job_id, error->message)));
+				proc_exit(1);
+			}
+			else if (ErrorIsTransient(error))
+				ExitForRetry(job_id, JobErrorFrom(error));
+			else
+			{
+				ereport(LOG,
+						(errmsg("background DDL job %lld failed: %s",
+								(long long) job_id, error->message)));
+				failure = JobErrorFrom(error);
+			}
+			FreeErrorData(error);
+		}
+		PG_END_TRY();
+		if (done)
+			break;
+	}
+	proc_exit(0);
+}

@@ -1,0 +1,191 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind.c
+ *	  The table of job kinds, and what is done to a job through its kind.
+ *
+ * A kind is one kind_*.c file and one line of kinds[] below; nothing else
+ * names it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/memutils.h"
+
+#include "catalog/catalog_job.h"
+#include "engine/kind.h"
+
+static const KindRoutine *const kinds[] = {
+	&kind_matview_routine,
+	&kind_ctas_routine,
+	&kind_refresh_routine,
+	&kind_citus_index_routine,	/* a variant: before its kind */
+	&kind_index_routine,
+};
+
+/* Let each kind set up what it needs at library load */
+void
+KindsLoad(void)
+{
+	for (int i = 0; i < lengthof(kinds); i++)
+	{
+		if (kinds[i]->load != NULL)
+			kinds[i]->load();
+	}
+}
+
+/* The kind of this name (a job row's kind) */
+const KindRoutine *
+KindRoutineForJob(const BgddlJob *job)
+{
+	for (int i = 0; i < lengthof(kinds); i++)
+	{
+		if (strcmp(kinds[i]->name, job->kind) == 0 &&
+			(kinds[i]->variant_key == NULL ||
+			 CatalogKindStateInt(job->kind_state, kinds[i]->variant_key) != 0))
+			return kinds[i];
+	}
+	elog(ERROR, "background DDL job kind \"%s\" is not supported", job->kind);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * The kind that takes this statement as a job in background mode, or NULL;
+ * *in_session_reason is set when the statement is of a kind but must run in
+ * this session, and says why.
+ */
+const KindRoutine *
+KindForStatement(Node *parsetree, const char **in_session_reason)
+{
+	*in_session_reason = NULL;
+	for (int i = 0; i < lengthof(kinds); i++)
+	{
+		switch (kinds[i]->accepts(parsetree, in_session_reason))
+		{
+			case KIND_ACCEPTED:
+				return kinds[i];
+			case KIND_IN_SESSION:
+				return NULL;
+			case KIND_NOT_ACCEPTED:
+				break;
+		}
+	}
+	return NULL;
+}
+
+/* The statements that become jobs, for a message: "A, B, C or D" */
+char *
+KindNames(void)
+{
+	StringInfoData names;
+
+	initStringInfo(&names);
+	for (int i = 0; i < lengthof(kinds); i++)
+		if (kinds[i]->variant_key == NULL)
+			appendStringInfo(&names, "%s%s", i == 0 ? "" : i == lengthof(kinds) - 1 ? " or " : ", ",
+							 kinds[i]->name);
+	return names.data;
+}
+
+/*
+ * How a raw statement would run as a job (explain_ddl), or NULL if no kind
+ * takes statements of its type.
+ */
+const char *
+KindExplain(Node *raw_statement, const char *query_string)
+{
+	for (int i = 0; i < lengthof(kinds); i++)
+	{
+		const char *strategy;
+
+		if (kinds[i]->explain != NULL &&
+			(strategy = kinds[i]->explain(raw_statement, query_string)) != NULL)
+			return strategy;
+	}
+	return NULL;
+}
+
+/*
+ * The transaction that submitted a job uses its target (why says how)
+ * before committing: build the object here, now, as the blocking statement
+ * would have (the job succeeds when the transaction commits, or leaves
+ * nothing if it rolls back).  Returns the relation that now stands for the
+ * target; InvalidOid if the job is not waiting for a worker (paused, or
+ * cancelled in this transaction), and the target stays what it was.
+ */
+Oid
+KindBuildHere(int64 job_id, const char *why)
+{
+	BgddlJob	job;
+
+	if (!CatalogJobLoad(job_id, &job, true))
+		elog(ERROR, "background DDL job %lld does not exist", (long long) job_id);
+	if (job.state != JOB_STATE_QUEUED)
+		return InvalidOid;
+	ereport(NOTICE,
+			(errmsg("background DDL job %lld is built in this session, now",
+					(long long) job_id),
+			 errdetail("The transaction that submitted it %s before COMMIT.", why)));
+	CatalogJobRecordBuiltHere(job_id, psprintf("in the submitting transaction: it %s before COMMIT",
+											   why));
+	/* Done here: the session's later statements need not wait for it */
+	JobXactForgetAtCommit(job_id);
+	return KindRoutineForJob(&job)->build_here(&job);
+}
+
+/* The relation that stands for a succeeded job's target */
+Oid
+KindResult(const BgddlJob *job)
+{
+	const KindRoutine *routine = KindRoutineForJob(job);
+
+	return routine->result != NULL ? routine->result(job) : job->target_oid;
+}
+
+static bool
+AddRangeTableRelations(Node *node, List **relids)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+			*relids = list_append_unique_oid(*relids, rte->relid);
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, AddRangeTableRelations, relids,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, AddRangeTableRelations, relids);
+}
+
+/*
+ * The relations a query kind's result is made from: those its plan depends
+ * on (views, and the partitions it read, included), and those the query
+ * names (it may have been pointed to the tables of jobs it starts after).
+ */
+List *
+KindQuerySources(PlannedStmt *plan, Query *query)
+{
+	List	   *relids = list_copy(plan->relationOids);
+
+	(void) AddRangeTableRelations((Node *) query, &relids);
+	return relids;
+}
+
+/*
+ * An index's result is made from its table: a later statement that changes
+ * the table's definition waits for it, and for a unique index also one that
+ * adds rows (a duplicate fails as the blocking statement would make it
+ * fail).  A write can change no index otherwise: an index reflects it.
+ */
+void
+KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique)
+{
+	submit->sources = list_append_unique_oid(submit->sources, table_oid);
+	submit->source_effects = REL_REDEFINES | (unique ? REL_ADDS_ROWS : 0);
+}

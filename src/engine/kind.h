@@ -1,0 +1,195 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind.h
+ *	  A kind of job (a statement that runs in the background) as a table of
+ *	  routines that the submit hook, the worker and the control functions
+ *	  drive, the way an index access method is an IndexAmRoutine.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_KIND_H
+#define BGDDL_KIND_H
+
+#include "nodes/params.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "tcop/cmdtag.h"
+#include "tcop/utility.h"
+#include "utils/jsonb.h"
+
+#include "engine/job_run.h"
+#include "engine/job_xact.h"
+
+/*
+ * What a kind makes of a statement in background mode: not its kind at all,
+ * a job, or its kind but run in this session as if background_ddl were off
+ * (with the reason, for a NOTICE: it is session-bound, or a table it reads
+ * belongs to an engine whose statements we must leave alone).
+ */
+typedef enum KindAcceptance
+{
+	KIND_NOT_ACCEPTED,			/* not this kind's, or nothing to build */
+	KIND_ACCEPTED,				/* becomes a job */
+	KIND_IN_SESSION				/* this kind's, but runs here: see reason */
+} KindAcceptance;
+
+/* A statement being submitted, and what the kind reserves for it */
+/* The kind whose placeholder is its target itself, populated at the end */
+#define KIND_MATVIEW_NAME	"CREATE MATERIALIZED VIEW"
+/* The kind whose hidden table (kind_state) takes its placeholder's place at the end */
+#define KIND_CTAS_NAME		"CREATE TABLE AS"
+#define KIND_CTAS_HIDDEN_OID	"hidden_oid"
+
+typedef struct KindSubmit
+{
+	PlannedStmt *pstmt;
+	const char *query_string;
+	ProcessUtilityContext context;
+	ParamListInfo params;
+	QueryEnvironment *query_env;
+	QueryCompletion *qc;
+	/* run a (derived) statement through the rest of the ProcessUtility chain */
+	void		(*run_utility) (struct KindSubmit *submit, PlannedStmt *pstmt);
+	/* filled in by reserve */
+	Oid			target_oid;
+	char	   *target_name;	/* schema-qualified */
+	Jsonb	   *kind_state;		/* the kind's own state of the job (NULL: empty) */
+	char	   *strategy;		/* NULL: the worker decides */
+	char	   *one_batch_reason;	/* for the NOTICE; NULL if batched */
+	List	   *after;			/* filled in by validate: jobs whose placeholders it reads */
+	/*
+	 * filled in by validate, for the order of the session's later statements
+	 * (session_order.c): the relations the result is made from (Oid), and
+	 * what done to them changes the result (REL_* of job_xact.h)
+	 */
+	List	   *sources;
+	int			source_effects;
+} KindSubmit;
+
+/*
+ * The routines of a kind.  One life cycle drives every kind:
+ *
+ *	submit:  accepts? -> validate -> reserve -> (job row, NOTICE)
+ *	worker:  start -> plan -> backfill_step* -> catch_up* -> cut_over
+ *			 -> cleanup (if the job row says cleanup_pending)
+ *	helper:  start -> help_step* (while the backfill has chunks to take)
+ *	and, when the job fails or is cancelled, cleanup and discard (in the
+ *	worker), or discard alone (in cancel_ddl's transaction, where the kind
+ *	allows it; the worker cleans up after).
+ *
+ * Each worker routine runs its own steps (job_step.h); a phase routine
+ * returns JOB_STEP_MORE until its phase is over.  What the kind keeps of a
+ * job is its own: in the job row's kind_state (CatalogKindState*), and, for
+ * one worker's run, in JobRun.kind_run.
+ */
+typedef struct KindRoutine
+{
+	const char *name;			/* the statement, as the job row names it */
+	/*
+	 * a variant of the kind of that name (another way to build the same
+	 * statement): its jobs have this key in their kind_state; NULL for the
+	 * kind itself
+	 */
+	const char *variant_key;
+	ObjectType	stands_for;		/* what DROP of the target names */
+	bool		replaces_placeholder;	/* the target is a placeholder for
+										 * another object */
+	bool		waits_for_older_snapshots;	/* its worker waits for the
+											 * transactions whose snapshots
+											 * are older than its own */
+
+	/* optional: at library load, in the postmaster (hooks it needs) */
+	void		(*load) (void);
+
+	/* In the submitting backend */
+	/* does this statement become a job?  (*reason: why it runs here) */
+	KindAcceptance (*accepts) (Node *parsetree, const char **reason);
+	void		(*validate) (KindSubmit *submit);	/* the blocking statement's errors */
+	void		(*reserve) (KindSubmit *submit);	/* create the placeholder */
+	/* optional: explain_ddl's strategy for a raw statement, or NULL if not ours */
+	const char *(*explain) (Node *raw_statement, const char *query_string);
+
+	/* In the job's worker */
+	void		(*start) (JobRun *run); /* set up the run from the job row */
+	void		(*plan) (JobRun *run);	/* decide and record the strategy */
+	JobStepResult (*backfill_step) (JobRun *run);
+	/* optional: a chunk of the backfill, in a helper (another worker) */
+	JobStepResult (*help_step) (JobRun *run);
+	/* optional: bring the content up to date with the writes since */
+	JobStepResult (*catch_up) (JobRun *run);
+	JobStepResult (*cut_over) (JobRun *run);	/* success when it commits */
+
+	/*
+	 * optional: why the target is gone, when it is (a static string, or NULL
+	 * for "the target was dropped"), in a step
+	 */
+	const char *(*gone_reason) (const BgddlJob *job);
+
+	/*
+	 * optional: the job was paused, in the pausing transaction (what it
+	 * keeps track of meanwhile can stop)
+	 */
+	void		(*paused) (const BgddlJob *job);
+
+	/*
+	 * optional: does the job keep something on a table that role owns (a
+	 * capture trigger), which that owner cannot drop?  That owner may
+	 * cancel the job.
+	 */
+	bool		(*keeps_on_table_of) (const BgddlJob *job, Oid role);
+
+	/*
+	 * optional: after the job's end, remove what needs strong locks on
+	 * other roles' tables (capture triggers), in the current transaction,
+	 * taking its locks with JobStepLockRelation.  The job row's
+	 * cleanup_pending says whether there is anything.
+	 */
+	void		(*cleanup) (const BgddlJob *job);
+
+	/*
+	 * Remove what the job created (it failed, or is cancelled), in the
+	 * current transaction; with keep_target, not the target itself (the
+	 * caller is dropping it, or could not).  If discards_in_any_transaction
+	 * says so (NULL: always), cancel_ddl does it in the caller's
+	 * transaction; otherwise (it needs strong locks) the job is cancelling
+	 * until its worker has done it.
+	 */
+	void		(*discard) (const BgddlJob *job, bool keep_target);
+	bool		(*discards_in_any_transaction) (const BgddlJob *job);
+
+	/*
+	 * In the submitting transaction, which uses the target before it has
+	 * committed: build the object here, now, as the blocking statement would
+	 * have, and end the job as succeeded (when that transaction commits).
+	 * Returns the relation that now stands for the target.
+	 */
+	Oid			(*build_here) (const BgddlJob *job);
+
+	/*
+	 * optional: the relation that stands for the target once the job has
+	 * succeeded, if not the target itself (CREATE TABLE AS: its table)
+	 */
+	Oid			(*result) (const BgddlJob *job);
+} KindRoutine;
+
+extern void KindsLoad(void);
+extern const KindRoutine *KindRoutineForJob(const BgddlJob *job);
+extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
+extern const char *KindExplain(Node *raw_statement, const char *query_string);
+extern char *KindNames(void);
+extern Oid	KindBuildHere(int64 job_id, const char *why);
+extern Oid	KindResult(const BgddlJob *job);
+extern List *KindQuerySources(PlannedStmt *plan, Query *query);
+extern void KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique);
+
+/* What done to the sources of a query's result changes it */
+#define KIND_QUERY_SOURCE_EFFECTS	(REL_ADDS_ROWS | REL_REMOVES_ROWS | REL_REDEFINES)
+
+/* The kinds */
+extern const KindRoutine kind_matview_routine;
+extern const KindRoutine kind_ctas_routine;
+extern const KindRoutine kind_refresh_routine;
+extern const KindRoutine kind_index_routine;
+extern const KindRoutine kind_citus_index_routine;
+
+#endif							/* BGDDL_KIND_H */

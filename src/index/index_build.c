@@ -1,0 +1,118 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_build.c
+ *	  PostgreSQL's index definition code (DefineIndex), run for a job: as the
+ *	  role that submitted it, under statement_timeout, with the messages it
+ *	  raises kept with the job; and the drop of a job's index.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/catalog.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "commands/defrem.h"
+#include "commands/tablespace.h"
+#include "miscadmin.h"
+#include "storage/lockdefs.h"
+#include "storage/proc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timeout.h"
+
+#include "index/index_build.h"
+#include "engine/job_messages.h"
+#include "engine/job_step.h"
+#include "pg/pg_relation.h"
+#include "catalog/settings.h"
+
+/*
+ * The OID an index of the table will have, chosen before DefineIndex runs
+ * so that the job can record it in the transaction that creates the index
+ * (CREATE INDEX CONCURRENTLY commits its first phase itself).
+ */
+Oid
+IndexBuildNewOid(Oid table_oid, const char *tablespace)
+{
+	Oid			tablespace_oid = tablespace ? get_tablespace_oid(tablespace, false) :
+		GetDefaultTablespace(get_rel_persistence(table_oid), false);
+	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
+	Oid			index_oid = GetNewRelFileNode(tablespace_oid, pg_class,
+											  get_rel_persistence(table_oid));
+
+	table_close(pg_class, RowExclusiveLock);
+	return index_oid;
+}
+
+/*
+ * DefineIndex for the statement (concurrent or not, as it says), as the
+ * job's role, with statement_timeout armed for the whole build and the
+ * messages it raises caught for the job.  Not concurrently, in a restricted
+ * security context; concurrently, DefineIndex commits and starts
+ * transactions itself, which must begin outside any such context (it
+ * evaluates the index's expressions as the table's owner in one of its own,
+ * as it always does), and an error in one of them leaves the job's role
+ * current (JobStepAbort restores the worker's).
+ */
+ObjectAddress
+IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt, Oid index_oid,
+				 Oid parent_index_oid)
+{
+	Oid			saved_userid;
+	int			saved_sec_context;
+	ObjectAddress address;
+
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(job->identity.owner_oid,
+						   stmt->concurrent ? saved_sec_context :
+						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	if (StatementTimeout > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
+	JobMessagesCatch(true);
+	address = DefineIndex(table_oid, stmt, index_oid, parent_index_oid, InvalidOid,
+						  false, true, false, false, true);
+	JobMessagesCatch(false);
+	disable_timeout(STATEMENT_TIMEOUT, false);
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	return address;
+}
+
+/* Is the relation an index (of any kind); if so, is it valid? */
+bool
+IndexBuildIsIndex(Oid relid, bool *valid)
+{
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(relid));
+
+	*valid = false;
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	*valid = ((Form_pg_index) GETSTRUCT(tuple))->indisvalid;
+	ReleaseSysCache(tuple);
+	return true;
+}
+
+/*
+ * Drop an index of the job (valid or not, or the placeholder that stands for
+ * it).  Dropping an index takes ACCESS EXCLUSIVE on its table (on every
+ * partition's, for the index of a partitioned table): in a job's step, those
+ * locks are taken as a job takes what others use (JobStepLockRelation).
+ * Never in cancel_ddl's transaction.
+ */
+void
+IndexBuildDrop(Oid index_oid)
+{
+	char		relkind = get_rel_relkind(index_oid);
+
+	if (relkind == RELKIND_INDEX || relkind == RELKIND_PARTITIONED_INDEX)
+	{
+		Oid			table_oid = IndexGetRelation(index_oid, true);
+
+		if (OidIsValid(table_oid))
+			JobStepLockRelation(table_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	}
+	PgRelationDrop(index_oid);
+}

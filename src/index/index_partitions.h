@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_partitions.h
+ *	  CREATE INDEX on a partitioned table, as one job of per-partition steps.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_INDEX_PARTITIONS_H
+#define BGDDL_INDEX_PARTITIONS_H
+
+#include "nodes/parsenodes.h"
+
+#include "engine/job_run.h"
+
+/* The job's kind_state says it indexes a partitioned table */
+#define INDEX_STATE_PARTITIONED		"partitioned"
+
+extern bool IndexPartitionsJob(const BgddlJob *job);
+extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
+extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
+extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);
+extern bool IndexPartitionsDone(const BgddlJob *job, bool valid);
+extern void IndexPartitionsDiscard(const BgddlJob *job, bool keep_target);
+
+#endif							/* BGDDL_INDEX_PARTITIONS_H */

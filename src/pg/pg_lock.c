@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_lock.c
+ *	  Taking a relation lock without queueing for it; who a process waits
+ *	  for.
+ *
+ * A request that waits in a lock queue makes every later request that
+ * conflicts with it wait too: a job that queued for ACCESS EXCLUSIVE on a
+ * busy table (to drop a trigger) would stall the table's writers behind
+ * it.  So a job first asks as autovacuum does before it truncates a table:
+ * with ConditionalLockRelationOid, and while the lock is held by others,
+ * again a little later, until its patience runs out.  Meanwhile nobody
+ * waits for a lock the job has not got.  (What it does then is the
+ * caller's: job_step.c queues for a short while.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "pg/pg_lock.h"
+
+/* The first pause between two requests, and the longest */
+#define LOCK_RETRY_FIRST_MS		1
+#define LOCK_RETRY_LONGEST_MS	100
+
+/*
+ * Take a lock on a relation if it comes free within patience_ms: asked for
+ * without queueing, again after 1, 2, 4 ... (at most 100) milliseconds.
+ * Returns false if it never came free; interrupts are served meanwhile.
+ */
+bool
+PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms)
+{
+	TimestampTz give_up_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), patience_ms);
+	long		pause_ms = LOCK_RETRY_FIRST_MS;
+
+	while (!ConditionalLockRelationOid(relid, mode))
+	{
+		long		left_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), give_up_at);
+
+		if (left_ms <= 0)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(pause_ms, left_ms), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pause_ms = Min(pause_ms * 2, LOCK_RETRY_LONGEST_MS);
+	}
+	return true;
+}
+
+/* The processes that process pid waits for (pg_blocking_pids), as a list of pids */
+List *
+PgBlockingPids(int pid)
+{
+	ArrayType  *blockers = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids,
+																  Int32GetDatum(pid)));
+	Datum	   *values;
+	bool	   *nulls;
+	int			count;
+	List	   *pids = NIL;
+
+	deconstruct_array(blockers, INT4OID, sizeof(int32), true, TYPALIGN_INT,
+					  &values, &nulls, &count);
+	for (int i = 0; i < count; i++)
+		if (!nulls[i])
+			pids = lappend_int(pids, DatumGetInt32(values[i]));
+	return pids;
+}

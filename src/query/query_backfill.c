@@ -1,0 +1,679 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_backfill.c
+ *	  Running a job's query, or a part of it, into its content relation.
+ *
+ * A blocking CREATE MATERIALIZED VIEW computes its content in one
+ * transaction, which holds back VACUUM for the whole build and loses all of
+ * it on a crash.  When the query allows it (query_decompose.c), a job computes
+ * it in chunks instead: chunk i adds the qual
+ * "ctid >= '(start_i,0)' AND ctid < '(end_i,0)'" on the driving table (a
+ * TID range scan), and inserts its rows into the content relation in the
+ * same transaction that checkpoints the chunk (query_job.c).  After a crash
+ * the rows of an interrupted chunk are simply invisible (their transaction
+ * aborted), so at most one chunk of work is lost and no row is ever
+ * computed twice.
+ *
+ * Rows are inserted as ordinary MVCC tuples of committed transactions (never
+ * frozen), so the content relation's relfrozenxid stays right without any
+ * swap.  Each chunk also returns, for every output row, the driving row it
+ * came from (capture_tid_map.c), which is what lets the catch-up (query_catchup.c)
+ * replace the outputs of one changed source row.
+ *
+ * Every query here runs as the role that submitted the job, under
+ * SECURITY_RESTRICTED_OPERATION with its settings (job_step.c:
+ * JobQueryBegin), so the executor checks that role's privileges on every
+ * batch, and row security applies as it would to that role.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "rewrite/rewriteDefine.h"
+#include "rewrite/rewriteHandler.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "query/query_backfill.h"
+#include "query/query_driving.h"
+#include "pg/pg_compat.h"
+#include "query/query_functions.h"
+#include "query/query_view_pullup.h"
+#include "engine/job_shmem.h"
+
+/* How often a long batch publishes its row count */
+#define LIVE_ROWS_EVERY		64
+
+/* A DestReceiver that inserts into the content relation and its indexes */
+typedef struct ContentInsertReceiver
+{
+	DestReceiver pub;
+	Relation	content;
+	CommandId	output_cid;
+	BulkInsertState bistate;
+	EState	   *estate;			/* only if the content relation has indexes */
+	ResultRelInfo *result_rel_info;
+	uint64		rows;
+
+	/*
+	 * With track_sources, the query has one more column than the content
+	 * relation: the driving row's ctid.  Each output row's (source, output)
+	 * tuple ids are collected in pairs, for the catch-up to find a source's
+	 * outputs.
+	 */
+	bool		track_sources;
+	const CaptureSegment *segment;	/* the sources' table, if not the job's blocks */
+	bool		count_live;		/* publish the rows as they come (not a recompute) */
+	MemoryContext pairs_context;	/* the caller's: outlives the executor */
+	TupleTableSlot *output_slot;
+	TidPair    *pairs;
+	int			npairs;
+	int			pairs_capacity;
+} ContentInsertReceiver;
+
+static void
+ContentInsertStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
+
+	receiver->output_cid = GetCurrentCommandId(true);
+	receiver->bistate = GetBulkInsertState();
+	receiver->rows = 0;
+	if (receiver->track_sources)
+	{
+		receiver->output_slot = MakeSingleTupleTableSlot(RelationGetDescr(receiver->content),
+														 &TTSOpsVirtual);
+		receiver->pairs_capacity = 1024;
+		receiver->pairs = MemoryContextAllocHuge(receiver->pairs_context,
+												 sizeof(TidPair) * receiver->pairs_capacity);
+		receiver->npairs = 0;
+	}
+
+	/*
+	 * Users may create indexes on a materialized view's placeholder while the
+	 * job runs (a script usually does so right after CREATE MATERIALIZED
+	 * VIEW): keep them up to date like INSERT would.
+	 */
+	if (receiver->content->rd_rel->relhasindex)
+	{
+		receiver->estate = CreateExecutorState();
+		receiver->result_rel_info = makeNode(ResultRelInfo);
+		InitResultRelInfo(receiver->result_rel_info, receiver->content, 1, NULL, 0);
+		ExecOpenIndices(receiver->result_rel_info, false);
+	}
+}
+
+static bool
+ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
+{
+	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
+	ItemPointerData source;
+
+	if (receiver->track_sources)
+	{
+		TupleTableSlot *output = receiver->output_slot;
+		int			natts = output->tts_tupleDescriptor->natts;
+		bool		isnull;
+		Datum		source_datum;
+
+		/* The content's columns, without the trailing source ctid */
+		slot_getallattrs(slot);
+		ExecClearTuple(output);
+		memcpy(output->tts_values, slot->tts_values, sizeof(Datum) * natts);
+		memcpy(output->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
+		ExecStoreVirtualTuple(output);
+		source_datum = slot_getattr(slot, natts + 1, &isnull);
+		Assert(!isnull);
+		ItemPointerCopy((ItemPointer) DatumGetPointer(source_datum), &source);
+		if (receiver->segment != NULL)
+		{
+			BlockNumber job_block;
+
+			if (!CaptureSegmentJobBlock(receiver->segment, ItemPointerGetBlockNumber(&source),
+										&job_block))
+				elog(ERROR, "row (%u,%u) of \"%s\" is beyond the job's block space",
+					 ItemPointerGetBlockNumber(&source), ItemPointerGetOffsetNumber(&source),
+					 get_rel_name(receiver->segment->relid));
+			ItemPointerSetBlockNumber(&source, job_block);
+		}
+		slot = output;
+	}
+
+	table_tuple_insert(receiver->content, slot, receiver->output_cid,
+					   TABLE_INSERT_SKIP_FSM, receiver->bistate);
+	if (receiver->track_sources)
+	{
+		if (receiver->npairs == receiver->pairs_capacity)
+		{
+			receiver->pairs_capacity *= 2;
+			receiver->pairs = repalloc_huge(receiver->pairs,
+											sizeof(TidPair) * receiver->pairs_capacity);
+		}
+		receiver->pairs[receiver->npairs].source = source;
+		receiver->pairs[receiver->npairs].output = slot->tts_tid;
+		receiver->npairs++;
+	}
+	if (receiver->result_rel_info != NULL &&
+		receiver->result_rel_info->ri_NumIndices > 0)
+	{
+		(void) PgExecInsertIndexTuples(receiver->result_rel_info, slot,
+										  receiver->estate);
+		ResetPerTupleExprContext(receiver->estate);
+	}
+	receiver->rows++;
+	if (receiver->count_live && receiver->rows % LIVE_ROWS_EVERY == 0)
+		JobPublishLiveRows(LIVE_ROWS_EVERY);
+	return true;
+}
+
+static void
+ContentInsertShutdown(DestReceiver *self)
+{
+	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
+
+	FreeBulkInsertState(receiver->bistate);
+	table_finish_bulk_insert(receiver->content, TABLE_INSERT_SKIP_FSM);
+	if (receiver->output_slot != NULL)
+	{
+		ExecDropSingleTupleTableSlot(receiver->output_slot);
+		receiver->output_slot = NULL;
+	}
+	if (receiver->estate != NULL)
+	{
+		ExecCloseIndices(receiver->result_rel_info);
+		FreeExecutorState(receiver->estate);
+		receiver->estate = NULL;
+		receiver->result_rel_info = NULL;
+	}
+}
+
+static void
+ContentInsertDestroy(DestReceiver *self)
+{
+	pfree(self);
+}
+
+static ContentInsertReceiver *
+ContentInsertReceiverCreate(Relation content, bool track_sources)
+{
+	ContentInsertReceiver *receiver = palloc0(sizeof(ContentInsertReceiver));
+
+	receiver->pub.receiveSlot = ContentInsertReceive;
+	receiver->pub.rStartup = ContentInsertStartup;
+	receiver->pub.rShutdown = ContentInsertShutdown;
+	receiver->pub.rDestroy = ContentInsertDestroy;
+	receiver->pub.mydest = DestNone;
+	receiver->content = content;
+	receiver->track_sources = track_sources;
+	receiver->pairs_context = CurrentMemoryContext;
+	return receiver;
+}
+
+/*
+ * The job's query, rewritten (row security of the current user applied) and
+ * with its relations locked, from a relation's view rule (the placeholder's,
+ * or the materialized view's): bound to OIDs at submit, as REFRESH
+ * MATERIALIZED VIEW uses it.  Its privileges are checked as check_as_role
+ * (the relation cache marks them for the relation's owner, who may have
+ * changed since the submit).  Simple views are pulled up into it
+ * (query_view_pullup.c); now() and its relatives are job_start (query_functions.c).
+ */
+Query *
+QueryOfRule(Relation rule_relation, Oid check_as_role, TimestampTz job_start)
+{
+	Query	   *query = copyObject(get_view_query(rule_relation));
+	List	   *rewritten;
+
+	setRuleCheckAsUser((Node *) query, check_as_role);
+	AcquireRewriteLocks(query, true, false);
+	rewritten = QueryRewrite(query);
+	if (list_length(rewritten) != 1)
+		elog(ERROR, "unexpected rewrite result for materialized view \"%s\"",
+			 RelationGetRelationName(rule_relation));
+	query = linitial_node(Query, rewritten);
+	QueryPullUpViews(query);
+	return QueryPinJobStart(query, job_start);
+}
+
+static Var *
+MakeCtidVar(Index rtindex)
+{
+	return makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1, InvalidOid, 0);
+}
+
+/* '(block,0)' */
+static Expr *
+MakeBlockTid(int64 block)
+{
+	ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+	ItemPointerSet(tid, (BlockNumber) block, 0);
+	return (Expr *) makeConst(TIDOID, -1, InvalidOid, sizeof(ItemPointerData),
+							  PointerGetDatum(tid), false, false);
+}
+
+/* The tid parameter $paramid */
+static Expr *
+MakeTidParam(int paramid)
+{
+	Param	   *param = makeNode(Param);
+
+	param->paramkind = PARAM_EXTERN;
+	param->paramid = paramid;
+	param->paramtype = TIDOID;
+	param->paramtypmod = -1;
+	param->paramcollid = InvalidOid;
+	param->location = -1;
+	return (Expr *) param;
+}
+
+/* "ctid <op> bound" on the driving table */
+static Expr *
+MakeCtidBound(Index rtindex, Oid opno, Expr *bound)
+{
+	return make_opclause(opno, BOOLOID, false, (Expr *) MakeCtidVar(rtindex), bound,
+						 InvalidOid, InvalidOid);
+}
+
+static void
+AddQual(Query *query, Expr *qual)
+{
+	List	   *quals = NIL;
+
+	if (query->jointree->quals != NULL)
+		quals = lappend(quals, query->jointree->quals);
+	quals = lappend(quals, qual);
+	query->jointree->quals = (Node *) make_andclause(quals);
+}
+
+/* Restrict the query to the given driving rows: "ctid = ANY('{...}')", a TID scan */
+static void
+RestrictToTids(Query *query, Index rtindex, ItemPointer tids, int ntids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(ntids, 1));
+	ScalarArrayOpExpr *saop = makeNode(ScalarArrayOpExpr);
+
+	for (int i = 0; i < ntids; i++)
+		elems[i] = PointerGetDatum(&tids[i]);
+	saop->opno = TIDEqualOperator;
+	saop->opfuncid = InvalidOid;
+	saop->useOr = true;
+	saop->inputcollid = InvalidOid;
+	saop->args = list_make2(MakeCtidVar(rtindex),
+							makeConst(TIDARRAYOID, -1, InvalidOid, -1,
+									  PointerGetDatum(construct_array(elems, ntids, TIDOID,
+																	  sizeof(ItemPointerData),
+																	  false, TYPALIGN_SHORT)),
+									  false, false));
+	AddQual(query, (Expr *) saop);
+}
+
+/*
+ * Make the query also return, as a last column, the driving row's ctid; or,
+ * for a range of partial aggregation (whose rows come from many driving
+ * rows), partial_source: the range's first tuple id, which stands for all of
+ * its rows.
+ */
+static void
+AppendSourceColumn(Query *query, Index rtindex, Expr *partial_source)
+{
+	Expr	   *source = partial_source != NULL ? partial_source : (Expr *) MakeCtidVar(rtindex);
+
+	query->targetList = lappend(query->targetList,
+								makeTargetEntry(source, list_length(query->targetList) + 1,
+												pstrdup("background_ddl_source"), false));
+}
+
+static int
+ItemPointerCompareQsort(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+static int
+TidPairCompare(const void *a, const void *b)
+{
+	int			by_source = ItemPointerCompare(&((TidPair *) a)->source, &((TidPair *) b)->source);
+
+	return by_source != 0 ? by_source :
+		ItemPointerCompare(&((TidPair *) a)->output, &((TidPair *) b)->output);
+}
+
+/*
+ * Run a (restricted) query and insert its rows into the content relation.
+ * Caller is in a transaction with an active snapshot, as the job's role, and
+ * holds RowExclusiveLock on the content relation.  With pairs non-NULL the
+ * query carries a source column (see AppendSourceColumn) and *pairs
+ * receives the (source, output) tuple ids, sorted by source; with segment,
+ * the sources are rows of its table, and become the job's tuple ids.  With
+ * count_live, the rows count in the job's live progress as they come.
+ * Returns the number of rows inserted.
+ */
+static uint64
+RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bool count_live,
+				   const CaptureSegment *segment, TidPair **pairs, int *npairs)
+{
+	QueryDesc  *query_desc;
+	ContentInsertReceiver *receiver;
+	uint64		rows;
+
+	receiver = ContentInsertReceiverCreate(content, pairs != NULL);
+	receiver->count_live = count_live;
+	receiver->segment = segment;
+	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
+								 InvalidSnapshot, (DestReceiver *) receiver, params, NULL, 0);
+	ExecutorStart(query_desc, 0);
+	ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
+	ExecutorFinish(query_desc);
+	ExecutorEnd(query_desc);
+	rows = receiver->rows;
+	if (count_live)
+		JobPublishLiveRows(rows % LIVE_ROWS_EVERY);
+	FreeQueryDesc(query_desc);
+	if (pairs != NULL)
+	{
+		qsort(receiver->pairs, receiver->npairs, sizeof(TidPair), TidPairCompare);
+		*pairs = receiver->pairs;
+		*npairs = receiver->npairs;
+	}
+	receiver->pub.rDestroy((DestReceiver *) receiver);
+	return rows;
+}
+
+static uint64
+RunIntoContent(Relation content, Query *query, int cursor_options, bool count_live,
+			   const CaptureSegment *segment, TidPair **pairs, int *npairs)
+{
+	/* An xid before a parallel plan starts: parallel mode cannot assign one */
+	(void) GetCurrentTransactionId();
+	return RunPlanIntoContent(content, pg_plan_query(query, "background_ddl backfill",
+													 cursor_options, NULL),
+							  NULL, count_live, segment, pairs, npairs);
+}
+
+/* Append pairs to *all (both sorted, the new ones after the others) */
+static void
+AppendPairs(TidPair **all, int *nall, TidPair *pairs, int npairs)
+{
+	if (*all == NULL)
+	{
+		*all = pairs;
+		*nall = npairs;
+		return;
+	}
+	if (npairs == 0)
+		return;
+	*all = repalloc_huge(*all, sizeof(TidPair) * (*nall + npairs));
+	memcpy(*all + *nall, pairs, sizeof(TidPair) * npairs);
+	*nall += npairs;
+}
+
+/*
+ * Compute the rows of the driving table's job blocks [start_block,
+ * end_block) (query_driving.c: for a partitioned table, the query runs on
+ * each partition with blocks in the range) into the content relation;
+ * *pairs gets their (source, output) tuple ids.  With partial, the query is
+ * a chunk query of partial aggregation (query_partial_agg.c), the content
+ * relation its staging relation, and every row's source, the range's first
+ * tuple id, goes into the staging relation's last column (*pairs gets
+ * nothing).  With count_live, the rows count in the job's live progress
+ * (not for a recompute: the rows it replaces go at the same time).  Caller
+ * as for RunIntoContent; query is a copy it gives away.
+ */
+uint64
+QueryBackfillBlocks(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
+					bool partial, bool count_live, int64 start_block, int64 end_block,
+					TidPair **pairs, int *npairs)
+{
+	int			npieces;
+	DrivingPiece *pieces = QueryDrivingPieces(driving, start_block, end_block, &npieces);
+	uint64		rows = 0;
+
+	*pairs = NULL;
+	*npairs = 0;
+	for (int i = 0; i < npieces; i++)
+	{
+		const CaptureSegment *segment = &driving->segments[pieces[i].segment];
+		Query	   *piece = QueryDrivingLeafQuery(i + 1 < npieces ? copyObject(query) : query,
+												  rtindex, segment->relid);
+		TidPair    *piece_pairs = NULL;
+		int			piece_npairs = 0;
+
+		AddQual(piece, MakeCtidBound(rtindex, TIDGreaterEqOperator, MakeBlockTid(pieces[i].start)));
+		AddQual(piece, MakeCtidBound(rtindex, TIDLessOperator, MakeBlockTid(pieces[i].end)));
+		AppendSourceColumn(piece, rtindex, partial ? MakeBlockTid(start_block) : NULL);
+		rows += RunIntoContent(content, piece, 0, count_live, segment,
+							   partial ? NULL : &piece_pairs, &piece_npairs);
+		AppendPairs(pairs, npairs, piece_pairs, piece_npairs);
+	}
+	return rows;
+}
+
+/*
+ * Compute the partial rows (query is a chunk query of partial aggregation,
+ * content its staging relation) of each of the driving table's job block
+ * ranges [starts[i], ends[i]) as their own group of rows, whose source is
+ * the range's first tuple id: the query is planned once per partition, with
+ * the source and the bounds as parameters, and run once per range and
+ * partition.  Caller as for RunIntoContent; query is a copy it gives away.
+ * Returns the number of rows.
+ */
+uint64
+QueryBackfillRanges(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
+					const int64 *starts, const int64 *ends, int nranges)
+{
+	PlannedStmt **plans = palloc0(sizeof(PlannedStmt *) * driving->nsegments);
+	ParamListInfo params = makeParamList(3);
+	ItemPointerData values[3];
+	uint64		rows = 0;
+
+	params->numParams = 3;
+	for (int i = 0; i < 3; i++)
+	{
+		params->params[i].ptype = TIDOID;
+		params->params[i].isnull = false;
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].value = PointerGetDatum(&values[i]);
+	}
+	for (int i = 0; i < nranges; i++)
+	{
+		int			npieces;
+		DrivingPiece *pieces = QueryDrivingPieces(driving, starts[i], ends[i], &npieces);
+
+		for (int p = 0; p < npieces; p++)
+		{
+			int			segment = pieces[p].segment;
+
+			if (plans[segment] == NULL)
+			{
+				Query	   *piece = QueryDrivingLeafQuery(copyObject(query), rtindex,
+														  driving->segments[segment].relid);
+
+				AddQual(piece, MakeCtidBound(rtindex, TIDGreaterEqOperator, MakeTidParam(2)));
+				AddQual(piece, MakeCtidBound(rtindex, TIDLessOperator, MakeTidParam(3)));
+				AppendSourceColumn(piece, rtindex, MakeTidParam(1));
+				plans[segment] = pg_plan_query(piece, "background_ddl catch-up", 0, NULL);
+			}
+			ItemPointerSet(&values[0], (BlockNumber) starts[i], 0);
+			ItemPointerSet(&values[1], pieces[p].start, 0);
+			ItemPointerSet(&values[2], pieces[p].end, 0);
+			rows += RunPlanIntoContent(content, plans[segment], params, false, NULL, NULL, NULL);
+		}
+	}
+	return rows;
+}
+
+/*
+ * Compute the whole content in the current transaction, with parallel query
+ * allowed.  Caller as for RunIntoContent.  Returns the number of rows.
+ */
+uint64
+QueryBackfillAll(Relation content, Query *query)
+{
+	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, true, NULL, NULL, NULL);
+}
+
+/*
+ * Compute the output rows of the given driving rows (sorted job tuple ids,
+ * see query_driving.c) as of the current snapshot, insert them and return
+ * their (source, output) pairs, sorted: a TID scan of each partition that
+ * holds some.  Caller as for RunIntoContent.
+ */
+TidPair *
+QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
+			   ItemPointer sources, int nsources, int *npairs)
+{
+	ItemPointer tids = palloc(sizeof(ItemPointerData) * Max(nsources, 1));
+	TidPair    *pairs = NULL;
+	int			i = 0;
+
+	*npairs = 0;
+	while (i < nsources)
+	{
+		BlockNumber block;
+		int			segment = QueryDrivingSegmentOf(driving, ItemPointerGetBlockNumber(&sources[i]),
+													&block);
+		int			ntids = 0;
+		Query	   *piece;
+		TidPair    *piece_pairs;
+		int			piece_npairs;
+		int			nest_level;
+
+		/* The sources in this segment, as tuple ids of its table */
+		for (; i < nsources; i++)
+		{
+			BlockNumber next_block;
+
+			if (QueryDrivingSegmentOf(driving, ItemPointerGetBlockNumber(&sources[i]),
+									  &next_block) != segment)
+				break;
+			ItemPointerSet(&tids[ntids], next_block, ItemPointerGetOffsetNumber(&sources[i]));
+			ntids++;
+		}
+		if (segment < 0)
+			continue;			/* in no segment: no row */
+		piece = QueryDrivingLeafQuery(copyObject(query), rtindex, driving->segments[segment].relid);
+		RestrictToTids(piece, rtindex, tids, ntids);
+		AppendSourceColumn(piece, rtindex, NULL);
+
+		/*
+		 * A TID scan, however many the sources: counting a random page per
+		 * tuple id, the planner reads the whole table for a few thousand of
+		 * them, once per batch (the rows are in a batch's few blocks, or
+		 * cached: a catch-up follows the writers).  Not counted live: the
+		 * rows it replaces go at the same time.
+		 */
+		nest_level = NewGUCNestLevel();
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) RunIntoContent(content, piece, 0, false, &driving->segments[segment], &piece_pairs,
+							  &piece_npairs);
+		AtEOXact_GUC(true, nest_level);
+		AppendPairs(&pairs, npairs, piece_pairs, piece_npairs);
+	}
+	return pairs != NULL ? pairs : palloc(sizeof(TidPair));
+}
+
+/* A DestReceiver that collects the tuple ids of a query's only column */
+typedef struct TidCollector
+{
+	DestReceiver pub;
+	ItemPointer tids;
+	int			ntids;
+	int			capacity;
+} TidCollector;
+
+static bool
+TidCollectorReceive(TupleTableSlot *slot, DestReceiver *self)
+{
+	TidCollector *collector = (TidCollector *) self;
+	bool		isnull;
+	Datum		tid = slot_getattr(slot, 1, &isnull);
+
+	if (isnull)
+		return true;
+	if (collector->ntids == collector->capacity)
+		collector->tids = repalloc_huge(collector->tids,
+										sizeof(ItemPointerData) * (collector->capacity *= 2));
+	ItemPointerCopy((ItemPointer) DatumGetPointer(tid), &collector->tids[collector->ntids++]);
+	return true;
+}
+
+static void
+TidCollectorStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+TidCollectorShutdown(DestReceiver *self)
+{
+}
+
+/*
+ * Run a query on the driving table (rtindex) whose only column is its ctid,
+ * once per segment (query_driving.c); returns the rows' job tuple ids,
+ * sorted and unique.  Caller as for RunIntoContent; query is a copy it
+ * gives away.
+ */
+ItemPointer
+QueryTids(Query *query, const QueryDriving *driving, Index rtindex, int *ntids)
+{
+	TidCollector collector = {{TidCollectorReceive, TidCollectorStartup, TidCollectorShutdown,
+	NULL, DestNone}, palloc(sizeof(ItemPointerData) * 64), 0, 64};
+	int			unique = 0;
+
+	for (int segment = 0; segment < driving->nsegments; segment++)
+	{
+		Query	   *piece = QueryDrivingLeafQuery(segment + 1 < driving->nsegments ?
+												  copyObject(query) : query, rtindex,
+												  driving->segments[segment].relid);
+		PlannedStmt *plan = pg_plan_query(piece, "background_ddl catch-up", 0, NULL);
+		QueryDesc  *query_desc = CreateQueryDesc(plan, "background_ddl catch-up",
+												 GetActiveSnapshot(), InvalidSnapshot,
+												 &collector.pub, NULL, NULL, 0);
+		int			first = collector.ntids;
+
+		ExecutorStart(query_desc, 0);
+		ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
+		ExecutorFinish(query_desc);
+		ExecutorEnd(query_desc);
+		FreeQueryDesc(query_desc);
+		for (int i = first; i < collector.ntids; i++)
+		{
+			if (!QueryDrivingJobTid(driving, segment, &collector.tids[i]))
+				ItemPointerSetInvalid(&collector.tids[i]);	/* logged as uncaptured */
+		}
+	}
+	qsort(collector.tids, collector.ntids, sizeof(ItemPointerData), ItemPointerCompareQsort);
+	for (int i = 0; i < collector.ntids; i++)
+	{
+		if (!ItemPointerIsValid(&collector.tids[i]))
+			continue;
+		if (unique == 0 || !ItemPointerEquals(&collector.tids[unique - 1], &collector.tids[i]))
+			collector.tids[unique++] = collector.tids[i];
+	}
+	*ntids = unique;
+	return collector.tids;
+}
+
+/* The planner's estimate of the query's row count */
+int64
+QueryEstimateRows(Query *query)
+{
+	PlannedStmt *plan = pg_plan_query(copyObject(query), "background_ddl estimate", 0, NULL);
+
+	return (int64) plan->planTree->plan_rows;
+}

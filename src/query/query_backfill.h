@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_backfill.h
+ *	  Running a job's query, or a part of it, into its content relation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_BACKFILL_H
+#define BGDDL_BACKFILL_H
+
+#include "datatype/timestamp.h"
+#include "nodes/parsenodes.h"
+#include "utils/relcache.h"
+
+#include "capture/capture_tid_map.h"
+#include "query/query_driving.h"
+
+extern Query *QueryOfRule(Relation rule_relation, Oid check_as_role,
+								TimestampTz job_start);
+extern uint64 QueryBackfillBlocks(Relation content, Query *query, const QueryDriving *driving,
+								  Index rtindex, bool partial, bool count_live,
+								  int64 start_block, int64 end_block,
+								  TidPair **pairs, int *npairs);
+extern uint64 QueryBackfillRanges(Relation content, Query *query, const QueryDriving *driving,
+								  Index rtindex, const int64 *starts, const int64 *ends,
+								  int nranges);
+extern uint64 QueryBackfillAll(Relation content, Query *query);
+extern ItemPointer QueryTids(Query *query, const QueryDriving *driving, Index rtindex,
+							 int *ntids);
+extern TidPair *QueryRecompute(Relation content, Query *query, const QueryDriving *driving,
+							   Index rtindex, ItemPointer sources, int nsources, int *npairs);
+extern int64 QueryEstimateRows(Query *query);
+
+#endif							/* BGDDL_BACKFILL_H */

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_estimate.h
+ *	  estimate_ddl's measure of a query job before it runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_QUERY_ESTIMATE_H
+#define BGDDL_QUERY_ESTIMATE_H
+
+#include "nodes/parsenodes.h"
+
+#include "engine/job_estimate.h"
+
+
+extern void QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate);
+
+#endif							/* BGDDL_QUERY_ESTIMATE_H */

@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_job.h
+ *	  The life of a job whose content is a query's result: the routines
+ *	  that CREATE MATERIALIZED VIEW, CREATE TABLE AS and REFRESH share.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_QUERY_JOB_H
+#define BGDDL_QUERY_JOB_H
+
+#include "nodes/params.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+#include "utils/relcache.h"
+
+#include "capture/capture_log.h"
+#include "query/query_driving.h"
+#include "engine/job_run.h"
+
+/*
+ * What a worker knows of the query job it runs (JobRun.kind_run).  The
+ * driving table, the staging relation, the content relation's relfilenode,
+ * the catch-up passes and the rows they recomputed live with the job, in its
+ * kind_state (keys of those names); the query kinds add their own keys.
+ */
+typedef struct QueryRun
+{
+	Oid			rule_relid;		/* whose view rule is the query */
+	Oid			content_oid;	/* the relation that receives the rows */
+	Oid			query_role;		/* whose privileges the query runs with */
+	Oid			driving_oid;	/* InvalidOid: one batch */
+	Oid			staging_oid;	/* partial aggregation's rows; InvalidOid: none */
+	Oid			content_filenode;	/* the content relation's, when the backfill began */
+	int32		catchup_passes;
+	int64		rows_recomputed;	/* by the catch-up, since the backfill */
+	Capture		capture;		/* once installed (job_id set) */
+	QueryDriving *driving;		/* the driving table's blocks, once captured */
+	/* this worker's own */
+	int64		next_block;		/* first driving block no chunk has reached */
+	List	   *holes;			/* ChunkRanges below it that no chunk covers */
+	uint32		build_generation;	/* of the chunk claims; 0: not open */
+	int32		chunk_blocks;	/* adaptive size of its chunks */
+	int64		catchup_rows;	/* adaptive size of a catch-up batch, in rows */
+	int64		catchup_blocks; /* ... or in blocks (partial aggregation, whole_table) */
+	TimestampTz pass_started_at;	/* when its catch-up pass began */
+	double		last_pass_seconds;	/* how long its previous catch-up pass took */
+	bool		last_pass_whole;	/* ... and whether it recomputed every row */
+	TimestampTz backlog_counted_at; /* when it last counted the backlog */
+	TimestampTz spread_checked_at;	/* when it last looked at their spread */
+	int64		spread_check_interval_ms;	/* and when it looks again */
+	bool		recompute_at_cutover;	/* the changes spread over most of the table */
+	int64		marks_logged;	/* a helper's last look at CaptureMarksLogged */
+	TimestampTz marks_logged_at;
+	bool		whole_table_marked; /* it recorded a whole_table mark since the pass began */
+	bool		uncaptured_marked;	/* it recorded an uncaptured mark */
+} QueryRun;
+
+#define QueryRunOf(run)	((QueryRun *) (run)->kind_run)
+
+extern void QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role);
+extern void QueryJobPlan(JobRun *run);
+extern JobStepResult QueryJobBackfillStep(JobRun *run);
+extern JobStepResult QueryJobHelpStep(JobRun *run);
+extern JobStepResult QueryJobCatchUp(JobRun *run);
+
+/* Make the computed content visible, and end the job as succeeded */
+typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
+
+extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
+extern void QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid,
+							  Oid query_role, QueryJobPublish publish);
+extern void QueryJobCleanup(const BgddlJob *job);
+extern void QueryJobDiscard(const BgddlJob *job);
+extern void QueryJobPaused(const BgddlJob *job);
+extern bool QueryJobKeepsOnTableOf(const BgddlJob *job, Oid role);
+
+#endif							/* BGDDL_QUERY_JOB_H */

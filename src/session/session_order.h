@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * session_order.h
+ *	  A session sees its own jobs as done: its later statements wait for
+ *	  them, build them in the submitting transaction, or start after them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_SESSION_ORDER_H
+#define BGDDL_SESSION_ORDER_H
+
+#include "parser/parse_node.h"
+
+#include "engine/job_xact.h"
+
+extern void SessionOrderAnalysed(ParseState *pstate, Query *query);
+extern void SessionOrderUtility(Node *parsetree);
+extern List *SessionOrderJobsBefore(Node *parsetree);
+extern void SessionOrderSubmitted(const JobOrder *order);
+extern bool SessionOrderChecks(bool on);
+
+#endif							/* BGDDL_SESSION_ORDER_H */

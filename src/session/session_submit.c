@@ -1,0 +1,642 @@
+/*-------------------------------------------------------------------------
+ *
+ * session_submit.c
+ *	  Submitting DDL as a background job: the ProcessUtility hook.
+ *
+ * While background_ddl is on, a statement that a job kind accepts
+ * (kind.h) does here everything the blocking statement would do except
+ * computing the content:
+ *
+ *	1. The kind validates it as the blocking statement would, in the same
+ *	   order (parse analysis has already run: syntax errors, missing tables
+ *	   and columns).
+ *	2. The kind reserves the target: a placeholder that holds the name and
+ *	   the query, bound to OIDs, that nobody can use yet.
+ *	3. The job row is persisted, in the same transaction: a rolled-back
+ *	   submit leaves neither job nor placeholder.  It records the statement
+ *	   alone (not the rest of the query string it came in), and the
+ *	   session's identity and settings (job_identity.c).
+ *	4. After commit, the scheduler of this database is woken
+ *	   (job_xact.c).
+ *
+ * In a database without the extension, nothing here does anything but say
+ * so when a job would be submitted (catalog_access.c).  With the extension,
+ * and whatever background_ddl says, REFRESH and DROP of a job's target, and
+ * changes to a placeholder that the job will replace, are guarded
+ * (session_guards.c, session_control.c), capture triggers cannot be
+ * renamed (capture_trigger.c), DROP EXTENSION is refused while jobs are
+ * unfinished, and COMMIT PREPARED wakes the scheduler for jobs the prepared
+ * transaction submitted.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "commands/dbcommands.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "capture/capture_trigger.h"
+#include "catalog/catalog_access.h"
+#include "catalog/catalog_job.h"
+#include "catalog/job_identity.h"
+#include "engine/job_shmem.h"
+#include "engine/job_xact.h"
+#include "engine/kind.h"
+#include "kinds/kind_placeholder.h"
+#include "session/session_control.h"
+#include "session/session_guards.h"
+#include "session/session_order.h"
+#include "session/session_submit.h"
+#include "catalog/settings.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* What submit_ddl asks of the next job this session submits (SessionSubmitWith) */
+static char *next_idempotency_key = NULL;
+static List *next_after = NIL;
+
+static void BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
+								bool readOnlyTree, ProcessUtilityContext context,
+								ParamListInfo params, QueryEnvironment *queryEnv,
+								DestReceiver *dest, QueryCompletion *qc);
+
+void
+SessionSubmitInstall(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = BgddlProcessUtility;
+}
+
+static void
+CallNextProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					   bool readOnlyTree, ProcessUtilityContext context,
+					   ParamListInfo params, QueryEnvironment *queryEnv,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/* KindSubmit.run_utility: a statement derived from the submitted one */
+static void
+RunDerivedUtility(KindSubmit *submit, PlannedStmt *pstmt)
+{
+	CallNextProcessUtility(pstmt, submit->query_string, false, submit->context,
+						   submit->params, submit->query_env, None_Receiver, submit->qc);
+}
+
+/*
+ * The statement alone, out of the query string it came in (which may hold
+ * other statements, with secrets): its location and length, trimmed.
+ */
+char *
+SessionStatementText(const char *query_string, int location, int length)
+{
+	const char *start = query_string;
+	int			size;
+
+	if (location > 0 && location <= (int) strlen(query_string))
+		start += location;
+	size = length > 0 ? Min(length, (int) strlen(start)) : (int) strlen(start);
+	while (size > 0 && isspace((unsigned char) *start))
+	{
+		start++;
+		size--;
+	}
+	while (size > 0 && (isspace((unsigned char) start[size - 1]) || start[size - 1] == ';'))
+		size--;
+	return pnstrdup(start, size);
+}
+
+/*
+ * submit_ddl: the next job this session submits gets this idempotency key
+ * and starts after these jobs (int64 *) too; SessionSubmitWith(NULL, NIL)
+ * forgets them.  Kept in TopMemoryContext until then.
+ */
+void
+SessionSubmitWith(const char *idempotency_key, List *after)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(TopMemoryContext);
+	ListCell   *lc;
+
+	if (next_idempotency_key != NULL)
+		pfree(next_idempotency_key);
+	list_free_deep(next_after);
+	next_idempotency_key = idempotency_key != NULL ? pstrdup(idempotency_key) : NULL;
+	next_after = NIL;
+	foreach(lc, after)
+		next_after = lappend(next_after, memcpy(palloc(sizeof(int64)), lfirst(lc), sizeof(int64)));
+	MemoryContextSwitchTo(old_context);
+}
+
+/*
+ * The jobs of a list that no other job of it starts after: starting after
+ * those is starting after all (a job of a chain that also reads the table
+ * of an earlier one stays in the chain)
+ */
+static List *
+WithoutImpliedJobs(List *jobs)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+
+	foreach(lc, jobs)
+	{
+		int64		id = *(int64 *) lfirst(lc);
+		ListCell   *other;
+		bool		implied = false;
+
+		foreach(other, jobs)
+			implied |= other != lc && CatalogJobStartsAfter(*(int64 *) lfirst(other), id);
+		if (!implied)
+			kept = lappend(kept, lfirst(lc));
+	}
+	return kept;
+}
+
+/*
+ * The jobs a new job starts after: background_ddl.after's, submit_ddl's,
+ * those whose placeholders its statement reads (the kind's, in
+ * submit->after), and the session's own that it would change or whose
+ * targets it uses (session_order.c), each once; every one must exist and not have failed or
+ * been cancelled.  A job can only start after jobs that exist before it:
+ * no cycle can form.
+ */
+static List *
+JobsToStartAfter(const KindSubmit *submit)
+{
+	char	   *bad;
+	List	   *all = list_concat(list_concat(list_concat(SettingsJobList(background_ddl_after, &bad),
+														  list_copy(next_after)),
+											  list_copy(submit->after)),
+								  SessionOrderJobsBefore(submit->pstmt->utilityStmt));
+	List	   *after = NIL;
+	ListCell   *lc;
+
+	foreach(lc, all)
+	{
+		int64		id = *(int64 *) lfirst(lc);
+		BgddlJob	job;
+		ListCell   *seen;
+		bool		duplicate = false;
+
+		foreach(seen, after)
+			duplicate |= *(int64 *) lfirst(seen) == id;
+		if (duplicate)
+			continue;
+		if (!CatalogJobLoad(id, &job, true))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("background DDL job %lld does not exist", (long long) id),
+					 errdetail("A job can only start after jobs of this database."),
+					 errhint("Check background_ddl.after.")));
+		if (job.state == JOB_STATE_FAILED || job.state == JOB_STATE_CANCELLED)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("background DDL job %lld %s", (long long) id,
+							job.state == JOB_STATE_FAILED ? "failed" : "was cancelled"),
+					 errdetail("A job that starts after it would never start."),
+					 errhint("Check background_ddl.after.")));
+		after = lappend(after, lfirst(lc));
+	}
+	return WithoutImpliedJobs(after);
+}
+
+/* Run a statement that a kind accepts as a background job */
+static void
+Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
+	   ProcessUtilityContext context, ParamListInfo params,
+	   QueryEnvironment *queryEnv, QueryCompletion *qc)
+{
+	const BgddlCatalog *catalog = CatalogLookup();
+	KindSubmit	submit;
+	BgddlJobSubmission submission;
+	JobOrder	order;
+	int64		job_id;
+	StringInfoData ids;
+	StringInfoData detail;
+	ListCell   *lc;
+
+	if (catalog == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"%s\" is not installed in this database",
+						BGDDL_EXTENSION_NAME),
+				 errdetail("background_ddl is on, so this statement would run as a background job."),
+				 errhint("Run CREATE EXTENSION %s, or SET background_ddl = off.",
+						 BGDDL_EXTENSION_NAME)));
+	/* Keep DROP EXTENSION out until this transaction ends */
+	LockDatabaseObject(ExtensionRelationId, catalog->extension_oid, 0, AccessShareLock);
+
+	memset(&submit, 0, sizeof(submit));
+	submit.pstmt = pstmt;
+	submit.query_string = queryString;
+	submit.context = context;
+	submit.params = params;
+	submit.query_env = queryEnv;
+	submit.qc = qc;
+	submit.run_utility = RunDerivedUtility;
+	routine->validate(&submit);
+	routine->reserve(&submit);
+
+	memset(&submission, 0, sizeof(submission));
+	submission.kind = routine->name;
+	JobIdentityCapture(&submission.identity);
+	submission.target_oid = submit.target_oid;
+	submission.target_name = submit.target_name;
+	submission.kind_state = submit.kind_state;
+	submission.command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
+	submission.strategy = submit.strategy;
+	submission.after = JobsToStartAfter(&submit);
+	submission.idempotency_key = next_idempotency_key;
+	job_id = CatalogJobInsert(&submission);
+	SessionSubmitWith(NULL, NIL);
+	order.job_id = job_id;
+	order.target_oid = submit.target_oid;
+	/* A placeholder that becomes the object itself can be named meanwhile */
+	order.target_effects = routine->replaces_placeholder ? REL_ANY : REL_ANY & ~REL_NAMES;
+	order.sources = submit.sources;
+	order.source_effects = submit.source_effects;
+	SessionOrderSubmitted(&order);
+
+	initStringInfo(&ids);
+	foreach(lc, submission.after)
+		appendStringInfo(&ids, "%s%lld", ids.len > 0 ? ", " : "", (long long) *(int64 *) lfirst(lc));
+	initStringInfo(&detail);
+	if (submission.after != NIL)
+		appendStringInfo(&detail, "It starts once %s %s %s succeeded.",
+						 list_length(submission.after) > 1 ? "jobs" : "job", ids.data,
+						 list_length(submission.after) > 1 ? "have" : "has");
+	if (submit.one_batch_reason != NULL)
+		appendStringInfo(&detail, "%sIt runs in one batch: %s.", detail.len > 0 ? " " : "",
+						 submit.one_batch_reason);
+	if (detail.len > 0)
+		ereport(NOTICE,
+				(errmsg("background DDL job %lld submitted for %s",
+						(long long) job_id, submit.target_name),
+				 errdetail_internal("%s", detail.data)));
+	else
+		ereport(NOTICE,
+				(errmsg("background DDL job %lld submitted for %s",
+						(long long) job_id, submit.target_name)));
+}
+
+/*
+ * DROP EXTENSION background_ddl: refused while jobs are unfinished (their
+ * objects would be left half-built, or their workers would fail), before it
+ * does anything else: a refusal takes no lock but the extension's own.
+ * What the kinds of ended jobs have not cleaned up yet (capture triggers on
+ * users' tables) is cleaned up here, their tables' locks asked for as a job
+ * asks for them (within background_ddl.lock_timeout, never queueing
+ * longer): if one does not come, or a worker is cleaning up that job now,
+ * the DROP fails, saying so, and can be run again.
+ */
+/* The context of an error while DROP EXTENSION cleans up after a job */
+static void
+CleanupErrorContext(void *arg)
+{
+	errcontext("while dropping the capture triggers of background DDL job %lld",
+			   (long long) *(int64 *) arg);
+}
+
+static void
+GuardDropExtension(DropStmt *stmt)
+{
+	const BgddlCatalog *catalog;
+	ListCell   *lc;
+	bool		ours = false;
+	List	   *job_ids;
+	StringInfoData unfinished;
+
+	foreach(lc, stmt->objects)
+	{
+		if (strcmp(strVal(lfirst(lc)), BGDDL_EXTENSION_NAME) == 0)
+			ours = true;
+	}
+	if (!ours || (catalog = CatalogLookup()) == NULL)
+		return;
+
+	/* Submits and control functions hold it shared: none is half done */
+	LockDatabaseObject(ExtensionRelationId, catalog->extension_oid, 0, AccessExclusiveLock);
+	initStringInfo(&unfinished);
+	job_ids = CatalogJobsUnfinished();
+	foreach(lc, job_ids)
+	{
+		int64		job_id = *(int64 *) lfirst(lc);
+		BgddlJob	job;
+
+		if (CatalogJobLoad(job_id, &job, true) && !JobStateIsFinal(job.state))
+			appendStringInfo(&unfinished, "%s%lld (%s)",
+							 unfinished.len > 0 ? ", " : "", (long long) job_id, CatalogStateName(job.state));
+	}
+	if (unfinished.len > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot drop extension %s because background DDL jobs are unfinished",
+						BGDDL_EXTENSION_NAME),
+				 errdetail("Unfinished jobs: %s.", unfinished.data),
+				 errhint("Cancel them with cancel_ddl(id) and wait for them with wait_ddl(id), or let them finish.")));
+	foreach(lc, job_ids)
+	{
+		int64		job_id = *(int64 *) lfirst(lc);
+		LOCKTAG		job_lock;
+		BgddlJob	job;
+
+		/* An ended job that a worker is cleaning up now: it has the job lock */
+		JobLockTagSet(&job_lock, MyDatabaseId, job_id);
+		if (LockAcquire(&job_lock, JOB_LOCK_CONTROL, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("cannot drop extension %s while a worker cleans up after background DDL job %lld",
+							BGDDL_EXTENSION_NAME, (long long) job_id),
+					 errdetail("The worker drops the job's capture triggers from the tables it read."),
+					 errhint("Run DROP EXTENSION again in a moment.")));
+		if (CatalogJobLoad(job_id, &job, true) && job.cleanup_pending)
+		{
+			const KindRoutine *routine = KindRoutineForJob(&job);
+			ErrorContextCallback context = {error_context_stack, CleanupErrorContext, &job_id};
+
+			error_context_stack = &context;
+			if (routine->cleanup != NULL)
+				routine->cleanup(&job);
+			CatalogJobSetCleanupPending(job_id, false);
+			error_context_stack = context.previous;
+		}
+	}
+}
+
+/*
+ * DROP SCHEMA of the extension's schema would drop the extension as a side
+ * effect, which GuardObjectAccess refuses; it is refused here first, before
+ * it locks anything (it would queue behind the workers' locks on the
+ * catalog, and they behind it).
+ */
+static void
+GuardDropSchema(DropStmt *stmt)
+{
+	const BgddlCatalog *catalog = CatalogLookup();
+	ListCell   *lc;
+
+	if (catalog == NULL)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		if (get_namespace_oid(strVal(lfirst(lc)), true) == catalog->schema_oid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot drop schema %s, which extension %s keeps its catalog in",
+							strVal(lfirst(lc)), BGDDL_EXTENSION_NAME),
+					 errhint("Drop the extension with DROP EXTENSION (once its jobs have ended).")));
+	}
+}
+
+/*
+ * The utility statement whose execution the current one runs in (NULL at
+ * the top): see StatementIsUsers.
+ */
+static Node *enclosing_utility = NULL;
+
+/*
+ * Did the user write this statement, at the top level or in a function or DO
+ * block?  PostgreSQL runs statements of its own through ProcessUtility too:
+ * the index of a PRIMARY KEY or UNIQUE constraint in CREATE TABLE, the
+ * elements of CREATE SCHEMA, LIKE ... INCLUDING INDEXES, ALTER TABLE's
+ * follow-up statements (all PROCESS_UTILITY_SUBCOMMAND), and whatever an
+ * event trigger runs while another DDL statement executes.  Taken as a job,
+ * such a statement would be lost (a constraint without its index), so only
+ * a complete statement that runs at the top level, or from a function or
+ * procedure called by a query, DO or CALL, may become one.
+ */
+static bool
+StatementIsUsers(ProcessUtilityContext context, Node *outer_utility)
+{
+	if (context == PROCESS_UTILITY_TOPLEVEL)
+		return true;
+	if (context == PROCESS_UTILITY_SUBCOMMAND)
+		return false;
+	return outer_utility == NULL || IsA(outer_utility, DoStmt) ||
+		IsA(outer_utility, CallStmt);
+}
+
+/* The utility statement whose execution the current statement runs in, or NULL */
+Node *
+SessionEnclosingUtility(void)
+{
+	return enclosing_utility;
+}
+
+/*
+ * Would this statement, if it ran now, become a job?  (In its parse
+ * analysis, before ProcessUtility decides: session_order.c.)
+ */
+bool
+SessionStatementWouldSubmit(Node *parsetree)
+{
+	const char *in_session_reason;
+
+	return background_ddl_enabled && !RecoveryInProgress() &&
+		StatementIsUsers(PROCESS_UTILITY_QUERY, enclosing_utility) &&
+		KindForStatement(parsetree, &in_session_reason) != NULL;
+}
+
+/*
+ * DROP DATABASE refuses a database that other sessions use: our scheduler
+ * and workers leave it first, as autovacuum workers do (JobDatabaseLeave).
+ */
+static void
+DropDatabaseLeftByJobs(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+			 ProcessUtilityContext context, ParamListInfo params,
+			 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Oid			database_oid = get_database_oid(((DropdbStmt *) pstmt->utilityStmt)->dbname, true);
+
+	if (!OidIsValid(database_oid) || database_oid == MyDatabaseId)
+	{
+		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							   queryEnv, dest, qc);
+		return;
+	}
+	JobDatabaseLeave(database_oid);
+	PG_TRY();
+	{
+		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							   queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		JobDatabaseLeft(database_oid, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	JobDatabaseLeft(database_oid, true);
+}
+
+/* Does an ALTER TABLE only drop (columns, constraints)? */
+static bool
+AlterTableOnlyDrops(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableType subtype = lfirst_node(AlterTableCmd, lc)->subtype;
+
+		if (subtype != AT_DropColumn && subtype != AT_DropConstraint)
+			return false;
+	}
+	return stmt->cmds != NIL;
+}
+
+/*
+ * A utility statement: submitted as a job if it is one (may_submit: it is
+ * the user's own, and background_ddl is on); otherwise, if it is the
+ * user's own (users_own), after the jobs of this session that it touches
+ * (session_order.c), and then the guards on jobs' objects.
+ */
+static void
+ProcessStatement(PlannedStmt *pstmt, const char *queryString,
+				 bool readOnlyTree, ProcessUtilityContext context,
+				 ParamListInfo params, QueryEnvironment *queryEnv,
+				 DestReceiver *dest, QueryCompletion *qc, bool users_own, bool may_submit)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	bool		drops = false;
+	bool		privileges = false;
+	CommandTag	retyped_tag = CMDTAG_UNKNOWN;
+
+	if (may_submit)
+	{
+		const char *in_session_reason;
+		const KindRoutine *routine = KindForStatement(parsetree, &in_session_reason);
+
+		if (routine != NULL)
+		{
+			Submit(routine, pstmt, queryString, context, params, queryEnv, qc);
+			return;
+		}
+		if (in_session_reason != NULL)
+			ereport(NOTICE,
+					(errmsg("this statement runs in this session, not as a background job"),
+					 errdetail("%s", in_session_reason)));
+	}
+	if (users_own)
+		SessionOrderUtility(parsetree);
+
+	switch (nodeTag(parsetree))
+	{
+		case T_RefreshMatViewStmt:
+			KindCheckPlaceholderRefresh((RefreshMatViewStmt *) parsetree, NULL);
+			break;
+		case T_AlterTableStmt:
+			drops = AlterTableOnlyDrops((AlterTableStmt *) parsetree);
+			privileges = true;	/* OWNER TO */
+			SessionCheckPlaceholderChange(parsetree);
+			break;
+		case T_GrantStmt:
+			privileges = true;
+			SessionCheckPlaceholderChange(parsetree);
+			break;
+		case T_AlterOwnerStmt:
+		case T_ReassignOwnedStmt:
+			privileges = true;
+			break;
+		case T_IndexStmt:
+		case T_CreateStatsStmt:
+		case T_CommentStmt:
+			SessionCheckPlaceholderChange(parsetree);
+			break;
+		case T_DropStmt:
+			drops = true;
+			if (((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
+				GuardDropExtension((DropStmt *) parsetree);
+			else if (((DropStmt *) parsetree)->removeType == OBJECT_SCHEMA)
+				GuardDropSchema((DropStmt *) parsetree);
+			else
+			{
+				DropStmt   *drop = (DropStmt *) parsetree;
+
+				retyped_tag = CreateCommandTag(parsetree);
+				if (!SessionCancelDroppedTargets(&drop))
+					retyped_tag = CMDTAG_UNKNOWN;
+				if (drop != (DropStmt *) parsetree)
+				{
+					pstmt = copyObject(pstmt);
+					pstmt->utilityStmt = (Node *) drop;
+					readOnlyTree = false;
+				}
+			}
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_TRIGGER)
+				CaptureCheckRename((RenameStmt *) parsetree);
+			else
+				SessionCheckPlaceholderChange(parsetree);
+			break;
+		case T_DropOwnedStmt:
+			SessionDropOwned((DropOwnedStmt *) parsetree);
+			break;
+		case T_DropdbStmt:
+			DropDatabaseLeftByJobs(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+						 dest, qc);
+			return;
+		case T_TransactionStmt:
+			if (((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED &&
+				IsTransactionState() && CatalogLookup() != NULL)
+				JobXactWakeScheduler();
+			break;
+		default:
+			break;
+	}
+
+	if (drops)
+	{
+		SessionDropStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+							 dest, qc, CallNextProcessUtility);
+		/* A DROP of placeholders ran as DROP MATERIALIZED VIEW: its own tag still */
+		if (retyped_tag != CMDTAG_UNKNOWN && qc != NULL)
+			SetQueryCompletion(qc, retyped_tag, 0);
+	}
+	else
+		CallNextProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							   queryEnv, dest, qc);
+	if (privileges)
+		SessionKeepJobObjectPrivileges();
+}
+
+static void
+BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *outer_utility = enclosing_utility;
+	volatile bool users_own = StatementIsUsers(context, outer_utility);
+	/* On a standby, PostgreSQL refuses the statement as it always does */
+	volatile bool may_submit = background_ddl_enabled && !RecoveryInProgress() && users_own;
+
+	enclosing_utility = pstmt->utilityStmt;
+	PG_TRY();
+	{
+		ProcessStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+						 dest, qc, users_own, may_submit);
+	}
+	PG_FINALLY();
+	{
+		enclosing_utility = outer_utility;
+	}
+	PG_END_TRY();
+}

@@ -1,0 +1,255 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_monitor.c
+ *	  SQL functions behind what pg_stat_background_ddl shows: live_jobs
+ *	  (the workers' live progress, from shared memory) and ddl_messages
+ *	  (the messages a job's statements raised).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/sinvaladt.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/wait_event.h"
+
+#include "catalog/catalog_access.h"
+#include "catalog/catalog_job.h"
+#include "engine/job_shmem.h"
+#include "pg/pg_lock.h"
+#include "catalog/settings.h"
+
+PG_FUNCTION_INFO_V1(live_jobs);
+PG_FUNCTION_INFO_V1(ddl_messages);
+
+/* A job of this database that has workers now, as shared memory shows it */
+typedef struct LiveJob
+{
+	int64		job_id;
+	pid_t		pid;			/* one of its workers' */
+	int			workers;
+	int64		rows_done;
+	int64		chunks_done;
+	double		progress;
+	int			phase;
+	Oid			lock_relid;
+	int			lock_mode;
+	char		waiting_for[JOB_WAITING_FOR_LEN];
+	char		waiting_standby[NAMEDATALEN];
+} LiveJob;
+
+/*
+ * The pids of the sessions whose locks on a relation stop a job's worker
+ * (pid) from taking one in mode, as a list for the view; NULL if none.
+ */
+static char *
+LockHolders(Oid relid, LOCKMODE mode, pid_t pid)
+{
+	LOCKTAG		tag;
+	int			count;
+	VirtualTransactionId *holders;
+	StringInfoData list;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	holders = GetLockConflicts(&tag, mode, &count);
+	initStringInfo(&list);
+	for (int i = 0; i < count; i++)
+	{
+		PGPROC	   *proc = BackendIdGetProc(holders[i].backendId);
+
+		if (proc != NULL && proc->pid != 0 && proc->pid != pid)
+			appendStringInfo(&list, "%s%d", list.len > 0 ? ", " : "", (int) proc->pid);
+	}
+	return list.len > 0 ? list.data : NULL;
+}
+
+/*
+ * Does a process that blocks this one (a lock it queues for: the
+ * transaction of a job's step that commits) wait for the synchronous
+ * standby?
+ */
+static bool
+BlockedBySyncRep(pid_t pid)
+{
+	ListCell   *lc;
+
+	foreach(lc, PgBlockingPids(pid))
+	{
+		PGPROC	   *blocker = BackendPidGetProc(lfirst_int(lc));
+
+		if (blocker != NULL && *(volatile uint32 *) &blocker->wait_event_info == WAIT_EVENT_SYNC_REP)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * What a job's worker waits for, as the reader may see it: a standby is
+ * named only to those who may read pg_stat_replication's replay positions
+ * (pg_read_all_stats), as PostgreSQL shows them
+ */
+static char *
+WaitingFor(const LiveJob *job)
+{
+	if (job->waiting_standby[0] == '\0')
+		return pstrdup(job->waiting_for);
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		return psprintf("standby \"%s\": %s", job->waiting_standby, job->waiting_for);
+	return psprintf("a standby: %s", job->waiting_for);
+}
+
+/*
+ * The jobs of this database that have workers now: one worker's pid, the
+ * number of workers, their live progress (rows of batches not yet committed
+ * included) and phase, the lock its first worker asks for, with the pids
+ * of the sessions that hold it, what else that worker waits for, and its
+ * wait event (every role reads these here; pg_stat_activity shows another
+ * role's only to privileged roles).
+ */
+Datum
+live_jobs(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	LiveJob    *jobs = palloc0(sizeof(LiveJob) * background_ddl_max_workers);
+	int			njobs = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(JobShared->lock, LW_SHARED);
+	for (int i = 0; i < background_ddl_max_workers; i++)
+	{
+		JobSlot    *slot = &JobShared->jobs[i];
+		LiveJob    *job = &jobs[njobs];
+
+		if (slot->database_oid != MyDatabaseId || slot->workers == 0)
+			continue;
+		for (int w = 0; w < background_ddl_max_workers; w++)
+		{
+			JobWorkerSlot *worker = &JobShared->workers[w];
+
+			if (worker->in_use && worker->pid != 0 && worker->database_oid == MyDatabaseId &&
+				worker->job_id == slot->job_id)
+			{
+				if (job->pid == 0)
+					job->pid = worker->pid;
+				job->workers++;
+			}
+		}
+		if (job->workers == 0)
+			continue;
+		job->job_id = slot->job_id;
+		job->rows_done = (int64) pg_atomic_read_u64(&slot->rows_done);
+		job->chunks_done = slot->chunks_done;
+		job->progress = slot->progress;
+		if (slot->one_batch && slot->rows_total > 0)
+			job->progress = Max(job->progress,
+								Min(99.0, 100.0 * job->rows_done / slot->rows_total));
+		job->phase = slot->phase;
+		job->lock_relid = slot->lock_relid;
+		job->lock_mode = slot->lock_mode;
+		strlcpy(job->waiting_for, slot->waiting_for, JOB_WAITING_FOR_LEN);
+		strlcpy(job->waiting_standby, slot->waiting_standby, NAMEDATALEN);
+		njobs++;
+	}
+	LWLockRelease(JobShared->lock);
+
+	for (int i = 0; i < njobs; i++)
+	{
+		LiveJob    *job = &jobs[i];
+		Datum		values[12];
+		bool		nulls[12] = {0};
+		const char *phase = CatalogPhaseName((JobPhase) job->phase);
+		char	   *holders;
+		PGPROC	   *proc = BackendPidGetProc(job->pid);
+		const char *wait_event = proc != NULL ?
+			pgstat_get_wait_event(*(volatile uint32 *) &proc->wait_event_info) : NULL;
+
+		/* One that waits for a transaction that waits for the synchronous standby waits for it too */
+		if (proc != NULL && BlockedBySyncRep(job->pid))
+			wait_event = pgstat_get_wait_event(WAIT_EVENT_SYNC_REP);
+
+		values[0] = Int64GetDatum(job->job_id);
+		values[1] = Int32GetDatum(job->pid);
+		values[2] = Int32GetDatum(job->workers);
+		values[3] = Int64GetDatum(job->rows_done);
+		values[4] = Int64GetDatum(job->chunks_done);
+		values[5] = Float8GetDatum(job->progress);
+		values[6] = phase != NULL ? CStringGetTextDatum(phase) : (Datum) 0;
+		nulls[6] = phase == NULL;
+		nulls[7] = nulls[8] = nulls[9] = true;
+		if (OidIsValid(job->lock_relid))
+		{
+			values[7] = ObjectIdGetDatum(job->lock_relid);
+			values[8] = CStringGetTextDatum(GetLockmodeName(DEFAULT_LOCKMETHOD, job->lock_mode));
+			nulls[7] = nulls[8] = false;
+			holders = LockHolders(job->lock_relid, job->lock_mode, job->pid);
+			values[9] = holders != NULL ? CStringGetTextDatum(holders) : (Datum) 0;
+			nulls[9] = holders == NULL;
+		}
+		values[10] = job->waiting_for[0] != '\0' ?
+			CStringGetTextDatum(WaitingFor(job)) : (Datum) 0;
+		nulls[10] = job->waiting_for[0] == '\0';
+		values[11] = wait_event != NULL ? CStringGetTextDatum(wait_event) : (Datum) 0;
+		nulls[11] = wait_event == NULL;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * ddl_messages(job_id): the messages the job's statements raised
+ * (job_messages.c), for a role that may read the job's command, as in
+ * pg_stat_background_ddl: the job's role or one with its privileges, or a
+ * member of pg_read_all_stats.
+ */
+Datum
+ddl_messages(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		job_id = PG_GETARG_INT64(0);
+	BgddlJob	job;
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		args[] = {Int64GetDatum(job_id)};
+
+	CatalogRequire();
+	if (!CatalogJobLoad(job_id, &job, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("background DDL job %lld does not exist", (long long) job_id),
+				 errhint("pg_stat_background_ddl lists the jobs of this database.")));
+	if (!has_privs_of_role(GetUserId(), job.identity.owner_oid) &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read the messages of background DDL job %lld",
+						(long long) job_id),
+				 errdetail("Only the role that submitted the job, roles with its privileges and members of pg_read_all_stats may read them.")));
+	InitMaterializedSRF(fcinfo, 0);
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT seq, raised_at, severity, message, detail, hint, context "
+				   "FROM background_ddl.message WHERE job_id = $1 ORDER BY seq",
+				   1, argtypes, args, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		Datum		values[7];
+		bool		nulls[7];
+
+		for (int column = 0; column < 7; column++)
+		{
+			nulls[column] = CatalogColumnIsNull(row, column + 1);
+			values[column] = CatalogColumn(row, column + 1, (Datum) 0);
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	CatalogAccessEnd(&access);
+	return (Datum) 0;
+}
