@@ -61,6 +61,7 @@ OBJS = \
 	src/kinds/kind_citus_index.o \
 	src/kinds/kind_placeholder.o \
 	src/session/session_submit.o \
+	src/session/session_statement.o \
 	src/session/session_guards.o \
 	src/session/session_order.o \
 	src/session/session_control.o \

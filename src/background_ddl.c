@@ -17,15 +17,16 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "catalog/settings.h"
-#include "pg/pg_compat.h"
 #include "capture/capture_trigger.h"
 #include "catalog/catalog_access.h"
-#include "engine/kind.h"
+#include "catalog/settings.h"
 #include "engine/job_launcher.h"
-#include "session/session_guards.h"
-#include "engine/job_xact.h"
 #include "engine/job_shmem.h"
+#include "engine/job_xact.h"
+#include "kinds/kinds.h"
+#include "pg/pg_compat.h"
+#include "session/session_guards.h"
+#include "session/session_order.h"
 #include "session/session_submit.h"
 
 PG_MODULE_MAGIC;
@@ -67,6 +68,14 @@ _PG_init(void)
 	SessionSubmitInstall();
 	CaptureCallbacksInstall();
 	SessionGuardsInstall();
-	KindsLoad();
+	SessionOrderInstall();
+
+	/* The kinds of job (a variant before its kind) */
+	KindRegister(&kind_matview_routine);
+	KindRegister(&kind_ctas_routine);
+	KindRegister(&kind_refresh_routine);
+	KindRegister(&kind_citus_index_routine);
+	KindRegister(&kind_index_routine);
+
 	JobLauncherRegister();
 }

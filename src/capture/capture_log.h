@@ -13,6 +13,7 @@
 #include "storage/block.h"
 #include "storage/itemptr.h"
 
+#include "capture/block_space.h"
 #include "capture/capture_tid_map.h"
 
 /* The capture of one job (background_ddl.capture) */
@@ -51,13 +52,6 @@ typedef struct DirtyMark
 	ItemPointerData source;
 	MarkId		mark;
 } DirtyMark;
-
-/* A committed chunk: blocks [start_block, end_block) of the driving table */
-typedef struct ChunkRange
-{
-	int64		start_block;
-	int64		end_block;
-} ChunkRange;
 
 extern void CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,
 						double seconds, bytea *tid_map);

@@ -94,7 +94,6 @@
 
 #include "capture/capture_trigger.h"
 #include "catalog/catalog_access.h"
-#include "engine/job_step.h"
 #include "pg/pg_compat.h"
 #include "catalog/settings.h"
 
@@ -512,12 +511,11 @@ CaptureRole(Oid relid, int join_attnum, Oid driving_oid, const CaptureSegment *s
 /*
  * Create the capture triggers of a job on its base relations (the driving
  * table among them, or, for a partitioned one, the partitions of segments),
- * each relation locked first as a job locks what others use
- * (JobStepLockRelation), and record them with their row versions and the
- * relations' relfilenodes in the job's capture.  join_attnums gives, for each
- * relation, the column of its join key to log (0: none, see QueryJoinKeys).
- * Caller is in a step, as a superuser, and has checked CaptureRefusal for
- * each relation.
+ * and record them with their row versions and the relations' relfilenodes
+ * in the job's capture.  join_attnums gives, for each relation, the column
+ * of its join key to log (0: none, see QueryJoinKeys).  Caller is in a step,
+ * as a superuser, holds SHARE ROW EXCLUSIVE on each relation (CREATE
+ * TRIGGER's lock), and has checked CaptureRefusal for each.
  */
 void
 CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, Oid driving_oid,
@@ -546,8 +544,7 @@ CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, O
 			DEPENDENCY_AUTO : DEPENDENCY_INTERNAL;
 		Relation	rel;
 
-		JobStepLockRelation(relid, ShareRowExclusiveLock,
-							background_ddl_lock_timeout_ms);
+		Assert(CheckRelationOidLockedByMe(relid, ShareRowExclusiveLock, true));
 		rel = relation_open(relid, NoLock);
 		capture->filenodes = lappend_oid(capture->filenodes, PgRelFileNumber(rel));
 		relation_close(rel, NoLock);
@@ -637,12 +634,41 @@ CaptureDetach(int64 job_id, Oid target_oid)
 }
 
 /*
+ * The tables that a job's capture triggers are still on (the driving
+ * table's partitions among them, for a partitioned one: *driving_oid), which
+ * CaptureRemove locks when it drops them; NIL if it has no capture.
+ */
+List *
+CaptureTables(int64 job_id, Oid *driving_oid)
+{
+	Capture		capture;
+	Relation	pg_trigger;
+	ListCell   *lc;
+	List	   *tables = NIL;
+
+	*driving_oid = InvalidOid;
+	if (!CaptureRowLoad(job_id, &capture))
+		return NIL;
+	*driving_oid = capture.driving_oid;
+	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
+	foreach(lc, capture.triggers)
+	{
+		char		enabled;
+		Oid			relid;
+
+		if (TransactionIdIsValid(TriggerRowVersion(pg_trigger, lfirst_oid(lc), &enabled, &relid)))
+			tables = list_append_unique_oid(tables, relid);
+	}
+	table_close(pg_trigger, AccessShareLock);
+	return tables;
+}
+
+/*
  * Drop a job's capture triggers that still exist, and forget its capture.
- * Each drop takes ACCESS EXCLUSIVE on its table, as a job takes what others
- * use (JobStepLockRelation); a partitioned driving table's, first, as DROP
- * TRIGGER on it does (JobStepLockTree: nobody holds one partition through
- * it while waiting for another that we hold).  Caller is in a transaction,
- * as a superuser.
+ * Each drop takes ACCESS EXCLUSIVE on its table: the caller has taken it
+ * (on CaptureTables, a partitioned driving table first, as DROP TRIGGER on
+ * it does), or the drop waits for it.  Caller is in a transaction, as a
+ * superuser.
  */
 void
 CaptureRemove(int64 job_id, Oid target_oid)
@@ -654,7 +680,6 @@ CaptureRemove(int64 job_id, Oid target_oid)
 	if (!CaptureRowLoad(job_id, &capture))
 		return;
 	DetachTriggers(capture.triggers, target_oid);
-	JobStepLockTree(capture.driving_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
 	foreach(lc, capture.triggers)
 	{
@@ -663,11 +688,7 @@ CaptureRemove(int64 job_id, Oid target_oid)
 		ObjectAddress trigger;
 		Oid			relid;
 
-		if (!TransactionIdIsValid(TriggerRowVersion(pg_trigger, trigger_oid, &enabled, &relid)))
-			continue;			/* dropped with its table or the target */
-		JobStepLockRelation(relid, AccessExclusiveLock,
-							background_ddl_lock_timeout_ms);
-		/* ... or while we waited for its table */
+		/* dropped with its table or the target (maybe while we waited for its table) */
 		if (!TransactionIdIsValid(TriggerRowVersion(pg_trigger, trigger_oid, &enabled, &relid)))
 			continue;
 		ObjectAddressSet(trigger, TriggerRelationId, trigger_oid);

@@ -12,8 +12,9 @@
  * What selects several rows (the scheduler's list, the purge) is SQL, run
  * through catalog_access.c as the catalog role with bound parameters.
  *
- * A state change is announced (NOTIFY background_ddl, '<id> <state>') when
- * the transaction that made it commits (job_xact.c).
+ * Rows only: whoever changes a job's state here announces it (JobXactNotify:
+ * NOTIFY background_ddl, '<id> <state>' at commit), and whoever sets its
+ * phase publishes it to shared memory (JobRunRecordPhase).
  *
  * Callers are inside a transaction with an active snapshot, and have
  * checked that the extension is installed (CatalogRequire), except where a
@@ -36,12 +37,11 @@
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
-#include "engine/job_shmem.h"
-#include "engine/job_xact.h"
 
 /* The columns of background_ddl.job by attribute number (Anum_job_*) */
 static const char *const job_columns[Natts_job] = {
@@ -255,8 +255,6 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
-
-	JobXactNotify(job_id, CatalogStateName(JOB_STATE_QUEUED));
 	return job_id;
 }
 
@@ -543,11 +541,13 @@ CatalogJobsPurge(int retention_seconds)
  * job becomes running; it counts as a new attempt only if it is the first,
  * or if the worker before us did not let go of it cleanly (a crash, a
  * transient error), and not beyond max_attempts: *exhausted then says that
- * the job has had all its attempts.  Returns false if the job needs no
- * worker.  Caller holds the job lock.
+ * the job has had all its attempts, and *state_changed whether it was not
+ * running before.  Returns false if the job needs no worker.  Caller holds
+ * the job lock.
  */
 bool
-CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted)
+CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted,
+				bool *state_changed)
 {
 	CatalogRow	row;
 	JobState	state;
@@ -590,8 +590,7 @@ CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted
 	CatalogRowWrite(&row);
 	JobFromRow(&row, job);
 	CatalogRowClose(&row);
-	if (state != job->state)
-		JobXactNotify(job_id, CatalogStateName(job->state));
+	*state_changed = state != job->state;
 	return true;
 }
 
@@ -606,7 +605,6 @@ CatalogJobSetPhase(int64 job_id, JobPhase phase)
 		CatalogRowWrite(&row);
 	}
 	CatalogRowClose(&row);
-	JobPublishPhase(phase);
 }
 
 /*
@@ -628,7 +626,6 @@ CatalogJobSetState(int64 job_id, JobState state)
 		CatalogRowWrite(&row);
 	}
 	CatalogRowClose(&row);
-	JobXactNotify(job_id, CatalogStateName(state));
 }
 
 /*
@@ -748,7 +745,6 @@ CatalogJobFinish(int64 job_id, JobState state, const JobError *error,
 		CatalogRowWrite(&row);
 	}
 	CatalogRowClose(&row);
-	JobXactNotify(job_id, CatalogStateName(state));
 }
 
 /*
@@ -1019,24 +1015,69 @@ CatalogJobRestartBuild(BgddlJob *job)
 	CatalogRowClose(&row);
 }
 
+static const char *
+SeverityName(int elevel)
+{
+	return elevel == WARNING ? "WARNING" : elevel == NOTICE ? "NOTICE" : "INFO";
+}
+
 /*
- * Count messages the job's statements raised; returns how many it had
- * raised before (the first ones are kept).
+ * Add a step's messages (JobMessages) to the job's, and uncaught more that it
+ * only counted: the job's count grows by all of them, and those within the
+ * first JOB_MESSAGES_KEPT of the job are kept.  Caller is in the step's
+ * transaction (with no active snapshot if its utility committed inside).
  */
-int64
-CatalogJobAddMessages(int64 job_id, int64 count)
+void
+CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught)
 {
 	CatalogRow	row;
-	int64		before = 0;
+	CatalogAccess access;
+	int64		first = 0;
+	ListCell   *lc;
+	bool		pushed_snapshot = !ActiveSnapshotSet();
 
+	if (messages == NIL && uncaught == 0)
+		return;
+	if (pushed_snapshot)
+		PushActiveSnapshot(GetTransactionSnapshot());
 	if (JobRowLock(&row, job_id))
 	{
-		before = DatumGetInt64(JobValue(&row, Anum_job_messages));
-		CatalogRowSet(&row, Anum_job_messages, Int64GetDatum(before + count), false);
+		first = DatumGetInt64(JobValue(&row, Anum_job_messages));
+		CatalogRowSet(&row, Anum_job_messages,
+					  Int64GetDatum(first + list_length(messages) + uncaught), false);
 		CatalogRowWrite(&row);
 	}
 	CatalogRowClose(&row);
-	return before;
+	CatalogAccessBegin(&access);
+	foreach(lc, messages)
+	{
+		JobMessage *message = lfirst(lc);
+		int64		seq = first + foreach_current_index(lc) + 1;
+		Oid			types[] = {INT8OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID};
+		const char *texts[] = {SeverityName(message->elevel), message->message,
+		message->detail, message->hint, message->context};
+		Datum		values[8];
+		char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+		if (seq > JOB_MESSAGES_KEPT)
+			break;
+		values[0] = Int64GetDatum(job_id);
+		values[1] = Int64GetDatum(seq);
+		values[2] = TimestampTzGetDatum(message->raised_at);
+		for (int i = 0; i < lengthof(texts); i++)
+		{
+			values[3 + i] = texts[i] ? CStringGetTextDatum(texts[i]) : (Datum) 0;
+			nulls[3 + i] = texts[i] ? ' ' : 'n';
+		}
+		CatalogExecute("INSERT INTO background_ddl.message "
+					   "(job_id, seq, raised_at, severity, message, detail, hint, context) "
+					   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+					   lengthof(values), types, values, nulls, SPI_OK_INSERT);
+	}
+	CatalogAccessEnd(&access);
+	if (pushed_snapshot)
+		PopActiveSnapshot();
 }
 
 /*

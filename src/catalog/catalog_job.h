@@ -153,7 +153,8 @@ extern List *CatalogJobsUnfinished(void);
 extern void CatalogJobsPurge(int retention_seconds);
 
 /* The life of a job */
-extern bool CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted);
+extern bool CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted,
+							bool *state_changed);
 extern void CatalogJobSetPhase(int64 job_id, JobPhase phase);
 extern void CatalogJobSetState(int64 job_id, JobState state);
 extern void CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight);
@@ -175,7 +176,7 @@ extern void CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows, doubl
 extern void CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows);
 extern void CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work);
 extern void CatalogJobRestartBuild(BgddlJob *job);
-extern int64 CatalogJobAddMessages(int64 job_id, int64 count);
+extern void CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught);
 
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * catalog_types.h
- *	  The states and phases of a background DDL job, and their names.
+ *	  The states and phases of a background DDL job, and their names; the
+ *	  messages a job keeps.
  *
  * The names are what the job catalog stores and pg_stat_background_ddl
  * shows; catalog_types.c holds the one table of them.
@@ -10,6 +11,8 @@
  */
 #ifndef BGDDL_JOB_TYPES_H
 #define BGDDL_JOB_TYPES_H
+
+#include "datatype/timestamp.h"
 
 /*
  * queued -> running -> succeeded | failed, with paused (pause_ddl) and
@@ -47,6 +50,20 @@ typedef enum JobPhase
 } JobPhase;
 
 #define JOB_PHASE_COUNT (JOB_PHASE_CLEANING_UP + 1)
+
+/* A message (INFO, NOTICE, WARNING) that a job's statements raised */
+typedef struct JobMessage
+{
+	TimestampTz raised_at;
+	int			elevel;
+	char	   *message;
+	char	   *detail;
+	char	   *hint;
+	char	   *context;
+} JobMessage;
+
+/* How many messages a job keeps (it counts all) */
+#define JOB_MESSAGES_KEPT	100
 
 extern const char *CatalogStateName(JobState state);
 extern JobState CatalogStateFromName(const char *name);

@@ -11,7 +11,7 @@
  * which keeps them in the worker's memory and takes them out of the server
  * log unless log_min_messages wanted them there.  They are written to
  * background_ddl.message by the step that raised them, just before it
- * commits; a step that aborts is done again and raises them again.  A job
+ * commits (the worker has its steps do it: CatalogJobAppendMessages); a step that aborts is done again and raises them again.  A job
  * keeps its first JOB_MESSAGES_KEPT messages and counts all of them (the
  * messages column of pg_stat_background_ddl); ddl_messages(id) reads them,
  * for whoever may read the job's command.
@@ -29,20 +29,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog/catalog_access.h"
-#include "catalog/catalog_job.h"
 #include "engine/job_messages.h"
-
-/* A message caught while the job's query ran */
-typedef struct JobMessage
-{
-	TimestampTz raised_at;
-	int			elevel;
-	char	   *message;
-	char	   *detail;
-	char	   *hint;
-	char	   *context;
-} JobMessage;
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
 static bool capturing = false;
@@ -145,7 +132,18 @@ JobMessagesCatch(bool catch)
 		log_min_messages = server_log_level;
 }
 
-/* Forget the messages of a step that aborted */
+/*
+ * The messages of the current step (JobMessages in a context that lives
+ * until JobMessagesDiscard), and how many more it raised than it kept
+ */
+List *
+JobMessagesPending(int64 *uncaught)
+{
+	*uncaught = pending_uncaught;
+	return pending;
+}
+
+/* Forget the messages of the step: written, or the step aborted */
 void
 JobMessagesDiscard(void)
 {
@@ -154,65 +152,4 @@ JobMessagesDiscard(void)
 	pending_uncaught = 0;
 	if (messages_context != NULL)
 		MemoryContextReset(messages_context);
-}
-
-static const char *
-SeverityName(int elevel)
-{
-	return elevel == WARNING ? "WARNING" : elevel == NOTICE ? "NOTICE" : "INFO";
-}
-
-/*
- * Write the step's messages into the job's, before the step commits: the
- * job's count grows by all of them, and those within the first
- * JOB_MESSAGES_KEPT of the job are kept.  Caller is in the step's
- * transaction.
- */
-void
-JobMessagesFlush(int64 job_id)
-{
-	CatalogAccess access;
-	int64		first;
-	ListCell   *lc;
-	bool		pushed_snapshot = !ActiveSnapshotSet();
-
-	if (pending == NIL && pending_uncaught == 0)
-		return;
-	/* A step whose utility committed inside (an index build) has none */
-	if (pushed_snapshot)
-		PushActiveSnapshot(GetTransactionSnapshot());
-	first = CatalogJobAddMessages(job_id, list_length(pending) + pending_uncaught);
-	CatalogAccessBegin(&access);
-	foreach(lc, pending)
-	{
-		JobMessage *message = lfirst(lc);
-		int64		seq = first + foreach_current_index(lc) + 1;
-		Oid			types[] = {INT8OID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID};
-		const char *texts[] = {SeverityName(message->elevel), message->message,
-		message->detail, message->hint, message->context};
-		Datum		values[8];
-		char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-		if (seq > JOB_MESSAGES_KEPT)
-			break;
-		values[0] = Int64GetDatum(job_id);
-		values[1] = Int64GetDatum(seq);
-		values[2] = TimestampTzGetDatum(message->raised_at);
-		for (int i = 0; i < lengthof(texts); i++)
-		{
-			values[3 + i] = texts[i] ? CStringGetTextDatum(texts[i]) : (Datum) 0;
-			nulls[3 + i] = texts[i] ? ' ' : 'n';
-		}
-		CatalogExecute("INSERT INTO background_ddl.message "
-					   "(job_id, seq, raised_at, severity, message, detail, hint, context) "
-					   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-					   lengthof(values), types, values, nulls, SPI_OK_INSERT);
-	}
-	CatalogAccessEnd(&access);
-	if (pushed_snapshot)
-		PopActiveSnapshot();
-	pending = NIL;
-	pending_uncaught = 0;
-	MemoryContextReset(messages_context);
 }

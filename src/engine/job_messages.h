@@ -8,13 +8,14 @@
 #ifndef BGDDL_JOB_MESSAGES_H
 #define BGDDL_JOB_MESSAGES_H
 
-/* How many messages a job keeps (it counts all) */
-#define JOB_MESSAGES_KEPT	100
+#include "nodes/pg_list.h"
+
+#include "catalog/catalog_types.h"
 
 extern void JobMessagesInstall(void);
 extern void JobMessagesCatch(bool catch);
+extern List *JobMessagesPending(int64 *uncaught);
 extern void JobMessagesDiscard(void);
-extern void JobMessagesFlush(int64 job_id);
 extern void JobMessagesNote(int elevel, const char *text, const char *detail);
 
 #endif							/* BGDDL_JOB_MESSAGES_H */

@@ -20,6 +20,7 @@
 #include "engine/job_messages.h"
 #include "engine/job_run.h"
 #include "engine/job_shmem.h"
+#include "engine/job_xact.h"
 #include "engine/job_step.h"
 #include "catalog/settings.h"
 
@@ -68,7 +69,7 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 		PG_TRY();
 		{
 			JobStepBegin(activity, STEP_READ_COMMITTED);
-			CatalogJobSetPhase(run->job.id, phase);
+			JobRunRecordPhase(run, phase);
 			(void) set_config_option("lock_timeout",
 									 psprintf("%d", background_ddl_lock_timeout_ms),
 									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
@@ -97,7 +98,7 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 			return;
 
 		JobStepBegin("background_ddl: waiting for a lock", STEP_READ_COMMITTED);
-		CatalogJobSetPhase(run->job.id, JOB_PHASE_WAITING_FOR_LOCK);
+		JobRunRecordPhase(run, JOB_PHASE_WAITING_FOR_LOCK);
 		JobStepEnd();
 		if (GetCurrentTimestamp() >= give_back_at)
 			JobStepGiveBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -114,8 +115,16 @@ void
 JobRunSetPhase(JobRun *run, JobPhase phase)
 {
 	JobStepBegin("background_ddl: starting a phase", STEP_READ_COMMITTED);
-	CatalogJobSetPhase(run->job.id, phase);
+	JobRunRecordPhase(run, phase);
 	JobStepEnd();
+}
+
+/* Set the job's phase in the current step, and show it at once (shared memory) */
+void
+JobRunRecordPhase(const JobRun *run, JobPhase phase)
+{
+	CatalogJobSetPhase(run->job.id, phase);
+	JobPublishPhase(phase);
 }
 
 /* Does the job's target still exist?  Caller is in a transaction. */
@@ -135,6 +144,7 @@ JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,
 	CatalogJobFinish(run->job.id, JOB_STATE_SUCCEEDED, NULL, record_cutover_snapshot, rows,
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(object_oid)),
 												get_rel_name(object_oid)));
+	JobXactNotify(run->job.id, JOB_STATE_SUCCEEDED);
 }
 
 /* The job's target batch time: its own (alter_ddl), or the server's */

@@ -13,7 +13,8 @@
  *					or pause_ddl waits for the job's workers to let go
  *	JobQueryBegin	(inside a step) become the job's role for its own
  *					statements: see job_identity.c
- *	JobStepEnd		commit, reset the step's memory context
+ *	JobStepEnd		commit (after the worker's commit hook), reset the
+ *					step's memory context
  *	JobStepAbort	after an error: abort, reset, disarm the timeout
  *
  * The step's memory context is reset after every step, so a worker's memory
@@ -58,6 +59,7 @@ volatile sig_atomic_t JobCancelSignalled = false;
 JobGiveBack JobGivingBack = {false, 0, NULL};
 
 static int64 step_job_id = 0;
+static JobStepCommitHook before_commit = NULL;
 static MemoryContext job_context = NULL;
 static MemoryContext step_context = NULL;
 static bool step_in_progress = false;
@@ -68,11 +70,16 @@ static bool job_stopping = false;	/* only the steps that record the stop remain 
 static bool step_recording = false; /* JobStepBeginRecording's step: interrupts held */
 static bool lock_wait_failed = false;	/* JobStepLockRelation gave up in this step */
 
-/* Create the job's and the steps' memory contexts; once per worker */
+/*
+ * Create the job's and the steps' memory contexts; once per worker.
+ * commit_hook runs in every step's transaction just before it commits (the
+ * worker writes the step's messages there).
+ */
 void
-JobStepsInit(int64 job_id)
+JobStepsInit(int64 job_id, JobStepCommitHook commit_hook)
 {
 	step_job_id = job_id;
+	before_commit = commit_hook;
 	job_context = AllocSetContextCreate(TopMemoryContext, "background_ddl job",
 										ALLOCSET_DEFAULT_SIZES);
 	step_context = AllocSetContextCreate(job_context, "background_ddl step",
@@ -245,7 +252,8 @@ void
 JobStepEnd(void)
 {
 	Assert(step_in_progress && !query_in_progress);
-	JobMessagesFlush(step_job_id);
+	if (before_commit != NULL)
+		before_commit(step_job_id);
 	/* A utility that commits inside (CREATE INDEX CONCURRENTLY) pops its own */
 	if (ActiveSnapshotSet())
 		PopActiveSnapshot();

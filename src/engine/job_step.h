@@ -25,7 +25,10 @@ typedef enum JobStepIsolation
 								 * takes with JobStepTakeSnapshot */
 } JobStepIsolation;
 
-extern void JobStepsInit(int64 job_id);
+/* What the worker does in each step's transaction, just before it commits */
+typedef void (*JobStepCommitHook) (int64 job_id);
+
+extern void JobStepsInit(int64 job_id, JobStepCommitHook commit_hook);
 extern MemoryContext JobContext(void);
 extern void JobStepsStopping(void);
 extern void JobStepBegin(const char *activity, JobStepIsolation isolation);

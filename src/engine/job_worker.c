@@ -288,6 +288,7 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 	CatalogJobSetCleanupPending(run->job.id, false);
 	CatalogJobFinish(run->job.id, final_state, final_error.message ? &final_error : NULL,
 					 false, -1, NULL);
+	JobXactNotify(run->job.id, final_state);
 	JobStepEnd();
 	ereport(LOG,
 			(errmsg("background DDL job %lld for %s %s%s%s",
@@ -312,6 +313,7 @@ FailLeavingRemains(JobRun *run, const JobError *failure, const ErrorData *remova
 								   failure->message, removal_error->message);
 	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 	CatalogJobFinish(run->job.id, JOB_STATE_FAILED, &final_error, false, -1, NULL);
+	JobXactNotify(run->job.id, JOB_STATE_FAILED);
 	JobStepEnd();
 	ereport(LOG,
 			(errmsg("background DDL job %lld for %s failed: %s",
@@ -356,6 +358,7 @@ LoadJob(JobRun *run)
 {
 	static bool identity_done = false;
 	bool		loaded;
+	bool		state_changed = false;
 
 	JobStepBegin("background_ddl: starting job", STEP_READ_COMMITTED);
 	if (CatalogLookup() == NULL)
@@ -365,7 +368,10 @@ LoadJob(JobRun *run)
 	}
 	MemoryContextSwitchTo(JobContext());
 	loaded = run->claimed ? CatalogJobLoad(run->job.id, &run->job, true) :
-		CatalogJobClaim(run->job.id, background_ddl_max_attempts, &run->job, &run->attempts_exhausted);
+		CatalogJobClaim(run->job.id, background_ddl_max_attempts, &run->job, &run->attempts_exhausted,
+						&state_changed);
+	if (state_changed)
+		JobXactNotify(run->job.id, run->job.state);
 	if (loaded)
 	{
 		run->claimed = true;
@@ -691,6 +697,17 @@ ExitForRetry(int64 job_id, const JobError *error)
 	proc_exit(1);
 }
 
+/* Each step, before it commits: the messages its statements raised go with the job */
+static void
+WriteStepMessages(int64 job_id)
+{
+	int64		uncaught;
+	List	   *messages = JobMessagesPending(&uncaught);
+
+	CatalogJobAppendMessages(job_id, messages, uncaught);
+	JobMessagesDiscard();
+}
+
 void
 JobWorkerMain(Datum main_arg)
 {
@@ -729,7 +746,7 @@ JobWorkerMain(Datum main_arg)
 	BackgroundWorkerInitializeConnectionByOid(database_oid, InvalidOid, 0);
 	pgstat_report_appname(psprintf("background_ddl job %lld", (long long) job_id));
 
-	JobStepsInit(job_id);
+	JobStepsInit(job_id, WriteStepMessages);
 	JobMessagesInstall();
 	run = MemoryContextAllocZero(JobContext(), sizeof(JobRun));
 	run->job.id = job_id;

@@ -41,6 +41,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "catalog/catalog_types.h"
 #include "engine/job_xact.h"
 #include "engine/job_shmem.h"
 
@@ -246,13 +247,13 @@ JobXactIsSubmitted(int64 job_id)
 
 /*
  * NOTIFY background_ddl, '<job_id> <state>' when the current transaction
- * commits (state: a name from CatalogStateName, which lives for the session)
+ * commits: the job's state changed to this, in it
  */
 void
-JobXactNotify(int64 job_id, const char *state)
+JobXactNotify(int64 job_id, JobState state)
 {
 	notifications = RememberJob(notifications, job_id);
-	((SessionJob *) llast(notifications))->state = state;
+	((SessionJob *) llast(notifications))->state = CatalogStateName(state);
 }
 
 static void

@@ -11,6 +11,8 @@
 
 #include "storage/lock.h"
 
+#include "catalog/catalog_types.h"
+
 /*
  * The job lock: every worker of a job holds it (session level, in
  * JOB_LOCK_WORKER mode) while it works on the job; a control function
@@ -69,7 +71,7 @@ extern bool JobXactHasSubmitted(void);
 extern int64 JobXactLastJob(void);
 extern bool JobXactIsSubmitted(int64 job_id);
 extern void JobXactWakeScheduler(void);
-extern void JobXactNotify(int64 job_id, const char *state);
+extern void JobXactNotify(int64 job_id, JobState state);
 extern void JobXactSendNotices(void);
 
 /* The channel of the job state notifications */

@@ -3,8 +3,8 @@
  * kind.c
  *	  The table of job kinds, and what is done to a job through its kind.
  *
- * A kind is one kind_*.c file and one line of kinds[] below; nothing else
- * names it.
+ * A kind is one file in kinds/ and one KindRegister line in _PG_init
+ * (background_ddl.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -17,30 +17,31 @@
 #include "catalog/catalog_job.h"
 #include "engine/kind.h"
 
-static const KindRoutine *const kinds[] = {
-	&kind_matview_routine,
-	&kind_ctas_routine,
-	&kind_refresh_routine,
-	&kind_citus_index_routine,	/* a variant: before its kind */
-	&kind_index_routine,
-};
+/* The kinds, in the order they were registered (a variant before its kind) */
+#define KINDS_MAX	16
+static const KindRoutine *kinds[KINDS_MAX];
+static int	nkinds = 0;
 
-/* Let each kind set up what it needs at library load */
+/*
+ * At library load (_PG_init, in the postmaster): jobs of this kind may be
+ * submitted and run from now on.  A variant of a kind registers before the
+ * kind itself, which would otherwise accept its statements.
+ */
 void
-KindsLoad(void)
+KindRegister(const KindRoutine *routine)
 {
-	for (int i = 0; i < lengthof(kinds); i++)
-	{
-		if (kinds[i]->load != NULL)
-			kinds[i]->load();
-	}
+	if (nkinds >= KINDS_MAX)
+		elog(ERROR, "too many background DDL job kinds");
+	kinds[nkinds++] = routine;
+	if (routine->load != NULL)
+		routine->load();
 }
 
 /* The kind of this name (a job row's kind) */
 const KindRoutine *
 KindRoutineForJob(const BgddlJob *job)
 {
-	for (int i = 0; i < lengthof(kinds); i++)
+	for (int i = 0; i < nkinds; i++)
 	{
 		if (strcmp(kinds[i]->name, job->kind) == 0 &&
 			(kinds[i]->variant_key == NULL ||
@@ -60,7 +61,7 @@ const KindRoutine *
 KindForStatement(Node *parsetree, const char **in_session_reason)
 {
 	*in_session_reason = NULL;
-	for (int i = 0; i < lengthof(kinds); i++)
+	for (int i = 0; i < nkinds; i++)
 	{
 		switch (kinds[i]->accepts(parsetree, in_session_reason))
 		{
@@ -82,9 +83,9 @@ KindNames(void)
 	StringInfoData names;
 
 	initStringInfo(&names);
-	for (int i = 0; i < lengthof(kinds); i++)
+	for (int i = 0; i < nkinds; i++)
 		if (kinds[i]->variant_key == NULL)
-			appendStringInfo(&names, "%s%s", i == 0 ? "" : i == lengthof(kinds) - 1 ? " or " : ", ",
+			appendStringInfo(&names, "%s%s", i == 0 ? "" : i == nkinds - 1 ? " or " : ", ",
 							 kinds[i]->name);
 	return names.data;
 }
@@ -96,7 +97,7 @@ KindNames(void)
 const char *
 KindExplain(Node *raw_statement, const char *query_string)
 {
-	for (int i = 0; i < lengthof(kinds); i++)
+	for (int i = 0; i < nkinds; i++)
 	{
 		const char *strategy;
 

@@ -172,7 +172,7 @@ typedef struct KindRoutine
 	Oid			(*result) (const BgddlJob *job);
 } KindRoutine;
 
-extern void KindsLoad(void);
+extern void KindRegister(const KindRoutine *routine);
 extern const KindRoutine *KindRoutineForJob(const BgddlJob *job);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
@@ -184,12 +184,5 @@ extern void KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique);
 
 /* What done to the sources of a query's result changes it */
 #define KIND_QUERY_SOURCE_EFFECTS	(REL_ADDS_ROWS | REL_REMOVES_ROWS | REL_REDEFINES)
-
-/* The kinds */
-extern const KindRoutine kind_matview_routine;
-extern const KindRoutine kind_ctas_routine;
-extern const KindRoutine kind_refresh_routine;
-extern const KindRoutine kind_index_routine;
-extern const KindRoutine kind_citus_index_routine;
 
 #endif							/* BGDDL_KIND_H */

@@ -69,7 +69,7 @@
 #include "citus/citus_nodes.h"
 #include "engine/job_messages.h"
 #include "engine/job_step.h"
-#include "engine/kind.h"
+#include "kinds/kinds.h"
 #include "citus/pg_citus.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"

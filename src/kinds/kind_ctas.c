@@ -59,7 +59,7 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
-#include "engine/kind.h"
+#include "kinds/kinds.h"
 #include "kinds/kind_placeholder.h"
 #include "citus/pg_citus.h"
 #include "pg/pg_compat.h"

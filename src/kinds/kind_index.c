@@ -78,7 +78,7 @@
 #include "index/index_build.h"
 #include "index/index_partitions.h"
 #include "engine/job_step.h"
-#include "engine/kind.h"
+#include "kinds/kinds.h"
 #include "kinds/kind_placeholder.h"
 #include "citus/pg_citus.h"
 #include "pg/pg_compat.h"

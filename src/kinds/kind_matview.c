@@ -33,7 +33,7 @@
 #include "utils/rel.h"
 
 #include "catalog/catalog_access.h"
-#include "engine/kind.h"
+#include "kinds/kinds.h"
 #include "kinds/kind_placeholder.h"
 #include "citus/pg_citus.h"
 #include "pg/pg_compat.h"

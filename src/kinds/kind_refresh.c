@@ -48,7 +48,7 @@
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
 #include "engine/job_step.h"
-#include "engine/kind.h"
+#include "kinds/kinds.h"
 #include "kinds/kind_placeholder.h"
 #include "citus/pg_citus.h"
 #include "pg/pg_compat.h"
@@ -338,7 +338,7 @@ RefreshPublish(JobRun *run, int64 rows)
 	List	   *new_indexes;
 	bool		concurrently = WrittenConcurrently(&run->job);
 
-	CatalogJobSetPhase(run->job.id, JOB_PHASE_BUILDING_INDEXES);
+	JobRunRecordPhase(run, JOB_PHASE_BUILDING_INDEXES);
 	LockRelationOid(run->job.target_oid, ShareUpdateExclusiveLock);
 	matview = table_open(run->job.target_oid, NoLock);
 	if (concurrently)
@@ -348,7 +348,7 @@ RefreshPublish(JobRun *run, int64 rows)
 	table_close(hidden, NoLock);
 	table_close(matview, NoLock);
 
-	CatalogJobSetPhase(run->job.id, JOB_PHASE_CUTTING_OVER);
+	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
 	LockViewForSwap(run->job.target_oid);
 	PgHeapSwap(run->job.target_oid, QueryRunOf(run)->content_oid, old_indexes, new_indexes);
 	matview = table_open(run->job.target_oid, NoLock);

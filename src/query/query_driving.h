@@ -10,8 +10,7 @@
 
 #include "nodes/parsenodes.h"
 
-#include "capture/capture_log.h"
-#include "capture/capture_trigger.h"
+#include "capture/block_space.h"
 
 /* The driving table of a chunked job, as its capture began */
 typedef struct QueryDriving

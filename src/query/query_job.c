@@ -305,7 +305,7 @@ QueryJobPlan(JobRun *run)
 
 	JobStepHoldPoint("planning");
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
-	CatalogJobSetPhase(run->job.id, JOB_PHASE_PLANNING);
+	JobRunRecordPhase(run, JOB_PHASE_PLANNING);
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
@@ -388,6 +388,9 @@ InstallCaptureStep(JobRun *run)
 		tree = QueryDrivingTreeLeaves(decomposition.driving_oid, AccessShareLock);
 	foreach(lc, decomposition.leaves != NIL ? decomposition.leaves :
 			list_make1_oid(decomposition.driving_oid))
+		JobStepLockRelation(lfirst_oid(lc), ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
+	/* ... then the other tables that get triggers, as CREATE TRIGGER locks them */
+	foreach(lc, relids)
 		JobStepLockRelation(lfirst_oid(lc), ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
 
 	old_context = MemoryContextSwitchTo(JobContext());
@@ -605,6 +608,26 @@ CheckSources(JobRun *run)
 }
 
 /*
+ * Drop a job's capture triggers, each table locked first as a job locks
+ * what others use: a partitioned driving table and the tables below it
+ * first (JobStepLockTree: nobody holds one partition through it while
+ * waiting for another that we hold), then every table with a trigger.
+ */
+static void
+RemoveCapture(int64 job_id, Oid target_oid)
+{
+	Oid			driving_oid;
+	List	   *tables = CaptureTables(job_id, &driving_oid);
+	ListCell   *lc;
+
+	if (OidIsValid(driving_oid))
+		JobStepLockTree(driving_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	foreach(lc, tables)
+		JobStepLockRelation(lfirst_oid(lc), AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	CaptureRemove(job_id, target_oid);
+}
+
+/*
  * The driving table or the content relation was rewritten (every tuple id
  * changed), crash recovery emptied the content, or a partitioned driving
  * table's partitions changed: start the build over.  A partitioned driving
@@ -651,7 +674,7 @@ RestartBuild(JobRun *run)
 	}
 	if (partitioned)
 	{
-		CaptureRemove(run->job.id, run->job.target_oid);
+		RemoveCapture(run->job.id, run->job.target_oid);
 		CaptureForget(run->job.id, true);
 		memset(&q->capture, 0, sizeof(Capture));
 		q->uncaptured_marked = false;
@@ -1200,7 +1223,7 @@ QueryJobCatchUp(JobRun *run)
 	if (q->catchup_blocks == 0)
 		q->catchup_blocks = q->chunk_blocks;
 	SourcesStepBegin(run, "background_ddl: catching up", false);
-	CatalogJobSetPhase(run->job.id, JOB_PHASE_CATCHING_UP);
+	JobRunRecordPhase(run, JOB_PHASE_CATCHING_UP);
 	result = CheckSources(run);
 	if (result == JOB_STEP_MORE)
 	{
@@ -1377,9 +1400,9 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 		JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING;
 
 	JobStepHoldPoint("cutting over");
-	JobPublishPhase(phase);
+	JobPublishPhase(phase);		/* while it waits for its locks */
 	SourcesStepBegin(run, "background_ddl: cutting over", true);
-	CatalogJobSetPhase(run->job.id, phase);
+	JobRunRecordPhase(run, phase);
 	if (!JobRunTargetExists(run))
 	{
 		JobStepEnd();
@@ -1448,7 +1471,7 @@ QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid, Oid quer
 void
 QueryJobCleanup(const BgddlJob *job)
 {
-	CaptureRemove(job->id, job->target_oid);
+	RemoveCapture(job->id, job->target_oid);
 	CaptureForget(job->id, false);
 }
 

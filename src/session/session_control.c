@@ -99,12 +99,14 @@ SessionCancelJob(int64 job_id, const char *reason, bool target_dropped)
 		!routine->discards_in_any_transaction(&job))
 	{
 		CatalogJobSetState(job_id, JOB_STATE_CANCELLING);
+		JobXactNotify(job_id, JOB_STATE_CANCELLING);
 		if (reason != NULL)
 			CatalogJobRecordError(job_id, &error, false);
 		return true;
 	}
 	routine->discard(&job, target_dropped);
 	CatalogJobFinish(job_id, JOB_STATE_CANCELLED, reason ? &error : NULL, false, -1, NULL);
+	JobXactNotify(job_id, JOB_STATE_CANCELLED);
 	return true;
 }
 

@@ -58,28 +58,22 @@
 #include "kinds/kind_placeholder.h"
 #include "pg/pg_relation.h"
 #include "session/session_guards.h"
-#include "session/session_order.h"
 #include "catalog/settings.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
 static bool dropping_extension = false;	/* in a DROP EXTENSION statement */
 static bool dropping_as_script = false; /* SessionDropStatement set creating_extension */
-static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
 
 static void GuardExecutorStart(QueryDesc *queryDesc, int eflags);
 static void GuardObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 							  void *arg);
-static void GuardPostParseAnalyze(ParseState *pstate, Query *query,
-										JumbleState *jstate);
 
 void
 SessionGuardsInstall(void)
 {
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = GuardExecutorStart;
-	prev_post_parse_analyze = post_parse_analyze_hook;
-	post_parse_analyze_hook = GuardPostParseAnalyze;
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = GuardObjectAccess;
 }
@@ -320,18 +314,6 @@ SessionDropStatement(PlannedStmt *pstmt, const char *queryString, bool readOnlyT
 		dropping_extension = saved_dropping_extension;
 	}
 	PG_END_TRY();
-}
-
-/*
- * At the end of a statement's parse analysis: the session's jobs that it
- * touches are done first (session_order.c).
- */
-static void
-GuardPostParseAnalyze(ParseState *pstate, Query *query, JumbleState *jstate)
-{
-	if (prev_post_parse_analyze)
-		prev_post_parse_analyze(pstate, query, jstate);
-	SessionOrderAnalysed(pstate, query);
 }
 
 /*

@@ -72,6 +72,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -91,7 +92,9 @@
 #include "kinds/kind_placeholder.h"
 #include "session/session_control.h"
 #include "session/session_order.h"
-#include "session/session_submit.h"
+#include "session/session_statement.h"
+
+static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
 
 /* A relation a statement names, and what it does to it (REL_*) */
 typedef struct RelationEffect
@@ -948,15 +951,25 @@ OrderStatementOnce(OrderCheck *check)
 }
 
 /*
- * At the end of a query's parse analysis (caller holds the relations
+ * At the end of a query's parse analysis (PostgreSQL holds the relations
  * locked that the query names)
  */
-void
-SessionOrderAnalysed(ParseState *pstate, Query *query)
+static void
+OrderPostParseAnalyze(ParseState *pstate, Query *query, JumbleState *jstate)
 {
 	OrderCheck	check = {pstate, query, NULL};
 
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
 	OrderStatementOnce(&check);
+}
+
+/* At library load: see each query at the end of its parse analysis */
+void
+SessionOrderInstall(void)
+{
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = OrderPostParseAnalyze;
 }
 
 /*

@@ -13,7 +13,7 @@
 
 #include "engine/job_xact.h"
 
-extern void SessionOrderAnalysed(ParseState *pstate, Query *query);
+extern void SessionOrderInstall(void);
 extern void SessionOrderUtility(Node *parsetree);
 extern List *SessionOrderJobsBefore(Node *parsetree);
 extern void SessionOrderSubmitted(const JobOrder *order);

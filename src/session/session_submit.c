@@ -56,6 +56,7 @@
 #include "session/session_control.h"
 #include "session/session_guards.h"
 #include "session/session_order.h"
+#include "session/session_statement.h"
 #include "session/session_submit.h"
 #include "catalog/settings.h"
 
@@ -264,6 +265,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.after = JobsToStartAfter(&submit);
 	submission.idempotency_key = next_idempotency_key;
 	job_id = CatalogJobInsert(&submission);
+	JobXactNotify(job_id, JOB_STATE_QUEUED);
 	SessionSubmitWith(NULL, NIL);
 	order.job_id = job_id;
 	order.target_oid = submit.target_oid;
@@ -402,55 +404,6 @@ GuardDropSchema(DropStmt *stmt)
 							strVal(lfirst(lc)), BGDDL_EXTENSION_NAME),
 					 errhint("Drop the extension with DROP EXTENSION (once its jobs have ended).")));
 	}
-}
-
-/*
- * The utility statement whose execution the current one runs in (NULL at
- * the top): see StatementIsUsers.
- */
-static Node *enclosing_utility = NULL;
-
-/*
- * Did the user write this statement, at the top level or in a function or DO
- * block?  PostgreSQL runs statements of its own through ProcessUtility too:
- * the index of a PRIMARY KEY or UNIQUE constraint in CREATE TABLE, the
- * elements of CREATE SCHEMA, LIKE ... INCLUDING INDEXES, ALTER TABLE's
- * follow-up statements (all PROCESS_UTILITY_SUBCOMMAND), and whatever an
- * event trigger runs while another DDL statement executes.  Taken as a job,
- * such a statement would be lost (a constraint without its index), so only
- * a complete statement that runs at the top level, or from a function or
- * procedure called by a query, DO or CALL, may become one.
- */
-static bool
-StatementIsUsers(ProcessUtilityContext context, Node *outer_utility)
-{
-	if (context == PROCESS_UTILITY_TOPLEVEL)
-		return true;
-	if (context == PROCESS_UTILITY_SUBCOMMAND)
-		return false;
-	return outer_utility == NULL || IsA(outer_utility, DoStmt) ||
-		IsA(outer_utility, CallStmt);
-}
-
-/* The utility statement whose execution the current statement runs in, or NULL */
-Node *
-SessionEnclosingUtility(void)
-{
-	return enclosing_utility;
-}
-
-/*
- * Would this statement, if it ran now, become a job?  (In its parse
- * analysis, before ProcessUtility decides: session_order.c.)
- */
-bool
-SessionStatementWouldSubmit(Node *parsetree)
-{
-	const char *in_session_reason;
-
-	return background_ddl_enabled && !RecoveryInProgress() &&
-		StatementIsUsers(PROCESS_UTILITY_QUERY, enclosing_utility) &&
-		KindForStatement(parsetree, &in_session_reason) != NULL;
 }
 
 /*
@@ -623,12 +576,12 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					ParamListInfo params, QueryEnvironment *queryEnv,
 					DestReceiver *dest, QueryCompletion *qc)
 {
-	Node	   *outer_utility = enclosing_utility;
-	volatile bool users_own = StatementIsUsers(context, outer_utility);
+	Node	   *outer_utility = SessionEnclosingUtility();
+	volatile bool users_own = SessionStatementIsUsers(context, outer_utility);
 	/* On a standby, PostgreSQL refuses the statement as it always does */
 	volatile bool may_submit = background_ddl_enabled && !RecoveryInProgress() && users_own;
 
-	enclosing_utility = pstmt->utilityStmt;
+	SessionSetEnclosingUtility(pstmt->utilityStmt);
 	PG_TRY();
 	{
 		ProcessStatement(pstmt, queryString, readOnlyTree, context, params, queryEnv,
@@ -636,7 +589,7 @@ BgddlProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	PG_FINALLY();
 	{
-		enclosing_utility = outer_utility;
+		SessionSetEnclosingUtility(outer_utility);
 	}
 	PG_END_TRY();
 }

@@ -13,8 +13,6 @@
 
 extern void SessionSubmitInstall(void);
 extern void SessionSubmitWith(const char *idempotency_key, List *after);
-extern bool SessionStatementWouldSubmit(Node *parsetree);
-extern Node *SessionEnclosingUtility(void);
 extern char *SessionStatementText(const char *query_string, int location, int length);
 
 #endif							/* BGDDL_SUBMIT_H */

@@ -153,6 +153,7 @@ pause_ddl(PG_FUNCTION_ARGS)
 	if (!SessionHoldJob(job_id, &job) || job.state == JOB_STATE_PAUSED)
 		PG_RETURN_BOOL(false);
 	CatalogJobSetState(job_id, JOB_STATE_PAUSED);
+	JobXactNotify(job_id, JOB_STATE_PAUSED);
 	routine = KindRoutineForJob(&job);
 	if (routine->paused != NULL)
 		routine->paused(&job);
@@ -242,6 +243,7 @@ resume_ddl(PG_FUNCTION_ARGS)
 		job.state != JOB_STATE_PAUSED)
 		PG_RETURN_BOOL(false);
 	CatalogJobSetState(job_id, JOB_STATE_QUEUED);
+	JobXactNotify(job_id, JOB_STATE_QUEUED);
 	JobXactWakeScheduler();
 	PG_RETURN_BOOL(true);
 }

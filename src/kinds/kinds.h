@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * kinds.h
+ *	  The kinds of job, one file each in this folder, for _PG_init to
+ *	  register (KindRegister).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_KINDS_H
+#define BGDDL_KINDS_H
+
+#include "engine/kind.h"
+
+extern const KindRoutine kind_matview_routine;
+extern const KindRoutine kind_ctas_routine;
+extern const KindRoutine kind_refresh_routine;
+extern const KindRoutine kind_index_routine;
+extern const KindRoutine kind_citus_index_routine;
+
+#endif							/* BGDDL_KINDS_H */
