@@ -96,22 +96,19 @@ PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Wno-unused-parameter -Wno-missing-f
 # libpq: a job on a Citus cluster talks to its nodes (citus_nodes.c)
 SHLIB_LINK_INTERNAL = -L$(shell $(PG_CONFIG) --libdir) -lpq
 
-# pg_bgddl, the command-line client, installed next to psql
-SCRIPTS_built = client/pg_bgddl
-EXTRA_CLEAN = client/pg_bgddl output_parity_off output_parity_on tmp_check_parity_off \
-	tmp_check_parity_on
+EXTRA_CLEAN = output_parity_off output_parity_on tmp_check_parity_off tmp_check_parity_on
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PostgreSQL's frontend libraries (libpgfeutils, libpgcommon, libpgport: static, from the
-# server dev package) and libpq
-client/pg_bgddl: client/pg_bgddl.c
-	$(CC) $(CFLAGS) $(COPT) -Wall -Wextra -Wno-unused-parameter -I$(shell $(PG_CONFIG) --includedir) \
-		-I$(shell $(PG_CONFIG) --includedir)/internal -I$(shell $(PG_CONFIG) --includedir-server) $< \
-		-L$(shell $(PG_CONFIG) --pkglibdir) -L$(shell $(PG_CONFIG) --libdir) \
-		-lpgfeutils -lpgcommon -lpgport -lpq -lm -o $@
+# pg_bgddl, the command-line client (client/Makefile), installed next to psql
+all: client-all
+install: client-install
+clean: client-clean
+client-all client-install client-clean: client-%:
+	$(MAKE) -C client $*
+.PHONY: client-all client-install client-clean
 
 # PGXS does not track header dependencies: rebuild everything when one changes
 $(OBJS): $(wildcard $(srcdir)/src/*/*.h)

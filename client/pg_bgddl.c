@@ -204,22 +204,16 @@ Utf8CharLength(const unsigned char *text, unsigned int *code)
  * single-byte encodings, the bytes 0x80 to 0x9f, the C1 controls of the
  * ISO 8859 encodings that some terminals obey, also become \xHH.
  *
- * Returns a malloc'd string (an empty one for NULL).
+ * Returns a pg_malloc'd string (an empty one for NULL).
  */
 static char *
 Printable(const char *text)
 {
 	const unsigned char *from = (const unsigned char *) (text ? text : "");
 	/* the longest escape, \xHH, is four bytes in place of one */
-	char	   *printable = malloc(strlen((const char *) from) * 4 + 1);
+	char	   *printable = pg_malloc(strlen((const char *) from) * 4 + 1);
 	char	   *to = printable;
 
-	if (printable == NULL)
-	{
-		/* not fail(), which escapes its message with this function */
-		fprintf(stderr, "%s: error: out of memory\n", progname);
-		exit(EXIT_USAGE);
-	}
 	while (*from != '\0')
 	{
 		unsigned int code;
@@ -438,6 +432,13 @@ static char **submitted_ids;
 static int	nsubmitted;
 
 /*
+ * The server's source file of the submit NOTICE.  Any role's function can
+ * raise a NOTICE with the same text, but only C code sets the source file
+ * that the server reports (PL/pgSQL's RAISE reports its own).
+ */
+#define SUBMIT_NOTICE_SOURCE_FILE	"session_submit.c"
+
+/*
  * The notices of the session: the submit NOTICE of each job is collected,
  * any other notice printed (escaped) unless -q.  Installed for the whole
  * connection, as libpq's default would print the text raw.
@@ -446,12 +447,16 @@ static void
 ReceiveNotice(void *arg, const PGresult *result)
 {
 	const char *message = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+	const char *source_file = PQresultErrorField(result, PG_DIAG_SOURCE_FILE);
 	long long	id;
+	int			end = 0;
 
-	if (message != NULL && sscanf(message, "background DDL job %lld submitted", &id) == 1)
+	if (message != NULL && source_file != NULL &&
+		strcmp(source_file, SUBMIT_NOTICE_SOURCE_FILE) == 0 &&
+		sscanf(message, "background DDL job %lld submitted for %n", &id, &end) == 1 && end > 0)
 	{
-		submitted_ids = realloc(submitted_ids, sizeof(char *) * (nsubmitted + 1));
-		submitted_ids[nsubmitted] = malloc(32);
+		submitted_ids = pg_realloc(submitted_ids, sizeof(char *) * (nsubmitted + 1));
+		submitted_ids[nsubmitted] = pg_malloc(32);
 		snprintf(submitted_ids[nsubmitted++], 32, "%lld", id);
 	}
 	else if (!quiet)
@@ -514,7 +519,7 @@ Connect(const char *dbname, const char *host, const char *port, const char *user
 	result = Query(conn, EXIT_USAGE, 0, NULL,
 				   "SELECT pg_catalog.current_setting('search_path'), "
 				   "pg_catalog.set_config('search_path', '', false)");
-	user_search_path = strdup(PQgetvalue(result, 0, 0));
+	user_search_path = pg_strdup(PQgetvalue(result, 0, 0));
 	PQclear(result);
 
 	result = Query(conn, EXIT_USAGE, 0, NULL,
@@ -584,7 +589,7 @@ PrintableField(PGresult *result, int row, int column)
 static Job *
 ReadJobs(PGresult *result, int *njobs)
 {
-	Job		   *jobs = calloc(PQntuples(result) + 1, sizeof(Job));
+	Job		   *jobs = pg_malloc0((PQntuples(result) + 1) * sizeof(Job));
 
 	for (int row = 0; row < PQntuples(result); row++)
 	{
@@ -633,7 +638,7 @@ FreeJobs(Job *jobs, int njobs)
 static Job *
 LoadJobs(PGconn *conn, char **ids, int nids)
 {
-	Job		   *jobs = calloc(nids + 1, sizeof(Job));
+	Job		   *jobs = pg_malloc0((nids + 1) * sizeof(Job));
 
 	for (int i = 0; i < nids; i++)
 	{
@@ -868,7 +873,7 @@ EndedJobsExitCode(Job *jobs, int njobs)
 static int
 WaitForJobs(PGconn *conn, char **ids, int nids)
 {
-	bool	   *reported = calloc(nids + 1, sizeof(bool));
+	bool	   *reported = pg_malloc0((nids + 1) * sizeof(bool));
 
 	Listen(conn);
 	for (;;)
@@ -940,11 +945,11 @@ AddChainJobs(PGconn *conn, char ***watched, int *nwatched, bool **reported)
 	added = PQntuples(result);
 	if (added > 0)
 	{
-		*watched = realloc(*watched, sizeof(char *) * (*nwatched + added + 1));
-		*reported = realloc(*reported, sizeof(bool) * (*nwatched + added + 1));
+		*watched = pg_realloc(*watched, sizeof(char *) * (*nwatched + added + 1));
+		*reported = pg_realloc(*reported, sizeof(bool) * (*nwatched + added + 1));
 		for (int i = 0; i < added; i++)
 		{
-			(*watched)[*nwatched] = strdup(PQgetvalue(result, i, 0));
+			(*watched)[*nwatched] = pg_strdup(PQgetvalue(result, i, 0));
 			(*reported)[*nwatched] = false;
 			(*nwatched)++;
 		}
@@ -963,7 +968,7 @@ static int
 WatchJobs(PGconn *conn, char **ids, int nids)
 {
 	bool		terminal = isatty(fileno(stdout));
-	char	  **watched = calloc(nids + 1, sizeof(char *));
+	char	  **watched = pg_malloc0((nids + 1) * sizeof(char *));
 	int			nwatched = nids;
 	int			lines_drawn = 0;
 	char	   *last = NULL;
@@ -976,9 +981,9 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 								   "WHERE " UNENDED_JOBS " ORDER BY id", extension_schema);
 
 		nwatched = PQntuples(result);
-		watched = calloc(nwatched + 1, sizeof(char *));
+		watched = pg_malloc0((nwatched + 1) * sizeof(char *));
 		for (int i = 0; i < nwatched; i++)
-			watched[i] = strdup(PQgetvalue(result, i, 0));
+			watched[i] = pg_strdup(PQgetvalue(result, i, 0));
 		PQclear(result);
 		if (nwatched == 0)
 		{
@@ -989,7 +994,7 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 	}
 	else
 		memcpy(watched, ids, sizeof(char *) * nids);
-	reported = calloc(nwatched + 1, sizeof(bool));
+	reported = pg_malloc0((nwatched + 1) * sizeof(bool));
 	Listen(conn);
 	for (;;)
 	{
@@ -1031,7 +1036,7 @@ WatchJobs(PGconn *conn, char **ids, int nids)
 		if (!terminal || all_ended)
 			ReportEndedJobs(conn, jobs, nwatched, reported);
 		free(last);
-		last = strdup(snapshot);
+		last = pg_strdup(snapshot);
 		if (all_ended)
 		{
 			int			code = EndedJobsExitCode(jobs, nwatched);
@@ -1094,7 +1099,7 @@ ReadFile(const char *path)
 	FILE	   *file = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
 	size_t		size = 0;
 	size_t		capacity = 4096;
-	char	   *text = malloc(capacity);
+	char	   *text = pg_malloc(capacity);
 	size_t		got;
 
 	if (file == NULL)
@@ -1103,7 +1108,7 @@ ReadFile(const char *path)
 	{
 		size += got;
 		if (size + 1 == capacity)
-			text = realloc(text, capacity *= 2);
+			text = pg_realloc(text, capacity *= 2);
 	}
 	text[size] = '\0';
 	if (file != stdin)
@@ -1163,10 +1168,10 @@ SplitStatements(PGconn *conn, const char *text, int *nstatements, int **lines)
 				 *nstatements + 1);
 		if (!blank && (result == PSCAN_SEMICOLON || result == PSCAN_EOL || result == PSCAN_INCOMPLETE))
 		{
-			statements = realloc(statements, sizeof(char *) * (*nstatements + 1));
-			*lines = realloc(*lines, sizeof(int) * (*nstatements + 1));
+			statements = pg_realloc(statements, sizeof(char *) * (*nstatements + 1));
+			*lines = pg_realloc(*lines, sizeof(int) * (*nstatements + 1));
 			(*lines)[*nstatements] = StatementLine(text, &from, buffer.data);
-			statements[(*nstatements)++] = strdup(buffer.data);
+			statements[(*nstatements)++] = pg_strdup(buffer.data);
 		}
 		resetPQExpBuffer(&buffer);
 		if (result != PSCAN_SEMICOLON)

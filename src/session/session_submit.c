@@ -208,8 +208,9 @@ JobsToStartAfter(const KindSubmit *submit)
 		if (job.state == JOB_STATE_FAILED || job.state == JOB_STATE_CANCELLED)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("background DDL job %lld %s", (long long) id,
-							job.state == JOB_STATE_FAILED ? "failed" : "was cancelled"),
+					 job.state == JOB_STATE_FAILED ?
+					 errmsg("background DDL job %lld failed", (long long) id) :
+					 errmsg("background DDL job %lld was cancelled", (long long) id),
 					 errdetail("A job that starts after it would never start."),
 					 errhint("Check background_ddl.after.")));
 		after = lappend(after, lfirst(lc));
@@ -279,13 +280,17 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	foreach(lc, submission.after)
 		appendStringInfo(&ids, "%s%lld", ids.len > 0 ? ", " : "", (long long) *(int64 *) lfirst(lc));
 	initStringInfo(&detail);
-	if (submission.after != NIL)
-		appendStringInfo(&detail, "It starts once %s %s %s succeeded.",
-						 list_length(submission.after) > 1 ? "jobs" : "job", ids.data,
-						 list_length(submission.after) > 1 ? "have" : "has");
+	if (list_length(submission.after) == 1)
+		appendStringInfo(&detail, "It starts once job %s has succeeded.", ids.data);
+	else if (submission.after != NIL)
+		appendStringInfo(&detail, "It starts once jobs %s have succeeded.", ids.data);
 	if (submit.one_batch_reason != NULL)
 		appendStringInfo(&detail, "%sIt runs in one batch: %s.", detail.len > 0 ? " " : "",
 						 submit.one_batch_reason);
+	/*
+	 * pg_bgddl takes the job's id from this NOTICE, which it knows by its
+	 * text and by this file's name (its SUBMIT_NOTICE_SOURCE_FILE)
+	 */
 	if (detail.len > 0)
 		ereport(NOTICE,
 				(errmsg("background DDL job %lld submitted for %s",

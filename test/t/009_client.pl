@@ -146,6 +146,22 @@ is($code, 4, 'submit refused by the server: exit 4');
 like($err, qr/^pg_bgddl: error: statement refused: relation "mv1" already exists\n$/, 'submit refused: the error');
 ($code, $out, $err) = client('submit', 'SELECT 1');
 is($code, 4, 'a statement that runs in the foreground: exit 4');
+
+# A look-alike of the submit NOTICE, which any role's function can raise, is
+# no job: the client takes job ids only from the NOTICE that the extension's
+# own code raised (its source file, which no SQL or PL/pgSQL can set)
+$node->safe_psql('postgres', q{
+CREATE FUNCTION fake_submit() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE NOTICE 'background DDL job 999999 submitted for public.fake';
+  RETURN 1;
+END $$;
+});
+($code, $out, $err) = client('submit', 'SELECT fake_submit()');
+is($code, 4, 'a look-alike submit NOTICE: no job, exit 4');
+unlike($out, qr/999999/, 'a look-alike submit NOTICE: its id is not taken');
+like($err, qr/^NOTICE:  background DDL job 999999 submitted for public.fake$/m,
+	'a look-alike submit NOTICE: printed as any other notice');
 ($code, $out, $err) = client('wait', '999999');
 is($code, 5, 'unknown id: exit 5');
 like($err, qr/background DDL job 999999 does not exist/, 'unknown id: says so');
@@ -316,8 +332,10 @@ print $fh "BEGIN;\n"
 close $fh;
 ($code, $out, $err) = client('submit', '--wait', '-f', $file);
 is($code, 4, 'a statement refused in a transaction block: exit 4');
-like($err, qr/^pg_bgddl: error: statement 3 \(line 5\) refused: column "id" of relation "m_src" already exists\n$/,
+like($err, qr/^pg_bgddl: error: statement 3 \(line 5\) refused: column "id" of relation "m_src" already exists\n\z/m,
 	'the refusal names the statement and its line');
+like($err, qr/^NOTICE:  background DDL job \d+ is built in this session, now$/m,
+	'the NOTICE that the block\'s job is built in the session is printed, not taken for a submit');
 is($node->safe_psql('postgres', "SELECT to_regclass('m_never') IS NULL"), 't',
 	'nothing of the block was applied');
 
