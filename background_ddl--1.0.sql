@@ -218,6 +218,12 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'live_jobs'
 LANGUAGE C STRICT VOLATILE;
 
+/* When the scheduler starts a job again whose worker died (for the view) */
+CREATE FUNCTION background_ddl.restart_not_before(attempt_started_at timestamptz, attempts integer)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'restart_not_before'
+LANGUAGE C STRICT STABLE;
+
 CREATE FUNCTION cancel_ddl(job_id bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'cancel_ddl'
@@ -393,10 +399,10 @@ CREATE VIEW pg_stat_background_ddl AS
 			 WHEN j.not_before > now()
 			   THEN j.given_back_for || ' (its worker was given back until ' ||
 					greatest(j.not_before, j.rate_not_before)::text || ')'
-			 WHEN j.in_flight AND j.attempts > 0 AND
-				  j.attempt_started_at + least(60000, 1000 * 2 ^ least(j.attempts - 1, 16)) * interval '1 ms' > now()
+			 WHEN j.in_flight AND
+				  background_ddl.restart_not_before(j.attempt_started_at, j.attempts) > now()
 			   THEN 'a restart after a crash, not before ' ||
-					(j.attempt_started_at + least(60000, 1000 * 2 ^ least(j.attempts - 1, 16)) * interval '1 ms')::text
+					background_ddl.restart_not_before(j.attempt_started_at, j.attempts)::text
 			 ELSE 'a free worker (' || q.position || ' in the queue of background_ddl.max_workers)'
 		   END AS waiting_on,
 		   j.after AS after_jobs,

@@ -55,7 +55,8 @@ JobRunGaveWay(int64 job_id, const ErrorData *error)
  * JobContext().
  */
 void
-JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *activity)
+JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase phase,
+				  const char *activity)
 {
 	volatile long delay_ms = 10;
 	TimestampTz give_back_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -73,7 +74,7 @@ JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase, const char *act
 			(void) set_config_option("lock_timeout",
 									 psprintf("%d", background_ddl_lock_timeout_ms),
 									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-			step(run);
+			step(run, arg);
 			JobStepEnd();
 			done = true;
 		}

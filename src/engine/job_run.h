@@ -40,9 +40,10 @@ typedef enum JobStepResult
 	JOB_STEP_TARGET_GONE		/* the target was dropped: the job is over */
 } JobStepResult;
 
-typedef void (*LockingStep) (JobRun *run);
+/* A step that JobRunLockingStep runs: arg is what its caller hands it */
+typedef void (*LockingStep) (JobRun *run, void *arg);
 
-extern void JobRunLockingStep(JobRun *run, LockingStep step, JobPhase phase,
+extern void JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase phase,
 							  const char *activity);
 extern void JobRunGaveWay(int64 job_id, const ErrorData *error);
 extern void JobRunSetPhase(JobRun *run, JobPhase phase);

@@ -48,11 +48,11 @@
 
 #include "catalog/settings.h"
 #include "catalog/catalog_access.h"
-#include "capture/capture_log.h"
 #include "catalog/catalog_job.h"
 #include "engine/job_launcher.h"
 #include "engine/job_shmem.h"
 #include "engine/job_xact.h"
+#include "engine/kind.h"
 
 #define RESTART_BACKOFF_MAX_MS	60000
 
@@ -106,15 +106,24 @@ ReapWorkers(void)
 	return alive;
 }
 
-/* When a job whose last worker died may be started again */
+/*
+ * When a job whose last worker died (in its attempt-th attempt, started
+ * then) may be started again: one second after the first, doubling up to a
+ * minute.  The view says the same (restart_not_before).
+ */
+TimestampTz
+JobRestartNotBefore(TimestampTz attempt_started_at, int32 attempts)
+{
+	if (attempts <= 0)
+		return 0;
+	return TimestampTzPlusMilliseconds(attempt_started_at,
+									   Min(RESTART_BACKOFF_MAX_MS, 1000L << Min(attempts - 1, 16)));
+}
+
 static TimestampTz
 RestartNotBefore(const JobScheduleEntry *entry)
 {
-	if (!entry->in_flight || entry->attempts == 0)
-		return 0;
-	return TimestampTzPlusMilliseconds(entry->attempt_started_at,
-									   Min(RESTART_BACKOFF_MAX_MS,
-										   1000L << Min(entry->attempts - 1, 16)));
+	return entry->in_flight ? JobRestartNotBefore(entry->attempt_started_at, entry->attempts) : 0;
 }
 
 /* Does a job of any database wait for a worker slot?  Caller holds the lock. */
@@ -365,7 +374,7 @@ ScheduleJobs(void)
 	if (CatalogLookup() != NULL)
 	{
 		CatalogJobsPurge(background_ddl_history_retention_s);
-		(void) CaptureBoundBacklogs();
+		KindsHousekeeping();
 		entries = CatalogJobsSchedulable();
 	}
 	/*

@@ -163,6 +163,73 @@ ErrorIsTransient(const ErrorData *error)
 		 strcmp(error->message, "tuple concurrently updated") == 0);
 }
 
+/* What the worker does after an error raised in a job's steps */
+typedef enum WorkerVerdict
+{
+	WORKER_GIVES_BACK_FOR_LOCK, /* a lock that others keep busy: not an attempt */
+	WORKER_GIVES_WAY,			/* a deadlock with a user's statement: not an attempt */
+	WORKER_GIVES_FAIR_SHARE,	/* the scheduler interrupted it, for another role's job */
+	WORKER_CANCELLED,			/* pg_cancel_backend: this worker stops, the job goes on */
+	WORKER_STOPS,				/* a shutdown, or a give-back asked for in a step */
+	WORKER_YIELDS,				/* a control function waits: let go, go on from the
+								 * last checkpoint */
+	WORKER_FAILS_LEAVING_REMAINS,	/* the failed job's objects could not be removed */
+	WORKER_EXITS_UNENDED,		/* could not end the job or clean up after it: a
+								 * later worker does */
+	WORKER_RETRIES,				/* transient: exit, the job is retried (an attempt) */
+	WORKER_FAILS_JOB			/* the job fails: remove what it created, and end it */
+} WorkerVerdict;
+
+/*
+ * Classify an error raised in a job's steps (ending: while the worker was
+ * ending the job as failed).  The first verdicts stop the worker cleanly,
+ * the job going on later; the others decide the job's fate.
+ */
+static WorkerVerdict
+ClassifyError(const ErrorData *error, const JobRun *run, bool ending)
+{
+	bool		running = !ending && run->claimed && !JobStateIsFinal(run->job.state);
+	bool		cancelled = error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled;
+
+	if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
+		return WORKER_GIVES_BACK_FOR_LOCK;
+	if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED && running)
+		return WORKER_GIVES_WAY;
+	if (cancelled && running && JobGiveBackRequested())
+		return WORKER_GIVES_FAIR_SHARE;
+	if (cancelled && running && !JobControlPending() && !JobShutdownRequested)
+		return WORKER_CANCELLED;
+	if (JobShutdownRequested || JobGivingBack.giving_back)
+		return WORKER_STOPS;
+	if (JobControlPending())
+		return WORKER_YIELDS;
+	if (ending)
+		return ErrorIsTransient(error) ? WORKER_EXITS_UNENDED : WORKER_FAILS_LEAVING_REMAINS;
+	if (!run->claimed || JobStateIsFinal(run->job.state))
+		return WORKER_EXITS_UNENDED;
+	return ErrorIsTransient(error) ? WORKER_RETRIES : WORKER_FAILS_JOB;
+}
+
+/* Why a worker gives its slot back (a verdict of ClassifyError), and for how long */
+static const char *
+GiveBackReason(WorkerVerdict verdict, int *delay_ms)
+{
+	*delay_ms = 0;
+	switch (verdict)
+	{
+		case WORKER_GIVES_BACK_FOR_LOCK:
+			*delay_ms = 1000;
+			return "a lock (asked for without queueing, then for a short lock_timeout, and asked again)";
+		case WORKER_GIVES_WAY:
+			*delay_ms = 1000;
+			return "a lock held by a statement that waited for the job (a deadlock, in which the job gave way)";
+		case WORKER_GIVES_FAIR_SHARE:
+			return JOB_FAIR_SHARE_REASON;
+		default:
+			return "its worker was cancelled (pg_cancel_backend)";
+	}
+}
+
 /* A JobError (in JobContext()) from an ErrorData */
 static JobError *
 JobErrorFrom(const ErrorData *error)
@@ -179,7 +246,7 @@ JobErrorFrom(const ErrorData *error)
 }
 
 static void
-CleanupStep(JobRun *run)
+CleanupStep(JobRun *run, void *arg)
 {
 	run->routine->cleanup(&run->job);
 }
@@ -194,7 +261,7 @@ CleanUp(JobRun *run)
 	if (run->routine->cleanup != NULL)
 	{
 		JobStepHoldPoint("cleaning up");
-		JobRunLockingStep(run, CleanupStep, JOB_PHASE_CLEANING_UP,
+		JobRunLockingStep(run, CleanupStep, NULL, JOB_PHASE_CLEANING_UP,
 						  "background_ddl: cleaning up");
 	}
 	JobStepBegin("background_ddl: cleaning up", STEP_READ_COMMITTED);
@@ -203,16 +270,11 @@ CleanUp(JobRun *run)
 	run->job.cleanup_pending = false;
 }
 
+/* arg: keep the target (a bool) */
 static void
-DiscardStep(JobRun *run)
+DiscardStep(JobRun *run, void *arg)
 {
-	run->routine->discard(&run->job, false);
-}
-
-static void
-DiscardKeepingTargetStep(JobRun *run)
-{
-	run->routine->discard(&run->job, true);
+	run->routine->discard(&run->job, *(bool *) arg);
 }
 
 /*
@@ -225,11 +287,12 @@ Discard(JobRun *run)
 {
 	MemoryContext job_context = CurrentMemoryContext;
 	volatile bool removed = false;
+	bool		keep_target = false;
 
 	run->discard_error = NULL;
 	PG_TRY();
 	{
-		JobRunLockingStep(run, DiscardStep, JOB_PHASE_CLEANING_UP,
+		JobRunLockingStep(run, DiscardStep, &keep_target, JOB_PHASE_CLEANING_UP,
 						  "background_ddl: removing what the job created");
 		removed = true;
 	}
@@ -249,8 +312,11 @@ Discard(JobRun *run)
 	}
 	PG_END_TRY();
 	if (!removed)
-		JobRunLockingStep(run, DiscardKeepingTargetStep, JOB_PHASE_CLEANING_UP,
+	{
+		keep_target = true;
+		JobRunLockingStep(run, DiscardStep, &keep_target, JOB_PHASE_CLEANING_UP,
 						  "background_ddl: removing what the job created, but its target");
+	}
 }
 
 /*
@@ -482,8 +548,11 @@ RunJob(JobRun *run)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg("background DDL job %lld makes no progress", (long long) run->job.id),
-					 errdetail("Its cut-over was tried %d times in a row without a batch of work in between (last: %s).",
-							   idle_rounds + 1, result == JOB_STEP_RESTART ? "a restart of the build" : "one more step"),
+					 result == JOB_STEP_RESTART ?
+					 errdetail("Its cut-over was tried %d times in a row without a batch of work in between; the last one restarted the build.",
+							   idle_rounds + 1) :
+					 errdetail("Its cut-over was tried %d times in a row without a batch of work in between; the last one asked for one more step.",
+							   idle_rounds + 1),
 					 errhint("This is a bug of background_ddl; the server log has what the job did. Submitting the statement again starts over.")));
 	}
 	run->job.state = JOB_STATE_SUCCEEDED;
@@ -778,51 +847,46 @@ JobWorkerMain(Datum main_arg)
 		{
 			ErrorData  *error = CatchJobError();
 
-			/* A lock that others keep busy: give the worker back, not an attempt */
-			if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
-				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
-								  "a lock (asked for without queueing, then for a short lock_timeout, and asked again)");
-			/* A deadlock with a user's statement: the job gave way; not an attempt */
-			else if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED && failure == NULL &&
-					 run->claimed && !JobStateIsFinal(run->job.state))
+			WorkerVerdict verdict = ClassifyError(error, run, failure != NULL);
+			int			delay_ms;
+			const char *why;
+
+			switch (verdict)
 			{
-				JobRunGaveWay(job_id, error);
-				JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000),
-								  "a lock held by a statement that waited for the job (a deadlock, in which the job gave way)");
-			}
-			/* Interrupted by the scheduler: a fair share of the workers, with no step to stop at */
-			if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
-				JobGiveBackRequested() && failure == NULL && run->claimed &&
-				!JobStateIsFinal(run->job.state))
-				JobStepGivingBack(GetCurrentTimestamp(), JOB_FAIR_SHARE_REASON);
-			/* pg_cancel_backend: this worker stops, the job goes on */
-			else if (error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled &&
-				failure == NULL && !JobControlPending() && !JobShutdownRequested &&
-				run->claimed && !JobStateIsFinal(run->job.state))
-				JobStepGivingBack(GetCurrentTimestamp(),
-								  "its worker was cancelled (pg_cancel_backend)");
-			if (JobShutdownRequested || JobGivingBack.giving_back)
-				ExitCleanly(job_id, JobStateIsFinal(run->job.state));
-			if (JobControlPending())
-				yield = true;	/* try again from the last checkpoint */
-			else if (failure != NULL && !ErrorIsTransient(error))
-				FailLeavingRemains(run, failure, error);
-			else if (failure != NULL || !run->claimed || JobStateIsFinal(run->job.state))
-			{
-				/* Could not end the job, or clean up after it: later, then */
-				ereport(LOG,
-						(errmsg("background DDL job %lld could not be ended: %s",
-								(long long) job_id, error->message)));
-				proc_exit(1);
-			}
-			else if (ErrorIsTransient(error))
-				ExitForRetry(job_id, JobErrorFrom(error));
-			else
-			{
-				ereport(LOG,
-						(errmsg("background DDL job %lld failed: %s",
-								(long long) job_id, error->message)));
-				failure = JobErrorFrom(error);
+				case WORKER_GIVES_WAY:
+					JobRunGaveWay(job_id, error);
+					/* FALLTHROUGH */
+				case WORKER_GIVES_BACK_FOR_LOCK:
+				case WORKER_GIVES_FAIR_SHARE:
+				case WORKER_CANCELLED:
+					why = GiveBackReason(verdict, &delay_ms);
+					JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay_ms),
+									  why);
+					/* FALLTHROUGH */
+				case WORKER_STOPS:
+					ExitCleanly(job_id, JobStateIsFinal(run->job.state));
+					break;
+				case WORKER_YIELDS:
+					yield = true;	/* try again from the last checkpoint */
+					break;
+				case WORKER_FAILS_LEAVING_REMAINS:
+					FailLeavingRemains(run, failure, error);
+					break;
+				case WORKER_EXITS_UNENDED:
+					ereport(LOG,
+							(errmsg("background DDL job %lld could not be ended: %s",
+									(long long) job_id, error->message)));
+					proc_exit(1);
+					break;
+				case WORKER_RETRIES:
+					ExitForRetry(job_id, JobErrorFrom(error));
+					break;
+				case WORKER_FAILS_JOB:
+					ereport(LOG,
+							(errmsg("background DDL job %lld failed: %s",
+									(long long) job_id, error->message)));
+					failure = JobErrorFrom(error);
+					break;
 			}
 			FreeErrorData(error);
 		}

@@ -37,6 +37,21 @@ KindRegister(const KindRoutine *routine)
 		routine->load();
 }
 
+/* The scheduler's pass: each kind's housekeeping, once per routine */
+void
+KindsHousekeeping(void)
+{
+	for (int i = 0; i < nkinds; i++)
+	{
+		bool		done_before = false;
+
+		for (int j = 0; j < i; j++)
+			done_before |= kinds[j]->housekeeping == kinds[i]->housekeeping;
+		if (kinds[i]->housekeeping != NULL && !done_before)
+			kinds[i]->housekeeping();
+	}
+}
+
 /* The kind of this name (a job row's kind) */
 const KindRoutine *
 KindRoutineForJob(const BgddlJob *job)
@@ -108,6 +123,19 @@ KindExplain(Node *raw_statement, const char *query_string)
 	return NULL;
 }
 
+/* estimate_ddl of a raw statement; false if no kind takes statements of its type */
+bool
+KindEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
+{
+	for (int i = 0; i < nkinds; i++)
+	{
+		if (kinds[i]->estimate != NULL &&
+			kinds[i]->estimate(raw_statement, query_string, estimate))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The transaction that submitted a job uses its target (why says how)
  * before committing: build the object here, now, as the blocking statement
@@ -134,6 +162,18 @@ KindBuildHere(int64 job_id, const char *why)
 	/* Done here: the session's later statements need not wait for it */
 	JobXactForgetAtCommit(job_id);
 	return KindRoutineForJob(&job)->build_here(&job);
+}
+
+/*
+ * The relation that will stand for a job's target, if not the target itself
+ * (CREATE TABLE AS: its own table); InvalidOid if none
+ */
+Oid
+KindFutureRelation(const BgddlJob *job)
+{
+	const KindRoutine *routine = KindRoutineForJob(job);
+
+	return routine->result != NULL ? routine->result(job) : InvalidOid;
 }
 
 /* The relation that stands for a succeeded job's target */

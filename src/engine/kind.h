@@ -17,6 +17,7 @@
 #include "tcop/utility.h"
 #include "utils/jsonb.h"
 
+#include "engine/job_estimate.h"
 #include "engine/job_run.h"
 #include "engine/job_xact.h"
 
@@ -34,12 +35,6 @@ typedef enum KindAcceptance
 } KindAcceptance;
 
 /* A statement being submitted, and what the kind reserves for it */
-/* The kind whose placeholder is its target itself, populated at the end */
-#define KIND_MATVIEW_NAME	"CREATE MATERIALIZED VIEW"
-/* The kind whose hidden table (kind_state) takes its placeholder's place at the end */
-#define KIND_CTAS_NAME		"CREATE TABLE AS"
-#define KIND_CTAS_HIDDEN_OID	"hidden_oid"
-
 typedef struct KindSubmit
 {
 	PlannedStmt *pstmt;
@@ -94,12 +89,21 @@ typedef struct KindRoutine
 	ObjectType	stands_for;		/* what DROP of the target names */
 	bool		replaces_placeholder;	/* the target is a placeholder for
 										 * another object */
+	bool		populates_target;	/* the target is the object itself, empty
+									 * until the job fills it */
 	bool		waits_for_older_snapshots;	/* its worker waits for the
 											 * transactions whose snapshots
 											 * are older than its own */
 
 	/* optional: at library load, in the postmaster (hooks it needs) */
 	void		(*load) (void);
+
+	/*
+	 * optional: in the scheduler, between its passes, in a transaction:
+	 * keep what the kind's jobs accumulate bounded (called once per pass
+	 * however many kinds share the routine)
+	 */
+	void		(*housekeeping) (void);
 
 	/* In the submitting backend */
 	/* does this statement become a job?  (*reason: why it runs here) */
@@ -108,6 +112,12 @@ typedef struct KindRoutine
 	void		(*reserve) (KindSubmit *submit);	/* create the placeholder */
 	/* optional: explain_ddl's strategy for a raw statement, or NULL if not ours */
 	const char *(*explain) (Node *raw_statement, const char *query_string);
+	/*
+	 * optional: estimate_ddl of a raw statement, measured on a rolled-back
+	 * sample as the caller; false if the statement is not this kind's
+	 */
+	bool		(*estimate) (Node *raw_statement, const char *query_string,
+							 JobEstimate *estimate);
 
 	/* In the job's worker */
 	void		(*start) (JobRun *run); /* set up the run from the job row */
@@ -173,12 +183,15 @@ typedef struct KindRoutine
 } KindRoutine;
 
 extern void KindRegister(const KindRoutine *routine);
+extern void KindsHousekeeping(void);
 extern const KindRoutine *KindRoutineForJob(const BgddlJob *job);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
+extern bool KindEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate);
 extern char *KindNames(void);
 extern Oid	KindBuildHere(int64 job_id, const char *why);
 extern Oid	KindResult(const BgddlJob *job);
+extern Oid	KindFutureRelation(const BgddlJob *job);
 extern List *KindQuerySources(PlannedStmt *plan, Query *query);
 extern void KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique);
 

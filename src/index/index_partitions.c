@@ -112,9 +112,6 @@ typedef struct PartitionStep
 	bool		built;			/* the index is the one the job built */
 } PartitionStep;
 
-/* The step a locking step (JobRunLockingStep) runs: one at a time */
-static PartitionStep next_step;
-
 bool
 IndexPartitionsJob(const BgddlJob *job)
 {
@@ -556,19 +553,20 @@ StillWithoutIndex(Oid table, Oid parent_index)
  * taken within lock_timeout (a locking step).
  */
 static void
-PrepareStep(JobRun *run)
+PrepareStep(JobRun *run, void *arg)
 {
+	const PartitionStep *step = arg;
 	IndexStmt  *stmt;
 
-	JobStepLockRelation(next_step.table, ShareLock, background_ddl_lock_timeout_ms);
-	LockRelationOid(next_step.parent_index, ShareUpdateExclusiveLock);
-	if (!StillWithoutIndex(next_step.table, next_step.parent_index))
+	JobStepLockRelation(step->table, ShareLock, background_ddl_lock_timeout_ms);
+	LockRelationOid(step->parent_index, ShareUpdateExclusiveLock);
+	if (!StillWithoutIndex(step->table, step->parent_index))
 		return;
-	stmt = ClonedStatement(next_step.table, next_step.parent_index);
+	stmt = ClonedStatement(step->table, step->parent_index);
 	stmt->relation->inh = false;
 	stmt->concurrent = false;
-	(void) IndexBuildDefine(&run->job, next_step.table, stmt, InvalidOid, next_step.parent_index);
-	AddCreated(run, next_step.table);
+	(void) IndexBuildDefine(&run->job, step->table, stmt, InvalidOid, step->parent_index);
+	AddCreated(run, step->table);
 	CatalogJobRecordKindState(&run->job);
 }
 
@@ -580,27 +578,28 @@ PrepareStep(JobRun *run)
  * recorded as created (cancel drops it; it detaches the others).
  */
 static void
-AttachStep(JobRun *run)
+AttachStep(JobRun *run, void *arg)
 {
+	const PartitionStep *step = arg;
 	Relation	index;
 	bool		valid;
 
-	LockRelationOid(next_step.table, AccessShareLock);
-	JobStepLockRelation(next_step.index, AccessExclusiveLock, background_ddl_lock_timeout_ms);
-	LockRelationOid(next_step.parent_index, ShareUpdateExclusiveLock);
-	if (StillWithoutIndex(next_step.table, next_step.parent_index) &&
-		IndexBuildIsIndex(next_step.index, &valid) &&
-		(valid || get_rel_relkind(next_step.index) == RELKIND_PARTITIONED_INDEX) &&
-		!get_rel_relispartition(next_step.index) &&
-		IndexGetRelation(next_step.index, false) == next_step.table)
+	LockRelationOid(step->table, AccessShareLock);
+	JobStepLockRelation(step->index, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	LockRelationOid(step->parent_index, ShareUpdateExclusiveLock);
+	if (StillWithoutIndex(step->table, step->parent_index) &&
+		IndexBuildIsIndex(step->index, &valid) &&
+		(valid || get_rel_relkind(step->index) == RELKIND_PARTITIONED_INDEX) &&
+		!get_rel_relispartition(step->index) &&
+		IndexGetRelation(step->index, false) == step->table)
 	{
-		index = index_open(next_step.index, NoLock);
-		IndexSetParentIndex(index, next_step.parent_index);
+		index = index_open(step->index, NoLock);
+		IndexSetParentIndex(index, step->parent_index);
 		index_close(index, NoLock);
 		/* (idempotent: a retried step sees the state it changed) */
-		if (next_step.built)
+		if (step->built)
 		{
-			AddCreated(run, next_step.table);
+			AddCreated(run, step->table);
 			SetState(run, STATE_BUILDING_INDEX, 0);
 		}
 		CatalogJobRecordKindState(&run->job);
@@ -609,11 +608,12 @@ AttachStep(JobRun *run)
 
 /* Drop the index an interrupted build left (invalid, or its leaf gone) */
 static void
-DropStep(JobRun *run)
+DropStep(JobRun *run, void *arg)
 {
-	char	   *name = get_rel_name(next_step.index);
+	const PartitionStep *step = arg;
+	char	   *name = get_rel_name(step->index);
 
-	IndexBuildDrop(next_step.index);
+	IndexBuildDrop(step->index);
 	SetState(run, STATE_BUILDING_INDEX, 0);
 	CatalogJobRecordKindState(&run->job);
 	ereport(LOG,
@@ -626,7 +626,7 @@ DropStep(JobRun *run)
  * recorded with the job in the build's first transaction.
  */
 static JobStepResult
-BuildStep(JobRun *run)
+BuildStep(JobRun *run, const PartitionStep *step)
 {
 	IndexStmt  *stmt;
 	Oid			index_oid;
@@ -635,14 +635,14 @@ BuildStep(JobRun *run)
 	JobStepHoldAtChunk(run->job.chunks_done);
 	JobStepBegin("background_ddl: building the index of a partition", STEP_NO_SNAPSHOT);
 	/* As BuildIndex: wait for other builds on the leaf before taking a snapshot */
-	LockRelationOid(next_step.table, ShareUpdateExclusiveLock);
-	LockRelationOid(next_step.parent_index, AccessShareLock);
-	if (StillWithoutIndex(next_step.table, next_step.parent_index))
+	LockRelationOid(step->table, ShareUpdateExclusiveLock);
+	LockRelationOid(step->parent_index, AccessShareLock);
+	if (StillWithoutIndex(step->table, step->parent_index))
 	{
-		leaf.table = next_step.table;
-		leaf.parent_table = IndexGetRelation(next_step.parent_index, false);
+		leaf.table = step->table;
+		leaf.parent_table = IndexGetRelation(step->parent_index, false);
 		leaf.relkind = RELKIND_RELATION;
-		leaf.parent_index = next_step.parent_index;
+		leaf.parent_index = step->parent_index;
 	}
 	if (!OidIsValid(leaf.table) || OidIsValid(MatchingIndex(&leaf)))
 	{
@@ -651,13 +651,13 @@ BuildStep(JobRun *run)
 		return JOB_STEP_MORE;
 	}
 	PushActiveSnapshot(GetTransactionSnapshot());
-	stmt = ClonedStatement(next_step.table, next_step.parent_index);
+	stmt = ClonedStatement(step->table, step->parent_index);
 	stmt->concurrent = true;
-	index_oid = IndexBuildNewOid(next_step.table, stmt->tableSpace);
+	index_oid = IndexBuildNewOid(step->table, stmt->tableSpace);
 	SetState(run, STATE_BUILDING_INDEX, index_oid);
-	SetState(run, STATE_BUILDING_TABLE, next_step.table);
+	SetState(run, STATE_BUILDING_TABLE, step->table);
 	CatalogJobRecordKindState(&run->job);
-	(void) IndexBuildDefine(&run->job, next_step.table, stmt, index_oid, InvalidOid);
+	(void) IndexBuildDefine(&run->job, step->table, stmt, index_oid, InvalidOid);
 	JobStepEnd();
 	return JOB_STEP_MORE;
 }
@@ -714,7 +714,7 @@ Complete(List *partitions, Oid table, Oid index_oid)
  * the next step does its index.
  */
 static void
-FinishStep(JobRun *run)
+FinishStep(JobRun *run, void *arg)
 {
 	Oid			table_oid;
 	List	   *partitions;
@@ -784,8 +784,13 @@ IndexPartitionsDone(const BgddlJob *job, bool valid)
  * One step of the job after its index was created ON ONLY the table.
  * Returns JOB_STEP_DONE once the index is valid.
  */
-static Oid	checked_table;
-static bool target_gone;
+/* What the check of the partitions (CheckStep) is given, and finds */
+typedef struct PartitionsCheck
+{
+	Oid			table;			/* the table whose partitions are checked */
+	bool		target_gone;	/* the job's index was dropped */
+	PartitionStep next;			/* else: the step to take next */
+} PartitionsCheck;
 
 /*
  * Decide the next step (a locking step: every partition is locked ACCESS
@@ -796,47 +801,49 @@ static bool target_gone;
  * INDEX of it waits, or has happened and ends the job.
  */
 static void
-CheckStep(JobRun *run)
+CheckStep(JobRun *run, void *arg)
 {
-	LockRelationOid(checked_table, AccessShareLock);
+	PartitionsCheck *check = arg;
+
+	LockRelationOid(check->table, AccessShareLock);
 	LockRelationOid(run->job.target_oid, AccessShareLock);
-	target_gone = get_rel_relkind(run->job.target_oid) != RELKIND_PARTITIONED_INDEX;
-	if (target_gone)
+	check->target_gone = get_rel_relkind(run->job.target_oid) != RELKIND_PARTITIONED_INDEX;
+	if (check->target_gone)
 		return;
-	next_step = DecideStep(run, checked_table);
+	check->next = DecideStep(run, check->table);
 	CatalogJobRecordKindState(&run->job);
 }
 
 JobStepResult
 IndexPartitionsStep(JobRun *run, Oid table_oid)
 {
+	PartitionsCheck check = {.table = table_oid};
 	bool		valid;
 
-	checked_table = table_oid;
-	JobRunLockingStep(run, CheckStep, JOB_PHASE_BACKFILLING,
+	JobRunLockingStep(run, CheckStep, &check, JOB_PHASE_BACKFILLING,
 					  "background_ddl: checking the partitions");
-	if (target_gone)
+	if (check.target_gone)
 		return JOB_STEP_TARGET_GONE;
-	switch (next_step.kind)
+	switch (check.next.kind)
 	{
 		case PARTITION_STEP_DROP:
-			JobRunLockingStep(run, DropStep, JOB_PHASE_BACKFILLING,
+			JobRunLockingStep(run, DropStep, &check.next, JOB_PHASE_BACKFILLING,
 							  "background_ddl: dropping an invalid index");
 			return JOB_STEP_MORE;
 		case PARTITION_STEP_ATTACH:
-			JobRunLockingStep(run, AttachStep, JOB_PHASE_BACKFILLING,
+			JobRunLockingStep(run, AttachStep, &check.next, JOB_PHASE_BACKFILLING,
 							  "background_ddl: attaching the index of a partition");
 			return JOB_STEP_MORE;
 		case PARTITION_STEP_PREPARE:
-			JobRunLockingStep(run, PrepareStep, JOB_PHASE_BACKFILLING,
+			JobRunLockingStep(run, PrepareStep, &check.next, JOB_PHASE_BACKFILLING,
 							  "background_ddl: indexing a sub-partitioned table");
 			return JOB_STEP_MORE;
 		case PARTITION_STEP_BUILD:
-			return BuildStep(run);
+			return BuildStep(run, &check.next);
 		case PARTITION_STEP_NONE:
 			break;
 	}
-	JobRunLockingStep(run, FinishStep, JOB_PHASE_BACKFILLING,
+	JobRunLockingStep(run, FinishStep, NULL, JOB_PHASE_BACKFILLING,
 					  "background_ddl: validating the index");
 	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
 	(void) IndexBuildIsIndex(run->job.target_oid, &valid);

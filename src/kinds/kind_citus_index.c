@@ -309,7 +309,10 @@ LoadRun(const BgddlJob *job, MemoryContext context)
 	citus->table_name = get_rel_name(table_oid);
 	citus->index_name = get_rel_name(job->target_oid);
 	if (citus->table_name == NULL || citus->index_name == NULL)
-		elog(ERROR, "the table or the index of background DDL job %lld is gone", (long long) job->id);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("the table or the index of background DDL job %lld was dropped",
+						(long long) job->id)));
 	citus->index_definition = TextDatumGetCString(DirectFunctionCall1(pg_get_indexdef,
 																	  ObjectIdGetDatum(job->target_oid)));
 	citus->unique = strncmp(citus->index_definition, "CREATE UNIQUE INDEX ", 20) == 0;
@@ -583,8 +586,12 @@ SubmitOnNode(JobRun *run, CitusIndexRun *citus, CitusNode *node)
 			build->node_job = strtoll(PQgetvalue(result, 0, 0), NULL, 10);
 		PQclear(result);
 		if (foreground)
-			elog(ERROR, "the index of shard %lld ran in the foreground on Citus node %s",
-				 (long long) build->shard_id, CitusNodeName(node));
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("Citus node %s built the index of shard %lld in the foreground",
+							CitusNodeName(node), (long long) build->shard_id),
+					 errdetail("Its submit_ddl() returned no job."),
+					 errhint("Install background_ddl on every node of the cluster, with the same version and shared_preload_libraries.")));
 		strlcpy(build->state, "submitted", sizeof(build->state));
 		running++;
 

@@ -64,11 +64,12 @@
 #include "citus/pg_citus.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"
+#include "query/query_estimate.h"
 #include "query/query_job.h"
 #include "query/query_submit.h"
 
 /* The hidden table's OID, in the job's kind_state */
-#define STATE_HIDDEN_OID	KIND_CTAS_HIDDEN_OID
+#define STATE_HIDDEN_OID	"hidden_oid"
 
 static CreateTableAsStmt *
 CreateStatement(KindSubmit *submit)
@@ -414,14 +415,28 @@ CtasExplain(Node *raw_statement, const char *query_string)
 	return QueryJobExplain(raw_statement, query_string);
 }
 
+/* A CREATE TABLE AS, a SELECT ... INTO, or a bare query (what its table would hold) */
+static bool
+CtasEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
+{
+	if (IsA(raw_statement, CreateTableAsStmt) &&
+		((CreateTableAsStmt *) raw_statement)->objtype == OBJECT_TABLE)
+		raw_statement = ((CreateTableAsStmt *) raw_statement)->query;
+	if (!IsA(raw_statement, SelectStmt))
+		return false;
+	QueryJobEstimateSelect(raw_statement, query_string, estimate);
+	return true;
+}
+
 const KindRoutine kind_ctas_routine = {
-	.name = KIND_CTAS_NAME,
+	.name = "CREATE TABLE AS",
 	.stands_for = OBJECT_TABLE,
 	.replaces_placeholder = true,
 	.accepts = CtasAccepts,
 	.validate = CtasValidate,
 	.reserve = CtasReserve,
 	.explain = CtasExplain,
+	.estimate = CtasEstimate,
 	.start = CtasStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
@@ -430,6 +445,7 @@ const KindRoutine kind_ctas_routine = {
 	.cut_over = CtasCutOver,
 	.paused = QueryJobPaused,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,
+	.housekeeping = QueryJobHousekeeping,
 	.cleanup = QueryJobCleanup,
 	.discard = CtasDiscard,
 	.build_here = CtasBuildHere,

@@ -76,6 +76,7 @@
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
 #include "index/index_build.h"
+#include "index/index_estimate.h"
 #include "index/index_partitions.h"
 #include "engine/job_step.h"
 #include "kinds/kinds.h"
@@ -705,7 +706,7 @@ IndexPlan(JobRun *run)
  * index locks its table).
  */
 static void
-RestartBuildStep(JobRun *run)
+RestartBuildStep(JobRun *run, void *arg)
 {
 	char	   *name = get_rel_name(run->job.target_oid);
 	KindSubmit	reserve = {0};
@@ -791,7 +792,7 @@ BuildIndex(JobRun *run)
  * transaction.
  */
 static void
-CreateParentIndexStep(JobRun *run)
+CreateParentIndexStep(JobRun *run, void *arg)
 {
 	Oid			table_oid = IndexedTable(&run->job);
 	IndexStmt  *stmt;
@@ -829,7 +830,7 @@ IndexBackfillStep(JobRun *run)
 		return JOB_STEP_TARGET_GONE;
 	if (IndexPartitionsJob(&run->job) && !is_index)
 	{
-		JobRunLockingStep(run, CreateParentIndexStep, JOB_PHASE_BACKFILLING,
+		JobRunLockingStep(run, CreateParentIndexStep, NULL, JOB_PHASE_BACKFILLING,
 						  "background_ddl: creating the index of the partitioned table");
 		return JOB_STEP_MORE;
 	}
@@ -840,7 +841,7 @@ IndexBackfillStep(JobRun *run)
 		return JOB_STEP_DONE;
 	if (is_index)
 	{
-		JobRunLockingStep(run, RestartBuildStep, JOB_PHASE_BACKFILLING,
+		JobRunLockingStep(run, RestartBuildStep, NULL, JOB_PHASE_BACKFILLING,
 						  "background_ddl: dropping an invalid index");
 		return JOB_STEP_MORE;
 	}
@@ -931,6 +932,17 @@ IndexExplain(Node *raw_statement, const char *query_string)
 		STRATEGY_PARTITIONS : STRATEGY_CONCURRENT_INDEX;
 }
 
+/* estimate_ddl: a rolled-back build on a sample of the table (index_estimate.c) */
+static bool
+IndexEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
+{
+	if (!IsA(raw_statement, IndexStmt))
+		return false;
+	IndexJobEstimate((IndexStmt *) raw_statement, query_string, estimate);
+	estimate->strategy = pstrdup(KindExplain(raw_statement, query_string));
+	return true;
+}
+
 const KindRoutine kind_index_routine = {
 	.name = "CREATE INDEX",
 	.stands_for = OBJECT_INDEX,
@@ -941,6 +953,7 @@ const KindRoutine kind_index_routine = {
 	.validate = IndexValidate,
 	.reserve = IndexReserve,
 	.explain = IndexExplain,
+	.estimate = IndexEstimate,
 	.start = IndexStart,
 	.plan = IndexPlan,
 	.backfill_step = IndexBackfillStep,

@@ -38,6 +38,7 @@
 #include "citus/pg_citus.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"
+#include "query/query_estimate.h"
 #include "query/query_job.h"
 #include "query/query_submit.h"
 
@@ -190,13 +191,25 @@ MatviewExplain(Node *raw_statement, const char *query_string)
 	return QueryJobExplain(stmt->query, query_string);
 }
 
+static bool
+MatviewEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
+{
+	if (!IsA(raw_statement, CreateTableAsStmt) ||
+		((CreateTableAsStmt *) raw_statement)->objtype != OBJECT_MATVIEW)
+		return false;
+	QueryJobEstimateSelect(((CreateTableAsStmt *) raw_statement)->query, query_string, estimate);
+	return true;
+}
+
 const KindRoutine kind_matview_routine = {
-	.name = KIND_MATVIEW_NAME,
+	.name = "CREATE MATERIALIZED VIEW",
+	.populates_target = true,
 	.stands_for = OBJECT_MATVIEW,
 	.accepts = MatviewAccepts,
 	.validate = MatviewValidate,
 	.reserve = MatviewReserve,
 	.explain = MatviewExplain,
+	.estimate = MatviewEstimate,
 	.start = MatviewStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
@@ -205,6 +218,7 @@ const KindRoutine kind_matview_routine = {
 	.cut_over = MatviewCutOver,
 	.paused = QueryJobPaused,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,
+	.housekeeping = QueryJobHousekeeping,
 	.cleanup = QueryJobCleanup,
 	.discard = MatviewDiscard,
 	.build_here = MatviewBuildHere,

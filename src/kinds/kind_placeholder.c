@@ -147,15 +147,6 @@ AddJob(List **jobs, int64 job_id)
 	*jobs = lappend(*jobs, id);
 }
 
-/* A CREATE TABLE AS job's own table (its hidden table); InvalidOid for other kinds */
-static Oid
-JobFutureTable(const BgddlJob *job)
-{
-	if (strcmp(job->kind, KIND_CTAS_NAME) != 0)
-		return InvalidOid;
-	return (Oid) CatalogKindStateInt(job->kind_state, KIND_CTAS_HIDDEN_OID);
-}
-
 /*
  * Refuse a plan that reads the placeholder of an unfinished job, naming the
  * job.  With a query (the query the plan was made from, of a new job),
@@ -189,9 +180,9 @@ PlaceholderReads(PlannedStmt *plan, Query *query)
 		if (job_id == 0)
 			continue;
 		if (query != NULL && CatalogJobLoad(job_id, &job, true) &&
-			(strcmp(job.kind, KIND_MATVIEW_NAME) == 0 ||
-			 (OidIsValid(JobFutureTable(&job)) &&
-			  RetargetToFutureTable(query, rte->relid, JobFutureTable(&job)))))
+			(KindRoutineForJob(&job)->populates_target ||
+			 (OidIsValid(KindFutureRelation(&job)) &&
+			  RetargetToFutureTable(query, rte->relid, KindFutureRelation(&job)))))
 		{
 			AddJob(&jobs, job_id);
 			continue;
@@ -268,7 +259,7 @@ KindPlaceholderFutureTable(Oid relid, int64 *job_id)
 	*job_id = KindPlaceholderJob(relid);
 	if (*job_id == 0 || !CatalogJobLoad(*job_id, &job, true))
 		return InvalidOid;
-	return JobFutureTable(&job);
+	return KindFutureRelation(&job);
 }
 
 /*
@@ -306,7 +297,7 @@ KindCheckPlaceholderRefresh(RefreshMatViewStmt *stmt, int64 *after)
 			return;
 		if (!CatalogJobLoad(job_id, &job, true))
 			continue;
-		if (strcmp(job.kind, KIND_MATVIEW_NAME) == 0)
+		if (KindRoutineForJob(&job)->populates_target)
 			creating = job_id;
 		else if (refreshing == 0)
 			refreshing = job_id;

@@ -54,6 +54,7 @@
 #include "pg/pg_compat.h"
 #include "pg/pg_heap_swap.h"
 #include "pg/pg_relation.h"
+#include "query/query_estimate.h"
 #include "query/query_job.h"
 #include "query/query_submit.h"
 #include "catalog/settings.h"
@@ -411,6 +412,34 @@ RefreshExplain(Node *raw_statement, const char *query_string)
 	return strategy;
 }
 
+/*
+ * The job of a REFRESH, estimated as its job runs the view's query: as the
+ * view's owner (whom the caller must be or act for), in the job's query
+ * context (JobQueryEnter)
+ */
+static bool
+RefreshEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
+{
+	Oid			relid;
+	Relation	matview;
+	JobQueryContext context;
+
+	if (!IsA(raw_statement, RefreshMatViewStmt))
+		return false;
+	relid = RangeVarGetRelidExtended(((RefreshMatViewStmt *) raw_statement)->relation,
+									 AccessShareLock, 0, RangeVarCallbackOwnsTable, NULL);
+	matview = table_open(relid, NoLock);
+	if (matview->rd_rel->relkind != RELKIND_MATVIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a materialized view", RelationGetRelationName(matview))));
+	JobQueryEnter(matview->rd_rel->relowner, &context, false);
+	QueryJobEstimate(copyObject(get_view_query(matview)), relid, estimate);
+	JobQueryLeave(&context);
+	table_close(matview, NoLock);
+	return true;
+}
+
 const KindRoutine kind_refresh_routine = {
 	.name = "REFRESH MATERIALIZED VIEW",
 	.stands_for = OBJECT_MATVIEW,
@@ -418,6 +447,7 @@ const KindRoutine kind_refresh_routine = {
 	.validate = RefreshValidate,
 	.reserve = RefreshReserve,
 	.explain = RefreshExplain,
+	.estimate = RefreshEstimate,
 	.start = RefreshStart,
 	.plan = QueryJobPlan,
 	.backfill_step = QueryJobBackfillStep,
@@ -426,6 +456,7 @@ const KindRoutine kind_refresh_routine = {
 	.cut_over = RefreshCutOver,
 	.paused = QueryJobPaused,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,
+	.housekeeping = QueryJobHousekeeping,
 	.cleanup = QueryJobCleanup,
 	.discard = RefreshDiscard,
 	.build_here = RefreshBuildHere,

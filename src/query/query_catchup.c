@@ -727,15 +727,22 @@ Recomputed(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int64
 	return false;
 }
 
-/* Collect the tuple ids of marks to delete */
+/* The marks that a batch recomputed, which it deletes at its end */
+typedef struct DoneMarks
+{
+	MarkId	   *marks;
+	int			count;
+	int			capacity;
+} DoneMarks;
+
 static void
-AddMark(MarkId **marks, int *nmarks, int *capacity, const MarkId *mark)
+AddMark(DoneMarks *done, const MarkId *mark)
 {
 	if (!ItemPointerIsValid(&mark->tid))
 		return;
-	if (*nmarks == *capacity)
-		*marks = repalloc_huge(*marks, sizeof(MarkId) * (*capacity *= 2));
-	(*marks)[(*nmarks)++] = *mark;
+	if (done->count == done->capacity)
+		done->marks = repalloc_huge(done->marks, sizeof(MarkId) * (done->capacity *= 2));
+	done->marks[done->count++] = *mark;
 }
 
 /*
@@ -743,8 +750,7 @@ AddMark(MarkId **marks, int *nmarks, int *capacity, const MarkId *mark)
  * now), into the marks to delete
  */
 static void
-TakeMarksBefore(QueryCatchUpPass *pass, int64 end_block, MarkId **marks, int *nmarks,
-				int *capacity)
+TakeMarksBefore(QueryCatchUpPass *pass, int64 end_block, DoneMarks *done)
 {
 	DirtyMark  *rows = pass->marks.rows;
 
@@ -753,7 +759,7 @@ TakeMarksBefore(QueryCatchUpPass *pass, int64 end_block, MarkId **marks, int *nm
 	{
 		if (NewSource(rows, pass->next, 0))
 			pass->sources_done++;
-		AddMark(marks, nmarks, capacity, &rows[pass->next].mark);
+		AddMark(done, &rows[pass->next].mark);
 	}
 }
 
@@ -794,189 +800,226 @@ NextChunkMostlyChanged(QueryCatchUpPass *pass)
 }
 
 /*
+ * A batch after a whole_table mark: whole chunks, then the blocks beyond
+ * them, up to budget blocks.  Once all are recomputed, so is every row the
+ * pass's marks name (but those beyond the blocks: see below).  Returns
+ * whether chunks or blocks are left.
+ */
+static bool
+BatchWholeTable(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 budget,
+				DoneMarks *done, int64 *rows_gained, int64 *recomputed)
+{
+	CapturedMarks *marks = &pass->marks;
+	int64		cost = 0;
+
+	while (cost < budget && pass->next_chunk < pass->nchunks)
+	{
+		int			c = pass->next_chunk++;
+		ChunkRange *chunk = &pass->chunks[c];
+
+		if (target->partial)
+		{
+			int64		max_units = (chunk->end_block - chunk->start_block) / UNIT_MIN_BLOCKS + 2;
+			int64	   *starts = palloc(sizeof(int64) * max_units);
+			int64	   *ends = palloc(sizeof(int64) * max_units);
+			int			nunits = 0;
+			ItemPointerData split_start;
+
+			for (int64 block = chunk->start_block; block < chunk->end_block; block = ends[nunits - 1])
+			{
+				(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
+				nunits++;
+			}
+			ItemPointerSet(&split_start, (BlockNumber) chunk->start_block, 0);
+			*rows_gained += RecomputeUnits(target, starts, ends, nunits, &split_start,
+										   pass->split[c] ? 0 : 1, recomputed);
+			pass->split[c] = true;
+		}
+		else
+			*rows_gained += RecomputeRange(target, chunk->start_block, chunk->start_block,
+										   chunk->end_block, recomputed);
+		cost += chunk->end_block - chunk->start_block;
+	}
+	while (cost < budget && pass->next_chunk == pass->nchunks && pass->next_beyond < pass->nbeyond)
+	{
+		ChunkRange *area = &pass->beyond[pass->next_beyond];
+		int64		start;
+		int64		end;
+
+		pass->next_block = Max(pass->next_block, area->start_block);
+		if (target->partial)
+		{
+			(void) UnitOf(pass, pass->next_block, &start, &end);
+			*rows_gained += RecomputeUnits(target, &start, &end, 1, NULL, 0, recomputed);
+		}
+		else
+		{
+			start = pass->next_block;
+			end = Min(area->end_block, start + Max(budget - cost, 1));
+			*rows_gained += RecomputeRange(target, -1, start, end, recomputed);
+		}
+		cost += end - start;
+		pass->next_block = end;
+		if (pass->next_block >= area->end_block)
+			pass->next_beyond++;
+	}
+	if (pass->next_chunk < pass->nchunks || pass->next_beyond < pass->nbeyond)
+		return true;
+	/*
+	 * Every row was recomputed after every mark the pass read, but for marks
+	 * beyond the blocks it recomputed (the table was longer once: vacuum
+	 * truncated it): those rows' outputs are the next pass's to delete, so
+	 * their marks stay
+	 */
+	for (int i = 0; i < marks->nrows; i++)
+	{
+		if (Recomputed(target, pass, ItemPointerGetBlockNumber(&marks->rows[i].source)))
+			AddMark(done, &marks->rows[i].mark);
+	}
+	marks->nrows = 0;
+	pass->sources_done = pass->sources;
+	return false;
+}
+
+/*
+ * A batch of partial aggregation: the units of the next marks, up to budget
+ * blocks (a chunk not split into units yet, as all of its units)
+ */
+static void
+BatchUnits(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 budget,
+		   DoneMarks *done, int64 *rows_gained, int64 *recomputed)
+{
+	CapturedMarks *marks = &pass->marks;
+	int			unit_capacity = 64;
+	int64	   *starts = palloc(sizeof(int64) * unit_capacity);
+	int64	   *ends = palloc(sizeof(int64) * unit_capacity);
+	int			nunits = 0;
+	ItemPointer split_starts = palloc(sizeof(ItemPointerData) * Max(pass->nchunks, 1));
+	int			nsplit = 0;
+	int64		cost = 0;
+
+	while (pass->next < marks->nrows)
+	{
+		int64		start;
+		int64		end;
+		int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&marks->rows[pass->next].source),
+								   &start, &end);
+		bool		whole_chunk = chunk >= 0 && !pass->split[chunk];
+		int64		unit_cost = whole_chunk ?
+			pass->chunks[chunk].end_block - pass->chunks[chunk].start_block : end - start;
+		int64		block;
+
+		if (nunits > 0 && cost + unit_cost > budget)
+			break;
+		cost += unit_cost;
+		for (block = whole_chunk ? pass->chunks[chunk].start_block : start;
+			 block < (whole_chunk ? pass->chunks[chunk].end_block : end);
+			 block = ends[nunits - 1])
+		{
+			if (nunits == unit_capacity)
+			{
+				starts = repalloc(starts, sizeof(int64) * (unit_capacity *= 2));
+				ends = repalloc(ends, sizeof(int64) * unit_capacity);
+			}
+			(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
+			nunits++;
+		}
+		if (whole_chunk)
+		{
+			pass->split[chunk] = true;
+			/* ItemPointerSet evaluates its pointer more than once */
+			ItemPointerSet(&split_starts[nsplit], (BlockNumber) pass->chunks[chunk].start_block, 0);
+			nsplit++;
+		}
+		TakeMarksBefore(pass, block, done);
+	}
+	if (nunits > 0)
+		*rows_gained = RecomputeUnits(target, starts, ends, nunits, split_starts, nsplit,
+									  recomputed);
+}
+
+/* A batch of the chunk of the next mark, recomputed as a whole (ChunkMostlyChanged) */
+static void
+BatchChunk(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, DoneMarks *done,
+		   int64 *rows_gained, int64 *recomputed)
+{
+	int64		start;
+	int64		end;
+	int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&pass->marks.rows[pass->next].source),
+							   &start, &end);
+
+	*rows_gained = RecomputeRange(target, pass->chunks[chunk].start_block,
+								  pass->chunks[chunk].start_block,
+								  pass->chunks[chunk].end_block, recomputed);
+	pass->map_chunk = -1;		/* its tid map was replaced */
+	TakeMarksBefore(pass, pass->chunks[chunk].end_block, done);
+}
+
+/* A batch row by row: the next budget sources, each recomputed with a TID scan */
+static void
+BatchSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 budget,
+			 DoneMarks *done, int64 *rows_gained, int64 *recomputed)
+{
+	CapturedMarks *marks = &pass->marks;
+	ItemPointer sources = palloc(sizeof(ItemPointerData) * Max(Min(budget, marks->nrows), 1));
+	int			nsources = 0;
+
+	while (pass->next < marks->nrows)
+	{
+		ItemPointer source = &marks->rows[pass->next].source;
+
+		if (nsources == 0 || !ItemPointerEquals(&sources[nsources - 1], source))
+		{
+			if (nsources >= budget)
+				break;
+			sources[nsources++] = *source;
+		}
+		AddMark(done, &marks->rows[pass->next].mark);
+		pass->next++;
+	}
+	pass->sources_done += nsources;
+	if (nsources > 0)
+		*rows_gained = RecomputeSources(target, pass, sources, nsources, recomputed);
+}
+
+/*
  * One batch of a pass, in the current transaction (REPEATABLE READ, see
  * QueryCatchUpTarget), at its snapshot: the next sources, or units of
- * partial aggregation, or (after a whole_table mark) chunks, in driving
- * table order, about budget of them (rows, or blocks), at least one; their
- * marks are deleted.  The last batch deletes the pass's other marks.
- * Returns false once the pass is done.  *rows_gained says how the result's
- * row count moved, *recomputed counts the rows computed again.
+ * partial aggregation, or a chunk mostly changed, or (after a whole_table
+ * mark) chunks, in driving table order, about budget of them (rows, or
+ * blocks), at least one; their marks are deleted.  The last batch deletes
+ * the pass's other marks.  Returns false once the pass is done.
+ * *rows_gained says how the result's row count moved, *recomputed counts
+ * the rows computed again.
  */
 bool
 QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 budget,
 				  int64 *rows_gained, int64 *recomputed)
 {
 	CapturedMarks *marks = &pass->marks;
-	int			capacity = 64;
-	MarkId	   *done = palloc(sizeof(MarkId) * capacity);
-	int			ndone = 0;
-	int64		cost = 0;
+	DoneMarks	done = {palloc(sizeof(MarkId) * 64), 0, 64};
 
 	Assert(IsolationUsesXactSnapshot());
 	*rows_gained = 0;
 	if (marks->whole_table)
 	{
-		/* Whole chunks, then blocks beyond them, up to the budget of blocks */
-		while (cost < budget && pass->next_chunk < pass->nchunks)
-		{
-			int			c = pass->next_chunk++;
-			ChunkRange *chunk = &pass->chunks[c];
-
-			if (target->partial)
-			{
-				int64		max_units = (chunk->end_block - chunk->start_block) / UNIT_MIN_BLOCKS + 2;
-				int64	   *starts = palloc(sizeof(int64) * max_units);
-				int64	   *ends = palloc(sizeof(int64) * max_units);
-				int			nunits = 0;
-				ItemPointerData split_start;
-
-				for (int64 block = chunk->start_block; block < chunk->end_block; block = ends[nunits - 1])
-				{
-					(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
-					nunits++;
-				}
-				ItemPointerSet(&split_start, (BlockNumber) chunk->start_block, 0);
-				*rows_gained += RecomputeUnits(target, starts, ends, nunits, &split_start,
-											   pass->split[c] ? 0 : 1, recomputed);
-				pass->split[c] = true;
-			}
-			else
-				*rows_gained += RecomputeRange(target, chunk->start_block, chunk->start_block,
-											   chunk->end_block, recomputed);
-			cost += chunk->end_block - chunk->start_block;
-		}
-		while (cost < budget && pass->next_chunk == pass->nchunks && pass->next_beyond < pass->nbeyond)
-		{
-			ChunkRange *area = &pass->beyond[pass->next_beyond];
-			int64		start;
-			int64		end;
-
-			pass->next_block = Max(pass->next_block, area->start_block);
-			if (target->partial)
-			{
-				(void) UnitOf(pass, pass->next_block, &start, &end);
-				*rows_gained += RecomputeUnits(target, &start, &end, 1, NULL, 0, recomputed);
-			}
-			else
-			{
-				start = pass->next_block;
-				end = Min(area->end_block, start + Max(budget - cost, 1));
-				*rows_gained += RecomputeRange(target, -1, start, end, recomputed);
-			}
-			cost += end - start;
-			pass->next_block = end;
-			if (pass->next_block >= area->end_block)
-				pass->next_beyond++;
-		}
-		if (pass->next_chunk < pass->nchunks || pass->next_beyond < pass->nbeyond)
+		if (BatchWholeTable(target, pass, budget, &done, rows_gained, recomputed))
 			return true;
-		/*
-		 * Every row was recomputed after every mark the pass read, but for
-		 * marks beyond the blocks it recomputed (the table was longer once:
-		 * vacuum truncated it): those rows' outputs are the next pass's to
-		 * delete, so their marks stay
-		 */
-		for (int i = 0; i < marks->nrows; i++)
-		{
-			if (Recomputed(target, pass, ItemPointerGetBlockNumber(&marks->rows[i].source)))
-				AddMark(&done, &ndone, &capacity, &marks->rows[i].mark);
-		}
-		marks->nrows = 0;
-		pass->sources_done = pass->sources;
 	}
 	else if (target->partial)
-	{
-		int			unit_capacity = 64;
-		int64	   *starts = palloc(sizeof(int64) * unit_capacity);
-		int64	   *ends = palloc(sizeof(int64) * unit_capacity);
-		int			nunits = 0;
-		ItemPointer split_starts = palloc(sizeof(ItemPointerData) * Max(pass->nchunks, 1));
-		int			nsplit = 0;
-
-		while (pass->next < marks->nrows)
-		{
-			int64		start;
-			int64		end;
-			int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&marks->rows[pass->next].source),
-									   &start, &end);
-			bool		whole_chunk = chunk >= 0 && !pass->split[chunk];
-			int64		unit_cost = whole_chunk ?
-				pass->chunks[chunk].end_block - pass->chunks[chunk].start_block : end - start;
-			int64		block;
-
-			if (nunits > 0 && cost + unit_cost > budget)
-				break;
-			cost += unit_cost;
-			/* A chunk not split yet is recomputed as all of its units */
-			for (block = whole_chunk ? pass->chunks[chunk].start_block : start;
-				 block < (whole_chunk ? pass->chunks[chunk].end_block : end);
-				 block = ends[nunits - 1])
-			{
-				if (nunits == unit_capacity)
-				{
-					starts = repalloc(starts, sizeof(int64) * (unit_capacity *= 2));
-					ends = repalloc(ends, sizeof(int64) * unit_capacity);
-				}
-				(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
-				nunits++;
-			}
-			if (whole_chunk)
-			{
-				pass->split[chunk] = true;
-				/* ItemPointerSet evaluates its pointer more than once */
-				ItemPointerSet(&split_starts[nsplit], (BlockNumber) pass->chunks[chunk].start_block, 0);
-				nsplit++;
-			}
-			TakeMarksBefore(pass, block, &done, &ndone, &capacity);
-		}
-		if (nunits > 0)
-			*rows_gained = RecomputeUnits(target, starts, ends, nunits, split_starts, nsplit,
-										  recomputed);
-	}
+		BatchUnits(target, pass, budget, &done, rows_gained, recomputed);
 	else if (pass->next < marks->nrows && NextChunkMostlyChanged(pass))
-	{
-		/* Recompute the chunk as a whole: cheaper than row by row */
-		int64		start;
-		int64		end;
-		int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&marks->rows[pass->next].source),
-								   &start, &end);
-
-		*rows_gained = RecomputeRange(target, pass->chunks[chunk].start_block,
-									  pass->chunks[chunk].start_block,
-									  pass->chunks[chunk].end_block, recomputed);
-		pass->map_chunk = -1;	/* its tid map was replaced */
-		TakeMarksBefore(pass, pass->chunks[chunk].end_block, &done, &ndone, &capacity);
-	}
+		BatchChunk(target, pass, &done, rows_gained, recomputed);
 	else
-	{
-		ItemPointer sources = palloc(sizeof(ItemPointerData) * Max(Min(budget, marks->nrows), 1));
-		int			nsources = 0;
-
-		while (pass->next < marks->nrows)
-		{
-			ItemPointer source = &marks->rows[pass->next].source;
-
-			if (nsources == 0 || !ItemPointerEquals(&sources[nsources - 1], source))
-			{
-				if (nsources >= budget)
-					break;
-				sources[nsources++] = *source;
-			}
-			AddMark(&done, &ndone, &capacity, &marks->rows[pass->next].mark);
-			pass->next++;
-		}
-		pass->sources_done += nsources;
-		if (nsources > 0)
-			*rows_gained = RecomputeSources(target, pass, sources, nsources, recomputed);
-	}
+		BatchSources(target, pass, budget, &done, rows_gained, recomputed);
 	if (pass->next >= marks->nrows)
 	{
 		/* Their driving rows were all recomputed since the pass began */
 		for (int i = 0; i < marks->nothers; i++)
-			AddMark(&done, &ndone, &capacity, &marks->others[i]);
+			AddMark(&done, &marks->others[i]);
 		marks->nothers = 0;
 	}
-	CaptureMarksDelete(target->job_id, done, ndone);
+	CaptureMarksDelete(target->job_id, done.marks, done.count);
 	return pass->next < marks->nrows;
 }
 

@@ -34,6 +34,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
+#include "parser/analyze.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "tcop/tcopprot.h"
@@ -240,4 +241,20 @@ QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate)
 	}
 	estimate->wal_bytes = (int64) ScaleCost(&costs, costs.wal, costs.seconds, driving->blocks);
 	estimate->seconds = ScaleCost(&costs, costs.seconds, costs.seconds, driving->blocks) / JobWorkers();
+}
+
+/*
+ * Estimate the job of a raw SELECT (a view's or a table's query, or a
+ * SELECT ... INTO: its INTO is left out), analysed here as the caller
+ */
+void
+QueryJobEstimateSelect(Node *raw_select, const char *query_string, JobEstimate *estimate)
+{
+	RawStmt    *raw = makeNode(RawStmt);
+	SelectStmt *select = copyObject(castNode(SelectStmt, raw_select));
+
+	select->intoClause = NULL;
+	raw->stmt = (Node *) select;
+	QueryJobEstimate(parse_analyze_fixedparams(raw, query_string, NULL, 0, NULL), InvalidOid,
+					 estimate);
 }

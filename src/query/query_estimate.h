@@ -14,5 +14,7 @@
 
 
 extern void QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate);
+extern void QueryJobEstimateSelect(Node *raw_select, const char *query_string,
+								   JobEstimate *estimate);
 
 #endif							/* BGDDL_QUERY_ESTIMATE_H */

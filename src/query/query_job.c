@@ -335,7 +335,7 @@ QueryJobPlan(JobRun *run)
  * allowed, the job falls back to one batch.
  */
 static void
-InstallCaptureStep(JobRun *run)
+InstallCaptureStep(JobRun *run, void *arg)
 {
 	QueryRun   *q = QueryRunOf(run);
 	Relation	rule_relation;
@@ -726,7 +726,7 @@ CloseClaims(QueryRun *q)
 
 /* RestartBuild as a LockingStep, unless the target is gone (the next step sees it) */
 static void
-RestartBuildLocking(JobRun *run)
+RestartBuildLocking(JobRun *run, void *arg)
 {
 	if (JobRunTargetExists(run))
 		RestartBuild(run);
@@ -741,7 +741,7 @@ RestartBuildStep(JobRun *run)
 	CloseClaims(q);
 	if (q->driving != NULL && q->driving->partitioned)
 	{
-		JobRunLockingStep(run, RestartBuildLocking, JOB_PHASE_BACKFILLING,
+		JobRunLockingStep(run, RestartBuildLocking, NULL, JOB_PHASE_BACKFILLING,
 						  "background_ddl: restarting the backfill");
 		return JOB_STEP_RESTART;
 	}
@@ -1019,7 +1019,7 @@ QueryJobBackfillStep(JobRun *run)
 	if (!Captured(q))
 	{
 		JobStepHoldPoint("installing capture");
-		JobRunLockingStep(run, InstallCaptureStep, JOB_PHASE_INSTALLING_CAPTURE,
+		JobRunLockingStep(run, InstallCaptureStep, NULL, JOB_PHASE_INSTALLING_CAPTURE,
 						  "background_ddl: installing capture");
 		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
 		q->next_block = 0;
@@ -1460,6 +1460,16 @@ QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid, Oid quer
 	table_close(content, NoLock);
 	CommandCounterIncrement();
 	publish(&run, rows);
+}
+
+/*
+ * The scheduler's housekeeping for the query kinds: every job's log of
+ * captured changes stays bounded (CaptureBoundBacklogs)
+ */
+void
+QueryJobHousekeeping(void)
+{
+	(void) CaptureBoundBacklogs();
 }
 
 /*

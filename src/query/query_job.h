@@ -70,6 +70,7 @@ typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
 extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
 extern void QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid,
 							  Oid query_role, QueryJobPublish publish);
+extern void QueryJobHousekeeping(void);
 extern void QueryJobCleanup(const BgddlJob *job);
 extern void QueryJobDiscard(const BgddlJob *job);
 extern void QueryJobPaused(const BgddlJob *job);

@@ -640,8 +640,10 @@ CheckMayWait(int64 job_id, bool holds_snapshot)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("this statement cannot wait for background DDL job %lld", (long long) job_id),
-					 errdetail("It would change or use what the job builds, and this session submitted it; %s waits for the transactions whose snapshots are older than its own, as CREATE INDEX CONCURRENTLY does, and this statement keeps its snapshot (a function's, a cursor's, or the transaction's).",
-							   awaited.id == job_id ? "the job" : psprintf("job %lld, which it starts after,", (long long) awaited.id)),
+					 awaited.id == job_id ?
+					 errdetail("It would change or use what the job builds, and this session submitted it; the job waits for the transactions whose snapshots are older than its own, as CREATE INDEX CONCURRENTLY does, and this statement keeps its snapshot (a function's, a cursor's, or the transaction's).") :
+					 errdetail("It would change or use what the job builds, and this session submitted it; job %lld, which it starts after, waits for the transactions whose snapshots are older than its own, as CREATE INDEX CONCURRENTLY does, and this statement keeps its snapshot (a function's, a cursor's, or the transaction's).",
+							   (long long) awaited.id),
 					 errhint("Wait for the job first (CALL await_ddl(%lld)), then run the statement.",
 							 (long long) job_id)));
 	}

@@ -17,23 +17,17 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/namespace.h"
-#include "commands/tablecmds.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/parsenodes.h"
 #include "parser/analyze.h"
-#include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
 #include "catalog/catalog_access.h"
-#include "index/index_estimate.h"
-#include "catalog/job_identity.h"
 #include "engine/kind.h"
-#include "query/query_estimate.h"
 #include "session/session_order.h"
 
 PG_FUNCTION_INFO_V1(explain_ddl);
@@ -111,29 +105,6 @@ explain_ddl(PG_FUNCTION_ARGS)
 }
 
 /*
- * The job of a REFRESH, estimated as its job runs the view's query: as the
- * view's owner (whom the caller must be or act for), in the job's query
- * context (JobQueryEnter)
- */
-static void
-EstimateRefresh(RefreshMatViewStmt *stmt, JobEstimate *estimate)
-{
-	Oid			relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
-												 RangeVarCallbackOwnsTable, NULL);
-	Relation	matview = table_open(relid, NoLock);
-	JobQueryContext context;
-
-	if (matview->rd_rel->relkind != RELKIND_MATVIEW)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a materialized view", RelationGetRelationName(matview))));
-	JobQueryEnter(matview->rd_rel->relowner, &context, false);
-	QueryJobEstimate(copyObject(get_view_query(matview)), relid, estimate);
-	JobQueryLeave(&context);
-	table_close(matview, NoLock);
-}
-
-/*
  * estimate_ddl(statement text): what the job of a CREATE MATERIALIZED VIEW,
  * CREATE TABLE AS (or SELECT ... INTO), REFRESH MATERIALIZED VIEW or of a
  * query would produce and cost, measured on a rolled-back sample of its
@@ -146,8 +117,8 @@ estimate_ddl(PG_FUNCTION_ARGS)
 {
 	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Node	   *raw;
-	RawStmt    *raw_select = makeNode(RawStmt);
 	JobEstimate estimate;
+	volatile bool estimated = false;
 	ErrorContextCallback error_context;
 	TupleDesc	desc;
 	Datum		values[8];
@@ -158,43 +129,22 @@ estimate_ddl(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "estimate_ddl must return a record");
 	raw = ParseOneStatement(sql, &error_context);
-	if (raw != NULL && IsA(raw, CreateTableAsStmt) &&
-		((CreateTableAsStmt *) raw)->objtype != OBJECT_TABLE &&
-		((CreateTableAsStmt *) raw)->objtype != OBJECT_MATVIEW)
-		raw = NULL;
-	if (raw != NULL && IsA(raw, CreateTableAsStmt))
-		raw = ((CreateTableAsStmt *) raw)->query;
-	if (raw == NULL || !(IsA(raw, SelectStmt) || IsA(raw, IndexStmt) ||
-						 IsA(raw, RefreshMatViewStmt)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("estimate_ddl takes one %s statement, or a query", KindNames()),
-				 errhint("explain_ddl says how the other statements would run.")));
 	/* What is sampled is rolled back: the session's order does not concern it */
 	checks_were_on = SessionOrderChecks(false);
 	PG_TRY();
 	{
-		if (IsA(raw, IndexStmt))
-		{
-			IndexJobEstimate((IndexStmt *) raw, sql, &estimate);
-			estimate.strategy = pstrdup(KindExplain(raw, sql));
-		}
-		else if (IsA(raw, RefreshMatViewStmt))
-			EstimateRefresh((RefreshMatViewStmt *) raw, &estimate);
-		else
-		{
-			raw = copyObject(raw);
-			((SelectStmt *) raw)->intoClause = NULL;
-			raw_select->stmt = raw;
-			QueryJobEstimate(parse_analyze_fixedparams(raw_select, sql, NULL, 0, NULL), InvalidOid,
-							 &estimate);
-		}
+		estimated = raw != NULL && KindEstimate(raw, sql, &estimate);
 	}
 	PG_FINALLY();
 	{
 		(void) SessionOrderChecks(checks_were_on);
 	}
 	PG_END_TRY();
+	if (!estimated)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("estimate_ddl takes one %s statement, or a query", KindNames()),
+				 errhint("explain_ddl says how the other statements would run.")));
 	error_context_stack = error_context.previous;
 
 	values[0] = CStringGetTextDatum(estimate.strategy);

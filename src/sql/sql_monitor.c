@@ -24,12 +24,14 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
+#include "engine/job_launcher.h"
 #include "engine/job_shmem.h"
 #include "pg/pg_lock.h"
 #include "catalog/settings.h"
 
 PG_FUNCTION_INFO_V1(live_jobs);
 PG_FUNCTION_INFO_V1(ddl_messages);
+PG_FUNCTION_INFO_V1(restart_not_before);
 
 /* A job of this database that has workers now, as shared memory shows it */
 typedef struct LiveJob
@@ -252,4 +254,18 @@ ddl_messages(PG_FUNCTION_ARGS)
 	}
 	CatalogAccessEnd(&access);
 	return (Datum) 0;
+}
+
+/*
+ * restart_not_before(attempt_started_at, attempts): when the scheduler
+ * starts a job again whose worker died in that attempt (NULL: at once)
+ */
+Datum
+restart_not_before(PG_FUNCTION_ARGS)
+{
+	TimestampTz not_before = JobRestartNotBefore(PG_GETARG_TIMESTAMPTZ(0), PG_GETARG_INT32(1));
+
+	if (not_before == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(not_before);
 }

@@ -124,3 +124,10 @@ SELECT severity, message, hint, context FROM ddl_messages(last_ddl_job())
  WHERE severity = 'WARNING' ORDER BY message;
 SELECT * FROM ddl_messages(NULL);
 SELECT * FROM ddl_messages(-1);
+
+-- The restart backoff after a crash, as the scheduler and the view compute it
+-- (one function): a second after the first attempt, doubling, at most a minute
+SELECT a AS attempts,
+       background_ddl.restart_not_before('2026-01-01 00:00:00+00', a) -
+         '2026-01-01 00:00:00+00'::timestamptz AS backoff
+  FROM unnest(ARRAY[0, 1, 2, 3, 6, 7, 40]) a;
