@@ -91,6 +91,18 @@ KindForStatement(Node *parsetree, const char **in_session_reason)
 	return NULL;
 }
 
+/* Does the target of some kind's jobs stand for an object of this type? */
+bool
+KindStandsFor(ObjectType type)
+{
+	for (int i = 0; i < nkinds; i++)
+	{
+		if (kinds[i]->stands_for == type)
+			return true;
+	}
+	return false;
+}
+
 /* The statements that become jobs, for a message: "A, B, C or D" */
 char *
 KindNames(void)

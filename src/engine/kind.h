@@ -189,6 +189,7 @@ extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_sess
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
 extern bool KindEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate);
 extern char *KindNames(void);
+extern bool KindStandsFor(ObjectType type);
 extern Oid	KindBuildHere(int64 job_id, const char *why);
 extern Oid	KindResult(const BgddlJob *job);
 extern Oid	KindFutureRelation(const BgddlJob *job);

@@ -52,6 +52,16 @@ IsUnpopulatedMatView(Oid relid)
 }
 
 /*
+ * Is this relation (a job's target) still a placeholder, not yet the object
+ * that stands for it?
+ */
+bool
+KindIsPlaceholder(Oid relid)
+{
+	return get_rel_relkind(relid) == RELKIND_MATVIEW;
+}
+
+/*
  * The unfinished job whose placeholder this relation is, or 0: any
  * relation that a job builds is unpopulated until it is done.
  */

@@ -11,6 +11,10 @@
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
 
+/* What DROP names a placeholder as (it is an unpopulated materialized view) */
+#define KIND_PLACEHOLDER_OBJECT_TYPE	OBJECT_MATVIEW
+
+extern bool KindIsPlaceholder(Oid relid);
 extern int64 KindPlaceholderJob(Oid relid);
 extern void KindCheckPlaceholderReads(PlannedStmt *plan);
 extern List *KindPlaceholderDependencies(PlannedStmt *plan, Query *query);

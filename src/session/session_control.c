@@ -49,6 +49,7 @@
 #include "engine/job_shmem.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
+#include "kinds/kind_placeholder.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_lock.h"
 #include "pg/pg_relation.h"
@@ -154,8 +155,7 @@ SessionCancelDroppedTargets(DropStmt **stmt)
 	List	   *placeholders = NIL;
 	List	   *placeholder_jobs = NIL;
 
-	if (((*stmt)->removeType != OBJECT_MATVIEW && (*stmt)->removeType != OBJECT_TABLE &&
-		 (*stmt)->removeType != OBJECT_INDEX) || CatalogLookup() == NULL)
+	if (!KindStandsFor((*stmt)->removeType) || CatalogLookup() == NULL)
 		return false;
 	foreach(lc, (*stmt)->objects)
 	{
@@ -167,7 +167,7 @@ SessionCancelDroppedTargets(DropStmt **stmt)
 		if (job_id != 0 && CatalogJobLoad(job_id, &job, true) &&
 			KindRoutineForJob(&job)->replaces_placeholder &&
 			KindRoutineForJob(&job)->stands_for == (*stmt)->removeType &&
-			get_rel_relkind(target_oid) == RELKIND_MATVIEW)
+			KindIsPlaceholder(target_oid))
 		{
 			placeholders = lappend(placeholders, lfirst(lc));
 			placeholder_jobs = lappend(placeholder_jobs,
@@ -187,7 +187,7 @@ SessionCancelDroppedTargets(DropStmt **stmt)
 	*stmt = copyObject(*stmt);
 	if (left == NIL)
 	{
-		(*stmt)->removeType = OBJECT_MATVIEW;
+		(*stmt)->removeType = KIND_PLACEHOLDER_OBJECT_TYPE;
 		(*stmt)->concurrent = false;
 		return true;
 	}
