@@ -29,9 +29,9 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "capture/capture_log.h"
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
-#include "capture/capture_log.h"
 
 /* The columns of background_ddl.capture, in the order of its CREATE TABLE */
 #define Anum_capture_job_id			1

@@ -94,8 +94,8 @@
 
 #include "capture/capture_trigger.h"
 #include "catalog/catalog_access.h"
-#include "pg/pg_compat.h"
 #include "catalog/settings.h"
+#include "pg/pg_compat.h"
 
 PG_FUNCTION_INFO_V1(capture_changes);
 

@@ -60,8 +60,8 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "catalog/settings.h"
 #include "catalog/catalog_access.h"
+#include "catalog/settings.h"
 #include "pg/pg_compat.h"
 
 static BgddlCatalog cached_catalog;

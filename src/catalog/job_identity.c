@@ -54,8 +54,8 @@
 #include "utils/syscache.h"
 #include "utils/timeout.h"
 
-#include "catalog/settings.h"
 #include "catalog/job_identity.h"
+#include "catalog/settings.h"
 
 /*
  * Settings never taken from the submitting session: identity (set apart),

@@ -13,8 +13,8 @@
 #include "nodes/pg_list.h"
 #include "utils/guc.h"
 
-#include "pg/pg_compat.h"
 #include "catalog/settings.h"
+#include "pg/pg_compat.h"
 
 bool		background_ddl_enabled = false;
 int			background_ddl_max_workers = 2;

@@ -27,11 +27,11 @@
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
-#include "catalog/catalog_job.h"
 #include "catalog/catalog_access.h"
+#include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_replica_lag.h"
 #include "engine/job_step.h"
-#include "catalog/settings.h"
 
 /* WAL positions a worker remembers */
 #define WAL_SAMPLES		64

@@ -17,12 +17,12 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "catalog/settings.h"
 #include "engine/job_messages.h"
 #include "engine/job_run.h"
 #include "engine/job_shmem.h"
-#include "engine/job_xact.h"
 #include "engine/job_step.h"
-#include "catalog/settings.h"
+#include "engine/job_xact.h"
 
 /*
  * The job gave way in a deadlock with another session (its worker looks for

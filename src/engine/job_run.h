@@ -11,6 +11,7 @@
 #include "datatype/timestamp.h"
 
 #include "catalog/catalog_job.h"
+#include "engine/job_step.h"
 
 struct KindRoutine;
 
@@ -30,15 +31,6 @@ typedef struct JobRun
 	TimestampTz paced_since;	/* ... since when */
 	double		paced_rows;		/* ... and the rows made since then */
 } JobRun;
-
-/* What a step of a phase found */
-typedef enum JobStepResult
-{
-	JOB_STEP_MORE,				/* call again */
-	JOB_STEP_DONE,				/* the phase is over */
-	JOB_STEP_RESTART,			/* the build starts over (a rewrite) */
-	JOB_STEP_TARGET_GONE		/* the target was dropped: the job is over */
-} JobStepResult;
 
 /* A step that JobRunLockingStep runs: arg is what its caller hands it */
 typedef void (*LockingStep) (JobRun *run, void *arg);

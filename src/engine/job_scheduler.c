@@ -46,9 +46,9 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog/settings.h"
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_launcher.h"
 #include "engine/job_shmem.h"
 #include "engine/job_xact.h"

@@ -50,8 +50,8 @@
 
 #include "catalog/settings.h"
 #include "engine/job_messages.h"
-#include "engine/job_step.h"
 #include "engine/job_shmem.h"
+#include "engine/job_step.h"
 #include "pg/pg_lock.h"
 
 volatile sig_atomic_t JobShutdownRequested = false;

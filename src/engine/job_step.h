@@ -15,6 +15,15 @@
 
 #include "catalog/job_identity.h"
 
+/* What a step of a phase found */
+typedef enum JobStepResult
+{
+	JOB_STEP_MORE,				/* call again */
+	JOB_STEP_DONE,				/* the phase is over */
+	JOB_STEP_RESTART,			/* the build starts over (a rewrite) */
+	JOB_STEP_TARGET_GONE		/* the target was dropped: the job is over */
+} JobStepResult;
+
 /* How a step's transaction reads */
 typedef enum JobStepIsolation
 {

@@ -76,6 +76,7 @@
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
 #include "catalog/job_identity.h"
+#include "catalog/settings.h"
 #include "engine/job_messages.h"
 #include "engine/job_replica_lag.h"
 #include "engine/job_run.h"
@@ -84,7 +85,6 @@
 #include "engine/job_worker.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
-#include "catalog/settings.h"
 
 static int	my_worker_slot = -1;
 

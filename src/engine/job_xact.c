@@ -42,8 +42,8 @@
 #include "utils/memutils.h"
 
 #include "catalog/catalog_types.h"
-#include "engine/job_xact.h"
 #include "engine/job_shmem.h"
+#include "engine/job_xact.h"
 
 /*
  * A job this transaction submitted, holds, or changed the state of, and the

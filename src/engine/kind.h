@@ -17,9 +17,13 @@
 #include "tcop/utility.h"
 #include "utils/jsonb.h"
 
+#include "catalog/catalog_job.h"
 #include "engine/job_estimate.h"
-#include "engine/job_run.h"
+#include "engine/job_step.h"
 #include "engine/job_xact.h"
+
+/* A job as its worker runs it (job_run.h), which the worker routines take */
+struct JobRun;
 
 /*
  * What a kind makes of a statement in background mode: not its kind at all,
@@ -120,14 +124,14 @@ typedef struct KindRoutine
 							 JobEstimate *estimate);
 
 	/* In the job's worker */
-	void		(*start) (JobRun *run); /* set up the run from the job row */
-	void		(*plan) (JobRun *run);	/* decide and record the strategy */
-	JobStepResult (*backfill_step) (JobRun *run);
+	void		(*start) (struct JobRun *run); /* set up the run from the job row */
+	void		(*plan) (struct JobRun *run);	/* decide and record the strategy */
+	JobStepResult (*backfill_step) (struct JobRun *run);
 	/* optional: a chunk of the backfill, in a helper (another worker) */
-	JobStepResult (*help_step) (JobRun *run);
+	JobStepResult (*help_step) (struct JobRun *run);
 	/* optional: bring the content up to date with the writes since */
-	JobStepResult (*catch_up) (JobRun *run);
-	JobStepResult (*cut_over) (JobRun *run);	/* success when it commits */
+	JobStepResult (*catch_up) (struct JobRun *run);
+	JobStepResult (*cut_over) (struct JobRun *run);	/* success when it commits */
 
 	/*
 	 * optional: why the target is gone, when it is (a static string, or NULL

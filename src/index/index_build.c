@@ -23,11 +23,11 @@
 #include "utils/syscache.h"
 #include "utils/timeout.h"
 
-#include "index/index_build.h"
+#include "catalog/settings.h"
 #include "engine/job_messages.h"
 #include "engine/job_step.h"
+#include "index/index_build.h"
 #include "pg/pg_relation.h"
-#include "catalog/settings.h"
 
 /*
  * The OID an index of the table will have, chosen before DefineIndex runs

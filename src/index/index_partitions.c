@@ -67,10 +67,10 @@
 #include "utils/syscache.h"
 
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
+#include "engine/job_step.h"
 #include "index/index_build.h"
 #include "index/index_partitions.h"
-#include "engine/job_step.h"
-#include "catalog/settings.h"
 
 /* The job's kind_state, besides INDEX_STATE_PARTITIONED */
 #define STATE_BUILDING_INDEX	"building_index"	/* a leaf's index being built */

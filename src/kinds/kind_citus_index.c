@@ -66,14 +66,15 @@
 #include "utils/rel.h"
 
 #include "catalog/catalog_access.h"
+#include "catalog/settings.h"
 #include "citus/citus_nodes.h"
+#include "citus/pg_citus.h"
 #include "engine/job_messages.h"
+#include "engine/job_run.h"
 #include "engine/job_step.h"
 #include "kinds/kinds.h"
-#include "citus/pg_citus.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"
-#include "catalog/settings.h"
 
 #define STATE_VARIANT		"citus_index"
 #define STATE_TABLE_OID		"table_oid"

@@ -59,9 +59,9 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
-#include "kinds/kinds.h"
-#include "kinds/kind_placeholder.h"
 #include "citus/pg_citus.h"
+#include "kinds/kind_placeholder.h"
+#include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"
 #include "query/query_estimate.h"

@@ -33,9 +33,9 @@
 #include "utils/rel.h"
 
 #include "catalog/catalog_access.h"
-#include "kinds/kinds.h"
-#include "kinds/kind_placeholder.h"
 #include "citus/pg_citus.h"
+#include "kinds/kind_placeholder.h"
+#include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"
 #include "query/query_estimate.h"

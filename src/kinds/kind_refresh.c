@@ -47,17 +47,17 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
-#include "engine/job_step.h"
-#include "kinds/kinds.h"
-#include "kinds/kind_placeholder.h"
+#include "catalog/settings.h"
 #include "citus/pg_citus.h"
+#include "engine/job_step.h"
+#include "kinds/kind_placeholder.h"
+#include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_heap_swap.h"
 #include "pg/pg_relation.h"
 #include "query/query_estimate.h"
 #include "query/query_job.h"
 #include "query/query_submit.h"
-#include "catalog/settings.h"
 
 /* The hidden heap's OID, in the job's kind_state */
 #define STATE_HIDDEN_OID	"hidden_oid"

@@ -47,12 +47,12 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "engine/job_shmem.h"
+#include "pg/pg_compat.h"
 #include "query/query_backfill.h"
 #include "query/query_driving.h"
-#include "pg/pg_compat.h"
 #include "query/query_functions.h"
 #include "query/query_view_pullup.h"
-#include "engine/job_shmem.h"
 
 /* How often a long batch publishes its row count */
 #define LIVE_ROWS_EVERY		64

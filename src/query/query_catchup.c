@@ -78,11 +78,11 @@
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
 
+#include "capture/capture_log.h"
+#include "engine/job_step.h"
 #include "query/query_backfill.h"
 #include "query/query_catchup.h"
-#include "capture/capture_log.h"
 #include "query/query_decompose.h"
-#include "engine/job_step.h"
 #include "query/query_partial_agg.h"
 
 /*

@@ -47,8 +47,8 @@
 #include "capture/capture_trigger.h"
 #include "query/query_decompose.h"
 #include "query/query_driving.h"
-#include "query/query_partial_agg.h"
 #include "query/query_functions.h"
+#include "query/query_partial_agg.h"
 
 /* Walker state: every relation a query reads, anywhere in it */
 typedef struct BaseRelationsContext

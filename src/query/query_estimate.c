@@ -42,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "catalog/settings.h"
 #include "pg/pg_subxact.h"
 #include "query/query_backfill.h"
 #include "query/query_decompose.h"
@@ -49,7 +50,6 @@
 #include "query/query_estimate.h"
 #include "query/query_partial_agg.h"
 #include "query/query_submit.h"
-#include "catalog/settings.h"
 
 #define SAMPLE_RANGES		8		/* half small, half large */
 #define LARGE_FACTOR		4		/* a large range's blocks, in small ranges' */

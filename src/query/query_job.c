@@ -66,6 +66,7 @@
 #include "capture/capture_log.h"
 #include "capture/capture_trigger.h"
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_replica_lag.h"
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
@@ -77,7 +78,6 @@
 #include "query/query_driving.h"
 #include "query/query_job.h"
 #include "query/query_partial_agg.h"
-#include "catalog/settings.h"
 
 #define CHUNK_BLOCKS_INITIAL	64
 #define CHUNK_BLOCKS_MAX		(1 << 20)

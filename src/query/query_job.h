@@ -15,8 +15,8 @@
 #include "utils/relcache.h"
 
 #include "capture/capture_log.h"
-#include "query/query_driving.h"
 #include "engine/job_run.h"
+#include "query/query_driving.h"
 
 /*
  * What a worker knows of the query job it runs (JobRun.kind_run).  The

@@ -53,12 +53,12 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
 #include "kinds/kind_placeholder.h"
 #include "pg/pg_relation.h"
 #include "session/session_guards.h"
-#include "catalog/settings.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;

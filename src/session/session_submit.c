@@ -49,6 +49,7 @@
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
 #include "catalog/job_identity.h"
+#include "catalog/settings.h"
 #include "engine/job_shmem.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
@@ -58,7 +59,6 @@
 #include "session/session_order.h"
 #include "session/session_statement.h"
 #include "session/session_submit.h"
-#include "catalog/settings.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 

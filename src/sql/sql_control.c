@@ -42,12 +42,12 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_shmem.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
 #include "pg/pg_compat.h"
 #include "session/session_control.h"
-#include "catalog/settings.h"
 
 /* The smallest rate limit (alter_ddl): a job is never held for ever */
 #define JOB_MIN_RATE	1

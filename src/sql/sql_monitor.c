@@ -24,10 +24,10 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_launcher.h"
 #include "engine/job_shmem.h"
 #include "pg/pg_lock.h"
-#include "catalog/settings.h"
 
 PG_FUNCTION_INFO_V1(live_jobs);
 PG_FUNCTION_INFO_V1(ddl_messages);
