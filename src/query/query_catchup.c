@@ -800,6 +800,28 @@ NextChunkMostlyChanged(QueryCatchUpPass *pass)
 }
 
 /*
+ * Partial aggregation: append the units that cover blocks [from, to) to
+ * *starts and *ends (of *capacity, grown as needed), which hold nunits;
+ * returns how many they hold then
+ */
+static int
+AppendUnits(const QueryCatchUpPass *pass, int64 from, int64 to, int64 **starts, int64 **ends,
+			int nunits, int *capacity)
+{
+	for (int64 block = from; block < to; block = (*ends)[nunits - 1])
+	{
+		if (nunits == *capacity)
+		{
+			*starts = repalloc(*starts, sizeof(int64) * (*capacity *= 2));
+			*ends = repalloc(*ends, sizeof(int64) * *capacity);
+		}
+		(void) UnitOf(pass, block, &(*starts)[nunits], &(*ends)[nunits]);
+		nunits++;
+	}
+	return nunits;
+}
+
+/*
  * A batch after a whole_table mark: whole chunks, then the blocks beyond
  * them, up to budget blocks.  Once all are recomputed, so is every row the
  * pass's marks name (but those beyond the blocks: see below).  Returns
@@ -819,17 +841,13 @@ BatchWholeTable(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 
 
 		if (target->partial)
 		{
-			int64		max_units = (chunk->end_block - chunk->start_block) / UNIT_MIN_BLOCKS + 2;
-			int64	   *starts = palloc(sizeof(int64) * max_units);
-			int64	   *ends = palloc(sizeof(int64) * max_units);
-			int			nunits = 0;
+			int			capacity = (chunk->end_block - chunk->start_block) / UNIT_MIN_BLOCKS + 2;
+			int64	   *starts = palloc(sizeof(int64) * capacity);
+			int64	   *ends = palloc(sizeof(int64) * capacity);
+			int			nunits = AppendUnits(pass, chunk->start_block, chunk->end_block,
+											 &starts, &ends, 0, &capacity);
 			ItemPointerData split_start;
 
-			for (int64 block = chunk->start_block; block < chunk->end_block; block = ends[nunits - 1])
-			{
-				(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
-				nunits++;
-			}
 			ItemPointerSet(&split_start, (BlockNumber) chunk->start_block, 0);
 			*rows_gained += RecomputeUnits(target, starts, ends, nunits, &split_start,
 										   pass->split[c] ? 0 : 1, recomputed);
@@ -905,25 +923,16 @@ BatchUnits(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 budge
 		int			chunk = UnitOf(pass, ItemPointerGetBlockNumber(&marks->rows[pass->next].source),
 								   &start, &end);
 		bool		whole_chunk = chunk >= 0 && !pass->split[chunk];
-		int64		unit_cost = whole_chunk ?
-			pass->chunks[chunk].end_block - pass->chunks[chunk].start_block : end - start;
-		int64		block;
 
-		if (nunits > 0 && cost + unit_cost > budget)
-			break;
-		cost += unit_cost;
-		for (block = whole_chunk ? pass->chunks[chunk].start_block : start;
-			 block < (whole_chunk ? pass->chunks[chunk].end_block : end);
-			 block = ends[nunits - 1])
+		if (whole_chunk)
 		{
-			if (nunits == unit_capacity)
-			{
-				starts = repalloc(starts, sizeof(int64) * (unit_capacity *= 2));
-				ends = repalloc(ends, sizeof(int64) * unit_capacity);
-			}
-			(void) UnitOf(pass, block, &starts[nunits], &ends[nunits]);
-			nunits++;
+			start = pass->chunks[chunk].start_block;
+			end = pass->chunks[chunk].end_block;
 		}
+		if (nunits > 0 && cost + (end - start) > budget)
+			break;
+		cost += end - start;
+		nunits = AppendUnits(pass, start, end, &starts, &ends, nunits, &unit_capacity);
 		if (whole_chunk)
 		{
 			pass->split[chunk] = true;
@@ -931,7 +940,7 @@ BatchUnits(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 budge
 			ItemPointerSet(&split_starts[nsplit], (BlockNumber) pass->chunks[chunk].start_block, 0);
 			nsplit++;
 		}
-		TakeMarksBefore(pass, block, done);
+		TakeMarksBefore(pass, ends[nunits - 1], done);
 	}
 	if (nunits > 0)
 		*rows_gained = RecomputeUnits(target, starts, ends, nunits, split_starts, nsplit,
