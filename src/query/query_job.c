@@ -389,7 +389,10 @@ InstallCaptureStep(JobRun *run, void *arg)
 	foreach(lc, decomposition.leaves != NIL ? decomposition.leaves :
 			list_make1_oid(decomposition.driving_oid))
 		JobStepLockRelation(lfirst_oid(lc), ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
-	/* ... then the other tables that get triggers, as CREATE TRIGGER locks them */
+	/*
+	 * ... then every table that gets triggers, as CREATE TRIGGER locks them
+	 * (those above are held already)
+	 */
 	foreach(lc, relids)
 		JobStepLockRelation(lfirst_oid(lc), ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
 
