@@ -205,7 +205,7 @@ $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point'
 kill_and_recover($node, $pid);
 eval { $hold->quit };
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded after the crash');
-ok(chunks_kept($before, checkpoints($job)), "the chunks checkpointed before the crash were kept ($before)");
+ok(chunks_kept($before, checkpoints($job), $node), "the chunks checkpointed before the crash were kept ($before)");
 is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
 	'2', 'one resume');
 is(differences($node, 'mv_crash', $q2), '0', 'its content equals the query');
