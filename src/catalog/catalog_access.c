@@ -95,6 +95,29 @@ ExtensionRelation(const BgddlCatalog *catalog, const char *relname)
 }
 
 /*
+ * Is this relation (an extension member) one that the extension's script
+ * creates: a catalog table, its sequence, or the view, rather than one a
+ * job created?  By name: only the extension's script and its jobs create
+ * members, and ordinary roles cannot create relations in our schema.
+ */
+bool
+CatalogIsScriptRelation(Oid relnamespace, const char *relname, char relkind)
+{
+	static const char *const catalog_relations[] = {
+		"job", "job_id_seq", "chunk", "capture", "dirty", "recomputed", "message"
+	};
+
+	if (relkind == RELKIND_VIEW)
+		return strcmp(relname, BGDDL_VIEW_NAME) == 0;
+	if (relnamespace != get_namespace_oid(BGDDL_SCHEMA_NAME, true))
+		return false;
+	for (int i = 0; i < lengthof(catalog_relations); i++)
+		if (strcmp(relname, catalog_relations[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
  * The installed extension's catalog, or NULL if the extension is not
  * installed in this database (or is being created or dropped).  Caller is in
  * a transaction.

@@ -29,6 +29,7 @@ typedef struct BgddlCatalog
 extern void CatalogCacheInstall(void);
 extern const BgddlCatalog *CatalogLookup(void);
 extern const BgddlCatalog *CatalogRequire(void);
+extern bool CatalogIsScriptRelation(Oid relnamespace, const char *relname, char relkind);
 
 /* Saved state of the session around one catalog access */
 typedef struct CatalogAccess

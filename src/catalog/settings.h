@@ -10,6 +10,7 @@
 
 #define BGDDL_EXTENSION_NAME	"background_ddl"
 #define BGDDL_SCHEMA_NAME		"background_ddl"
+#define BGDDL_VIEW_NAME			"pg_stat_background_ddl"	/* in the extension's schema */
 
 /* GUCs (settings.c) */
 extern bool background_ddl_enabled;

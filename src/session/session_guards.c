@@ -80,15 +80,13 @@ SessionGuardsInstall(void)
 
 /*
  * Is an extension member relation a job's object (a placeholder in the
- * user's schema, or a hidden or staging relation in ours) rather than the
- * extension's catalog?
+ * user's schema, or a hidden or staging relation in ours) rather than one
+ * of the extension's script?
  */
 static bool
-IsJobObject(Oid relnamespace, const char *relname)
+IsJobObject(Oid relnamespace, const char *relname, char relkind)
 {
-	return relnamespace != get_namespace_oid(BGDDL_SCHEMA_NAME, true) ||
-		strncmp(relname, "ctas_", 5) == 0 || strncmp(relname, "refresh_", 8) == 0 ||
-		strncmp(relname, "partial_", 8) == 0;
+	return !CatalogIsScriptRelation(relnamespace, relname, relkind);
 }
 
 /*
@@ -117,7 +115,7 @@ GuardObjectAccess(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		char		relkind = get_rel_relkind(objectId);
 
 		refuse = (relkind == RELKIND_RELATION || relkind == RELKIND_VIEW) &&
-			!IsJobObject(get_rel_namespace(objectId), get_rel_name(objectId)) &&
+			!IsJobObject(get_rel_namespace(objectId), get_rel_name(objectId), relkind) &&
 			getExtensionOfObject(RelationRelationId, objectId) == extension_oid;
 	}
 	if (refuse)
@@ -161,7 +159,7 @@ JobObjects(Oid extension_oid, List **owners)
 		if (!HeapTupleIsValid(class_tuple))
 			continue;
 		form = (Form_pg_class) GETSTRUCT(class_tuple);
-		if (IsJobObject(form->relnamespace, NameStr(form->relname)))
+		if (IsJobObject(form->relnamespace, NameStr(form->relname), form->relkind))
 		{
 			objects = lappend_oid(objects, dependency->objid);
 			*owners = lappend_oid(*owners, form->relowner);

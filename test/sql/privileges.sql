@@ -151,3 +151,9 @@ DROP FUNCTION est_record(int), est_diff(int4, int4), est_as_whom();
 DROP SEQUENCE est_who_expr, est_who_diff;
 REVOKE CREATE ON SCHEMA public FROM est_owner;
 DROP ROLE est_owner, est_other;
+-- The extension's view and catalog are its script's, not a job's objects,
+-- which a DROP removes regardless of their membership: refused, even to a
+-- superuser
+DROP VIEW pg_stat_background_ddl;
+DROP TABLE background_ddl.message;
+SELECT count(*) FROM pg_stat_background_ddl WHERE false;
