@@ -59,6 +59,7 @@ OBJS = \
 	src/kinds/kind_refresh.o \
 	src/kinds/kind_index.o \
 	src/kinds/kind_citus_index.o \
+	src/kinds/kind_partitioned_index.o \
 	src/kinds/kind_placeholder.o \
 	src/session/session_submit.o \
 	src/session/session_statement.o \

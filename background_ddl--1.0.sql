@@ -218,6 +218,20 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'live_jobs'
 LANGUAGE C STRICT VOLATILE;
 
+/*
+ * What a job's kind adds to the view's progress of it, from its kind_state
+ * (which only the kind reads) and its worker's own progress report (for the
+ * view)
+ */
+CREATE FUNCTION background_ddl.kind_progress(
+	kind text, kind_state jsonb, job_rows_done bigint, job_rows_total bigint, pid integer,
+	OUT phase text, OUT progress float8, OUT rows_done bigint, OUT rows_total bigint,
+	OUT chunks_total bigint, OUT waiting_for text, OUT catchup_passes integer,
+	OUT rows_recomputed bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'kind_progress'
+LANGUAGE C STABLE;
+
 /* When the scheduler starts a job again whose worker died (for the view) */
 CREATE FUNCTION background_ddl.restart_not_before(attempt_started_at timestamptz, attempts integer)
 RETURNS timestamptz
@@ -317,11 +331,12 @@ LANGUAGE C STABLE;
  * with pg_read_all_stats).  A job whose worker is gone (a crash, waiting for
  * its restart) shows as queued; target follows a rename of an unfinished
  * job's object.  The phase of a running job is its worker's (live_jobs), not
- * the catalog's, which a long step commits only at its end.  A worker that
- * builds an index (CREATE INDEX CONCURRENTLY) shows the phase, tuples and
- * progress of its pg_stat_progress_create_index row; for the index of a
- * partitioned table, built partition by partition, that row's partition is
- * named, and the job's progress counts the partitions done.
+ * the catalog's, which a long step commits only at its end.  The job's kind
+ * adds what it knows (kind_progress): a worker that builds an index (CREATE
+ * INDEX CONCURRENTLY) shows the phase, tuples and progress of its
+ * pg_stat_progress_create_index row; for the index of a partitioned table,
+ * built partition by partition, that row's partition is named, and the
+ * job's progress counts the partitions done.
  */
 CREATE VIEW pg_stat_background_ddl AS
 	SELECT j.id,
@@ -332,22 +347,23 @@ CREATE VIEW pg_stat_background_ddl AS
 		   CASE WHEN v.visible THEN j.command ELSE '<insufficient privilege>' END AS command,
 		   CASE WHEN j.state = 'running' AND l.pid IS NULL AND NOT pg_catalog.pg_is_in_recovery()
 				THEN 'queued' ELSE j.state END AS state,
-		   coalesce(i.phase || coalesce(' (partition ' || pt.partition || ', ' || pt.done + 1 ||
-										' of ' || pt.total || ')', ''),
+		   coalesce(kp.phase,
 					CASE WHEN j.state IN ('running', 'cancelling') THEN l.phase END,
 					/* an ended job's clean-up waits for its locks: cleanup_pending says so */
 					CASE WHEN j.state IN ('succeeded', 'failed', 'cancelled') AND
 							  j.phase = 'waiting for lock' THEN 'cleaning up' END,
 					j.phase) AS phase,
-		   greatest(j.progress, l.progress, coalesce(pt.progress, i.progress)) AS progress,
-		   CASE WHEN pt.total IS NOT NULL THEN j.rows_done + coalesce(i.tuples_done, 0)
-				ELSE coalesce(i.tuples_done, greatest(j.rows_done, l.rows_done)) END AS rows_done,
-		   CASE WHEN pt.total IS NOT NULL THEN j.rows_total
-				ELSE coalesce(i.tuples_total, j.rows_total) END AS rows_total,
+		   greatest(j.progress, l.progress, kp.progress) AS progress,
+		   coalesce(kp.rows_done, greatest(j.rows_done, l.rows_done)) AS rows_done,
+		   coalesce(kp.rows_total, j.rows_total) AS rows_total,
 		   greatest(j.chunks_done, l.chunks_done) AS chunks_done,
-		   coalesce(j.chunks_total, (j.kind_state ->> 'partitions_total')::bigint) AS chunks_total,
-		   coalesce(pt.rate, i.rate, j.rate) AS rate,
-		   coalesce(pt.eta, i.eta, j.eta) AS eta,
+		   coalesce(j.chunks_total, kp.chunks_total) AS chunks_total,
+		   CASE WHEN kp.rows_done IS NOT NULL
+				THEN kp.rows_done / greatest(extract(epoch FROM now() - j.attempt_started_at), 0.001)
+				ELSE j.rate END AS rate,
+		   CASE WHEN kp.progress > 0 AND j.state = 'running'
+				THEN (now() - j.attempt_started_at) * ((100 - kp.progress) / kp.progress)
+				ELSE j.eta END AS eta,
 		   j.submitted_at,
 		   j.started_at,
 		   j.finished_at,
@@ -360,8 +376,8 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.cutover_snapshot,
 		   j.cutover_at,
 		   j.dirty_rows,
-		   (j.kind_state ->> 'catchup_passes')::integer AS catchup_passes,
-		   (j.kind_state ->> 'rows_recomputed')::bigint AS rows_recomputed,
+		   kp.catchup_passes,
+		   kp.rows_recomputed,
 		   j.strategy,
 		   coalesce(l.workers, 0) AS workers,
 		   j.messages,
@@ -392,8 +408,7 @@ CREATE VIEW pg_stat_background_ddl AS
 				 WHEN l.phase = 'waiting for lock'
 				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
 				 WHEN l.waiting_for IS NOT NULL THEN l.waiting_for
-				 WHEN i.phase LIKE 'waiting for%'
-				   THEN i.phase || coalesce(' (building the index of partition ' || pt.partition || ')', '')
+				 WHEN kp.waiting_for IS NOT NULL THEN kp.waiting_for
 			   END
 			 WHEN dep.id IS NOT NULL THEN 'job ' || dep.id
 			 WHEN j.not_before > now()
@@ -418,47 +433,8 @@ CREATE VIEW pg_stat_background_ddl AS
 						   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 						  WHERE c.oid = j.target_oid
 							AND j.state IN ('queued', 'running', 'paused', 'cancelling')) t ON true
-	  LEFT JOIN LATERAL (SELECT p.phase, p.tuples_done, nullif(p.tuples_total, 0) AS tuples_total,
-								p.tuples_done / greatest(extract(epoch FROM now() - j.attempt_started_at), 0.001)
-								  AS rate,
-								CASE WHEN pp.progress > 0 THEN (now() - j.attempt_started_at) *
-									   ((100 - pp.progress) / pp.progress) END AS eta,
-								pp.progress
-						   FROM pg_catalog.pg_stat_progress_create_index p
-						  CROSS JOIN LATERAL (SELECT CASE
-							  WHEN p.phase LIKE 'building index%scanning table%' AND p.blocks_total > 0
-								THEN 60.0 * p.blocks_done / p.blocks_total
-							  WHEN p.phase LIKE 'building index%' AND p.tuples_total > 0
-								THEN 60.0 + 10.0 * p.tuples_done / p.tuples_total
-							  WHEN p.phase LIKE 'building index%' THEN 60.0
-							  WHEN p.phase = 'waiting for writers before validation' THEN 70.0
-							  WHEN p.phase = 'index validation: scanning index' AND p.blocks_total > 0
-								THEN 70.0 + 10.0 * p.blocks_done / p.blocks_total
-							  WHEN p.phase = 'index validation: sorting tuples' THEN 80.0
-							  WHEN p.phase = 'index validation: scanning table' AND p.blocks_total > 0
-								THEN 80.0 + 19.0 * p.blocks_done / p.blocks_total
-							  WHEN p.phase LIKE 'waiting for old snapshots%'
-								OR p.phase LIKE 'waiting for readers%' THEN 99.0
-							  ELSE 0.0 END AS progress) pp
-						  WHERE p.pid = l.pid) i ON true
-	  /*
-	   * The index of a partitioned table: the partition being built, the
-	   * leaves done and in all, and the progress, rate and ETA of the whole
-	   */
-	  LEFT JOIN LATERAL (SELECT pc.partition, pc.done, pc.total, pc.progress,
-								(j.rows_done + coalesce(i.tuples_done, 0)) /
-								  greatest(extract(epoch FROM now() - j.attempt_started_at), 0.001) AS rate,
-								CASE WHEN pc.progress > 0 AND j.state = 'running'
-									 THEN (now() - j.attempt_started_at) * ((100 - pc.progress) / pc.progress)
-								END AS eta
-						   FROM (SELECT j.kind_state ->> 'partition' AS partition,
-										(j.kind_state ->> 'partitions_done')::bigint AS done,
-										(j.kind_state ->> 'partitions_total')::bigint AS total,
-										100.0 * ((j.kind_state ->> 'partitions_done')::bigint +
-												 coalesce(i.progress, 0) / 100) /
-										  nullif((j.kind_state ->> 'partitions_total')::bigint, 0)
-										  AS progress) pc
-						  WHERE j.kind_state ? 'partitions_total') pt ON true
+	  CROSS JOIN LATERAL background_ddl.kind_progress(j.kind, j.kind_state, j.rows_done,
+													  j.rows_total, l.pid) kp
 	  /* the function behind pg_locks: the view is read often */
 	  LEFT JOIN LATERAL (SELECT lk.locktype, lk.mode,
 								coalesce(lk.relation::pg_catalog.regclass::text, lk.locktype) AS what,

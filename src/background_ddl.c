@@ -75,6 +75,7 @@ _PG_init(void)
 	KindRegister(&kind_ctas_routine);
 	KindRegister(&kind_refresh_routine);
 	KindRegister(&kind_citus_index_routine);
+	KindRegister(&kind_partitioned_index_routine);
 	KindRegister(&kind_index_routine);
 
 	JobLauncherRegister();

@@ -1135,6 +1135,15 @@ KindStateValue(const Jsonb *state, const char *key, JsonbValue *value)
 	return getKeyJsonValueFromContainer((JsonbContainer *) &state->root, key, strlen(key), value);
 }
 
+/* Has the kind's state a value by that key? */
+bool
+CatalogKindStateHas(const Jsonb *state, const char *key)
+{
+	JsonbValue	value;
+
+	return KindStateValue(state, key, &value) != NULL;
+}
+
 /* A number of the kind's state; 0 if it has none by that key */
 int64
 CatalogKindStateInt(const Jsonb *state, const char *key)

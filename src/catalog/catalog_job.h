@@ -192,6 +192,7 @@ extern void CatalogJobReadLimits(BgddlJob *job);
 extern bool CatalogJobIsActive(int64 job_id);
 
 /* The kind's own state: a jsonb object of numbers and strings */
+extern bool CatalogKindStateHas(const Jsonb *state, const char *key);
 extern int64 CatalogKindStateInt(const Jsonb *state, const char *key);
 extern char *CatalogKindStateText(const Jsonb *state, const char *key);
 extern void CatalogKindStateSetInt(Jsonb **state, const char *key, int64 value);

@@ -511,7 +511,8 @@ RunJob(JobRun *run)
 	if (!target_exists)
 		goto target_gone;
 
-	run->routine->start(run);
+	if (run->routine->start != NULL)
+		run->routine->start(run);
 	if (!run->job.planned)
 		run->routine->plan(run);
 
@@ -612,7 +613,8 @@ RunHelper(JobRun *run)
 	JobStepEnd();
 	if (!loaded || run->routine->help_step == NULL)
 		return;
-	run->routine->start(run);
+	if (run->routine->start != NULL)
+		run->routine->start(run);
 	while (run->routine->help_step(run) == JOB_STEP_MORE)
 		JobRunWaitForStandbys(run);
 }

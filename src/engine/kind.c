@@ -52,9 +52,9 @@ KindsHousekeeping(void)
 	}
 }
 
-/* The kind of this name (a job row's kind) */
-const KindRoutine *
-KindRoutineForJob(const BgddlJob *job)
+/* The kind of a job row (its kind's name, and a variant's key), or NULL */
+static const KindRoutine *
+KindOfJob(const BgddlJob *job)
 {
 	for (int i = 0; i < nkinds; i++)
 	{
@@ -63,8 +63,34 @@ KindRoutineForJob(const BgddlJob *job)
 			 CatalogKindStateInt(job->kind_state, kinds[i]->variant_key) != 0))
 			return kinds[i];
 	}
-	elog(ERROR, "background DDL job kind \"%s\" is not supported", job->kind);
-	return NULL;				/* keep compiler quiet */
+	return NULL;
+}
+
+const KindRoutine *
+KindRoutineForJob(const BgddlJob *job)
+{
+	const KindRoutine *routine = KindOfJob(job);
+
+	if (routine == NULL)
+		elog(ERROR, "background DDL job kind \"%s\" is not supported", job->kind);
+	return routine;
+}
+
+/*
+ * What the job's kind adds to the view's progress of it (nothing where the
+ * library was not preloaded, and no kind is registered)
+ */
+void
+KindJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
+{
+	const KindRoutine *routine = KindOfJob(job);
+
+	memset(progress, 0, sizeof(KindProgress));
+	progress->percent = -1;
+	progress->rows_done = progress->rows_total = progress->chunks_total = -1;
+	progress->catchup_passes = progress->rows_recomputed = -1;
+	if (routine != NULL && routine->progress != NULL)
+		routine->progress(job, pid, progress);
 }
 
 /*
@@ -78,6 +104,8 @@ KindForStatement(Node *parsetree, const char **in_session_reason)
 	*in_session_reason = NULL;
 	for (int i = 0; i < nkinds; i++)
 	{
+		if (kinds[i]->accepts == NULL)
+			continue;
 		switch (kinds[i]->accepts(parsetree, in_session_reason))
 		{
 			case KIND_ACCEPTED:

@@ -66,6 +66,23 @@ typedef struct KindSubmit
 } KindSubmit;
 
 /*
+ * What a job's kind adds to what pg_stat_background_ddl shows of it (the
+ * progress routine), from its kind state and its worker's own progress
+ * report; a NULL or negative field adds nothing.
+ */
+typedef struct KindProgress
+{
+	char	   *phase;			/* the worker's step, in the kind's words */
+	char	   *waiting_for;	/* what that step waits for */
+	double		percent;
+	int64		rows_done;		/* replaces the job row's */
+	int64		rows_total;		/* replaces the job row's */
+	int64		chunks_total;	/* when the job row has none */
+	int64		catchup_passes;
+	int64		rows_recomputed;
+} KindProgress;
+
+/*
  * The routines of a kind.  One life cycle drives every kind:
  *
  *	submit:  accepts? -> validate -> reserve -> (job row, NOTICE)
@@ -109,7 +126,10 @@ typedef struct KindRoutine
 	 */
 	void		(*housekeeping) (void);
 
-	/* In the submitting backend */
+	/*
+	 * In the submitting backend (a variant that leaves accepts NULL is
+	 * chosen by its kind's validate, which sets its key)
+	 */
 	/* does this statement become a job?  (*reason: why it runs here) */
 	KindAcceptance (*accepts) (Node *parsetree, const char **reason);
 	void		(*validate) (KindSubmit *submit);	/* the blocking statement's errors */
@@ -124,7 +144,7 @@ typedef struct KindRoutine
 							 JobEstimate *estimate);
 
 	/* In the job's worker */
-	void		(*start) (struct JobRun *run); /* set up the run from the job row */
+	void		(*start) (struct JobRun *run); /* optional: set up the run from the job row */
 	void		(*plan) (struct JobRun *run);	/* decide and record the strategy */
 	JobStepResult (*backfill_step) (struct JobRun *run);
 	/* optional: a chunk of the backfill, in a helper (another worker) */
@@ -132,6 +152,13 @@ typedef struct KindRoutine
 	/* optional: bring the content up to date with the writes since */
 	JobStepResult (*catch_up) (struct JobRun *run);
 	JobStepResult (*cut_over) (struct JobRun *run);	/* success when it commits */
+
+	/*
+	 * optional: in any session, for pg_stat_background_ddl: what the job's
+	 * kind state (and rows_done, rows_total), and the progress report of its
+	 * worker pid (0: it has none now) add to what the view shows
+	 */
+	void		(*progress) (const BgddlJob *job, pid_t pid, KindProgress *progress);
 
 	/*
 	 * optional: why the target is gone, when it is (a static string, or NULL
@@ -194,6 +221,7 @@ extern const char *KindExplain(Node *raw_statement, const char *query_string);
 extern bool KindEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate);
 extern char *KindNames(void);
 extern bool KindStandsFor(ObjectType type);
+extern void KindJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress);
 extern Oid	KindBuildHere(int64 job_id, const char *why);
 extern Oid	KindResult(const BgddlJob *job);
 extern Oid	KindFutureRelation(const BgddlJob *job);

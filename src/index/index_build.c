@@ -3,22 +3,28 @@
  * index_build.c
  *	  PostgreSQL's index definition code (DefineIndex), run for a job: as the
  *	  role that submitted it, under statement_timeout, with the messages it
- *	  raises kept with the job; and the drop of a job's index.
+ *	  raises kept with the job; the progress it reports; and the drop of a
+ *	  job's index.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/amapi.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_index.h"
 #include "commands/defrem.h"
+#include "commands/progress.h"
 #include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "storage/lockdefs.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/backend_status.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timeout.h"
@@ -115,4 +121,99 @@ IndexBuildDrop(Oid index_oid)
 			JobStepLockRelation(table_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	}
 	PgRelationDrop(index_oid);
+}
+
+/* The build's phases (PROGRESS_CREATEIDX_PHASE), as pg_stat_progress_create_index names them */
+static const char *const build_phase_names[] = {
+	"initializing",
+	"waiting for writers before build",
+	"building index",
+	"waiting for writers before validation",
+	"index validation: scanning index",
+	"index validation: sorting tuples",
+	"index validation: scanning table",
+	"waiting for old snapshots",
+	"waiting for readers before marking dead",
+	"waiting for readers before dropping",
+};
+
+/*
+ * How much of CREATE INDEX CONCURRENTLY is done, in percent, at this phase
+ * (of build_phase_names) and point of it: the first table scan and the sort
+ * take most of it, the validation scan most of the rest.
+ */
+static double
+BuildPercent(int64 phase, const char *subphase, const int64 *param)
+{
+	double		blocks = param[PROGRESS_SCAN_BLOCKS_TOTAL] <= 0 ? 0 :
+		(double) param[PROGRESS_SCAN_BLOCKS_DONE] / param[PROGRESS_SCAN_BLOCKS_TOTAL];
+	double		tuples = param[PROGRESS_CREATEIDX_TUPLES_TOTAL] <= 0 ? 0 :
+		(double) param[PROGRESS_CREATEIDX_TUPLES_DONE] / param[PROGRESS_CREATEIDX_TUPLES_TOTAL];
+
+	switch (phase)
+	{
+		case PROGRESS_CREATEIDX_PHASE_BUILD:
+			if (subphase != NULL && strstr(subphase, "scanning table") != NULL &&
+				param[PROGRESS_SCAN_BLOCKS_TOTAL] > 0)
+				return 60.0 * blocks;
+			return 60.0 + 10.0 * tuples;	/* loading the sorted tuples */
+		case PROGRESS_CREATEIDX_PHASE_WAIT_2:
+			return 70.0;
+		case PROGRESS_CREATEIDX_PHASE_VALIDATE_IDXSCAN:
+			return 70.0 + 10.0 * blocks;
+		case PROGRESS_CREATEIDX_PHASE_VALIDATE_SORT:
+			return 80.0;
+		case PROGRESS_CREATEIDX_PHASE_VALIDATE_TABLESCAN:
+			return 80.0 + 19.0 * blocks;
+		case PROGRESS_CREATEIDX_PHASE_WAIT_3:
+		case PROGRESS_CREATEIDX_PHASE_WAIT_4:
+		case PROGRESS_CREATEIDX_PHASE_WAIT_5:
+			return 99.0;
+		default:
+			return 0.0;
+	}
+}
+
+/*
+ * The progress of the index build that process pid runs, as it reports it
+ * to pg_stat_progress_create_index and as the current role may see it
+ * there (its own role's, or with pg_read_all_stats); false if none.
+ */
+bool
+IndexBuildProgressOf(pid_t pid, IndexBuildProgress *progress)
+{
+	int			backends = pgstat_fetch_stat_numbackends();
+
+	for (int i = 1; i <= backends; i++)
+	{
+		PgBackendStatus *status = &pgstat_fetch_stat_local_beentry(i)->backendStatus;
+		const int64 *param = status->st_progress_param;
+		int64		phase = param[PROGRESS_CREATEIDX_PHASE];
+		const char *subphase = NULL;
+
+		if (status->st_procpid != pid)
+			continue;
+		if (status->st_progress_command != PROGRESS_COMMAND_CREATE_INDEX ||
+			phase < 0 || phase >= lengthof(build_phase_names) ||
+			(!has_privs_of_role(GetUserId(), status->st_userid) &&
+			 !has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS)))
+			return false;
+		if (phase == PROGRESS_CREATEIDX_PHASE_BUILD)
+		{
+			IndexAmRoutine *am =
+				GetIndexAmRoutineByAmId((Oid) param[PROGRESS_CREATEIDX_ACCESS_METHOD_OID], true);
+
+			if (am != NULL && am->ambuildphasename != NULL)
+				subphase = am->ambuildphasename(param[PROGRESS_CREATEIDX_SUBPHASE]);
+		}
+		progress->phase = subphase != NULL ?
+			psprintf("%s: %s", build_phase_names[phase], subphase) :
+			pstrdup(build_phase_names[phase]);
+		progress->waiting = strncmp(progress->phase, "waiting for", 11) == 0;
+		progress->percent = BuildPercent(phase, subphase, param);
+		progress->tuples_done = param[PROGRESS_CREATEIDX_TUPLES_DONE];
+		progress->tuples_total = param[PROGRESS_CREATEIDX_TUPLES_TOTAL];
+		return true;
+	}
+	return false;
 }

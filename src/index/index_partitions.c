@@ -141,11 +141,10 @@ SetStateText(JobRun *run, const char *key, const char *value)
 static void
 SetState(JobRun *run, const char *key, int64 value)
 {
-	char	   *current = CatalogKindStateText(run->job.kind_state, key);
 	Jsonb	   *old_state = run->job.kind_state;
 	MemoryContext old_context;
 
-	if (current != NULL && strtoll(current, NULL, 10) == value)
+	if (CatalogKindStateHas(old_state, key) && CatalogKindStateInt(old_state, key) == value)
 		return;
 	old_context = MemoryContextSwitchTo(JobContext());
 	CatalogKindStateSetInt(&run->job.kind_state, key, value);
@@ -363,6 +362,34 @@ CountLeaves(List *partitions, int64 *done, int64 *total, double *rows_done, doub
 			*rows_done += partition->tuples;
 		}
 	}
+}
+
+/*
+ * The job's progress: the leaves done and in all, the one being built (by
+ * the build whose progress is given, or none), and the rows of the leaves
+ * done with the tuples of that build
+ */
+void
+IndexPartitionsProgress(const BgddlJob *job, const IndexBuildProgress *build,
+						KindProgress *progress)
+{
+	int64		done = CatalogKindStateInt(job->kind_state, STATE_DONE);
+	int64		total = CatalogKindStateInt(job->kind_state, STATE_TOTAL);
+	char	   *partition = CatalogKindStateText(job->kind_state, STATE_PARTITION);
+
+	if (total <= 0)
+		return;					/* not planned yet */
+	progress->chunks_total = total;
+	progress->percent = 100.0 * (done + (build != NULL ? build->percent / 100 : 0)) / total;
+	progress->rows_done = job->rows_done + (build != NULL ? build->tuples_done : 0);
+	if (build == NULL)
+		return;
+	progress->phase = partition == NULL ? build->phase :
+		psprintf("%s (partition %s, %lld of %lld)", build->phase, partition,
+				 (long long) done + 1, (long long) total);
+	if (build->waiting)
+		progress->waiting_for = partition == NULL ? build->phase :
+			psprintf("%s (building the index of partition %s)", build->phase, partition);
 }
 
 /* The size of the job: its leaves, and their rows as the statistics count them */

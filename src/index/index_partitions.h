@@ -11,6 +11,8 @@
 #include "nodes/parsenodes.h"
 
 #include "engine/job_run.h"
+#include "engine/kind.h"
+#include "index/index_build.h"
 
 /* The job's kind_state says it indexes a partitioned table */
 #define INDEX_STATE_PARTITIONED		"partitioned"
@@ -21,5 +23,7 @@ extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
 extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);
 extern bool IndexPartitionsDone(const BgddlJob *job, bool valid);
 extern void IndexPartitionsDiscard(const BgddlJob *job, bool keep_target);
+extern void IndexPartitionsProgress(const BgddlJob *job, const IndexBuildProgress *build,
+									KindProgress *progress);
 
 #endif							/* BGDDL_INDEX_PARTITIONS_H */

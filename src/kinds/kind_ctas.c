@@ -444,6 +444,7 @@ const KindRoutine kind_ctas_routine = {
 	.catch_up = QueryJobCatchUp,
 	.cut_over = CtasCutOver,
 	.paused = QueryJobPaused,
+	.progress = QueryJobProgress,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,
 	.housekeeping = QueryJobHousekeeping,
 	.cleanup = QueryJobCleanup,

@@ -31,9 +31,8 @@
  * reserved again in one transaction, and the build restarts.  A failed or
  * cancelled job drops the index (or the placeholder), with the short lock
  * timeout and retries, and leaves no invalid index.  On a partitioned table,
- * which CREATE INDEX CONCURRENTLY cannot index, the index is created ON ONLY
- * the table in the worker's first transaction, and the partitions' indexes
- * are built and attached one by one (index_partitions.c).
+ * which CREATE INDEX CONCURRENTLY cannot index, the job is of the variant in
+ * kind_partitioned_index.c, which IndexValidate chooses by setting its key.
  *
  *-------------------------------------------------------------------------
  */
@@ -81,16 +80,15 @@
 #include "index/index_build.h"
 #include "index/index_estimate.h"
 #include "index/index_partitions.h"
+#include "kinds/kind_index.h"
 #include "kinds/kind_placeholder.h"
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_lock.h"
 #include "pg/pg_relation.h"
 
-/* The strategy of an index job, on a table and on a partitioned table */
+/* The strategy of an index job on a table */
 #define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
-#define STRATEGY_PARTITIONS		"concurrent index build, partition by partition"
-
 
 /* The job's kind_state: the indexed table, and the resolved parts */
 #define STATE_TABLE_OID		"table_oid"
@@ -104,7 +102,7 @@ IndexStatement(KindSubmit *submit)
 }
 
 /* The table the job's index is built on */
-static Oid
+Oid
 IndexedTable(const BgddlJob *job)
 {
 	return (Oid) CatalogKindStateInt(job->kind_state, STATE_TABLE_OID);
@@ -593,8 +591,8 @@ ResolvedParts(IndexStmt *stmt)
  * again (against the table by OID), with the parts name resolution
  * decided at submit put back, named name, concurrent.
  */
-static IndexStmt *
-StatementToRun(const BgddlJob *job, const char *name)
+IndexStmt *
+IndexStatementToRun(const BgddlJob *job, const char *name)
 {
 	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
 	IndexStmt  *stmt = CheckedNode(IndexStmt, raw->stmt);
@@ -680,22 +678,12 @@ IndexReserve(KindSubmit *submit)
 	CatalogKindStateSetText(&submit->kind_state, STATE_PARTS, ResolvedParts(stmt));
 }
 
-/* Nothing to set up: the job row says everything */
-static void
-IndexStart(JobRun *run)
-{
-}
-
+/* Nothing to decide: the statement says it all */
 static void
 IndexPlan(JobRun *run)
 {
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
 	run->job.planned = true;
-	if (IndexPartitionsJob(&run->job))
-	{
-		IndexPartitionsPlan(run, IndexedTable(&run->job));
-		run->job.strategy = MemoryContextStrdup(JobContext(), STRATEGY_PARTITIONS);
-	}
 	CatalogJobRecordPlan(&run->job);
 	JobStepEnd();
 }
@@ -728,7 +716,7 @@ RestartBuildStep(JobRun *run, void *arg)
 }
 
 /* Why the index or its placeholder is gone: with its table, perhaps */
-static const char *
+const char *
 IndexGoneReason(const BgddlJob *job)
 {
 	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(IndexedTable(job))) ?
@@ -739,11 +727,27 @@ IndexGoneReason(const BgddlJob *job)
  * Is the indexed table still there?  If not, the job is over, and says so.
  * Caller is in a step; a lock on the table keeps the answer true.
  */
-static bool
-TableExists(JobRun *run)
+bool
+IndexTableExists(JobRun *run)
 {
 	run->gone_reason = IndexGoneReason(&run->job);
 	return run->gone_reason == NULL;
+}
+
+/*
+ * In a step of its own: do the table and the job's target still exist, and
+ * is the target an index yet (*is_index), and valid (*valid)?
+ */
+bool
+IndexCheck(JobRun *run, bool *is_index, bool *valid)
+{
+	bool		exists;
+
+	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
+	exists = IndexTableExists(run) && JobRunTargetExists(run);
+	*is_index = IndexBuildIsIndex(run->job.target_oid, valid);
+	JobStepEnd();
+	return exists;
 }
 
 /*
@@ -767,14 +771,14 @@ BuildIndex(JobRun *run)
 	 */
 	JobStepBegin("background_ddl: building the index", STEP_NO_SNAPSHOT);
 	LockRelationOid(table_oid, ShareUpdateExclusiveLock);
-	if (!TableExists(run))
+	if (!IndexTableExists(run))
 	{
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
 	}
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* The placeholder's name now: it may have been renamed */
-	stmt = StatementToRun(&run->job, get_rel_name(run->job.target_oid));
+	stmt = IndexStatementToRun(&run->job, get_rel_name(run->job.target_oid));
 	PgRelationDrop(run->job.target_oid);
 	index_oid = IndexBuildNewOid(table_oid, stmt->tableSpace);
 	run->job.target_oid = index_oid;
@@ -784,59 +788,16 @@ BuildIndex(JobRun *run)
 	return JOB_STEP_DONE;
 }
 
-/*
- * A partitioned table's index: created ON ONLY the table (invalid while it
- * has partitions) in the placeholder's place, in one transaction, under the
- * SHARE lock that takes on the table (a locking step: writers wait at most
- * lock_timeout for it).  Its OID is recorded with the job in the same
- * transaction.
- */
-static void
-CreateParentIndexStep(JobRun *run, void *arg)
-{
-	Oid			table_oid = IndexedTable(&run->job);
-	IndexStmt  *stmt;
-	ObjectAddress index;
-
-	JobStepLockRelation(table_oid, ShareLock, background_ddl_lock_timeout_ms);
-	if (!TableExists(run) || !JobRunTargetExists(run) ||
-		get_rel_relkind(run->job.target_oid) != RELKIND_MATVIEW)
-		return;
-	stmt = StatementToRun(&run->job, get_rel_name(run->job.target_oid));
-	stmt->relation->inh = false;
-	stmt->concurrent = false;
-	PgRelationDrop(run->job.target_oid);
-	CommandCounterIncrement();
-	index = IndexBuildDefine(&run->job, table_oid, stmt, InvalidOid, InvalidOid);
-	run->job.target_oid = index.objectId;
-	CatalogJobRecordTarget(run->job.id, index.objectId);
-}
-
 /* The whole build is one step of the backfill */
 static JobStepResult
 IndexBackfillStep(JobRun *run)
 {
 	bool		valid;
 	bool		is_index;
-	bool		exists;
 
-	if (!IndexPartitionsJob(&run->job))
-		JobStepHoldPoint("chunk 0");
-	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
-	exists = TableExists(run) && JobRunTargetExists(run);
-	is_index = IndexBuildIsIndex(run->job.target_oid, &valid);
-	JobStepEnd();
-	if (!exists)
+	JobStepHoldPoint("chunk 0");
+	if (!IndexCheck(run, &is_index, &valid))
 		return JOB_STEP_TARGET_GONE;
-	if (IndexPartitionsJob(&run->job) && !is_index)
-	{
-		JobRunLockingStep(run, CreateParentIndexStep, NULL, JOB_PHASE_BACKFILLING,
-						  "background_ddl: creating the index of the partitioned table");
-		return JOB_STEP_MORE;
-	}
-	if (IndexPartitionsJob(&run->job))
-		return IndexPartitionsDone(&run->job, valid) ? JOB_STEP_DONE :
-			IndexPartitionsStep(run, IndexedTable(&run->job));
 	if (is_index && valid)
 		return JOB_STEP_DONE;
 	if (is_index)
@@ -848,20 +809,23 @@ IndexBackfillStep(JobRun *run)
 	return BuildIndex(run);
 }
 
-/* The index is valid: the job succeeded */
-static JobStepResult
-IndexCutOver(JobRun *run)
+/*
+ * The index is valid (or, may_stay_invalid, as valid as it can be): the job
+ * succeeded
+ */
+JobStepResult
+IndexPublish(JobRun *run, bool may_stay_invalid)
 {
 	bool		valid;
 
 	JobStepHoldPoint("cutting over");
 	JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
-	if (!TableExists(run) || !IndexBuildIsIndex(run->job.target_oid, &valid))
+	if (!IndexTableExists(run) || !IndexBuildIsIndex(run->job.target_oid, &valid))
 	{
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
 	}
-	if (!valid && !(IndexPartitionsJob(&run->job) && IndexPartitionsDone(&run->job, valid)))
+	if (!valid && !may_stay_invalid)
 		elog(ERROR, "index %u of background DDL job %lld is not valid",
 			 run->job.target_oid, (long long) run->job.id);
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
@@ -869,15 +833,21 @@ IndexCutOver(JobRun *run)
 	return JOB_STEP_DONE;
 }
 
+static JobStepResult
+IndexCutOver(JobRun *run)
+{
+	return IndexPublish(run, false);
+}
+
 /*
  * In the submitting transaction: the index, built as the blocking CREATE
  * INDEX builds it (in a transaction block, not concurrently), in the
  * placeholder's place.
  */
-static Oid
+Oid
 IndexBuildHere(const BgddlJob *job)
 {
-	IndexStmt  *stmt = StatementToRun(job, get_rel_name(job->target_oid));
+	IndexStmt  *stmt = IndexStatementToRun(job, get_rel_name(job->target_oid));
 	JobRun		run = {.job = *job};
 	Oid			saved_userid;
 	int			saved_sec_context;
@@ -897,21 +867,37 @@ IndexBuildHere(const BgddlJob *job)
 	return index.objectId;
 }
 
-/*
- * Drop the index (valid or not) or the placeholder; on a partitioned table,
- * with the partitions' indexes the job built
- */
+/* Drop the index (valid or not) or the placeholder */
 static void
 IndexDiscard(const BgddlJob *job, bool keep_target)
 {
-	if (IndexPartitionsJob(job))
-		IndexPartitionsDiscard(job, keep_target);
-	else if (!keep_target)
+	if (!keep_target)
 		IndexBuildDrop(job->target_oid);
 }
 
+/*
+ * The view's progress of the job: its worker's build as
+ * pg_stat_progress_create_index shows it (phase, tuples, a percentage of
+ * CREATE INDEX CONCURRENTLY's phases)
+ */
+static void
+IndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
+{
+	IndexBuildProgress build;
+
+	if (pid == 0 || !IndexBuildProgressOf(pid, &build))
+		return;
+	progress->phase = build.phase;
+	if (build.waiting)
+		progress->waiting_for = build.phase;
+	progress->percent = build.percent;
+	progress->rows_done = build.tuples_done;
+	if (build.tuples_total > 0)
+		progress->rows_total = build.tuples_total;
+}
+
 /* A placeholder can go in any transaction; an index needs its table locked */
-static bool
+bool
 IndexDiscardsInAnyTransaction(const BgddlJob *job)
 {
 	char		relkind = get_rel_relkind(job->target_oid);
@@ -954,10 +940,10 @@ const KindRoutine kind_index_routine = {
 	.reserve = IndexReserve,
 	.explain = IndexExplain,
 	.estimate = IndexEstimate,
-	.start = IndexStart,
 	.plan = IndexPlan,
 	.backfill_step = IndexBackfillStep,
 	.cut_over = IndexCutOver,
+	.progress = IndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = IndexDiscard,
 	.build_here = IndexBuildHere,

@@ -217,6 +217,7 @@ const KindRoutine kind_matview_routine = {
 	.catch_up = QueryJobCatchUp,
 	.cut_over = MatviewCutOver,
 	.paused = QueryJobPaused,
+	.progress = QueryJobProgress,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,
 	.housekeeping = QueryJobHousekeeping,
 	.cleanup = QueryJobCleanup,

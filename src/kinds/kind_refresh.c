@@ -455,6 +455,7 @@ const KindRoutine kind_refresh_routine = {
 	.catch_up = QueryJobCatchUp,
 	.cut_over = RefreshCutOver,
 	.paused = QueryJobPaused,
+	.progress = QueryJobProgress,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,
 	.housekeeping = QueryJobHousekeeping,
 	.cleanup = QueryJobCleanup,

@@ -133,6 +133,20 @@ ReadQueryState(JobRun *run)
 	}
 }
 
+/*
+ * The view's progress of a query job (the progress routine of the query
+ * kinds): its catch-up passes and the rows they recomputed, once the job
+ * has recorded them
+ */
+void
+QueryJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
+{
+	if (!CatalogKindStateHas(job->kind_state, STATE_CATCHUP_PASSES))
+		return;
+	progress->catchup_passes = CatalogKindStateInt(job->kind_state, STATE_CATCHUP_PASSES);
+	progress->rows_recomputed = CatalogKindStateInt(job->kind_state, STATE_ROWS_RECOMPUTED);
+}
+
 /* Put the query run's state into the job's kind_state (before recording it) */
 static void
 WriteQueryState(JobRun *run)

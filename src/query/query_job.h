@@ -16,6 +16,7 @@
 
 #include "capture/capture_log.h"
 #include "engine/job_run.h"
+#include "engine/kind.h"
 #include "query/query_driving.h"
 
 /*
@@ -74,6 +75,7 @@ extern void QueryJobHousekeeping(void);
 extern void QueryJobCleanup(const BgddlJob *job);
 extern void QueryJobDiscard(const BgddlJob *job);
 extern void QueryJobPaused(const BgddlJob *job);
+extern void QueryJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress);
 extern bool QueryJobKeepsOnTableOf(const BgddlJob *job, Oid role);
 
 #endif							/* BGDDL_QUERY_JOB_H */

@@ -2,13 +2,15 @@
  *
  * sql_monitor.c
  *	  SQL functions behind what pg_stat_background_ddl shows: live_jobs
- *	  (the workers' live progress, from shared memory) and ddl_messages
- *	  (the messages a job's statements raised).
+ *	  (the workers' live progress, from shared memory), kind_progress (what
+ *	  a job's kind adds to it) and ddl_messages (the messages a job's
+ *	  statements raised).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_authid.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -27,9 +29,11 @@
 #include "catalog/settings.h"
 #include "engine/job_launcher.h"
 #include "engine/job_shmem.h"
+#include "engine/kind.h"
 #include "pg/pg_lock.h"
 
 PG_FUNCTION_INFO_V1(live_jobs);
+PG_FUNCTION_INFO_V1(kind_progress);
 PG_FUNCTION_INFO_V1(ddl_messages);
 PG_FUNCTION_INFO_V1(restart_not_before);
 
@@ -204,6 +208,49 @@ live_jobs(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * kind_progress(kind, kind_state, rows_done, rows_total, pid): what a job's
+ * kind adds to its progress in the view (KindProgress), given the job
+ * row's columns and its worker's pid (NULL: none now)
+ */
+Datum
+kind_progress(PG_FUNCTION_ARGS)
+{
+	BgddlJob	job = {0};
+	KindProgress progress;
+	TupleDesc	tupdesc;
+	Datum		values[8];
+	bool		nulls[8];
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	job.kind = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	job.kind_state = PG_GETARG_JSONB_P(1);
+	job.rows_done = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
+	job.rows_total = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT64(3);
+	KindJobProgress(&job, PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4), &progress);
+
+	values[0] = progress.phase != NULL ? CStringGetTextDatum(progress.phase) : (Datum) 0;
+	nulls[0] = progress.phase == NULL;
+	values[1] = Float8GetDatum(progress.percent);
+	nulls[1] = progress.percent < 0;
+	values[2] = Int64GetDatum(progress.rows_done);
+	nulls[2] = progress.rows_done < 0;
+	values[3] = Int64GetDatum(progress.rows_total);
+	nulls[3] = progress.rows_total < 0;
+	values[4] = Int64GetDatum(progress.chunks_total);
+	nulls[4] = progress.chunks_total < 0;
+	values[5] = progress.waiting_for != NULL ? CStringGetTextDatum(progress.waiting_for) : (Datum) 0;
+	nulls[5] = progress.waiting_for == NULL;
+	values[6] = Int32GetDatum((int32) progress.catchup_passes);
+	nulls[6] = progress.catchup_passes < 0;
+	values[7] = Int64GetDatum(progress.rows_recomputed);
+	nulls[7] = progress.rows_recomputed < 0;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /*

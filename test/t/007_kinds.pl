@@ -204,6 +204,11 @@ for my $fault ('kill', 'immediate', 'cancel')
 	is(invalid_indexes(), '1', "$label: the invalid index exists meanwhile");
 	like($node->safe_psql('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job"),
 		qr/^building index/, "$label: the view shows the build's phase");
+	is( $node->safe_psql('postgres', qq{
+			SELECT v.phase = p.phase AND v.progress BETWEEN 0 AND 60
+			  FROM pg_stat_background_ddl v JOIN pg_stat_progress_create_index p ON p.pid = v.pid
+			 WHERE v.id = $job}),
+		't', "$label: as pg_stat_progress_create_index names it, at most 60% done in the first scan");
 	write_some($node, ++$round, 200000);
 	if ($fault eq 'cancel')
 	{

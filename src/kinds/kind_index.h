@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_index.h
+ *	  What the index kind (kind_index.c) shares with its variant for a
+ *	  partitioned table (kind_partitioned_index.c): the submit, the
+ *	  statement the worker runs, the checks of its steps and the end.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_KIND_INDEX_H
+#define BGDDL_KIND_INDEX_H
+
+#include "nodes/parsenodes.h"
+
+#include "engine/job_run.h"
+
+/* The strategy of an index job on a partitioned table */
+#define STRATEGY_PARTITIONS		"concurrent index build, partition by partition"
+
+extern Oid	IndexedTable(const BgddlJob *job);
+extern IndexStmt *IndexStatementToRun(const BgddlJob *job, const char *name);
+extern const char *IndexGoneReason(const BgddlJob *job);
+extern bool IndexTableExists(JobRun *run);
+extern bool IndexCheck(JobRun *run, bool *is_index, bool *valid);
+extern JobStepResult IndexPublish(JobRun *run, bool may_stay_invalid);
+extern Oid	IndexBuildHere(const BgddlJob *job);
+extern bool IndexDiscardsInAnyTransaction(const BgddlJob *job);
+
+#endif							/* BGDDL_KIND_INDEX_H */
