@@ -112,12 +112,6 @@ typedef struct PartitionStep
 	bool		built;			/* the index is the one the job built */
 } PartitionStep;
 
-bool
-IndexPartitionsJob(const BgddlJob *job)
-{
-	return CatalogKindStateInt(job->kind_state, INDEX_STATE_PARTITIONED) != 0;
-}
-
 /*
  * Set a value in the job's kind_state, which lives as long as the job (the
  * state replaced is freed: a job may set values thousands of times)
@@ -807,10 +801,6 @@ IndexPartitionsDone(const BgddlJob *job, bool valid)
 	return valid || CatalogKindStateInt(job->kind_state, STATE_LEFT_INVALID) != 0;
 }
 
-/*
- * One step of the job after its index was created ON ONLY the table.
- * Returns JOB_STEP_DONE once the index is valid.
- */
 /* What the check of the partitions (CheckStep) is given, and finds */
 typedef struct PartitionsCheck
 {
@@ -841,6 +831,10 @@ CheckStep(JobRun *run, void *arg)
 	CatalogJobRecordKindState(&run->job);
 }
 
+/*
+ * One step of the job after its index was created ON ONLY the table.
+ * Returns JOB_STEP_DONE once the index is valid.
+ */
 JobStepResult
 IndexPartitionsStep(JobRun *run, Oid table_oid)
 {

@@ -17,7 +17,6 @@
 /* The job's kind_state says it indexes a partitioned table */
 #define INDEX_STATE_PARTITIONED		"partitioned"
 
-extern bool IndexPartitionsJob(const BgddlJob *job);
 extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
 extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
 extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);

@@ -560,9 +560,10 @@ SourcesStepBegin(JobRun *run, const char *activity, bool repeatable_read)
 }
 
 /*
- * Are the job's sources still what it captures?  Caller is in a step; takes
- * ACCESS SHARE on each base relation, so the answer holds for the step.
- * A helper only learns whether it may go on (JOB_STEP_MORE).
+ * Are the job's sources still what it captures?  Caller is in a step begun
+ * by SourcesStepBegin, whose locks keep the answer true for the step; this
+ * takes ACCESS SHARE on the content and each captured table.  A helper
+ * only learns whether it may go on (JOB_STEP_MORE).
  */
 static JobStepResult
 CheckSources(JobRun *run)
@@ -574,7 +575,6 @@ CheckSources(JobRun *run)
 	bool		other_rewritten = false;
 	Relation	content;
 
-	LockSources(q);
 	if (!JobRunTargetExists(run) ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(q->content_oid)))
 		return JOB_STEP_TARGET_GONE;
@@ -622,6 +622,18 @@ CheckSources(JobRun *run)
 	if (!q->uncaptured_marked && !CaptureIntact(&q->capture))
 		MarkWholeTable(run, "a capture trigger was changed, disabled or dropped", true);
 	return JOB_STEP_MORE;
+}
+
+/*
+ * The guard of every step of the backfill and the catch-up: begin it
+ * (SourcesStepBegin), then say whether it may go on (CheckSources).
+ * JOB_STEP_MORE: it may; otherwise the caller ends the step and acts on it.
+ */
+static JobStepResult
+GuardedStepBegin(JobRun *run, const char *activity, bool repeatable_read)
+{
+	SourcesStepBegin(run, activity, repeatable_read);
+	return CheckSources(run);
 }
 
 /*
@@ -904,8 +916,7 @@ ChunkStep(JobRun *run, const char *activity)
 	uint64		rows = 0;
 	double		seconds = 0;
 
-	SourcesStepBegin(run, activity, false);
-	result = CheckSources(run);
+	result = GuardedStepBegin(run, activity, false);
 	/* Back before the rate limit lets it: it only looked (CheckSources), and paces again */
 	if (result == JOB_STEP_MORE && run->job.max_rate > 0 &&
 		run->job.rate_not_before > GetCurrentTimestamp())
@@ -983,8 +994,7 @@ ChangesSpread(JobRun *run)
 	}
 	if (!TimestampDifferenceExceeds(q->spread_checked_at, now, q->spread_check_interval_ms))
 		return false;
-	SourcesStepBegin(run, "background_ddl: looking at the changed rows", false);
-	result = CheckSources(run);
+	result = GuardedStepBegin(run, "background_ddl: looking at the changed rows", false);
 	if (result == JOB_STEP_MORE)
 	{
 		OpenCatchUpTarget(run, &target);
@@ -1174,9 +1184,8 @@ CatchUpBatchStep(JobRun *run, QueryCatchUpPass *pass)
 	double		seconds;
 
 	INSTR_TIME_SET_CURRENT(start_time);
-	SourcesStepBegin(run, "background_ddl: catching up", true);
+	result = GuardedStepBegin(run, "background_ddl: catching up", true);
 	JobStepHoldPoint("catch-up batch");
-	result = CheckSources(run);
 	if (result == JOB_STEP_MORE && !q->uncaptured_marked)
 	{
 		QueryCatchUpTarget target;
@@ -1239,9 +1248,8 @@ QueryJobCatchUp(JobRun *run)
 	q->catchup_passes++;
 	if (q->catchup_blocks == 0)
 		q->catchup_blocks = q->chunk_blocks;
-	SourcesStepBegin(run, "background_ddl: catching up", false);
+	result = GuardedStepBegin(run, "background_ddl: catching up", false);
 	JobRunRecordPhase(run, JOB_PHASE_CATCHING_UP);
-	result = CheckSources(run);
 	if (result == JOB_STEP_MORE)
 	{
 		QueryCatchUpTarget target;
