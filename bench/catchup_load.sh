@@ -19,6 +19,7 @@
 #        postgresql.conf lines, one per line, e.g. "background_ddl.max_workers_per_job = 1")
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 CONFIGS=("$@")
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(8000000:1000 2000000:300 2000000:5000)
@@ -28,15 +29,10 @@ AGG="SELECT account, count(*) AS n, sum(amount) AS total, max(amount) AS top FRO
 JOIN="SELECT e.id, e.account, a.name, e.amount FROM events e JOIN accounts a ON a.id = e.account"
 PROJ="SELECT id, account, amount FROM events WHERE amount % 2 = 0"
 
-need_root
-ensure_packages
-build_install
-trap 'kill $(jobs -p) 2>/dev/null || true; cluster_stop' EXIT
 mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
 # Autovacuum stays on, as on a server under a write load: it vacuums the writers' dead rows, and
 # the dirty log and recomputed rows that a catch-up deletes as it goes.
-cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "${extra_conf[@]}"
-B=$CLUSTER_DIR
+bench_server "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "${extra_conf[@]}"
 sql -q -c "CREATE EXTENSION background_ddl"
 
 # Longest snapshot held by the build's processes, sampled until the file $B/stop_sampling exists
@@ -63,14 +59,7 @@ build() {
     if [ "$mode" = blocking ]; then
         PGAPPNAME=bench_build sql -q -c "CREATE MATERIALIZED VIEW $name AS $query"
     else
-        job=$(sql -c "SET background_ddl = on" -c "CREATE MATERIALIZED VIEW $name AS $query" \
-                  -c "SELECT last_ddl_job()" | tail -n1)
-        for _ in $(seq 60000); do
-            state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
-            [ "$state" = succeeded ] && break
-            [ "$state" = running ] || [ "$state" = queued ] || { echo "job $job $state" >&2; exit 1; }
-            sleep 0.05
-        done
+        job=$(bench_background "CREATE MATERIALIZED VIEW $name AS $query") || exit 1
         out=$(sql -F' ' -c "SELECT coalesce(rows_recomputed, 0), coalesce(catchup_passes, 0),
                                    round(extract(epoch FROM started_at - submitted_at) * 1000),
                                    round(extract(epoch FROM cutover_at - started_at) * 1000),
@@ -104,17 +93,12 @@ for config in "${CONFIGS[@]}"; do
         for view in proj agg join; do
             case $view in proj) query=$PROJ ;; agg) query=$AGG ;; join) query=$JOIN ;; esac
             for mode in blocking background; do
-                (cd "$B" && exec "$PGBIN/pgbench" -n -c 2 -j 2 -R "$rate" -T 600 -f events.sql \
-                    >"$B/load_events.out" 2>&1) &
-                load1=$!
-                (cd "$B" && exec "$PGBIN/pgbench" -n -c 1 -R 5 -T 600 -f accounts.sql \
-                    >"$B/load_accounts.out" 2>&1) &
-                load2=$!
+                bench_writer load_events -n -c 2 -j 2 -R "$rate" -T 600 -f events.sql
+                bench_writer load_accounts -n -c 1 -R 5 -T 600 -f accounts.sql
                 sleep 2
                 read -r ms xmin recomputed passes queued built cutover \
                     <<<"$(build "$query" "$mode" "${view}_${mode}_$round")"
-                kill "$load1" "$load2" 2>/dev/null || true
-                wait "$load1" "$load2" 2>/dev/null || true
+                bench_writers_stop
                 echo "$rows $rate $view $mode $ms $xmin $recomputed $passes $round" >>"$B/results"
                 echo "== $rows rows, $rate updates/s, round $round: $view $mode ${ms} ms, snapshot held up to ${xmin} s, recomputed $recomputed rows in $passes passes (queued ${queued:--} ms, built ${built:--} ms, cut over ${cutover:--} ms)"
             done
@@ -123,7 +107,6 @@ for config in "${CONFIGS[@]}"; do
     done
 done
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo
 printf '%-9s %6s %-5s %10s %10s %6s %6s %10s %10s %10s %7s\n' rows upd/s view block_ms bg_ms ratio \
     worst block_xmin bg_xmin recomputed passes

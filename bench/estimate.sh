@@ -2,6 +2,7 @@
 # bench/estimate.sh -- benchmark (not a test): how close estimate_ddl comes to the job it
 # estimates.
 #
+# (As root, or on a running server without root: bench/lib.sh.)
 # As root: installs/builds like scripts/demo, starts a throwaway cluster (default settings), and
 # for each size in SIZES fills `events` with that many rows; then for each of two views (a
 # projection of half the rows, an aggregate) asks estimate_ddl, runs the job (background_ddl on,
@@ -14,6 +15,7 @@
 # Usage: bench/estimate.sh   (env SIZES, default "1000000 5000000 20000000")
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 SIZES=${SIZES:-"1000000 5000000 20000000"}
 export PGPORT=${PGPORT:-54336}
@@ -37,15 +39,11 @@ report() {
         BEGIN { printf "%-10s %-14s %9.2f %9.2f %6s %12d %12d %6s %11.1f %11.1f %6s %11.1f %11.1f %6s\n",
                        size, name, es, s, ratio(es, s), er, r, ratio(er, r),
                        eb / 1048576, b / 1048576, ratio(eb, b), ew / 1048576, w / 1048576, ratio(ew, w) }' \
-        >>"$CLUSTER_DIR/results"
-    tail -n1 "$CLUSTER_DIR/results"
+        >>"$B/results"
+    tail -n1 "$B/results"
 }
 
-need_root
-ensure_packages
-build_install
-trap cluster_stop EXIT
-cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
+bench_server "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
 sql -q -c "CREATE EXTENSION background_ddl"
 
 # measure SIZE NAME WHAT STATEMENT OBJECT ROWS_QUERY DROP: estimate_ddl(WHAT), then STATEMENT as a
@@ -67,13 +65,10 @@ measure() {
 }
 
 printf '%-10s %-14s %9s %9s %6s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n' \
-    rows query est_s job_s ratio est_rows rows ratio est_MB MB ratio est_walMB walMB ratio >"$CLUSTER_DIR/results"
+    rows query est_s job_s ratio est_rows rows ratio est_MB MB ratio est_walMB walMB ratio >"$B/results"
 for size in $SIZES; do
-    echo "== loading $size rows"
-    sql -q -c "DROP TABLE IF EXISTS events" \
-        -c "CREATE TABLE events AS SELECT g AS id, g % 1000 AS account, md5(g::text) AS payload
-            FROM generate_series(1, $size) g" \
-        -c "VACUUM ANALYZE events" -c "CHECKPOINT"
+    bench_fill_events "$size"
+    sql -q -c "CHECKPOINT"
     for i in 0 1; do
         measure "$size" "${NAMES[$i]}" "${QUERIES[$i]}" "CREATE MATERIALIZED VIEW mv AS ${QUERIES[$i]}" \
             mv "SELECT count(*) FROM mv" "DROP MATERIALIZED VIEW mv"
@@ -84,4 +79,4 @@ for size in $SIZES; do
     done
 done
 echo
-cat "$CLUSTER_DIR/results"
+cat "$B/results"

@@ -2,6 +2,7 @@
 # bench/kinds.sh -- benchmark (not a test): background CREATE INDEX and REFRESH MATERIALIZED VIEW
 # against their blocking statements, and the longest read stall during each.
 #
+# (As root, or on a running server without root: bench/lib.sh.)
 # As root: installs/builds like scripts/demo, starts a throwaway cluster (default parallel query
 # settings), fills `events` with ROWS rows (primary key on id) and builds the view `mv` (the
 # demo's query, about half the rows, unique index on id).  Then, ROUNDS times each, in
@@ -20,6 +21,7 @@
 # Usage: bench/kinds.sh [ROWS]   (env ROWS, default 5000000; ROUNDS, default 3; READ_RATE, 200)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 ROWS=${1:-${ROWS:-5000000}}
 ROUNDS=${ROUNDS:-3}
@@ -27,12 +29,7 @@ READ_RATE=${READ_RATE:-200}
 QUERY="SELECT id, account, upper(payload) AS p FROM events WHERE account < 500"
 export PGPORT=${PGPORT:-54332}
 
-need_root
-ensure_packages
-build_install
-trap cluster_stop EXIT
-cluster_start "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
-B=$CLUSTER_DIR
+bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
 
 echo "== loading $ROWS rows into events, building mv"
 sql -q -c "CREATE EXTENSION background_ddl" \
@@ -53,21 +50,12 @@ SELECT 1 / (1 - count(*))::int FROM bench_stop;
 EOS
 done
 
-timing_ms() { sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | head -n1; }
 warm() { sql -q -c "SELECT count(*) FROM events" -c "SELECT count(*) FROM mv" -c "CHECKPOINT" >/dev/null; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# run_background STATEMENT: submit, poll until the job ends; prints its build time in ms
+# run_background STATEMENT: run it as a job; prints its build time in ms
 run_background() {
-    local job state
-    job=$(sql -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" | tail -n1)
-    [[ "$job" =~ ^[0-9]+$ ]] || { echo "submit failed: $1" >&2; exit 1; }
-    for _ in $(seq 36000); do
-        state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
-        case $state in succeeded) break ;; failed|cancelled) echo "job $job $state" >&2; exit 1 ;; esac
-        sleep 0.1
-    done
-    [ "$state" = succeeded ] || { echo "job $job still $state" >&2; exit 1; }
+    local job
+    job=$(bench_background "$1") || exit 1
     sql -c "SELECT round(extract(epoch FROM finished_at - submitted_at) * 1000, 1)
               FROM pg_stat_background_ddl WHERE id = $job"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/mv_build.sh -- benchmark (not a test): blocking vs background CREATE MATERIALIZED VIEW.
 #
-# As root: installs/builds like scripts/demo, starts a tuned throwaway cluster, fills `events`
+# On a server of bench_server (bench/lib.sh: as root a tuned throwaway cluster), fills `events`
 # with ROWS rows, then builds the same view ROUNDS times each way, mv_block (blocking) and mv_bg
 # (background job), alternating which goes first (the second build of a pair runs on a warmer,
 # dirtier machine). A writer commits ~100 tiny transactions/s (pgbench -R 100) throughout and a
@@ -16,36 +16,26 @@
 #        FIRST_BACKGROUND=1: round 1 starts with the background build)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 ROWS=${1:-${ROWS:-5000000}}
 ROUNDS=${ROUNDS:-3}
 QUERY=${QUERY:-"SELECT id, account, upper(payload) AS p FROM events WHERE account < 500"}
 export PGPORT=${PGPORT:-54330}
 
-need_root
-ensure_packages
-build_install
-WRITER=
-cleanup() { [ -z "$WRITER" ] || kill "$WRITER" 2>/dev/null || true; cluster_stop; }
-trap cleanup EXIT
 # EXTRA_CONF: more postgresql.conf lines, one per line (e.g. "background_ddl.batch_time = 1s")
 mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
 # autovacuum off: its vacuum/analyze of the view just built would compete with the next build
 # for the two cores (and hold an xmin the sampler would see); both ways are measured alike.
-cluster_start "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
-B=$CLUSTER_DIR
+bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
 
-echo "== loading $ROWS rows into events"
-sql -q -c "CREATE EXTENSION background_ddl" \
-    -c "CREATE TABLE events AS SELECT g AS id, g % 1000 AS account, md5(g::text) AS payload
-        FROM generate_series(1, $ROWS) g" \
-    -c "VACUUM ANALYZE events" \
-    -c "CREATE TABLE ticks (id bigserial PRIMARY KEY, at timestamptz DEFAULT clock_timestamp())"
+sql -q -c "CREATE EXTENSION background_ddl"
+bench_fill_events "$ROWS"
+sql -q -c "CREATE TABLE ticks (id bigserial PRIMARY KEY, at timestamptz DEFAULT clock_timestamp())"
 
 # Writer: ~100 commits/s to a separate table, for the whole run.
 echo "INSERT INTO ticks DEFAULT VALUES;" >"$B/ticks.sql"
-"$PGBIN/pgbench" -n -R "${WRITER_RATE:-100}" -T 36000 -c 1 -f "$B/ticks.sql" >"$B/pgbench.log" 2>&1 &
-WRITER=$!
+bench_writer ticks -n -R "${WRITER_RATE:-100}" -T 36000 -c 1 -f ticks.sql
 
 # Sampler: until file $1 disappears, every 100 ms print "xid_age seconds" of the oldest xmin.
 sample_xmin() {
@@ -58,10 +48,7 @@ sample_xmin() {
 }
 start_sampler() { touch "$B/sampling"; sample_xmin "$B/sampling" >"$B/$1.samples" & SAMPLER=$!; }
 stop_sampler() { rm -f "$B/sampling"; wait "$SAMPLER"; }
-timing_ms() { sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | head -n1; }
 warm() { sql -q -c "SELECT count(*) FROM events" -c "CHECKPOINT" >/dev/null; }
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # build_blocking ROUND: prints the build time in ms
 build_blocking() {
@@ -132,7 +119,7 @@ for round in $(seq "$ROUNDS"); do
     sql -q -c "DROP MATERIALIZED VIEW mv_block, mv_bg"
 done
 
-kill "$WRITER"; wait "$WRITER" 2>/dev/null || true; WRITER=
+bench_writers_stop
 ticks=$(sql -c "SELECT count(*) FROM ticks")
 block_ms=$(median <"$B/block.times"); bg_ms=$(median <"$B/bg.times"); submit_ms=$(median <"$B/submit.times")
 xmax() { cat "$B"/$1*.samples | awk -v c="$2" 'BEGIN { m = 0 } $c + 0 > m { m = $c + 0 } END { print m }'; }

@@ -5,6 +5,7 @@
 # CONCURRENTLY on each partition, ALTER INDEX ... ATTACH PARTITION each); and a materialized
 # view over the partitioned table, background (in chunks of its partitions) against blocking.
 #
+# (As root, or on a running server without root: bench/lib.sh.)
 # As root: installs/builds like scripts/demo, starts a throwaway cluster (default parallel query
 # settings), fills `events` (range-partitioned on `day`, PARTITIONS partitions) with ROWS rows.
 # Then, ROUNDS times, in alternating order, each of the three index builds of
@@ -24,6 +25,7 @@
 #        ROUNDS, 1; WRITE_RATE, 200; PARTS, "index view": the index builds, the views, or both)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 ROWS=${1:-${ROWS:-20000000}}
 PARTITIONS=${PARTITIONS:-20}
@@ -34,12 +36,7 @@ AGGREGATE="SELECT day, account, count(*) AS n, sum(id) AS s FROM events GROUP BY
 PROJECTION="SELECT id, day, upper(payload) AS p FROM events WHERE account % 10 = 3"
 export PGPORT=${PGPORT:-54334}
 
-need_root
-ensure_packages
-build_install
-trap cluster_stop EXIT
-cluster_start "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
-B=$CLUSTER_DIR
+bench_server "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off"
 
 echo "== loading $ROWS rows into events ($PARTITIONS partitions)"
 sql -q -c "CREATE EXTENSION background_ddl" \
@@ -74,7 +71,6 @@ EOS
 
 timing_ms() { sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | awk '{ s += $1 } END { printf "%.1f\n", s }'; }
 warm() { sql -q -c "SELECT count(*) FROM events" -c "CHECKPOINT" >/dev/null; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # run_background STATEMENT: submit, wait with await_ddl (one session that sleeps until the job
 # ends: polling the view from new psql processes would take a good part of a core from the job

@@ -13,6 +13,7 @@
 #        default 20; ROUNDS, default 5; PROTOCOL, default simple)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 SCALE=${SCALE:-10}
 CLIENTS=${CLIENTS:-2}
@@ -21,14 +22,9 @@ ROUNDS=${ROUNDS:-5}
 PROTOCOL=${PROTOCOL:-simple}
 export PGPORT=${PGPORT:-54333}
 
-need_root
-ensure_packages
-build_install
-trap cluster_stop EXIT
-cluster_start "shared_buffers = 512MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" \
+bench_server "shared_buffers = 512MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" \
     "synchronous_commit = off" \
     "background_ddl.max_workers = 8"
-B=$CLUSTER_DIR
 sql -q -c "CREATE EXTENSION background_ddl"
 echo "== pgbench -i -s $SCALE"
 "$PGBIN/pgbench" -q -i -s "$SCALE" >"$B/init.log" 2>&1
@@ -72,7 +68,6 @@ run() {
     sed -nE 's/^tps = ([0-9.]+) .*/\1/p' "$B/run_$mode.out" | tail -n1
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "== a warm-up run (not counted)"
 run off >/dev/null
 : >"$B/results"

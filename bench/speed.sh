@@ -13,7 +13,6 @@ source "$(dirname "$0")/../scripts/lib.sh"
 
 SIZES=${SIZES:-"1000000 5000000 20000000"}
 export ROUNDS=${ROUNDS:-3}
-need_root
 LOGDIR=$(mktemp -d /tmp/background_ddl-speed.XXXXXX)
 
 declare -A confs=(

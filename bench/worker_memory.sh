@@ -2,6 +2,7 @@
 # bench/worker_memory.sh -- benchmark (not a test): the private memory of a job worker as the
 # table grows.
 #
+# (As root, or on a running server without root: bench/lib.sh.)
 # As root: builds and installs, starts a throwaway cluster, and for each size in SIZES builds a
 # background materialized view over a table of that many rows while a writer changes rows of it
 # (so that catch-up passes run too). Every 50 ms it reads RssAnon (private, anonymous memory:
@@ -11,18 +12,12 @@
 # Usage: bench/worker_memory.sh        (env SIZES, default "1000000 8000000")
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 SIZES=${SIZES:-"1000000 8000000"}
 export PGPORT=${PGPORT:-54331}
 
-need_root
-ensure_packages
-build_install
-WRITER=
-cleanup() { [ -z "$WRITER" ] || kill "$WRITER" 2>/dev/null || true; cluster_stop; }
-trap cleanup EXIT
-cluster_start "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off"
-B=$CLUSTER_DIR
+bench_server "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off"
 sql -q -c "CREATE EXTENSION background_ddl"
 
 # Peak RssAnon (kB) of the worker of job $1, sampled until the job ends
@@ -45,22 +40,18 @@ peak_rss() {
 results=()
 for rows in $SIZES; do
     echo "== $rows rows"
-    sql -q -c "DROP TABLE IF EXISTS events CASCADE" \
-        -c "CREATE TABLE events AS SELECT g AS id, g % 1000 AS account, md5(g::text) AS payload
-            FROM generate_series(1, $rows) g" \
-        -c "ALTER TABLE events ADD PRIMARY KEY (id)" -c "VACUUM ANALYZE events"
+    bench_fill_events "$rows"
+    sql -q -c "ALTER TABLE events ADD PRIMARY KEY (id)"
     # A writer: 4 clients updating random rows throughout the build
     echo "\\set id random(1, $rows)
 UPDATE events SET payload = md5(random()::text) WHERE id = :id;" >"$B/update.sql"
-    "$PGBIN/pgbench" -n -c 4 -T 3600 -f "$B/update.sql" >"$B/pgbench.log" 2>&1 &
-    WRITER=$!
+    bench_writer update -n -c 4 -T 3600 -f update.sql
     job=$(sql -c "SET background_ddl = on" \
         -c "CREATE MATERIALIZED VIEW mv AS SELECT id, account, upper(payload) AS p FROM events" \
         -c "SELECT last_ddl_job()" 2>/dev/null | tail -n1)
     peak=$(peak_rss "$job")
-    kill "$WRITER"; wait "$WRITER" 2>/dev/null || true; WRITER=
-    sql -c "SELECT 'chunks ' || chunks_done || ', catch-up passes ' ||
-                   (SELECT kind_state->>'catchup_passes' FROM background_ddl.job WHERE id = $job) ||
+    bench_writers_stop
+    sql -c "SELECT 'chunks ' || chunks_done || ', catch-up passes ' || coalesce(catchup_passes, 0) ||
                    ', build ' || round(extract(epoch FROM finished_at - started_at), 1) || ' s'
               FROM pg_stat_background_ddl WHERE id = $job"
     echo "peak RssAnon of the worker: $peak kB"

@@ -12,6 +12,7 @@
 #        CLIENTS, default 4; EXTRA_CONF, more postgresql.conf lines)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 ROWS=${1:-${ROWS:-5000000}}
 ROUNDS=${ROUNDS:-3}
@@ -19,14 +20,9 @@ CLIENTS=${CLIENTS:-4}
 QUERY=${QUERY:-"SELECT id, account, upper(payload) AS p FROM events WHERE account < 500"}
 export PGPORT=${PGPORT:-54331}
 
-need_root
-ensure_packages
-build_install
-trap cluster_stop EXIT
 # EXTRA_CONF: more postgresql.conf lines, one per line (e.g. "background_ddl.max_workers_per_job = 1")
 mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
-cluster_start "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
-B=$CLUSTER_DIR
+bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
 
 echo "== loading $ROWS rows into events"
 sql -q -c "CREATE EXTENSION background_ddl" \
@@ -44,7 +40,7 @@ EOS
 # measure MODE ROUND: run pgbench around one build; print
 # "tps_before tps_during max_latency_ms build_ms"
 measure() {
-    local mode=$1 round=$2 t0 t1 job state
+    local mode=$1 round=$2 t0 t1
     rm -f "$B"/pgbench_log_"$mode".*
     (cd "$B" && "$PGBIN/pgbench" -n -c "$CLIENTS" -j 2 -T 30 -f writes.sql -l --log-prefix="pgbench_log_$mode" \
         >"$B/pgbench_$mode.out" 2>&1) &
@@ -54,14 +50,7 @@ measure() {
     if [ "$mode" = blocking ]; then
         sql -q -c "CREATE MATERIALIZED VIEW mv_${mode}_$round AS $QUERY"
     else
-        job=$(sql -c "SET background_ddl = on" -c "CREATE MATERIALIZED VIEW mv_${mode}_$round AS $QUERY" \
-                  -c "SELECT last_ddl_job()" | tail -n1)
-        for _ in $(seq 6000); do
-            state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
-            [ "$state" = succeeded ] && break
-            [ "$state" = running ] || [ "$state" = queued ] || { echo "job $job $state" >&2; exit 1; }
-            sleep 0.05
-        done
+        bench_background "CREATE MATERIALIZED VIEW mv_${mode}_$round AS $QUERY" >/dev/null || exit 1
     fi
     t1=$(date +%s%N)
     wait "$writer"
@@ -73,7 +62,6 @@ measure() {
         END { printf "%.0f %.0f %.1f %.0f\n", before / 2.5, during / ((t1 - t0) / 1e9), max / 1000, (t1 - t0) / 1e6 }'
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 : >"$B/results"
 for round in $(seq "$ROUNDS"); do
     if [ $((round % 2)) = 1 ]; then order="blocking background"; else order="background blocking"; fi

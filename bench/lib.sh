@@ -1,0 +1,107 @@
+# bench/lib.sh -- what the benchmarks share, sourced by each of them (after scripts/lib.sh).
+#
+#   bench_server CONF...      the server to measure, with $B a private directory for the run's files:
+#                             as root, a throwaway cluster of this tree's build (built and installed
+#                             first) with the postgresql.conf lines CONF; with BENCH_INSTALLED=1 (or
+#                             when not root), the running server that the PG* variables name: the
+#                             run gets a scratch database there (dropped at exit), CONF's settings
+#                             that a session may set are set on it, the others are listed with the
+#                             server's value, which applies. The server must preload background_ddl;
+#                             the role needs CREATEDB and pg_checkpoint (or superuser).
+#   bench_background SQL      run SQL with background_ddl on (a statement that becomes a job), poll
+#                             until the job ends (not wait_ddl: a waiting session holds a snapshot);
+#                             prints the job id, fails unless it succeeded
+#   bench_fill_events ROWS    (re)create events(id, account, payload) with ROWS rows, analyzed
+#   bench_writer NAME ARGS... start pgbench ARGS in $B in the background (output in $B/NAME.out),
+#                             until bench_writers_stop or the end of the run
+#   bench_writers_stop        stop them all
+#   median                    the median of the numbers on stdin, one per line
+#   timing_ms                 the first "Time: N ms" of psql's \timing output on stdin, in ms
+
+BENCH_WRITERS=()
+BENCH_DATABASE=
+
+bench_server() {
+    trap bench_end EXIT
+    if [ "$(id -u)" = 0 ] && [ -z "${BENCH_INSTALLED:-}" ]; then
+        ensure_packages
+        build_install
+        cluster_start "$@"
+        B=$CLUSTER_DIR
+        return
+    fi
+    local line name value
+    B=$(mktemp -d /tmp/background_ddl-bench.XXXXXX)
+    sql -d "${PGDATABASE:-postgres}" -c "SHOW shared_preload_libraries" | grep -qw background_ddl ||
+        { echo "the server does not preload background_ddl (shared_preload_libraries)" >&2; exit 1; }
+    BENCH_DATABASE=bench_$$
+    echo "== measuring the running server $(sql -d "${PGDATABASE:-postgres}" -c "SELECT version()" | cut -d, -f1), database $BENCH_DATABASE"
+    sql -d "${PGDATABASE:-postgres}" -q -c "CREATE DATABASE $BENCH_DATABASE"
+    export PGDATABASE=$BENCH_DATABASE
+    for line in "$@"; do
+        [ -n "$line" ] || continue
+        name=$(sed -E 's/^ *([a-z_.]+) *=.*/\1/' <<<"$line")
+        value=$(sed -E "s/^[^=]*= *'?([^']*)'? *$/\1/" <<<"$line")
+        if [ "$(sql -c "SELECT context IN ('user', 'superuser') FROM pg_settings WHERE name = '$name'")" = t ]; then
+            sql -q -c "ALTER DATABASE $BENCH_DATABASE SET $name = '$value'"
+        else
+            echo "   not set (the server's applies): $line (server: $(sql -c "SHOW $name" 2>/dev/null || echo '?'))"
+        fi
+    done
+}
+
+bench_end() {
+    bench_writers_stop
+    if [ -n "$BENCH_DATABASE" ]; then
+        sql -d postgres -q -c "DROP DATABASE IF EXISTS $BENCH_DATABASE WITH (FORCE)" || true
+        rm -rf "$B"
+        BENCH_DATABASE=
+    else
+        cluster_stop
+    fi
+}
+
+bench_background() {
+    local job state deadline
+    job=$(sql -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" | tail -n1)
+    [[ "$job" =~ ^[0-9]+$ ]] || { echo "submit failed: $1" >&2; exit 1; }
+    deadline=$(( $(date +%s) + 7200 ))
+    while :; do
+        state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
+        case $state in succeeded|failed|cancelled) break ;; esac
+        [ "$(date +%s)" -lt "$deadline" ] || { echo "job $job still $state after 2 hours" >&2; exit 1; }
+        sleep 0.05
+    done
+    if [ "$state" != succeeded ]; then
+        sql -c "SELECT 'job $job $state: ' || coalesce(error, '') FROM pg_stat_background_ddl WHERE id = $job" >&2
+        exit 1
+    fi
+    echo "$job"
+}
+
+bench_fill_events() {
+    echo "== loading $1 rows into events"
+    sql -q -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS events CASCADE" \
+        -c "CREATE TABLE events AS SELECT g AS id, g % 1000 AS account, md5(g::text) AS payload
+            FROM generate_series(1, $1) g" \
+        -c "VACUUM ANALYZE events"
+}
+
+bench_writer() {
+    local name=$1; shift
+    (cd "$B" && exec "$PGBIN/pgbench" "$@" >"$B/$name.out" 2>&1) &
+    BENCH_WRITERS+=($!)
+}
+
+bench_writers_stop() {
+    local pid
+    for pid in "${BENCH_WRITERS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    BENCH_WRITERS=()
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+timing_ms() { sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | head -n1; }
