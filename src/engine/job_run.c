@@ -52,7 +52,9 @@ JobRunGaveWay(int64 job_id, const ErrorData *error)
  * the step takes in passing.  The phase says "waiting for lock" meanwhile;
  * after JOB_GIVE_BACK_SECONDS the worker gives its slot back (the job asks
  * again later).  What the step records in run->job must be allocated in
- * JobContext().
+ * JobContext(); a step that is undone leaves run->job as it found it (the
+ * kind state too), and a kind sets its own run state (run->kind_run) only
+ * once the step holds all its locks.
  */
 void
 JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase phase,
@@ -66,7 +68,10 @@ JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase phase,
 	for (;;)
 	{
 		volatile bool done = false;
+		BgddlJob	before = run->job;
 
+		if (before.kind_state != NULL)
+			before.kind_state = (Jsonb *) PG_DETOAST_DATUM_COPY(JsonbPGetDatum(before.kind_state));
 		PG_TRY();
 		{
 			JobStepBegin(activity, STEP_READ_COMMITTED);
@@ -93,10 +98,15 @@ JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase phase,
 			FreeErrorData(error);
 			FlushErrorState();
 			JobStepAbort();
+			run->job = before;
 		}
 		PG_END_TRY();
 		if (done)
+		{
+			if (before.kind_state != NULL)
+				pfree(before.kind_state);
 			return;
+		}
 
 		JobStepBegin("background_ddl: waiting for a lock", STEP_READ_COMMITTED);
 		JobRunRecordPhase(run, JOB_PHASE_WAITING_FOR_LOCK);
