@@ -57,6 +57,14 @@
 /* How often a long batch publishes its row count */
 #define LIVE_ROWS_EVERY		64
 
+/*
+ * Rows are inserted as COPY inserts them, several at a time
+ * (table_multi_insert: one WAL record per page instead of one per row), up
+ * to this many rows or bytes at once
+ */
+#define BUFFERED_ROWS_MAX	1000
+#define BUFFERED_BYTES_MAX	65535
+
 /* A DestReceiver that inserts into the content relation and its indexes */
 typedef struct ContentInsertReceiver
 {
@@ -67,6 +75,12 @@ typedef struct ContentInsertReceiver
 	EState	   *estate;			/* only if the content relation has indexes */
 	ResultRelInfo *result_rel_info;
 	uint64		rows;
+
+	/* the rows not inserted yet, and (with track_sources) their sources */
+	TupleTableSlot *buffered[BUFFERED_ROWS_MAX];
+	ItemPointerData buffered_sources[BUFFERED_ROWS_MAX];
+	int			nbuffered;
+	Size		buffered_bytes;
 
 	/*
 	 * With track_sources, the query has one more column than the content
@@ -116,12 +130,54 @@ ContentInsertStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	}
 }
 
+/*
+ * Insert the buffered rows; then, as each has its tuple id, record its
+ * (source, output) pair and insert its index entries
+ */
+static void
+FlushContentRows(ContentInsertReceiver *receiver)
+{
+	if (receiver->nbuffered == 0)
+		return;
+	table_multi_insert(receiver->content, receiver->buffered, receiver->nbuffered,
+					   receiver->output_cid, TABLE_INSERT_SKIP_FSM, receiver->bistate);
+	for (int i = 0; i < receiver->nbuffered; i++)
+	{
+		TupleTableSlot *row = receiver->buffered[i];
+
+		if (receiver->track_sources)
+		{
+			if (receiver->npairs == receiver->pairs_capacity)
+			{
+				receiver->pairs_capacity *= 2;
+				receiver->pairs = repalloc_huge(receiver->pairs,
+												sizeof(TidPair) * receiver->pairs_capacity);
+			}
+			receiver->pairs[receiver->npairs].source = receiver->buffered_sources[i];
+			receiver->pairs[receiver->npairs].output = row->tts_tid;
+			receiver->npairs++;
+		}
+		if (receiver->result_rel_info != NULL &&
+			receiver->result_rel_info->ri_NumIndices > 0)
+		{
+			(void) PgExecInsertIndexTuples(receiver->result_rel_info, row,
+											  receiver->estate);
+			ResetPerTupleExprContext(receiver->estate);
+		}
+		ExecClearTuple(row);
+	}
+	receiver->nbuffered = 0;
+	receiver->buffered_bytes = 0;
+}
+
 static bool
 ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 {
 	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
 	ItemPointerData source;
+	TupleTableSlot *row;
 
+	ItemPointerSetInvalid(&source);
 	if (receiver->track_sources)
 	{
 		TupleTableSlot *output = receiver->output_slot;
@@ -152,27 +208,20 @@ ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 		slot = output;
 	}
 
-	table_tuple_insert(receiver->content, slot, receiver->output_cid,
-					   TABLE_INSERT_SKIP_FSM, receiver->bistate);
-	if (receiver->track_sources)
-	{
-		if (receiver->npairs == receiver->pairs_capacity)
-		{
-			receiver->pairs_capacity *= 2;
-			receiver->pairs = repalloc_huge(receiver->pairs,
-											sizeof(TidPair) * receiver->pairs_capacity);
-		}
-		receiver->pairs[receiver->npairs].source = source;
-		receiver->pairs[receiver->npairs].output = slot->tts_tid;
-		receiver->npairs++;
-	}
-	if (receiver->result_rel_info != NULL &&
-		receiver->result_rel_info->ri_NumIndices > 0)
-	{
-		(void) PgExecInsertIndexTuples(receiver->result_rel_info, slot,
-										  receiver->estate);
-		ResetPerTupleExprContext(receiver->estate);
-	}
+	/* A copy of the row, in the content's slot type, until the next flush */
+	if (receiver->buffered[receiver->nbuffered] == NULL)
+		receiver->buffered[receiver->nbuffered] =
+			MakeSingleTupleTableSlot(RelationGetDescr(receiver->content),
+									 table_slot_callbacks(receiver->content));
+	row = receiver->buffered[receiver->nbuffered];
+	slot_getallattrs(slot);
+	ExecCopySlot(row, slot);
+	receiver->buffered_sources[receiver->nbuffered] = source;
+	receiver->buffered_bytes += heap_compute_data_size(slot->tts_tupleDescriptor,
+													   slot->tts_values, slot->tts_isnull);
+	if (++receiver->nbuffered == BUFFERED_ROWS_MAX ||
+		receiver->buffered_bytes >= BUFFERED_BYTES_MAX)
+		FlushContentRows(receiver);
 	receiver->rows++;
 	if (receiver->count_live && receiver->rows % LIVE_ROWS_EVERY == 0)
 		JobPublishLiveRows(LIVE_ROWS_EVERY);
@@ -184,6 +233,12 @@ ContentInsertShutdown(DestReceiver *self)
 {
 	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
 
+	FlushContentRows(receiver);
+	for (int i = 0; i < BUFFERED_ROWS_MAX && receiver->buffered[i] != NULL; i++)
+	{
+		ExecDropSingleTupleTableSlot(receiver->buffered[i]);
+		receiver->buffered[i] = NULL;
+	}
 	FreeBulkInsertState(receiver->bistate);
 	table_finish_bulk_insert(receiver->content, TABLE_INSERT_SKIP_FSM);
 	if (receiver->output_slot != NULL)

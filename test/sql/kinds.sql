@@ -65,6 +65,18 @@ SELECT t.spcname, (SELECT count(*) FROM k_spaced) AS rows
 DROP TABLE k_spaced;
 DROP TABLESPACE k_space;
 
+-- Rows go in several at a time, as COPY inserts them: more rows than one
+-- insert takes (1,000), and some wider than the bytes it takes (64 kB),
+-- which TOAST stores; each row exactly once.
+CREATE TABLE k_wide AS
+  SELECT id, CASE WHEN id % 500 = 0 THEN repeat(payload, 3000) ELSE payload END AS body FROM k;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT count(*) AS rows, count(*) FILTER (WHERE length(body) > 65535) AS wide,
+       (SELECT count(*) FROM (TABLE k_wide EXCEPT ALL
+          SELECT id, CASE WHEN id % 500 = 0 THEN repeat(payload, 3000) ELSE payload END FROM k) a) AS differences
+  FROM k_wide;
+DROP TABLE k_wide;
+
 -- SELECT ... INTO is a CREATE TABLE AS too.
 SELECT id, grp INTO k_into FROM k WHERE id <= 100;
 SELECT kind, wait_ddl(id, '60s') FROM pg_stat_background_ddl WHERE id = last_ddl_job();
