@@ -52,14 +52,6 @@ done
 
 warm() { sql -q -c "SELECT count(*) FROM events" -c "SELECT count(*) FROM mv" -c "CHECKPOINT" >/dev/null; }
 
-# run_background STATEMENT: run it as a job; prints its build time in ms
-run_background() {
-    local job
-    job=$(bench_background "$1") || exit 1
-    sql -c "SELECT round(extract(epoch FROM finished_at - submitted_at) * 1000, 1)
-              FROM pg_stat_background_ddl WHERE id = $job"
-}
-
 # measure OPERATION MODE: one build with the reader around it; prints "build_ms stall_ms reads"
 measure() {
     local op=$1 mode=$2 rel=events t0 t1 ms
@@ -75,13 +67,13 @@ measure() {
         "index blocking")
             ms=$(sql -c '\timing on' -c "CREATE INDEX CONCURRENTLY bench_idx ON events (payload)" | timing_ms) ;;
         "index background")
-            ms=$(run_background "CREATE INDEX bench_idx ON events (payload)") ;;
+            ms=$(bench_background_ms "CREATE INDEX bench_idx ON events (payload)") ;;
         "refresh blocking")
             ms=$(sql -c '\timing on' -c "REFRESH MATERIALIZED VIEW mv" | timing_ms) ;;
         "refresh concurrently")
             ms=$(sql -c '\timing on' -c "REFRESH MATERIALIZED VIEW CONCURRENTLY mv" | timing_ms) ;;
         "refresh background")
-            ms=$(run_background "REFRESH MATERIALIZED VIEW mv") ;;
+            ms=$(bench_background_ms "REFRESH MATERIALIZED VIEW mv") ;;
     esac
     t1=$(date +%s%N)
     [ -n "$ms" ] || { echo "$op $mode failed" >&2; exit 1; }

@@ -8,9 +8,12 @@
 #                             that a session may set are set on it, the others are listed with the
 #                             server's value, which applies. The server must preload background_ddl;
 #                             the role needs CREATEDB and pg_checkpoint (or superuser).
-#   bench_background SQL      run SQL with background_ddl on (a statement that becomes a job), poll
-#                             until the job ends (not wait_ddl: a waiting session holds a snapshot);
-#                             prints the job id, fails unless it succeeded
+#   bench_background SQL      run SQL with background_ddl on (a statement that becomes a job), and
+#                             wait for the job with CALL await_ddl (one session, which holds no
+#                             snapshot while it sleeps; polling from new psql processes would take
+#                             a good part of a core from the job); prints the job id, fails unless
+#                             the job succeeded
+#   bench_background_ms SQL   the same; prints the job's build time (submitted to finished) in ms
 #   bench_fill_events ROWS    (re)create events(id, account, payload) with ROWS rows, analyzed
 #   bench_writer NAME ARGS... start pgbench ARGS in $B in the background (output in $B/NAME.out),
 #                             until bench_writers_stop or the end of the run
@@ -62,21 +65,23 @@ bench_end() {
 }
 
 bench_background() {
-    local job state deadline
+    local job state
     job=$(sql -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" | tail -n1)
     [[ "$job" =~ ^[0-9]+$ ]] || { echo "submit failed: $1" >&2; exit 1; }
-    deadline=$(( $(date +%s) + 7200 ))
-    while :; do
-        state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
-        case $state in succeeded|failed|cancelled) break ;; esac
-        [ "$(date +%s)" -lt "$deadline" ] || { echo "job $job still $state after 2 hours" >&2; exit 1; }
-        sleep 0.05
-    done
+    sql -q -c "CALL await_ddl($job, '2 hours')" 2>/dev/null || true
+    state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
     if [ "$state" != succeeded ]; then
         sql -c "SELECT 'job $job $state: ' || coalesce(error, '') FROM pg_stat_background_ddl WHERE id = $job" >&2
         exit 1
     fi
     echo "$job"
+}
+
+bench_background_ms() {
+    local job
+    job=$(bench_background "$1") || exit 1
+    sql -c "SELECT round(extract(epoch FROM finished_at - submitted_at) * 1000, 1)
+              FROM pg_stat_background_ddl WHERE id = $job"
 }
 
 bench_fill_events() {

@@ -72,20 +72,6 @@ EOS
 timing_ms() { sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | awk '{ s += $1 } END { printf "%.1f\n", s }'; }
 warm() { sql -q -c "SELECT count(*) FROM events" -c "CHECKPOINT" >/dev/null; }
 
-# run_background STATEMENT: submit, wait with await_ddl (one session that sleeps until the job
-# ends: polling the view from new psql processes would take a good part of a core from the job
-# on this 2-core machine); prints its build time in ms
-run_background() {
-    local job state
-    job=$(sql -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" | tail -n1)
-    [[ "$job" =~ ^[0-9]+$ ]] || { echo "submit failed: $1" >&2; exit 1; }
-    sql -q -c "CALL await_ddl($job)" || { echo "job $job did not succeed" >&2; exit 1; }
-    state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
-    [ "$state" = succeeded ] || { echo "job $job $state" >&2; exit 1; }
-    sql -c "SELECT round(extract(epoch FROM finished_at - submitted_at) * 1000, 1)
-              FROM pg_stat_background_ddl WHERE id = $job"
-}
-
 # measure MODE: one index build with the writers around it; prints "build_ms writes_per_s longest_ms"
 measure() {
     local mode=$1 t0 t1 ms
@@ -99,7 +85,7 @@ measure() {
     case $mode in
         blocking)   ms=$(sql -c '\timing on' -c "CREATE INDEX bench_idx ON events (account, payload)" | timing_ms) ;;
         recipe)     ms=$(sql -c '\timing on' -f "$B/recipe.sql" | timing_ms) ;;
-        background) ms=$(run_background "CREATE INDEX bench_idx ON events (account, payload)") ;;
+        background) ms=$(bench_background_ms "CREATE INDEX bench_idx ON events (account, payload)") ;;
     esac
     t1=$(date +%s%N)
     [ -n "$ms" ] || { echo "$mode failed" >&2; exit 1; }
@@ -148,7 +134,7 @@ view() {
     if [ "$mode" = blocking ]; then
         ms=$(sql -c '\timing on' -c "CREATE MATERIALIZED VIEW $name AS $query" | timing_ms)
     else
-        ms=$(run_background "CREATE MATERIALIZED VIEW $name AS $query")
+        ms=$(bench_background_ms "CREATE MATERIALIZED VIEW $name AS $query")
     fi
     diff=$(sql -c "SELECT (SELECT count(*) FROM (TABLE $name EXCEPT ALL $query) a)
                         + (SELECT count(*) FROM ($query EXCEPT ALL TABLE $name) b)")
