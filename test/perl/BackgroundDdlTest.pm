@@ -158,8 +158,10 @@ sub check_no_leftovers
 sub chunks_kept
 {
 	my ($before, $after, $node) = @_;
-	my %after = map { $_ => 1 } split ' ', $after;
-	my @before = sort { (split /@/, $a)[1] cmp (split /@/, $b)[1] } split ' ', $before;
+	# (a checkpoint's time has a space in it: split before each "start-end@")
+	my $split = sub { $_[0] =~ /@/ ? split(/ (?=\d+-\d+@)/, $_[0]) : split(' ', $_[0]) };
+	my %after = map { $_ => 1 } $split->($after);
+	my @before = sort { ((split /@/, $a)[1] // $a) cmp ((split /@/, $b)[1] // $b) } $split->($before);
 	my $may_lose = defined $node
 	  ? $node->safe_psql('postgres', 'SHOW background_ddl.max_workers_per_job')
 	  : 0;
