@@ -92,7 +92,6 @@ typedef struct ContentInsertReceiver
 	const CaptureSegment *segment;	/* the sources' table, if not the job's blocks */
 	bool		count_live;		/* publish the rows as they come (not a recompute) */
 	MemoryContext pairs_context;	/* the caller's: outlives the executor */
-	TupleTableSlot *output_slot;
 	TidPair    *pairs;
 	int			npairs;
 	int			pairs_capacity;
@@ -108,8 +107,6 @@ ContentInsertStartup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	receiver->rows = 0;
 	if (receiver->track_sources)
 	{
-		receiver->output_slot = MakeSingleTupleTableSlot(RelationGetDescr(receiver->content),
-														 &TTSOpsVirtual);
 		receiver->pairs_capacity = 1024;
 		receiver->pairs = MemoryContextAllocHuge(receiver->pairs_context,
 												 sizeof(TidPair) * receiver->pairs_capacity);
@@ -174,24 +171,19 @@ static bool
 ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 {
 	ContentInsertReceiver *receiver = (ContentInsertReceiver *) self;
+	TupleDesc	desc = RelationGetDescr(receiver->content);
 	ItemPointerData source;
 	TupleTableSlot *row;
 
 	ItemPointerSetInvalid(&source);
+	slot_getallattrs(slot);
 	if (receiver->track_sources)
 	{
-		TupleTableSlot *output = receiver->output_slot;
-		int			natts = output->tts_tupleDescriptor->natts;
 		bool		isnull;
 		Datum		source_datum;
 
-		/* The content's columns, without the trailing source ctid */
-		slot_getallattrs(slot);
-		ExecClearTuple(output);
-		memcpy(output->tts_values, slot->tts_values, sizeof(Datum) * natts);
-		memcpy(output->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
-		ExecStoreVirtualTuple(output);
-		source_datum = slot_getattr(slot, natts + 1, &isnull);
+		/* The trailing column after the content's: the source ctid */
+		source_datum = slot_getattr(slot, desc->natts + 1, &isnull);
 		Assert(!isnull);
 		ItemPointerCopy((ItemPointer) DatumGetPointer(source_datum), &source);
 		if (receiver->segment != NULL)
@@ -205,20 +197,23 @@ ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 					 get_rel_name(receiver->segment->relid));
 			ItemPointerSetBlockNumber(&source, job_block);
 		}
-		slot = output;
 	}
 
-	/* A copy of the row, in the content's slot type, until the next flush */
+	/*
+	 * A copy of the content's columns, in the content's slot type, until the
+	 * next flush (materialized: the executor reuses the values' memory)
+	 */
 	if (receiver->buffered[receiver->nbuffered] == NULL)
 		receiver->buffered[receiver->nbuffered] =
-			MakeSingleTupleTableSlot(RelationGetDescr(receiver->content),
-									 table_slot_callbacks(receiver->content));
+			MakeSingleTupleTableSlot(desc, table_slot_callbacks(receiver->content));
 	row = receiver->buffered[receiver->nbuffered];
-	slot_getallattrs(slot);
-	ExecCopySlot(row, slot);
+	ExecClearTuple(row);
+	memcpy(row->tts_values, slot->tts_values, sizeof(Datum) * desc->natts);
+	memcpy(row->tts_isnull, slot->tts_isnull, sizeof(bool) * desc->natts);
+	ExecStoreVirtualTuple(row);
+	receiver->buffered_bytes += heap_compute_data_size(desc, row->tts_values, row->tts_isnull);
+	ExecMaterializeSlot(row);
 	receiver->buffered_sources[receiver->nbuffered] = source;
-	receiver->buffered_bytes += heap_compute_data_size(slot->tts_tupleDescriptor,
-													   slot->tts_values, slot->tts_isnull);
 	if (++receiver->nbuffered == BUFFERED_ROWS_MAX ||
 		receiver->buffered_bytes >= BUFFERED_BYTES_MAX)
 		FlushContentRows(receiver);
@@ -241,11 +236,6 @@ ContentInsertShutdown(DestReceiver *self)
 	}
 	FreeBulkInsertState(receiver->bistate);
 	table_finish_bulk_insert(receiver->content, TABLE_INSERT_SKIP_FSM);
-	if (receiver->output_slot != NULL)
-	{
-		ExecDropSingleTupleTableSlot(receiver->output_slot);
-		receiver->output_slot = NULL;
-	}
 	if (receiver->estate != NULL)
 	{
 		ExecCloseIndices(receiver->result_rel_info);
