@@ -355,12 +355,11 @@ JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids, Oid *loc
 }
 
 /*
- * Wake every worker of a job; with interrupt, also cancel what it is
- * running (SIGINT), so that it notices a control request at once instead of
- * at the end of its batch.  Caller does not hold the lock.
+ * Wake the workers of a job (or only its helpers); with interrupt, also
+ * cancel what they are running (SIGINT).  Caller does not hold the lock.
  */
-void
-JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt)
+static void
+SignalJobWorkers(Oid database_oid, int64 job_id, bool helpers_only, bool interrupt)
 {
 	pid_t		pids[64];
 	Latch	   *latches[64];
@@ -372,7 +371,7 @@ JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt)
 		JobWorkerSlot *slot = &JobShared->workers[i];
 
 		if (slot->in_use && slot->database_oid == database_oid && slot->job_id == job_id &&
-			slot->pid != 0)
+			slot->pid != 0 && (slot->helper || !helpers_only))
 		{
 			pids[count] = slot->pid;
 			latches[count] = slot->latch;
@@ -388,6 +387,28 @@ JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt)
 		if (latches[i] != NULL)
 			SetLatch(latches[i]);
 	}
+}
+
+/*
+ * Wake every worker of a job; with interrupt, also cancel what it is
+ * running, so that it notices a control request at once instead of at the
+ * end of its batch
+ */
+void
+JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt)
+{
+	SignalJobWorkers(database_oid, job_id, false, interrupt);
+}
+
+/*
+ * Stop the helpers of this worker's job in their chunks: what they compute
+ * is not wanted.  They stop as at a control request, quietly, and their
+ * claims settle as they exit.  Caller closed the claims first.
+ */
+void
+JobInterruptHelpers(void)
+{
+	SignalJobWorkers(MyDatabaseId, MyJobSlot->job_id, true, true);
 }
 
 /* A batch of this worker inserted rows (not committed yet) */

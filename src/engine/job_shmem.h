@@ -135,6 +135,7 @@ extern void JobNoticePost(Oid database_oid, int64 job_id, const char *state);
 extern int	JobNoticesTake(Oid database_oid, JobNotice *notices);
 extern JobSlot *JobSlotFind(Oid database_oid, int64 job_id, bool create);
 extern void JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt);
+extern void JobInterruptHelpers(void);
 extern int	JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids,
 						 Oid *lock_relid, int *lock_mode);
 

@@ -108,6 +108,13 @@ NewSource(DirtyMark *rows, int i, int first)
 	return i == first || !ItemPointerEquals(&rows[i - 1].source, &rows[i].source);
 }
 
+/* The blocks of each unit of a chunk of partial aggregation [lower, upper) */
+static inline int64
+ChunkUnitBlocks(int64 lower, int64 upper)
+{
+	return Max(UNIT_MIN_BLOCKS, (upper - lower + UNITS_PER_CHUNK - 1) / UNITS_PER_CHUNK);
+}
+
 static int	UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end);
 static bool ChunkMostlyChanged(const QueryCatchUpPass *pass, int chunk, int first, int *next);
 
@@ -578,7 +585,7 @@ UnitOf(const QueryCatchUpPass *pass, int64 block, int64 *start, int64 *end)
 	{
 		lower = pass->chunks[low - 1].start_block;
 		upper = pass->chunks[low - 1].end_block;
-		unit_blocks = Max(UNIT_MIN_BLOCKS, (upper - lower + UNITS_PER_CHUNK - 1) / UNITS_PER_CHUNK);
+		unit_blocks = ChunkUnitBlocks(lower, upper);
 		*start = lower + (block - lower) / unit_blocks * unit_blocks;
 		*end = Min(*start + unit_blocks, upper);
 		return low - 1;
@@ -656,13 +663,54 @@ QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target, const QueryCatchUpPa
 }
 
 /*
+ * Partial aggregation: will the units be mostly dirty at the end of the
+ * backfill?  Judged from the marks anywhere in the table, not only in the
+ * backfilled chunks (many more of them: the projection is sure sooner), in
+ * units of the size that the rest of the backfill's chunks will have (the
+ * next chunk's, or the last one's if larger).  Dirtied at a rate l per unit, a unit is
+ * dirty after a time t with the probability 1 - exp(-l t); units backfilled
+ * evenly over the backfill's time T are then dirty at its end in a share
+ * 1 - (1 - exp(-l T)) / (l T), above a half once l T > SPREAD_LAMBDA_T.  With
+ * the backfill at the same pace since the capture began, l T is
+ * -ln(1 - share dirty now) * table / backfilled.  The dirty units counted
+ * are a sample of the writers' pace: the projection takes two standard
+ * deviations fewer (of a Poisson count), so that a few early marks do not
+ * decide it.
+ */
+#define SPREAD_LAMBDA_T			1.594
+
+static bool
+UnitsSpread(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int64 backfilled)
+{
+	const ChunkRange *last = &pass->chunks[pass->nchunks - 1];
+	int64		unit_blocks = ChunkUnitBlocks(0, Max(last->end_block - last->start_block,
+													 target->chunk_blocks));
+	int64		units = Max(pass->end_block, backfilled) / unit_blocks + 1;
+	int64		dirty = 0;
+	int64		last_unit = -1;
+	double		share;
+
+	for (int i = 0; i < pass->marks.nrows; i++)
+	{
+		int64		unit = ItemPointerGetBlockNumber(&pass->marks.rows[i].source) / unit_blocks;
+
+		if (unit != last_unit)
+			dirty++;
+		last_unit = unit;
+	}
+	share = Min(dirty - 2.0 * sqrt(dirty), units - 1.0) / units;
+	if (share <= 0)
+		return false;
+	return -log(1.0 - share) * Max(pass->end_block, backfilled) / backfilled > SPREAD_LAMBDA_T;
+}
+
+/*
  * During the backfill: will the writers' changes have made most of the table
  * dirty by the end, so that the whole query at the cut-over costs less than
  * the rest of the backfill and its catch-up?  Projected from the backfilled
  * chunks, whose changes go on at the same pace while the rest is backfilled:
  *
- *	- partial aggregation: if a share f of their units is dirty, about
- *	  1 - (1 - f)^(table / backfilled) of the table's will be: above a half;
+ *	- partial aggregation: see UnitsSpread;
  *	- row by row: if a share f of their driving rows changed, about
  *	  f * table / backfilled of the table's will have: above the share that
  *	  makes a chunk cheaper to recompute whole (CHUNK_RECOMPUTE_SHARE).
@@ -675,36 +723,31 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 {
 	QueryCatchUpPass pass;
 	int64		backfilled = 0;
-	int64		units = 0;
 	int64		dirty = 0;
-	int64		last_dirty = -1;
-	double		scale;
 	bool		spread = false;
 
 	QueryCatchUpPassBegin(target, &pass, CurrentMemoryContext);
 	for (int i = 0; i < pass.nchunks; i++)
-	{
 		backfilled += pass.chunks[i].end_block - pass.chunks[i].start_block;
-		units += Min(UNITS_PER_CHUNK, (pass.chunks[i].end_block - pass.chunks[i].start_block +
-									   UNIT_MIN_BLOCKS - 1) / UNIT_MIN_BLOCKS);
-	}
-	for (int i = 0; i < pass.marks.nrows; i++)
+	if (!pass.marks.uncaptured && pass.nchunks >= 4 && backfilled > 0)
 	{
-		ItemPointer source = &pass.marks.rows[i].source;
-		int64		start;
-		int64		end;
+		if (target->partial)
+			spread = UnitsSpread(target, &pass, backfilled);
+		else
+		{
+			for (int i = 0; i < pass.marks.nrows; i++)
+			{
+				int64		start;
+				int64		end;
 
-		if (UnitOf(&pass, ItemPointerGetBlockNumber(source), &start, &end) < 0)
-			continue;
-		if (target->partial ? start != last_dirty : NewSource(pass.marks.rows, i, 0))
-			dirty++;
-		last_dirty = start;
+				if (UnitOf(&pass, ItemPointerGetBlockNumber(&pass.marks.rows[i].source),
+						   &start, &end) >= 0 && NewSource(pass.marks.rows, i, 0))
+					dirty++;
+			}
+			spread = (double) dirty / (backfilled * pass.rows_per_block) *
+				Max(pass.end_block, backfilled) / backfilled * CHUNK_RECOMPUTE_SHARE > 1.0;
+		}
 	}
-	scale = (double) Max(pass.end_block, backfilled) / Max(backfilled, 1);
-	if (!pass.marks.uncaptured && pass.nchunks >= 4 && units > 0)
-		spread = target->partial ?
-			1.0 - pow(1.0 - (double) dirty / units, scale) > 0.5 :
-			dirty / (backfilled * pass.rows_per_block) * scale * CHUNK_RECOMPUTE_SHARE > 1.0;
 	QueryCatchUpPassEnd(&pass);
 	return spread;
 }

@@ -26,6 +26,7 @@ typedef struct QueryCatchUpTarget
 	const QueryDriving *driving;	/* its blocks (query_driving.c) */
 	bool		partial;		/* content is partial aggregation's staging relation */
 	TimestampTz job_start;		/* now() in the job's query */
+	int64		chunk_blocks;	/* the backfill's next chunks' size (0: none) */
 } QueryCatchUpTarget;
 
 /* One catch-up pass: what it read at its start, and how far it got */

@@ -96,8 +96,6 @@
 
 /* How often the first worker counts the backlog while it backfills */
 #define BACKLOG_COUNT_INTERVAL_MS	5000
-/* ... and looks at how the changes spread (at least) */
-#define SPREAD_CHECK_INTERVAL_MS	250
 
 /*
  * The query run's state that lives with the job (its kind_state), read at
@@ -214,7 +212,7 @@ JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
 	MemoryContextSwitchTo(old_context);
 }
 
-static void CloseClaims(QueryRun *q);
+static void CloseClaims(QueryRun *q, bool discard);
 
 /*
  * The parts of [0, end_block) that no chunk covers, given the chunks ordered
@@ -295,7 +293,7 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 		return;
 
 	/* Helpers of a worker before us may still be in their chunks */
-	CloseClaims(q);
+	CloseClaims(q, false);
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
 	chunks = CaptureChunkRanges(run->job.id);
 	foreach(lc, chunks)
@@ -736,12 +734,15 @@ RestartBuild(JobRun *run)
 
 /*
  * No more chunk claims; wait until every claimed chunk's step has ended
- * (the other workers' chunks commit, or are given up).
+ * (the other workers' chunks commit, or are given up).  With discard, the
+ * chunks that helpers compute now are not wanted: they stop at once.
  */
 static void
-CloseClaims(QueryRun *q)
+CloseClaims(QueryRun *q, bool discard)
 {
 	JobClaimsClose();
+	if (discard)
+		JobInterruptHelpers();
 	q->build_generation = 0;
 	pgstat_report_activity(STATE_RUNNING, "background_ddl: waiting for the job's other workers");
 	while (JobChunksInFlight() > 0)
@@ -767,7 +768,7 @@ RestartBuildStep(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
 
-	CloseClaims(q);
+	CloseClaims(q, true);
 	if (q->driving != NULL && q->driving->partitioned)
 	{
 		JobRunLockingStep(run, RestartBuildLocking, NULL, JOB_PHASE_BACKFILLING,
@@ -800,7 +801,7 @@ LeaveAllToCutOver(JobRun *run)
 	ereport(LOG,
 			(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
 					(long long) run->job.id)));
-	CloseClaims(q);
+	CloseClaims(q, true);
 	JobStepBegin("background_ddl: leaving the whole query to the cut-over", STEP_READ_COMMITTED);
 	if (!JobRunTargetExists(run))
 	{
@@ -953,7 +954,7 @@ SettleBackfill(JobRun *run)
 	int64		rows;
 	int64		blocks;
 
-	CloseClaims(q);
+	CloseClaims(q, false);
 	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
 	old_context = MemoryContextSwitchTo(JobContext());
 	holes = UncoveredRanges(CaptureChunkRanges(run->job.id), run->job.work_total);
@@ -972,11 +973,11 @@ static void OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target);
 static void CloseCatchUpTarget(QueryCatchUpTarget *target);
 
 /*
- * Every SPREAD_CHECK_INTERVAL_MS of the backfill (at least): will the
- * writers' changes have spread over most of the table by its end
- * (QueryCatchUpChangesSpread)?  Then the rest of the backfill and the
- * catch-up would cost more than the whole query, which the cut-over runs
- * instead.
+ * Between the first worker's chunks (the looks cost at most a twentieth of
+ * the backfill's time): will the writers' changes have spread over most of
+ * the table by its end (QueryCatchUpChangesSpread)?  Then the rest of the
+ * backfill and the catch-up would cost more than the whole query, which
+ * the cut-over runs instead; the helpers stop in their chunks.
  */
 static bool
 ChangesSpread(JobRun *run)
@@ -987,25 +988,20 @@ ChangesSpread(JobRun *run)
 	JobStepResult result;
 	bool		spread = false;
 
-	if (q->spread_checked_at == 0)
-	{
-		q->spread_checked_at = now;
-		q->spread_check_interval_ms = SPREAD_CHECK_INTERVAL_MS;
-	}
-	if (!TimestampDifferenceExceeds(q->spread_checked_at, now, q->spread_check_interval_ms))
+	if (q->spread_checked_at != 0 &&
+		!TimestampDifferenceExceeds(q->spread_checked_at, now, q->spread_check_interval_ms))
 		return false;
 	result = GuardedStepBegin(run, "background_ddl: looking at the changed rows", false);
 	if (result == JOB_STEP_MORE)
 	{
 		OpenCatchUpTarget(run, &target);
+		target.chunk_blocks = q->chunk_blocks;
 		spread = QueryCatchUpChangesSpread(&target);
 		CloseCatchUpTarget(&target);
 	}
 	JobStepEnd();
-	/* A look at the marks costs at most a twentieth of the backfill's time */
 	q->spread_checked_at = GetCurrentTimestamp();
-	q->spread_check_interval_ms = Max(SPREAD_CHECK_INTERVAL_MS,
-									  20 * (q->spread_checked_at - now) / 1000);
+	q->spread_check_interval_ms = 20 * (q->spread_checked_at - now) / 1000;
 	return spread;
 }
 
@@ -1071,7 +1067,7 @@ QueryJobBackfillStep(JobRun *run)
 	if (result == JOB_STEP_DONE)
 		return SettleBackfill(run);
 	if (result == JOB_STEP_TARGET_GONE)
-		CloseClaims(q);
+		CloseClaims(q, false);
 	return result;
 }
 
@@ -1157,6 +1153,7 @@ OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target)
 	target->driving = q->driving;
 	target->partial = OidIsValid(q->staging_oid);
 	target->job_start = run->job.started_at;
+	target->chunk_blocks = 0;
 }
 
 static void
@@ -1399,7 +1396,7 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 			CommandCounterIncrement();
 			UpdateActiveSnapshotCommandId();
 		}
-		*rows = (int64) QueryBackfillAll(content, query);
+			*rows = (int64) QueryBackfillAll(content, query);
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
 		QueryPartialAggDropStaging(q->staging_oid);
