@@ -2,7 +2,8 @@
 #
 #   bench_server CONF...      the server to measure, with $B a private directory for the run's files:
 #                             as root, a throwaway cluster of this tree's build (built and installed
-#                             first) with the postgresql.conf lines CONF; with BENCH_INSTALLED=1 (or
+#                             first, unless BENCH_NO_BUILD is set: then of the build installed, as
+#                             bench/compare.sh runs it) with the postgresql.conf lines CONF; with BENCH_INSTALLED=1 (or
 #                             when not root), the running server that the PG* variables name: the
 #                             run gets a scratch database there (dropped at exit), CONF's settings
 #                             that a session may set are set on it, the others are listed with the
@@ -28,7 +29,7 @@ bench_server() {
     trap bench_end EXIT
     if [ "$(id -u)" = 0 ] && [ -z "${BENCH_INSTALLED:-}" ]; then
         ensure_packages
-        build_install
+        [ -n "${BENCH_NO_BUILD:-}" ] || build_install
         cluster_start "$@"
         B=$CLUSTER_DIR
         return
