@@ -105,6 +105,20 @@ CaptureRowSetFilenodes(int64 job_id, List *filenodes)
 	CatalogRowClose(&row);
 }
 
+/* Whether the job's capture was stopped (CaptureStop); false if it has none */
+static bool
+CaptureRowReadStopped(int64 job_id, bool *stopped)
+{
+	CatalogRow	row;
+	bool		found = CatalogRowRead(&row, CatalogRequire()->capture_relid, capture_columns,
+									   Natts_capture, job_id, false);
+
+	if (found)
+		*stopped = DatumGetBool(row.values[Anum_capture_stopped - 1]);
+	CatalogRowClose(&row);
+	return found;
+}
+
 /*
  * Does the job still capture changes: queued or running (not paused, ended
  * or being cancelled), and its capture not stopped (CaptureStop)?  For the
@@ -113,16 +127,19 @@ CaptureRowSetFilenodes(int64 job_id, List *filenodes)
 bool
 CaptureRowCapturing(int64 job_id)
 {
-	CatalogRow	row;
-	bool		capturing = false;
+	bool		stopped = true;
 
-	if (!CatalogJobIsActive(job_id))
-		return false;
-	if (CatalogRowRead(&row, CatalogRequire()->capture_relid, capture_columns, Natts_capture,
-					   job_id, false))
-		capturing = !DatumGetBool(row.values[Anum_capture_stopped - 1]);
-	CatalogRowClose(&row);
-	return capturing;
+	return CatalogJobIsActive(job_id) && CaptureRowReadStopped(job_id, &stopped) && !stopped;
+}
+
+/* Has the job's backlog outgrown its bound, which stopped its capture? */
+bool
+CaptureRowStopped(int64 job_id)
+{
+	bool		stopped = false;
+
+	(void) CaptureRowReadStopped(job_id, &stopped);
+	return stopped;
 }
 
 /* Forget a job's capture: its triggers are gone */
@@ -592,8 +609,20 @@ RecomputedPairs(MemoryContext context, int *npairs)
 }
 
 /*
- * The recomputed outputs of those of the given sources that have been
- * recomputed; a pair with an invalid output means "recomputed, produced
+ * The columns of the recomputed rows of a job ($1) for source s.source_tid,
+ * one index search per source: "source_tid = ANY($2)" would be a filter
+ * over all of the job's rows (the planner's choice when the statistics
+ * have not seen the table grow yet, as in a job's first passes), a time
+ * that grows with the square of the rows recomputed.  OFFSET 0 keeps the
+ * subquery from being pulled up into a join that could be hashed.
+ */
+#define RECOMPUTED_OF_SOURCE(columns) \
+	"LATERAL (SELECT " columns " FROM background_ddl.recomputed " \
+	"WHERE job_id = $1 AND source_tid = s.source_tid OFFSET 0) AS r"
+
+/*
+ * The recomputed outputs of those of the given sources (sorted, distinct)
+ * that have been recomputed; a pair with an invalid output means "recomputed, produced
  * nothing".  Allocated in the caller's context.
  */
 TidPair *
@@ -605,8 +634,8 @@ CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npai
 	TidPair    *pairs;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT source_tid, output_tid FROM background_ddl.recomputed "
-				   "WHERE job_id = $1 AND source_tid = ANY($2) ORDER BY source_tid",
+	CatalogExecute("SELECT r.source_tid, r.output_tid FROM unnest($2) AS s(source_tid), "
+				   RECOMPUTED_OF_SOURCE("source_tid, output_tid") " ORDER BY r.source_tid",
 				   2, argtypes, values, NULL, SPI_OK_SELECT);
 	pairs = RecomputedPairs(access.caller_context, npairs);
 	CatalogAccessEnd(&access);
@@ -693,7 +722,8 @@ CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
 														  false, TYPALIGN_SHORT));
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE job_id = $1 AND source_tid = ANY($2)",
+	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE ctid = ANY (ARRAY("
+				   "SELECT r.ctid FROM unnest($2) AS s(source_tid), " RECOMPUTED_OF_SOURCE("ctid") "))",
 				   2, delete_types, delete_values, NULL, SPI_OK_DELETE);
 	CatalogExecute("INSERT INTO background_ddl.recomputed (job_id, source_tid, output_tid) "
 				   "SELECT $1, s, o FROM unnest($2::tid[], $3::tid[]) AS u(s, o)",

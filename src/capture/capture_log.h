@@ -32,6 +32,7 @@ extern void CaptureRowInsert(const Capture *capture);
 extern bool CaptureRowLoad(int64 job_id, Capture *capture);
 extern void CaptureRowSetFilenodes(int64 job_id, List *filenodes);
 extern bool CaptureRowCapturing(int64 job_id);
+extern bool CaptureRowStopped(int64 job_id);
 extern void CaptureRowDelete(int64 job_id);
 extern void CaptureStop(int64 job_id);
 

@@ -619,6 +619,9 @@ CheckSources(JobRun *run)
 	}
 	if (!q->uncaptured_marked && !CaptureIntact(&q->capture))
 		MarkWholeTable(run, "a capture trigger was changed, disabled or dropped", true);
+	/* (a backlog past its bound stopped the capture, with an uncaptured mark) */
+	if (!q->uncaptured_marked && CaptureRowStopped(run->job.id))
+		q->uncaptured_marked = true;
 	return JOB_STEP_MORE;
 }
 
