@@ -335,7 +335,8 @@ CaptureCoverAll(int64 job_id)
  * Keep every job's dirty log bounded: writers may change rows faster than a
  * job recomputes them (a throttled job, one whose worker is gone for a
  * while).  A job whose row marks outnumber its bound (twice its driving
- * table's rows, and at least BACKLOG_MIN_BOUND) stops its capture
+ * table's rows, or its leaf partitions' -- pg_partition_tree lists nothing
+ * for a plain table -- and at least BACKLOG_MIN_BOUND) stops its capture
  * (CaptureStop): one uncaptured mark stands for every change, and its
  * cut-over recomputes the whole result.  Counting scans the log, so it is
  * done only once writers have logged a quarter of the smallest bound since
@@ -363,8 +364,10 @@ CaptureBoundBacklogs(void)
 				   "      WHERE NOT uncaptured GROUP BY job_id) m ON m.job_id = j.id "
 				   "WHERE NOT c.stopped AND j.state IN ('queued', 'running') "
 				   "  AND m.marks > greatest($1, 2 * coalesce((SELECT sum(greatest(r.reltuples, 0)) "
-				   "      FROM pg_catalog.pg_partition_tree(c.driving_oid) t "
-				   "      JOIN pg_catalog.pg_class r ON r.oid = t.relid WHERE t.isleaf), 0))",
+				   "      FROM pg_catalog.pg_class r "
+				   "      WHERE (r.oid = c.driving_oid AND r.relkind <> 'p') "
+				   "         OR r.oid IN (SELECT t.relid FROM pg_catalog.pg_partition_tree(c.driving_oid) t "
+				   "                      WHERE t.isleaf)), 0))",
 				   1, argtypes, values, NULL, SPI_OK_SELECT);
 	nstopped = (int) SPI_processed;
 	stopped = MemoryContextAlloc(access.caller_context, sizeof(int64) * Max(nstopped, 1));

@@ -216,6 +216,25 @@ check_exact_at_cutover($node, 'join_secured', $secured,
 	sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)') . ' WHERE e.account < 500', 1000);
 check_no_leftovers($node, $secured);
 
+# The dirty log's bound is twice the driving table's rows, and at least
+# 100,000 marks: a job held before its catch-up captures the changes of a
+# 200,000-row table past 100,000 marks, and stops capturing past 400,000
+# (an old and a new version per updated row, 50,000 a transaction)
+$hold = hold_at($node, 'catching up');
+my $bounded = submit_job($node, 'CREATE MATERIALIZED VIEW bounded AS SELECT id, payload FROM events');
+ok(held_at_hold($node), 'a job waits before its catch-up');
+$node->safe_psql('postgres', 'UPDATE events SET payload = md5(payload) WHERE id % 8 = ' . ($_ % 8))
+  for (0 .. 9);
+ok($node->poll_query_until('postgres',
+		"SELECT stopped FROM background_ddl.capture WHERE job_id = $bounded"),
+	'its capture stopped');
+my ($waiting) = slurp_file($node->logfile) =~ /job $bounded stops capturing changes: (\d+) of them wait/;
+cmp_ok($waiting // 0, '>', 300000,
+	"past about twice the table's rows, not at the least bound ($waiting marks)");
+release_hold($node, $hold);
+check_exact_at_cutover($node, 'bounded', $bounded, 'SELECT id, payload FROM events_at(SNAP)', 900);
+check_no_leftovers($node, $bounded);
+
 is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.dirty'), '0',
 	'no mark is left in the dirty log');
 $node->stop;
