@@ -625,8 +625,8 @@ RecomputedPairs(MemoryContext context, int *npairs)
 
 /*
  * The recomputed outputs of those of the given sources (sorted, distinct)
- * that have been recomputed; a pair with an invalid output means "recomputed, produced
- * nothing".  Allocated in the caller's context.
+ * that have been recomputed; a pair with an invalid output means
+ * "recomputed, produced nothing".  Allocated in the caller's context.
  */
 TidPair *
 CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npairs)

@@ -667,12 +667,12 @@ QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target, const QueryCatchUpPa
  * backfill?  Judged from the marks anywhere in the table, not only in the
  * backfilled chunks (many more of them: the projection is sure sooner), in
  * units of the size that the rest of the backfill's chunks will have (the
- * next chunk's, or the last one's if larger).  Dirtied at a rate l per unit, a unit is
- * dirty after a time t with the probability 1 - exp(-l t); units backfilled
- * evenly over the backfill's time T are then dirty at its end in a share
- * 1 - (1 - exp(-l T)) / (l T), above a half once l T > SPREAD_LAMBDA_T.  With
- * the backfill at the same pace since the capture began, l T is
- * -ln(1 - share dirty now) * table / backfilled.  The dirty units counted
+ * next chunk's, or the last one's if larger).  Dirtied at a rate l per
+ * unit, a unit is dirty after a time t with the probability 1 - exp(-l t);
+ * units backfilled evenly over the backfill's time T are then dirty at its
+ * end in a share 1 - (1 - exp(-l T)) / (l T), above a half once l T >
+ * SPREAD_LAMBDA_T.  With the backfill at the same pace since the capture
+ * began, l T is -ln(1 - share dirty now) * table / backfilled.  The dirty units counted
  * are a sample of the writers' pace: the projection takes two standard
  * deviations fewer (of a Poisson count), so that a few early marks do not
  * decide it.
