@@ -29,9 +29,11 @@
  *	  marks vanish with it, so it must forget them too, or a later change of
  *	  the same row in the same transaction would go unlogged;
  *	- once its job has ended (or is being cancelled, or paused, or its
- *	  capture stopped) it logs nothing: the first time it fires for a job in
- *	  a transaction, it reads the job's state.  What stops a capture also
- *	  logs an uncaptured mark, so that nothing goes unrecomputed;
+ *	  capture stopped) it logs nothing, but for at most CAPTURING_TRUSTED_MS:
+ *	  the first time it fires for a job in a transaction, it reads the job's
+ *	  state, unless the session found it capturing that recently.  What
+ *	  stops a capture also logs an uncaptured mark, so that nothing goes
+ *	  unrecomputed;
  *	- the log stays bounded: a transaction that changes more rows than
  *	  CAPTURE_ROW_MARKS_PER_TRANSACTION logs a whole_table mark instead of
  *	  the rest, and a job whose backlog grows past its bound stops its
@@ -91,6 +93,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "capture/capture_trigger.h"
 #include "catalog/catalog_access.h"
@@ -129,6 +132,60 @@ typedef struct CapturingJob
 /* Marks and jobs of the current top-level transaction; in TopTransactionContext */
 static HTAB *logged_marks = NULL;
 static HTAB *capturing_jobs = NULL;
+
+/*
+ * A job this session found capturing, and until when it goes on believing
+ * so without reading the job's rows again: reading them costs a writer's
+ * transaction two index scans, two thirds of what the capture costs it.
+ * Only "capturing" is remembered: a job that stops capturing (it ended,
+ * was paused or cancelled, or its backlog outgrew its bound) may get marks
+ * from such a session for CAPTURING_TRUSTED_MS longer, which only add
+ * work (the cleanup that drops the triggers deletes them, a pause or a
+ * stopped capture has its uncaptured mark already); a job is never thought
+ * not to capture when it does.  In TopMemoryContext.
+ */
+#define CAPTURING_TRUSTED_MS		100
+#define CAPTURING_TRUSTED_MAX_JOBS	256
+
+typedef struct TrustedJob
+{
+	int64		job_id;
+	TimestampTz until;
+} TrustedJob;
+
+static HTAB *trusted_jobs = NULL;
+
+/* Does the job capture changes (CaptureRowCapturing), or did it just now? */
+static bool
+JobCapturing(int64 job_id)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TrustedJob *trusted;
+
+	if (trusted_jobs == NULL || hash_get_num_entries(trusted_jobs) >= CAPTURING_TRUSTED_MAX_JOBS)
+	{
+		HASHCTL		ctl;
+
+		if (trusted_jobs != NULL)
+			hash_destroy(trusted_jobs);
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(TrustedJob);
+		trusted_jobs = hash_create("background_ddl capturing jobs trusted", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS);
+	}
+	trusted = hash_search(trusted_jobs, &job_id, HASH_FIND, NULL);
+	if (trusted != NULL && now < trusted->until &&
+		now > trusted->until - CAPTURING_TRUSTED_MS * (int64) 1000)
+		return true;
+	if (!CaptureRowCapturing(job_id))
+	{
+		(void) hash_search(trusted_jobs, &job_id, HASH_REMOVE, NULL);
+		return false;
+	}
+	trusted = hash_search(trusted_jobs, &job_id, HASH_ENTER, NULL);
+	trusted->until = now + CAPTURING_TRUSTED_MS * (int64) 1000;
+	return true;
+}
 
 static void
 CaptureXactCallback(XactEvent event, void *arg)
@@ -233,7 +290,7 @@ LogDirtyMark(int64 job_id, ItemPointer tid, Oid join_relid, const char *join_key
 	job = hash_search(capturing_jobs, &job_id, HASH_ENTER, &found);
 	if (!found)
 	{
-		job->capturing = CaptureRowCapturing(job_id);
+		job->capturing = JobCapturing(job_id);
 		job->row_marks = 0;
 	}
 	if (!job->capturing)
