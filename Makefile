@@ -61,6 +61,7 @@ OBJS = \
 	src/kinds/kind_citus_index.o \
 	src/kinds/kind_partitioned_index.o \
 	src/kinds/kind_placeholder.o \
+	src/kinds/kind_constraint.o \
 	src/session/session_submit.o \
 	src/session/session_statement.o \
 	src/session/session_guards.o \
@@ -75,7 +76,7 @@ EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql
 PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 
-REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains session_order
+REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains session_order alter_table
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
 ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races
@@ -83,7 +84,7 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.
 
 # The parity suite (test/parity): the same scripts run with background_ddl off
 # and on, against one expected output (make parity-check).
-PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order
+PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order parity_alter_table
 PARITY_OPTS = --inputdir=$(srcdir)/test/parity --temp-config=$(srcdir)/test/regress.conf \
 	--dbname=parity $(PARITY)
 

@@ -16,6 +16,11 @@
 #                             the job succeeded
 #   bench_background_ms SQL   the same; prints the job's build time (submitted to finished) in ms
 #   bench_fill_events ROWS    (re)create events(id, account, payload) with ROWS rows, analyzed
+#   bench_writes_setup ROWS   the extension, events(id bigserial, account, payload) of ROWS rows
+#                             (fillfactor 90), and $B/writes.sql: pgbench's script that updates a
+#                             random row and inserts one
+#   bench_col MODE FIELD      the median of field FIELD of the lines of $B/results that start with MODE
+#   bench_colmax MODE FIELD   the largest of them
 #   bench_writer NAME ARGS... start pgbench ARGS in $B in the background (output in $B/NAME.out),
 #                             until bench_writers_stop or the end of the run
 #   bench_writers_stop        stop them all
@@ -92,6 +97,24 @@ bench_fill_events() {
             FROM generate_series(1, $1) g" \
         -c "VACUUM ANALYZE events"
 }
+
+bench_writes_setup() {
+    echo "== loading $1 rows into events"
+    sql -q -c "CREATE EXTENSION background_ddl" \
+        -c "CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
+            WITH (fillfactor = 90)" \
+        -c "INSERT INTO events (account, payload) SELECT g % 1000, md5(g::text) FROM generate_series(1, $1) g" \
+        -c "VACUUM ANALYZE events"
+    cat >"$B/writes.sql" <<EOS
+\\set id random(1, $1)
+\\set acc random(0, 999)
+UPDATE events SET payload = md5(random()::text) WHERE id = :id;
+INSERT INTO events (account, payload) VALUES (:acc, 'new');
+EOS
+}
+
+bench_col() { awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$B/results" | median; }
+bench_colmax() { awk -v m="$1" -v c="$2" '$1 == m && $c + 0 > x { x = $c + 0 } END { print x }' "$B/results"; }
 
 bench_writer() {
     local name=$1; shift

@@ -24,13 +24,7 @@ export PGPORT=${PGPORT:-54331}
 mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
 bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
 
-echo "== loading $ROWS rows into events"
-sql -q -c "CREATE EXTENSION background_ddl" \
-    -c "CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
-        WITH (fillfactor = 90)" \
-    -c "INSERT INTO events (account, payload) SELECT g % 1000, md5(g::text) FROM generate_series(1, $ROWS) g" \
-    -c "VACUUM ANALYZE events"
-cat >"$B/writes.sql" <<EOS
+bench_writes_setup "$ROWS"
 \\set id random(1, $ROWS)
 \\set acc random(0, 999)
 UPDATE events SET payload = md5(random()::text) WHERE id = :id;
@@ -71,15 +65,13 @@ for round in $(seq "$ROUNDS"); do
         echo "== round $round: $mode build $ms ms; writers $before tx/s before, $during tx/s during; longest write $max ms"
     done
 done
-col() { awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$B/results" | median; }
-colmax() { awk -v m="$1" -v c="$2" '$1 == m && $c + 0 > x { x = $c + 0 } END { print x }' "$B/results"; }
 
 echo
 echo "events rows: $ROWS   rounds: $ROUNDS   writer clients: $CLIENTS"
 printf '%-40s %12s %12s\n' "" blocking background
-printf '%-40s %12s %12s\n' "median build time (ms)" "$(col blocking 5)" "$(col background 5)"
-printf '%-40s %12s %12s\n' "median writer tx/s before the build" "$(col blocking 2)" "$(col background 2)"
-printf '%-40s %12s %12s\n' "median writer tx/s during the build" "$(col blocking 3)" "$(col background 3)"
-printf '%-40s %12s %12s\n' "longest write during a build (ms)" "$(colmax blocking 4)" "$(colmax background 4)"
+printf '%-40s %12s %12s\n' "median build time (ms)" "$(bench_col blocking 5)" "$(bench_col background 5)"
+printf '%-40s %12s %12s\n' "median writer tx/s before the build" "$(bench_col blocking 2)" "$(bench_col background 2)"
+printf '%-40s %12s %12s\n' "median writer tx/s during the build" "$(bench_col blocking 3)" "$(bench_col background 3)"
+printf '%-40s %12s %12s\n' "longest write during a build (ms)" "$(bench_colmax blocking 4)" "$(bench_colmax background 4)"
 printf '%-40s %12s\n' "throughput ratio background/blocking" \
-    "$(awk -v a="$(col background 3)" -v b="$(col blocking 3)" 'BEGIN { printf "%.2f", a / b }')"
+    "$(awk -v a="$(bench_col background 3)" -v b="$(bench_col blocking 3)" 'BEGIN { printf "%.2f", a / b }')"

@@ -63,6 +63,11 @@ typedef struct KindSubmit
 	 */
 	List	   *sources;
 	int			source_effects;
+	/*
+	 * filled in by validate, if not the default: what done to the target by
+	 * the session's later statements must wait for the job (REL_*)
+	 */
+	int			target_effects;
 } KindSubmit;
 
 /*

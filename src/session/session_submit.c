@@ -271,7 +271,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	order.job_id = job_id;
 	order.target_oid = submit.target_oid;
 	/* A placeholder that becomes the object itself can be named meanwhile */
-	order.target_effects = routine->replaces_placeholder ? REL_ANY : REL_ANY & ~REL_NAMES;
+	order.target_effects = submit.target_effects != 0 ? submit.target_effects :
+		routine->replaces_placeholder ? REL_ANY : REL_ANY & ~REL_NAMES;
 	order.sources = submit.sources;
 	order.source_effects = submit.source_effects;
 	SessionOrderSubmitted(&order);

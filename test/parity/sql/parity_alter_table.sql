@@ -1,0 +1,84 @@
+--
+-- ALTER TABLE ... ADD CHECK and VALIDATE CONSTRAINT (PostgreSQL's own cases
+-- of constraints.sql and alter_table.sql, on a table of some rows): the same
+-- errors, the same constraints with the names PostgreSQL chooses, valid or
+-- not, and the same rows.  With background_ddl on, those on a plain table
+-- are jobs; on a partitioned table or with inheritance children they run in
+-- the session.
+--
+\set SHOW_CONTEXT never
+CREATE TABLE pat (a int, b text, c numeric);
+INSERT INTO pat SELECT g, 'r' || g, g / 7.0 FROM generate_series(1, 3000) g;
+-- Added and valid; a name chosen by PostgreSQL, twice.
+ALTER TABLE pat ADD CHECK (a > 0); CALL parity_wait();
+ALTER TABLE pat ADD CHECK (a > 0); CALL parity_wait();
+ALTER TABLE pat ADD CONSTRAINT pat_b CHECK (b LIKE 'r%'); CALL parity_wait();
+ALTER TABLE ONLY pat ADD CONSTRAINT pat_only CHECK (c >= 0); CALL parity_wait();
+ALTER TABLE pat ADD CONSTRAINT pat_noinherit CHECK (a > -1) NO INHERIT; CALL parity_wait();
+-- Violated by some row.
+ALTER TABLE pat ADD CONSTRAINT pat_c CHECK (c < 100); CALL parity_wait();
+ALTER TABLE pat ADD CONSTRAINT pat_last CHECK (a < 3000); CALL parity_wait();
+ALTER TABLE pat ADD CONSTRAINT pat_first CHECK (a <> 1); CALL parity_wait();
+-- NULL passes a check.
+INSERT INTO pat VALUES (NULL, NULL, NULL);
+ALTER TABLE pat ADD CONSTRAINT pat_nulls CHECK (a < 10000 AND b <> 'x'); CALL parity_wait();
+ALTER TABLE pat ADD CONSTRAINT pat_not_null CHECK (a IS NOT NULL); CALL parity_wait();
+-- Errors PostgreSQL raises before it reads a row.
+ALTER TABLE pat ADD CONSTRAINT pat_b CHECK (b <> ''); CALL parity_wait();
+ALTER TABLE pat ADD CHECK (nosuch > 0); CALL parity_wait();
+ALTER TABLE pat ADD CHECK (ctid IS NOT NULL); CALL parity_wait();
+ALTER TABLE pat ADD CHECK (a > (SELECT 1)); CALL parity_wait();
+ALTER TABLE pat ADD CHECK (sum(a) > 0); CALL parity_wait();
+ALTER TABLE pat ADD CHECK (a); CALL parity_wait();
+ALTER TABLE pat ADD CHECK (b > 1); CALL parity_wait();
+ALTER TABLE pat_nosuch ADD CHECK (a > 0); CALL parity_wait();
+ALTER TABLE pat VALIDATE CONSTRAINT pat_nosuch; CALL parity_wait();
+-- NOT VALID, then VALIDATE CONSTRAINT: it fails, the rows are fixed, it succeeds.
+ALTER TABLE pat ADD CONSTRAINT pat_small CHECK (a < 2000) NOT VALID; CALL parity_wait();
+INSERT INTO pat VALUES (2500, 'r', 0);
+ALTER TABLE pat VALIDATE CONSTRAINT pat_small; CALL parity_wait();
+DELETE FROM pat WHERE a >= 2000;
+ALTER TABLE pat VALIDATE CONSTRAINT pat_small; CALL parity_wait();
+ALTER TABLE pat VALIDATE CONSTRAINT pat_small; CALL parity_wait();
+-- VALIDATE of a constraint that is not a check or a foreign key.
+ALTER TABLE pat ADD CONSTRAINT pat_u UNIQUE (a); CALL parity_wait();
+ALTER TABLE pat VALIDATE CONSTRAINT pat_u; CALL parity_wait();
+-- A volatile expression, evaluated once per row.
+ALTER TABLE pat ADD CONSTRAINT pat_volatile CHECK (random() >= 0); CALL parity_wait();
+-- In a transaction: a later write of the table sees the constraint valid
+-- (with the setting on, the rows are checked there and then).
+BEGIN;
+ALTER TABLE pat ADD CONSTRAINT pat_tx CHECK (b <> 'rzz'); CALL parity_wait();
+INSERT INTO pat VALUES (5, 'rzz', 0);
+ROLLBACK;
+BEGIN;
+ALTER TABLE pat ADD CONSTRAINT pat_tx CHECK (b <> 'rzz'); CALL parity_wait();
+UPDATE pat SET b = 'rzz' WHERE a = 1;
+ROLLBACK;
+BEGIN;
+ALTER TABLE pat ADD CONSTRAINT pat_tx CHECK (a < 2000); CALL parity_wait();
+COMMIT;
+CALL parity_wait();
+-- Partitioned, and with inheritance children: in the session.
+CREATE TABLE pat_parted (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE pat_parted_1 PARTITION OF pat_parted FOR VALUES FROM (0) TO (100);
+CREATE TABLE pat_parted_2 PARTITION OF pat_parted FOR VALUES FROM (100) TO (200);
+INSERT INTO pat_parted SELECT g, g FROM generate_series(0, 199) g;
+ALTER TABLE pat_parted ADD CONSTRAINT pat_parted_b CHECK (b >= 0); CALL parity_wait();
+ALTER TABLE pat_parted ADD CONSTRAINT pat_parted_bad CHECK (b > 0); CALL parity_wait();
+ALTER TABLE pat_parted_2 ADD CONSTRAINT pat_parted_2_b CHECK (b >= 100); CALL parity_wait();
+CREATE TABLE pat_parent (a int);
+CREATE TABLE pat_child (b int) INHERITS (pat_parent);
+INSERT INTO pat_child VALUES (-1, 1);
+ALTER TABLE pat_parent ADD CONSTRAINT pat_parent_a CHECK (a > 0); CALL parity_wait();
+ALTER TABLE ONLY pat_parent ADD CONSTRAINT pat_parent_a CHECK (a > 0); CALL parity_wait();
+ALTER TABLE pat_child ADD CONSTRAINT pat_child_b CHECK (b > 0); CALL parity_wait();
+-- What is left: every constraint, valid or not, and the rows.
+SELECT conrelid::regclass AS table, conname, convalidated, connoinherit,
+       pg_get_constraintdef(oid) AS definition
+  FROM pg_constraint
+ WHERE conrelid IN ('pat'::regclass, 'pat_parted'::regclass, 'pat_parted_1'::regclass,
+                    'pat_parted_2'::regclass, 'pat_parent'::regclass, 'pat_child'::regclass)
+ ORDER BY 1, 2;
+SELECT count(*), count(a), sum(a) FROM pat;
+DROP TABLE pat, pat_parted, pat_parent, pat_child;

@@ -1,0 +1,148 @@
+-- ALTER TABLE ... ADD CHECK and VALIDATE CONSTRAINT of a check: what becomes
+-- a job and what runs in the session, the blocking statement's errors at
+-- submit, the constraint NOT VALID (and enforced) while the job checks the
+-- rows, then valid; a violation, a cancel or a rolled-back submit leave the
+-- table as it was.
+ALTER TABLE background_ddl.job ALTER COLUMN id RESTART WITH 6000;
+CREATE TABLE at AS SELECT g AS a, g % 10 AS b FROM generate_series(1, 50000) g;
+-- at_gate() holds a job's worker in its first chunk while we hold advisory lock 81.
+CREATE FUNCTION at_gate(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(81); END IF; RETURN x; END $$;
+CREATE ROLE at_stranger;
+GRANT ALL ON at TO at_stranger;
+CREATE EXTENSION IF NOT EXISTS dblink;
+SELECT dblink_connect('at_other', 'dbname=' || current_database());
+SET background_ddl = on;
+
+-- The blocking statement's errors, at submit; no job.
+ALTER TABLE at ADD CONSTRAINT at_bad CHECK (nosuch > 0);
+ALTER TABLE at ADD CONSTRAINT at_bad CHECK (a > 'x');
+ALTER TABLE at ADD CONSTRAINT at_bad CHECK (a > (SELECT 1));
+ALTER TABLE at_nosuch ADD CHECK (a > 0);
+ALTER TABLE IF EXISTS at_nosuch ADD CHECK (a > 0);
+ALTER TABLE at VALIDATE CONSTRAINT at_nosuch;
+SET ROLE at_stranger;
+ALTER TABLE at ADD CONSTRAINT at_bad CHECK (a > 0);
+RESET ROLE;
+SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE id >= 6000;
+
+-- A job.  Until it has checked every row the constraint is NOT VALID, and
+-- PostgreSQL checks every row written, in any session.
+SELECT pg_advisory_lock(81);
+ALTER TABLE at ADD CONSTRAINT at_pos CHECK (at_gate(a) > 0);
+SELECT last_ddl_job() AS pos_job \gset
+SELECT kind, target, strategy, command FROM pg_stat_background_ddl WHERE id = :pos_job;
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
+SELECT dblink_exec('at_other', 'INSERT INTO at VALUES (-1, 0)');
+SELECT dblink_exec('at_other', 'INSERT INTO at VALUES (50001, 1)');
+SELECT pg_advisory_unlock(81);
+SELECT wait_ddl(:pos_job, '60s');
+SELECT state, rows_done, progress FROM pg_stat_background_ddl WHERE id = :pos_job;
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
+
+-- A row that violates it: the job fails with PostgreSQL's error, and the
+-- constraint is dropped, as the failed statement would have left none.
+ALTER TABLE at ADD CONSTRAINT at_b CHECK (b < 9);
+SELECT last_ddl_job() AS b_job \gset
+SELECT wait_ddl(:b_job, '60s');
+SELECT state, error, error_sqlstate FROM pg_stat_background_ddl WHERE id = :b_job;
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
+
+-- VALIDATE CONSTRAINT: a failed job leaves the constraint NOT VALID, as
+-- the failed statement would; once the rows are fixed it validates.
+SET background_ddl = off;
+ALTER TABLE at ADD CONSTRAINT at_b CHECK (b < 9) NOT VALID;
+SET background_ddl = on;
+ALTER TABLE at VALIDATE CONSTRAINT at_b;
+SELECT last_ddl_job() AS validate_job \gset
+SELECT wait_ddl(:validate_job, '60s');
+SELECT state, error FROM pg_stat_background_ddl WHERE id = :validate_job;
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
+UPDATE at SET b = 8 WHERE b = 9;
+ALTER TABLE at VALIDATE CONSTRAINT at_b;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
+-- A valid constraint: nothing to do, and no job.
+ALTER TABLE at VALIDATE CONSTRAINT at_b;
+SELECT last_ddl_job() = :validate_job + 1 AS no_new_job;
+
+-- Cancelled: the constraint the job added is dropped.
+SELECT pg_advisory_lock(81);
+ALTER TABLE at ADD CONSTRAINT at_cancelled CHECK (at_gate(a) < 1000000);
+SELECT last_ddl_job() AS cancel_job \gset
+SELECT cancel_ddl(:cancel_job);
+SELECT pg_advisory_unlock(81);
+SELECT wait_ddl(:cancel_job, '60s');
+SELECT count(*) AS left_over FROM pg_constraint WHERE conname = 'at_cancelled';
+
+-- A rolled-back submit leaves no job and no constraint.
+BEGIN;
+ALTER TABLE at ADD CONSTRAINT at_rolled_back CHECK (a > 0);
+ROLLBACK;
+SELECT count(*) AS left_over FROM pg_constraint WHERE conname = 'at_rolled_back';
+SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE command LIKE '%at_rolled_back%';
+
+-- In the submitting transaction, a later statement that writes the table
+-- has the rows checked there and then, as the blocking statement did.
+BEGIN;
+ALTER TABLE at ADD CONSTRAINT at_here CHECK (b < 100);
+SELECT last_ddl_job() AS here_job \gset
+DELETE FROM at WHERE a = 50001;
+SELECT convalidated FROM pg_constraint WHERE conname = 'at_here';
+COMMIT;
+SELECT state, strategy FROM pg_stat_background_ddl WHERE id = :here_job;
+
+-- DROP TABLE cancels the job, and drops the table.
+SET background_ddl = off;
+CREATE TABLE at_dropped AS SELECT g AS a FROM generate_series(1, 1000) g;
+SET background_ddl = on;
+SELECT pg_advisory_lock(81);
+ALTER TABLE at_dropped ADD CONSTRAINT at_dropped_pos CHECK (at_gate(a) > 0);
+SELECT last_ddl_job() AS drop_job \gset
+DROP TABLE at_dropped;
+SELECT pg_advisory_unlock(81);
+SELECT wait_ddl(:drop_job, '60s');
+SELECT state, error FROM pg_stat_background_ddl WHERE id = :drop_job;
+
+-- Run in the session, with a NOTICE that says why (client_min_messages
+-- shows it here): several subcommands, a foreign key, a temporary table, a
+-- table with inheritance children.  NOT VALID, or ALTER TABLE that checks
+-- no rows, is not a job and says nothing.
+SET client_min_messages = notice;
+ALTER TABLE at ADD CONSTRAINT at_two CHECK (a > -5), ALTER COLUMN b SET NOT NULL;
+CREATE TABLE at_ref (a int PRIMARY KEY);
+INSERT INTO at_ref SELECT a FROM at;
+ALTER TABLE at ADD CONSTRAINT at_fk FOREIGN KEY (a) REFERENCES at_ref;
+CREATE TEMP TABLE at_temp (a int);
+ALTER TABLE at_temp ADD CHECK (a > 0);
+CREATE TABLE at_child () INHERITS (at_ref);
+ALTER TABLE at_ref ADD CHECK (a > 0);
+ALTER TABLE at ADD CONSTRAINT at_not_valid CHECK (a > -5) NOT VALID;
+ALTER TABLE at ADD COLUMN c int;
+RESET client_min_messages;
+SELECT count(*) AS jobs_since FROM pg_stat_background_ddl WHERE id > :drop_job;
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
+
+-- explain_ddl says what it would do.
+SELECT explain_ddl('ALTER TABLE at ADD CHECK (a > 0)');
+SELECT explain_ddl('ALTER TABLE at ADD CHECK (a > 0), ADD COLUMN d int');
+-- estimate_ddl measures the check on a sample (here the whole small table),
+-- as the caller, who must own the table; what the expression does is rolled back.
+SELECT strategy, rows, bytes, seconds >= 0 AS timed, sampled_blocks = total_blocks AS whole_table
+  FROM estimate_ddl('ALTER TABLE at ADD CHECK (a > 0)');
+SELECT strategy FROM estimate_ddl('ALTER TABLE at ADD CHECK (a > 10)');
+CREATE TABLE at_log (n int);
+CREATE FUNCTION at_logged(x int) RETURNS bool LANGUAGE sql AS
+  $$ INSERT INTO at_log VALUES (x) RETURNING true $$;
+SELECT strategy FROM estimate_ddl('ALTER TABLE at ADD CHECK (at_logged(a))');
+SELECT count(*) AS logged FROM at_log;
+SET ROLE at_stranger;
+SELECT strategy FROM estimate_ddl('ALTER TABLE at ADD CHECK (a > 0)');
+RESET ROLE;
+SELECT strategy, seconds FROM estimate_ddl('ALTER TABLE at ADD CHECK (a > 0), ADD COLUMN d int');
+
+SELECT dblink_disconnect('at_other');
+DROP TABLE at, at_ref, at_child, at_log;
+DROP FUNCTION at_gate(int), at_logged(int);
+DROP ROLE at_stranger;
+RESET background_ddl;

@@ -1,0 +1,151 @@
+# ALTER TABLE ... ADD CHECK and VALIDATE CONSTRAINT as jobs: the rows are
+# checked in chunks as the submitting role; a crash resumes from the last
+# checkpoint; writers are never blocked while the rows are checked and their
+# rows are checked by the NOT VALID constraint; a rewrite of the table in
+# the middle of the job makes it check from the first block again (a
+# violating row moved into the checked blocks is found); pause, resume,
+# cancel, and a constraint dropped by another session.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('alter_table', q{
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+create_slow_function($node, 'slow', 'int');
+$node->safe_psql('postgres', q{
+CREATE TABLE t AS SELECT g AS a, g % 10 AS b, md5(g::text) AS payload
+  FROM generate_series(1, 30000) g;
+CREATE ROLE alice LOGIN;
+ALTER TABLE t OWNER TO alice;
+GRANT CREATE ON SCHEMA public TO alice;
+-- true only when evaluated as alice: the rows are checked as the role that
+-- submitted the statement, as ALTER TABLE checks them
+CREATE FUNCTION as_alice(x int) RETURNS bool LANGUAGE sql IMMUTABLE AS
+  $$ SELECT current_user = 'alice' OR x IS NULL $$;
+});
+
+sub constraint_state
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce((SELECT convalidated::text FROM pg_constraint WHERE conname = '$name'), 'absent')");
+}
+
+sub job_field
+{
+	my ($job, $field) = @_;
+	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
+}
+
+# 1. As the submitting role, resumed after kill -9 of its worker.
+my $job = submit_job($node, 'ALTER TABLE t ADD CONSTRAINT t_alice CHECK (as_alice(slow(a)))',
+	user => 'alice', before => 'SET bgddl_test.slow = on;');
+is(constraint_state('t_alice'), 'false', 'the constraint is there, NOT VALID, while the job runs');
+ok( $node->poll_query_until('postgres',
+		"SELECT chunks_done >= 3 AND progress > 0 FROM pg_stat_background_ddl WHERE id = $job"),
+	'the job checkpointed some chunks');
+my $pid = job_field($job, 'pid');
+my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+kill_and_recover($node, $pid);
+my $done_after = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+cmp_ok($done_after, '>=', $done_before, "the checkpoint survived the crash ($done_before blocks)");
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+is(constraint_state('t_alice'), 'true', 'the constraint is valid');
+is(job_field($job, 'rows_done'), '30000', 'every row was checked');
+cmp_ok(job_field($job, 'attempts'), '>=', 2, 'in a second attempt');
+$node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_alice');
+
+# 2. Writers during the job: never blocked, their rows checked by the NOT
+# VALID constraint; a violating row written before the job is found at the
+# end of the table.
+$node->safe_psql('postgres', 'INSERT INTO t VALUES (-1, 0, NULL)');
+my $hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, 'ALTER TABLE t ADD CONSTRAINT t_pos CHECK (slow(a) > 0)',
+	before => 'SET bgddl_test.slow = on;');
+ok(held_at_hold($node), 'the job is held after its second chunk');
+my ($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO t VALUES (-2, 0, NULL)');
+like($err, qr/violates check constraint "t_pos"/, 'a new violating row is refused at once');
+($ret, $out, $err) = $node->psql('postgres', q{
+SET lock_timeout = '5s';
+UPDATE t SET b = b + 1 WHERE a % 1000 = 0;
+DELETE FROM t WHERE a % 1000 = 1;
+INSERT INTO t SELECT g, 1, 'new' FROM generate_series(400001, 401000) g;
+});
+is($ret, 0, 'writers are not blocked while the job checks the rows');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+is( job_field($job, q{error || ' ' || error_sqlstate}),
+	'check constraint "t_pos" of relation "t" is violated by some row 23514',
+	"with PostgreSQL's error");
+is(constraint_state('t_pos'), 'absent', 'and dropped its constraint');
+
+# 3. A rewrite in the middle of the job.  A row that violates the
+# constraint was written at the end of the table before it existed; once
+# the job has checked the first blocks, VACUUM FULL moves that row among
+# them.  The job checks the rewritten table from its first block, and
+# finds it (without that it would succeed).
+$node->safe_psql('postgres', q{
+CREATE TABLE r AS SELECT g AS a FROM generate_series(1, 20000) g;
+INSERT INTO r VALUES (0);
+ALTER TABLE r ADD CONSTRAINT r_not_zero CHECK (slow(a) <> 0) NOT VALID;
+});
+$hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, 'ALTER TABLE r VALIDATE CONSTRAINT r_not_zero',
+	before => 'SET bgddl_test.slow = on;');
+ok(held_at_hold($node), 'the VALIDATE job is held after its second chunk');
+my $checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+my $row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM r WHERE a = 0");
+cmp_ok($row_block, '>=', $checked, "the violating row (block $row_block) is past the blocks checked ($checked)");
+$node->safe_psql('postgres', q{
+DELETE FROM r WHERE a BETWEEN 1 AND 19000;
+VACUUM FULL r;
+});
+$row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM r WHERE a = 0");
+cmp_ok($row_block, '<', $checked, "the rewrite moved it to block $row_block, among them");
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+like(job_field($job, 'error'), qr/check constraint "r_not_zero" of relation "r" is violated by some row/,
+	'it found the row');
+like(slurp_file($node->logfile), qr/table "r" was rewritten; its rows are checked again from the first block/,
+	'after checking the rewritten table from its first block');
+is(constraint_state('r_not_zero'), 'false', 'the constraint stays NOT VALID, as after a failed VALIDATE');
+
+# 4. Paused and resumed; then cancelled: the constraint is dropped.
+$hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, 'ALTER TABLE t ADD CONSTRAINT t_paused CHECK (slow(a) > -100)',
+	before => 'SET bgddl_test.slow = on;');
+ok(held_at_hold($node), 'held after its second chunk');
+$node->safe_psql('postgres', "SELECT pause_ddl($job)");
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'paused'), 'paused');
+my $paused_at = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+$node->safe_psql('postgres', "SELECT resume_ddl($job)");
+ok(wait_job_state($node, $job, 'succeeded'), 'resumed, and succeeded');
+is(constraint_state('t_paused'), 'true', 'the constraint is valid');
+cmp_ok($paused_at, '>', 0, "it resumed from block $paused_at");
+
+$hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, 'ALTER TABLE t ADD CONSTRAINT t_cancelled CHECK (a > -100)');
+ok(held_at_hold($node), 'held after its second chunk');
+$node->safe_psql('postgres', "SELECT cancel_ddl($job)");
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'cancelled'), 'cancelled');
+is(constraint_state('t_cancelled'), 'absent', 'and its constraint dropped');
+
+# 5. The constraint dropped by another session: the job ends, cancelled.
+$hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, 'ALTER TABLE t ADD CONSTRAINT t_dropped CHECK (a > -100)');
+ok(held_at_hold($node), 'held after its second chunk');
+$node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_dropped');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'cancelled'), 'the job ended');
+is(job_field($job, 'error'), 'the constraint was dropped', 'saying why');
+
+done_testing();
