@@ -22,11 +22,6 @@ export PGPORT=${PGPORT:-54332}
 bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
 
 bench_writes_setup "$ROWS"
-\\set id random(1, $ROWS)
-\\set acc random(0, 999)
-UPDATE events SET payload = md5(random()::text) WHERE id = :id;
-INSERT INTO events (account, payload) VALUES (:acc, 'new');
-EOS
 
 # measure MODE ROUND: run pgbench around one ALTER TABLE; print "tps_during max_latency_ms ms"
 measure() {

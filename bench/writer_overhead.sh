@@ -25,11 +25,6 @@ mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
 bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
 
 bench_writes_setup "$ROWS"
-\\set id random(1, $ROWS)
-\\set acc random(0, 999)
-UPDATE events SET payload = md5(random()::text) WHERE id = :id;
-INSERT INTO events (account, payload) VALUES (:acc, 'new');
-EOS
 
 # measure MODE ROUND: run pgbench around one build; print
 # "tps_before tps_during max_latency_ms build_ms"

@@ -99,6 +99,7 @@
 #define STATE_CONSTRAINT_OID	"constraint_oid"
 #define STATE_ADDED				"added"	/* 1: the job added the constraint */
 #define STATE_RELFILENODE		"relfilenode"	/* of the table the chunks check */
+#define STATE_NOT_NULL_ATTNUM	"not_null_attnum"	/* SET NOT NULL: the column */
 
 /* A chunk's blocks: the first, and the most (they grow toward the batch time) */
 #define CHUNK_BLOCKS_FIRST	64
@@ -138,6 +139,34 @@ AddsValidatedForeignKey(AlterTableCmd *cmd)
 }
 
 /*
+ * The column of a SET NOT NULL that PostgreSQL would check (it exists, is
+ * not a system column, and allows nulls), or InvalidAttrNumber
+ */
+static AttrNumber
+NotNullColumn(Oid relid, AlterTableCmd *cmd)
+{
+	HeapTuple	tuple;
+	AttrNumber	attnum = InvalidAttrNumber;
+
+	if (cmd->subtype != AT_SetNotNull || !OidIsValid(relid))
+		return InvalidAttrNumber;
+	tuple = SearchSysCacheAttName(relid, cmd->name);
+	if (!HeapTupleIsValid(tuple))
+		return InvalidAttrNumber;
+	if (((Form_pg_attribute) GETSTRUCT(tuple))->attnum > 0 &&
+		!((Form_pg_attribute) GETSTRUCT(tuple))->attnotnull)
+		attnum = ((Form_pg_attribute) GETSTRUCT(tuple))->attnum;
+	ReleaseSysCache(tuple);
+	return attnum;
+}
+
+static bool
+SetsNotNull(Oid relid, AlterTableCmd *cmd)
+{
+	return NotNullColumn(relid, cmd) != InvalidAttrNumber;
+}
+
+/*
  * The constraint a VALIDATE CONSTRAINT names, if it exists and is not valid
  * yet (*contype: its type); InvalidOid otherwise
  */
@@ -168,7 +197,7 @@ ChecksExistingRows(Oid relid, AlterTableCmd *cmd, bool *check)
 {
 	char		contype = 0;
 
-	*check = AddsValidatedCheck(cmd);
+	*check = AddsValidatedCheck(cmd) || SetsNotNull(relid, cmd);
 	if (*check || AddsValidatedForeignKey(cmd))
 		return true;
 	if (cmd->subtype != AT_ValidateConstraint || !OidIsValid(relid) ||
@@ -216,7 +245,7 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 	if (!any_checks || !OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
 		return KIND_NOT_ACCEPTED;	/* PostgreSQL reports what is wrong */
 	if (OnlyCommand(stmt) == NULL)
-		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK or VALIDATE CONSTRAINT of a check constraint runs in the background.";
+		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, VALIDATE CONSTRAINT of a check constraint or ALTER COLUMN SET NOT NULL runs in the background.";
 	else if (!check)
 		*reason = "The rows of a foreign key are checked in the session: foreign keys do not run in the background yet.";
 	else if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
@@ -277,23 +306,28 @@ NotValidChecks(Oid relid)
 }
 
 /*
- * ADD CHECK: run as ADD CHECK ... NOT VALID, with all of PostgreSQL's checks
- * and errors, under the statement's ACCESS EXCLUSIVE lock (taken first,
- * as LockForSubmit takes it).  The constraint it made is the job's.
+ * ADD CHECK: run as ADD CHECK ... NOT VALID (constraint, with
+ * skip_validation), with all of PostgreSQL's checks and errors, under the
+ * statement's ACCESS EXCLUSIVE lock (taken first, as LockForSubmit takes
+ * it).  The constraint it made is the job's.
  */
 static Oid
-AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
+AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid, Constraint *constraint)
 {
 	AlterTableStmt *not_valid = copyObject(stmt);
-	Constraint *constraint = (Constraint *) linitial_node(AlterTableCmd, not_valid->cmds)->def;
+	AlterTableCmd *add = makeNode(AlterTableCmd);
 	PlannedStmt *pstmt = copyObject(submit->pstmt);
 	List	   *before;
 	List	   *added;
 
 	LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
 	before = NotValidChecks(relid);
+	constraint = copyObject(constraint);
 	constraint->skip_validation = true;
 	constraint->initially_valid = false;
+	add->subtype = AT_AddConstraint;
+	add->def = (Node *) constraint;
+	not_valid->cmds = list_make1(add);
 	pstmt->utilityStmt = (Node *) not_valid;
 	submit->run_utility(submit, pstmt);
 	CommandCounterIncrement();
@@ -301,6 +335,51 @@ AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	if (list_length(added) != 1)
 		elog(ERROR, "ALTER TABLE ADD CHECK NOT VALID added %d constraints", list_length(added));
 	return linitial_oid(added);
+}
+
+/*
+ * SET NOT NULL: what PostgreSQL checks before it reads a row (the column,
+ * the table's owner), then a helper CHECK (x IS NOT NULL) NOT VALID, named
+ * as PostgreSQL names a constraint of the column, which the job validates
+ * and the cut-over replaces with the column's NOT NULL.
+ */
+/* The raw expression column IS NOT NULL */
+static Node *
+IsNotNull(const char *column_name)
+{
+	NullTest   *not_null = makeNode(NullTest);
+	ColumnRef  *column = makeNode(ColumnRef);
+
+	column->fields = list_make1(makeString(pstrdup(column_name)));
+	column->location = -1;
+	not_null->arg = (Expr *) column;
+	not_null->nulltesttype = IS_NOT_NULL;
+	not_null->location = -1;
+	return (Node *) not_null;
+}
+
+static Oid
+AddNotNullHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
+{
+	AlterTableCmd *cmd = OnlyCommand(stmt);
+	Constraint *helper = makeNode(Constraint);
+
+	LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
+					   get_rel_name(relid));
+	if (NotNullColumn(relid, cmd) == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of relation \"%s\" changed while the statement was submitted",
+						cmd->name, get_rel_name(relid)),
+				 errhint("Run the statement again.")));
+	helper->contype = CONSTR_CHECK;
+	helper->conname = ChooseConstraintName(get_rel_name(relid), cmd->name, "not_null",
+										   get_rel_namespace(relid), NIL);
+	helper->raw_expr = IsNotNull(cmd->name);
+	helper->location = -1;
+	return AddNotValid(submit, stmt, relid, helper);
 }
 
 /*
@@ -332,13 +411,23 @@ static void
 ConstraintValidate(KindSubmit *submit)
 {
 	AlterTableStmt *stmt = CheckedNode(AlterTableStmt, submit->pstmt->utilityStmt);
+	AlterTableCmd *cmd = OnlyCommand(stmt);
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, false);
-	bool		adds = OnlyCommand(stmt)->subtype == AT_AddConstraint;
-	Oid			conoid = adds ? AddNotValid(submit, stmt, relid) : ValidatableCheck(stmt, relid);
+	Oid			conoid;
 
+	if (cmd->subtype == AT_SetNotNull)
+	{
+		conoid = AddNotNullHelper(submit, stmt, relid);
+		CatalogKindStateSetInt(&submit->kind_state, STATE_NOT_NULL_ATTNUM,
+							   get_attnum(relid, cmd->name));
+	}
+	else if (cmd->subtype == AT_AddConstraint)
+		conoid = AddNotValid(submit, stmt, relid, (Constraint *) cmd->def);
+	else
+		conoid = ValidatableCheck(stmt, relid);
 	submit->target_oid = relid;
 	CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
-	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, adds ? 1 : 0);
+	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, cmd->subtype != AT_ValidateConstraint);
 	/*
 	 * The session's later writes are checked by the constraint; but one
 	 * that removes or changes a violating row, or changes the table's
@@ -354,6 +443,13 @@ ConstraintReserve(KindSubmit *submit)
 	submit->target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(submit->target_oid)),
 													 get_rel_name(submit->target_oid));
 	submit->strategy = pstrdup(STRATEGY_CHECK_IN_CHUNKS);
+}
+
+/* The column a SET NOT NULL job makes NOT NULL, or InvalidAttrNumber */
+static AttrNumber
+JobNotNullColumn(const BgddlJob *job)
+{
+	return (AttrNumber) CatalogKindStateInt(job->kind_state, STATE_NOT_NULL_ATTNUM);
 }
 
 static Oid
@@ -453,12 +549,13 @@ CheckExpression(HeapTuple constraint)
 /*
  * Check the rows of blocks [start, end) against check constraint name
  * (expression expr), with a new snapshot, as ALTER TABLE checks them (its
- * executor, its error); returns the rows checked.  With violations, count
- * the rows that violate it there instead of failing.
+ * executor, its error: SET NOT NULL's, if not_null_column); returns the
+ * rows checked.  With violations, count the rows that violate it there
+ * instead of failing.
  */
 static uint64
-CheckBlocks(Relation rel, Node *expr, const char *name, BlockNumber start, BlockNumber end,
-			uint64 *violations)
+CheckBlocks(Relation rel, Node *expr, const char *name, AttrNumber not_null_column,
+			BlockNumber start, BlockNumber end, uint64 *violations)
 {
 	EState	   *estate;
 	ExprState  *check;
@@ -486,6 +583,13 @@ CheckBlocks(Relation rel, Node *expr, const char *name, BlockNumber start, Block
 	{
 		if (!ExecCheck(check, econtext))
 		{
+			if (violations == NULL && not_null_column != InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_NOT_NULL_VIOLATION),
+						 errmsg("column \"%s\" of relation \"%s\" contains null values",
+								get_attname(RelationGetRelid(rel), not_null_column, false),
+								RelationGetRelationName(rel)),
+						 errtablecol(rel, not_null_column)));
 			if (violations == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_CHECK_VIOLATION),
@@ -559,7 +663,8 @@ ConstraintBackfillStep(JobRun *run)
 	/* VACUUM may have truncated empty blocks at the end: nothing to check there */
 	rows = CheckBlocks(rel, CheckExpression(constraint),
 					   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
-					   start, Min(end, RelationGetNumberOfBlocks(rel)), NULL);
+					   JobNotNullColumn(&run->job), start, Min(end, RelationGetNumberOfBlocks(rel)),
+					   NULL);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
@@ -599,20 +704,79 @@ MarkValid(Oid relid, HeapTuple constraint)
 }
 
 /*
- * Every row is checked: the constraint is valid from this commit on.  Under
- * VALIDATE CONSTRAINT's SHARE UPDATE EXCLUSIVE, which writers do not wait for.
+ * Run ALTER TABLE on the job's table with one subcommand (of column or
+ * constraint name), as PostgreSQL runs it, as the submitting role; caller
+ * holds the subcommand's lock on the table
+ */
+static void
+RunAlterTable(const BgddlJob *job, AlterTableType subtype, const char *name, LOCKMODE mode)
+{
+	AlterTableStmt *stmt = makeNode(AlterTableStmt);
+	AlterTableCmd *cmd = makeNode(AlterTableCmd);
+	AlterTableUtilityContext context = {0};
+	Oid			saved_userid;
+	int			saved_sec_context;
+
+	cmd->subtype = subtype;
+	cmd->name = pstrdup(name);
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(job->target_oid)),
+								  get_rel_name(job->target_oid), -1);
+	stmt->cmds = list_make1(cmd);
+	stmt->objtype = OBJECT_TABLE;
+	context.pstmt = makeNode(PlannedStmt);
+	context.pstmt->commandType = CMD_UTILITY;
+	context.pstmt->utilityStmt = (Node *) stmt;
+	context.pstmt->stmt_location = -1;
+	context.queryString = job->command;
+	context.relid = job->target_oid;
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(job->identity.owner_oid,
+						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	AlterTable(stmt, mode, &context);
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	CommandCounterIncrement();
+}
+
+/* Drop the job's constraint (the helper of a SET NOT NULL job) */
+static void
+DropJobConstraint(const BgddlJob *job)
+{
+	ObjectAddress address;
+
+	ObjectAddressSet(address, ConstraintRelationId, JobConstraint(job));
+	performDeletion(&address, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	CommandCounterIncrement();
+}
+
+/*
+ * Every row is checked: the constraint is valid from this commit on, under
+ * VALIDATE CONSTRAINT's SHARE UPDATE EXCLUSIVE, which writers do not wait
+ * for.  A SET NOT NULL job's helper, valid, lets PostgreSQL's SET NOT NULL
+ * skip its scan (it proves the column has no nulls), and is dropped: that
+ * needs SET NOT NULL's ACCESS EXCLUSIVE, for as long as a few catalog
+ * updates take.
  */
 static JobStepResult
 ConstraintCutOver(JobRun *run)
 {
+	AttrNumber	column = JobNotNullColumn(&run->job);
 	HeapTuple	constraint;
 
 	JobStepHoldPoint("cutting over");
-	constraint = BeginConstraintStep(run, "background_ddl: cutting over", ShareUpdateExclusiveLock);
+	constraint = BeginConstraintStep(run, "background_ddl: cutting over",
+									 column != InvalidAttrNumber ? AccessExclusiveLock :
+									 ShareUpdateExclusiveLock);
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
 	if (!((Form_pg_constraint) GETSTRUCT(constraint))->convalidated)
 		MarkValid(run->job.target_oid, constraint);
+	if (column != InvalidAttrNumber)
+	{
+		CommandCounterIncrement();
+		RunAlterTable(&run->job, AT_SetNotNull, get_attname(run->job.target_oid, column, false),
+					  AccessExclusiveLock);
+		DropJobConstraint(&run->job);
+	}
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
 	JobStepEnd();
 	return JOB_STEP_DONE;
@@ -627,42 +791,32 @@ ConstraintGoneReason(const BgddlJob *job)
 
 /*
  * In the submitting transaction: the rows checked here and now, by
- * PostgreSQL's own VALIDATE CONSTRAINT, as the submitting role.
+ * PostgreSQL's own VALIDATE CONSTRAINT (or, for SET NOT NULL, the helper
+ * dropped and PostgreSQL's SET NOT NULL run), as the submitting role.
  */
 static Oid
 ConstraintBuildHere(const BgddlJob *job)
 {
+	AttrNumber	column = JobNotNullColumn(job);
 	HeapTuple	constraint;
-	AlterTableStmt *stmt = makeNode(AlterTableStmt);
-	AlterTableCmd *cmd = makeNode(AlterTableCmd);
-	AlterTableUtilityContext context = {0};
 	JobRun		run = {.job = *job};
-	Oid			saved_userid;
-	int			saved_sec_context;
 
-	LockRelationOid(job->target_oid, ShareUpdateExclusiveLock);
+	LockRelationOid(job->target_oid,
+					column != InvalidAttrNumber ? AccessExclusiveLock : ShareUpdateExclusiveLock);
 	constraint = JobConstraintTuple(job);
 	if (constraint == NULL)
 		elog(ERROR, "constraint %u of background DDL job %lld does not exist",
 			 JobConstraint(job), (long long) job->id);
-	cmd->subtype = AT_ValidateConstraint;
-	cmd->name = pstrdup(NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname));
-	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(job->target_oid)),
-								  get_rel_name(job->target_oid), -1);
-	stmt->cmds = list_make1(cmd);
-	stmt->objtype = OBJECT_TABLE;
-	context.pstmt = makeNode(PlannedStmt);
-	context.pstmt->commandType = CMD_UTILITY;
-	context.pstmt->utilityStmt = (Node *) stmt;
-	context.pstmt->stmt_location = -1;
-	context.queryString = job->command;
-	context.relid = job->target_oid;
-	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
-	SetUserIdAndSecContext(job->identity.owner_oid,
-						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	AlterTable(stmt, ShareUpdateExclusiveLock, &context);
-	SetUserIdAndSecContext(saved_userid, saved_sec_context);
-	CommandCounterIncrement();
+	if (column != InvalidAttrNumber)
+	{
+		DropJobConstraint(job);
+		RunAlterTable(job, AT_SetNotNull, get_attname(job->target_oid, column, false),
+					  AccessExclusiveLock);
+	}
+	else
+		RunAlterTable(job, AT_ValidateConstraint,
+					  NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
+					  ShareUpdateExclusiveLock);
 	JobRunSucceeded(&run, job->target_oid, false, -1);
 	return job->target_oid;
 }
@@ -675,17 +829,11 @@ ConstraintBuildHere(const BgddlJob *job)
 static void
 ConstraintDiscard(const BgddlJob *job, bool keep_target)
 {
-	HeapTuple	constraint;
-	ObjectAddress address;
-
 	if (keep_target || CatalogKindStateInt(job->kind_state, STATE_ADDED) == 0)
 		return;
 	JobStepLockRelation(job->target_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
-	constraint = JobConstraintTuple(job);
-	if (constraint == NULL)
-		return;
-	ObjectAddressSet(address, ConstraintRelationId, JobConstraint(job));
-	performDeletion(&address, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+	if (JobConstraintTuple(job) != NULL)
+		DropJobConstraint(job);
 }
 
 /* A constraint the job added is dropped under ACCESS EXCLUSIVE: by the worker */
@@ -717,7 +865,7 @@ ConstraintExplain(Node *raw_statement, const char *query_string)
 
 /* The expression of an ADD CHECK, transformed as ALTER TABLE transforms it */
 static Node *
-CookedCheck(Relation rel, Constraint *constraint)
+CookedCheck(Relation rel, Node *raw_expr)
 {
 	ParseState *pstate = make_parsestate(NULL);
 	ParseNamespaceItem *nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock,
@@ -725,7 +873,7 @@ CookedCheck(Relation rel, Constraint *constraint)
 	Node	   *expr;
 
 	addNSItemToQuery(pstate, nsitem, true, true, true);
-	expr = transformExpr(pstate, constraint->raw_expr, EXPR_KIND_CHECK_CONSTRAINT);
+	expr = transformExpr(pstate, raw_expr, EXPR_KIND_CHECK_CONSTRAINT);
 	expr = coerce_to_boolean(pstate, expr, "CHECK");
 	assign_expr_collations(pstate, expr);
 	free_parsestate(pstate);
@@ -789,8 +937,13 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	{
 		Constraint *constraint = (Constraint *) cmd->def;
 
-		expr = CookedCheck(rel, constraint);
+		expr = CookedCheck(rel, constraint->raw_expr);
 		name = constraint->conname != NULL ? constraint->conname : "new";
+	}
+	else if (cmd->subtype == AT_SetNotNull)
+	{
+		expr = CookedCheck(rel, IsNotNull(cmd->name));
+		name = cmd->name;
 	}
 	else
 	{
@@ -822,7 +975,7 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 			BlockNumber first = (BlockNumber) (total * i / 8);
 			BlockNumber last = target >= total ? total * (i + 1) / 8 : first + target / 8;
 
-			rows += CheckBlocks(rel, expr, name, first, last, &violations);
+			rows += CheckBlocks(rel, expr, name, InvalidAttrNumber, first, last, &violations);
 		}
 	}
 	PG_CATCH();

@@ -66,6 +66,44 @@ SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass 
 ALTER TABLE at VALIDATE CONSTRAINT at_b;
 SELECT last_ddl_job() = :validate_job + 1 AS no_new_job;
 
+-- ALTER COLUMN ... SET NOT NULL: while the job checks the rows, a helper
+-- CHECK (n IS NOT NULL) NOT VALID, named as PostgreSQL names a column's
+-- constraint, which PostgreSQL checks for every row written; at the end the
+-- column is NOT NULL (PostgreSQL's SET NOT NULL, which the valid helper
+-- spares its scan) and the helper is gone.
+SET background_ddl = off;
+ALTER TABLE at ADD COLUMN n int;
+UPDATE at SET n = a;
+SET background_ddl = on;
+BEGIN;
+ALTER TABLE at ALTER COLUMN n SET NOT NULL;
+SELECT last_ddl_job() AS not_null_job \gset
+SELECT conname, convalidated, pg_get_constraintdef(oid) FROM pg_constraint
+ WHERE conrelid = 'at'::regclass AND conname LIKE 'at_n%';
+COMMIT;
+SELECT wait_ddl(:not_null_job, '60s');
+SELECT attnotnull FROM pg_attribute WHERE attrelid = 'at'::regclass AND attname = 'n';
+SELECT count(*) AS helpers_left FROM pg_constraint WHERE conrelid = 'at'::regclass AND conname LIKE 'at_n%';
+-- Already NOT NULL: nothing to do, and no job.
+ALTER TABLE at ALTER COLUMN n SET NOT NULL;
+SELECT last_ddl_job() = :not_null_job AS no_new_job;
+-- A null: the job fails with SET NOT NULL's error, and the helper is dropped.
+SET background_ddl = off;
+ALTER TABLE at ADD COLUMN m int;
+SET background_ddl = on;
+ALTER TABLE at ALTER COLUMN m SET NOT NULL;
+SELECT last_ddl_job() AS null_job \gset
+SELECT wait_ddl(:null_job, '60s');
+SELECT state, error, error_sqlstate FROM pg_stat_background_ddl WHERE id = :null_job;
+SELECT attnotnull FROM pg_attribute WHERE attrelid = 'at'::regclass AND attname = 'm';
+SELECT count(*) AS helpers_left FROM pg_constraint WHERE conrelid = 'at'::regclass AND conname LIKE 'at_m%';
+-- Errors at submit, as SET NOT NULL raises them.
+ALTER TABLE at ALTER COLUMN nosuch SET NOT NULL;
+ALTER TABLE at ALTER COLUMN ctid SET NOT NULL;
+SET background_ddl = off;
+ALTER TABLE at DROP COLUMN m, DROP COLUMN n;
+SET background_ddl = on;
+
 -- Cancelled: the constraint the job added is dropped.
 SELECT pg_advisory_lock(81);
 ALTER TABLE at ADD CONSTRAINT at_cancelled CHECK (at_gate(a) < 1000000);

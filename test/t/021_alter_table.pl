@@ -4,7 +4,7 @@
 # rows are checked by the NOT VALID constraint; a rewrite of the table in
 # the middle of the job makes it check from the first block again (a
 # violating row moved into the checked blocks is found); pause, resume,
-# cancel, and a constraint dropped by another session.
+# cancel, a constraint dropped by another session, and SET NOT NULL.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -147,5 +147,27 @@ $node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_dropped');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job ended');
 is(job_field($job, 'error'), 'the constraint was dropped', 'saying why');
+
+# 6. SET NOT NULL: its helper CHECK refuses nulls while the rows are
+# checked; at the end PostgreSQL's SET NOT NULL finds the column proven by
+# the valid helper and reads no row, and the helper is dropped.
+$node->safe_psql('postgres', 'ALTER TABLE t ADD COLUMN n int; UPDATE t SET n = a;');
+$hold = hold_at($node, 'chunk 2');
+my $log_offset = -s $node->logfile;
+$job = submit_job($node, 'ALTER TABLE t ALTER COLUMN n SET NOT NULL',
+	before => 'SET log_min_messages = debug1;');
+ok(held_at_hold($node), 'the SET NOT NULL job is held after its second chunk');
+($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO t (a, n) VALUES (1, NULL)');
+like($err, qr/violates check constraint "t_n_not_null"/, 'a null is refused by the helper meanwhile');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
+is( $node->safe_psql('postgres',
+		"SELECT attnotnull FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'n'"),
+	't', 'the column is NOT NULL');
+is(constraint_state('t_n_not_null'), 'absent', 'the helper is gone');
+ok( $node->log_contains(
+		qr/existing constraints on column "t.n" are sufficient to prove that it does not contain nulls/,
+		$log_offset),
+	'SET NOT NULL read no row at the end');
 
 done_testing();

@@ -59,6 +59,19 @@ BEGIN;
 ALTER TABLE pat ADD CONSTRAINT pat_tx CHECK (a < 2000); CALL parity_wait();
 COMMIT;
 CALL parity_wait();
+-- SET NOT NULL: valid, violated, already NOT NULL, PostgreSQL's errors.
+ALTER TABLE pat ALTER COLUMN b SET NOT NULL; CALL parity_wait();
+DELETE FROM pat WHERE a IS NULL;
+ALTER TABLE pat ALTER COLUMN b SET NOT NULL; CALL parity_wait();
+ALTER TABLE pat ALTER COLUMN b SET NOT NULL; CALL parity_wait();
+INSERT INTO pat VALUES (1, NULL, 0);
+ALTER TABLE pat ALTER COLUMN nosuch SET NOT NULL; CALL parity_wait();
+ALTER TABLE pat ALTER COLUMN xmin SET NOT NULL; CALL parity_wait();
+BEGIN;
+ALTER TABLE pat ALTER COLUMN c SET NOT NULL; CALL parity_wait();
+INSERT INTO pat VALUES (1, 'r', NULL);
+ROLLBACK;
+ALTER TABLE pat ALTER COLUMN c SET NOT NULL; CALL parity_wait();
 -- Partitioned, and with inheritance children: in the session.
 CREATE TABLE pat_parted (a int, b int) PARTITION BY RANGE (a);
 CREATE TABLE pat_parted_1 PARTITION OF pat_parted FOR VALUES FROM (0) TO (100);
@@ -80,5 +93,6 @@ SELECT conrelid::regclass AS table, conname, convalidated, connoinherit,
  WHERE conrelid IN ('pat'::regclass, 'pat_parted'::regclass, 'pat_parted_1'::regclass,
                     'pat_parted_2'::regclass, 'pat_parent'::regclass, 'pat_child'::regclass)
  ORDER BY 1, 2;
+SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'pat'::regclass AND attnum > 0 ORDER BY attnum;
 SELECT count(*), count(a), sum(a) FROM pat;
 DROP TABLE pat, pat_parted, pat_parent, pat_child;
