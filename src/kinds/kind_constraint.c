@@ -54,6 +54,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
+#include "access/genam.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -83,12 +84,14 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "capture/capture_trigger.h"
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
 #include "citus/pg_citus.h"
 #include "engine/job_run.h"
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
+#include "kinds/foreign_key_check.h"
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_lock.h"
@@ -100,6 +103,13 @@
 #define STATE_ADDED				"added"	/* 1: the job added the constraint */
 #define STATE_RELFILENODE		"relfilenode"	/* of the table the chunks check */
 #define STATE_NOT_NULL_ATTNUM	"not_null_attnum"	/* SET NOT NULL: the column */
+#define STATE_FOREIGN_KEY		"foreign_key"	/* 1: a foreign key */
+#define STATE_CAPTURED			"captured"	/* 1: its capture triggers are installed */
+
+#define STRATEGY_FOREIGN_KEY	"existing rows checked in chunks, changed rows captured"
+
+/* Changed rows a catch-up step checks at most */
+#define CATCH_UP_MARKS		10000
 
 /* A chunk's blocks: the first, and the most (they grow toward the batch time) */
 #define CHUNK_BLOCKS_FIRST	64
@@ -189,22 +199,47 @@ ConstraintToValidate(Oid relid, const char *name, char *contype)
 }
 
 /*
+ * The table a foreign key of ADD FOREIGN KEY or VALIDATE CONSTRAINT
+ * references, or InvalidOid (none, or it does not exist: PostgreSQL says so)
+ */
+static Oid
+ReferencedTable(Oid relid, AlterTableCmd *cmd)
+{
+	Oid			conoid;
+	char		contype = 0;
+	Oid			referenced = InvalidOid;
+	HeapTuple	tuple;
+
+	if (AddsValidatedForeignKey(cmd))
+		return RangeVarGetRelid(((Constraint *) cmd->def)->pktable, NoLock, true);
+	if (cmd->subtype != AT_ValidateConstraint || !OidIsValid(relid))
+		return InvalidOid;
+	conoid = ConstraintToValidate(relid, cmd->name, &contype);
+	if (!OidIsValid(conoid) || contype != CONSTRAINT_FOREIGN)
+		return InvalidOid;
+	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
+	if (HeapTupleIsValid(tuple))
+	{
+		referenced = ((Form_pg_constraint) GETSTRUCT(tuple))->confrelid;
+		ReleaseSysCache(tuple);
+	}
+	return referenced;
+}
+
+/*
  * Does a subcommand make PostgreSQL check the table's existing rows against
- * a constraint (*check: a check constraint, which this kind does)?
+ * a constraint?
  */
 static bool
-ChecksExistingRows(Oid relid, AlterTableCmd *cmd, bool *check)
+ChecksExistingRows(Oid relid, AlterTableCmd *cmd)
 {
 	char		contype = 0;
 
-	*check = AddsValidatedCheck(cmd) || SetsNotNull(relid, cmd);
-	if (*check || AddsValidatedForeignKey(cmd))
+	if (AddsValidatedCheck(cmd) || SetsNotNull(relid, cmd) || AddsValidatedForeignKey(cmd))
 		return true;
-	if (cmd->subtype != AT_ValidateConstraint || !OidIsValid(relid) ||
-		!OidIsValid(ConstraintToValidate(relid, cmd->name, &contype)))
-		return false;
-	*check = contype == CONSTRAINT_CHECK;
-	return contype == CONSTRAINT_CHECK || contype == CONSTRAINT_FOREIGN;
+	return cmd->subtype == AT_ValidateConstraint && OidIsValid(relid) &&
+		OidIsValid(ConstraintToValidate(relid, cmd->name, &contype)) &&
+		(contype == CONSTRAINT_CHECK || contype == CONSTRAINT_FOREIGN);
 }
 
 /* Is the table's access method heap? */
@@ -232,22 +267,21 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 {
 	AlterTableStmt *stmt;
 	Oid			relid;
+	Oid			referenced;
 	ListCell   *lc;
 	bool		any_checks = false;
-	bool		check = false;
 
 	if (!IsA(parsetree, AlterTableStmt) || ((AlterTableStmt *) parsetree)->objtype != OBJECT_TABLE)
 		return KIND_NOT_ACCEPTED;
 	stmt = (AlterTableStmt *) parsetree;
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	foreach(lc, stmt->cmds)
-		any_checks |= ChecksExistingRows(relid, lfirst_node(AlterTableCmd, lc), &check);
+		any_checks |= ChecksExistingRows(relid, lfirst_node(AlterTableCmd, lc));
 	if (!any_checks || !OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
 		return KIND_NOT_ACCEPTED;	/* PostgreSQL reports what is wrong */
+	referenced = OnlyCommand(stmt) != NULL ? ReferencedTable(relid, OnlyCommand(stmt)) : InvalidOid;
 	if (OnlyCommand(stmt) == NULL)
-		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, VALIDATE CONSTRAINT of a check constraint or ALTER COLUMN SET NOT NULL runs in the background.";
-	else if (!check)
-		*reason = "The rows of a foreign key are checked in the session: foreign keys do not run in the background yet.";
+		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, ADD FOREIGN KEY, VALIDATE CONSTRAINT or ALTER COLUMN SET NOT NULL runs in the background.";
 	else if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
 		*reason = "The table is temporary: it belongs to this session.";
 	else if (IsCatalogRelationOid(relid))
@@ -258,6 +292,10 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 		*reason = "The table's access method is not heap.";
 	else if (PgCitusTable(relid))
 		*reason = PgCitusInSessionReason(relid);
+	else if (OidIsValid(referenced) && get_rel_relkind(referenced) != RELKIND_RELATION)
+		*reason = "The referenced table is partitioned: a foreign key to it is checked in the session.";
+	else if (OidIsValid(referenced) && PgCitusTable(referenced))
+		*reason = PgCitusInSessionReason(referenced);
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }
 
@@ -287,22 +325,29 @@ LockForSubmit(RangeVar *relation, Oid relid, LOCKMODE mode)
 				 errhint("Run the statement again.")));
 }
 
-/* The check constraints of a table that are not valid */
+/* The constraints of a table of one type that are not valid */
 static List *
-NotValidChecks(Oid relid)
+NotValidConstraints(Oid relid, char contype)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
-	List	   *checks = NIL;
+	Relation	pg_constraint = table_open(ConstraintRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *constraints = NIL;
 
-	for (int i = 0; rel->rd_att->constr != NULL && i < rel->rd_att->constr->num_check; i++)
+	ScanKeyInit(&key, Anum_pg_constraint_conrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(pg_constraint, ConstraintRelidTypidNameIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		ConstrCheck *check = &rel->rd_att->constr->check[i];
+		Form_pg_constraint form = (Form_pg_constraint) GETSTRUCT(tuple);
 
-		if (!check->ccvalid)
-			checks = lappend_oid(checks, get_relation_constraint_oid(relid, check->ccname, false));
+		if (form->contype == contype && !form->convalidated)
+			constraints = lappend_oid(constraints, form->oid);
 	}
-	table_close(rel, AccessShareLock);
-	return checks;
+	systable_endscan(scan);
+	table_close(pg_constraint, AccessShareLock);
+	return constraints;
 }
 
 /*
@@ -317,11 +362,26 @@ AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid, Constraint *con
 	AlterTableStmt *not_valid = copyObject(stmt);
 	AlterTableCmd *add = makeNode(AlterTableCmd);
 	PlannedStmt *pstmt = copyObject(submit->pstmt);
+	char		contype;
 	List	   *before;
 	List	   *added;
 
-	LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
-	before = NotValidChecks(relid);
+	/*
+	 * ADD CHECK takes ACCESS EXCLUSIVE; ADD FOREIGN KEY, SHARE ROW EXCLUSIVE
+	 * on both tables, the referencing one first
+	 */
+	if (constraint->contype == CONSTR_FOREIGN)
+	{
+		Oid			referenced = RangeVarGetRelid(constraint->pktable, NoLock, true);
+
+		LockForSubmit(stmt->relation, relid, ShareRowExclusiveLock);
+		if (OidIsValid(referenced))
+			LockForSubmit(constraint->pktable, referenced, ShareRowExclusiveLock);
+	}
+	else
+		LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+	contype = constraint->contype == CONSTR_FOREIGN ? CONSTRAINT_FOREIGN : CONSTRAINT_CHECK;
+	before = NotValidConstraints(relid, contype);
 	constraint = copyObject(constraint);
 	constraint->skip_validation = true;
 	constraint->initially_valid = false;
@@ -331,9 +391,9 @@ AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid, Constraint *con
 	pstmt->utilityStmt = (Node *) not_valid;
 	submit->run_utility(submit, pstmt);
 	CommandCounterIncrement();
-	added = list_difference_oid(NotValidChecks(relid), before);
+	added = list_difference_oid(NotValidConstraints(relid, contype), before);
 	if (list_length(added) != 1)
-		elog(ERROR, "ALTER TABLE ADD CHECK NOT VALID added %d constraints", list_length(added));
+		elog(ERROR, "ALTER TABLE ADD CONSTRAINT NOT VALID added %d constraints", list_length(added));
 	return linitial_oid(added);
 }
 
@@ -398,7 +458,7 @@ ValidatableCheck(AlterTableStmt *stmt, Oid relid)
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));
 	conoid = ConstraintToValidate(relid, cmd->name, &contype);
-	if (!OidIsValid(conoid) || contype != CONSTRAINT_CHECK)
+	if (!OidIsValid(conoid) || (contype != CONSTRAINT_CHECK && contype != CONSTRAINT_FOREIGN))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("constraint \"%s\" of relation \"%s\" changed while the statement was submitted",
@@ -428,6 +488,22 @@ ConstraintValidate(KindSubmit *submit)
 	submit->target_oid = relid;
 	CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
 	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, cmd->subtype != AT_ValidateConstraint);
+	if (OidIsValid(ReferencedTable(relid, cmd)) || AddsValidatedForeignKey(cmd))
+	{
+		HeapTuple	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for constraint %u", conoid);
+		CatalogKindStateSetInt(&submit->kind_state, STATE_FOREIGN_KEY, 1);
+		/*
+		 * Rows added to the referenced table can make a row valid, and
+		 * rows removed from it invalid: the session's later writes of it
+		 * come after the check too
+		 */
+		submit->sources = list_make1_oid(((Form_pg_constraint) GETSTRUCT(tuple))->confrelid);
+		submit->source_effects = REL_ADDS_ROWS | REL_REMOVES_ROWS | REL_REDEFINES;
+		ReleaseSysCache(tuple);
+	}
 	/*
 	 * The session's later writes are checked by the constraint; but one
 	 * that removes or changes a violating row, or changes the table's
@@ -442,7 +518,15 @@ ConstraintReserve(KindSubmit *submit)
 {
 	submit->target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(submit->target_oid)),
 													 get_rel_name(submit->target_oid));
-	submit->strategy = pstrdup(STRATEGY_CHECK_IN_CHUNKS);
+	submit->strategy = pstrdup(CatalogKindStateInt(submit->kind_state, STATE_FOREIGN_KEY) != 0 ?
+							   STRATEGY_FOREIGN_KEY : STRATEGY_CHECK_IN_CHUNKS);
+}
+
+/* Is the job's constraint a foreign key? */
+static bool
+JobIsForeignKey(const BgddlJob *job)
+{
+	return CatalogKindStateInt(job->kind_state, STATE_FOREIGN_KEY) != 0;
 }
 
 /* The column a SET NOT NULL job makes NOT NULL, or InvalidAttrNumber */
@@ -527,7 +611,8 @@ ConstraintPlan(JobRun *run)
 	rel = table_open(run->job.target_oid, AccessShareLock);
 	MeasureTable(run, rel);
 	table_close(rel, NoLock);
-	run->job.strategy = pstrdup(STRATEGY_CHECK_IN_CHUNKS);
+	run->job.strategy = pstrdup(JobIsForeignKey(&run->job) ? STRATEGY_FOREIGN_KEY :
+								STRATEGY_CHECK_IN_CHUNKS);
 	run->job.planned = true;
 	CatalogJobRecordPlan(&run->job);
 	JobStepEnd();
@@ -610,6 +695,135 @@ CheckBlocks(Relation rel, Node *expr, const char *name, AttrNumber not_null_colu
 }
 
 /*
+ * A foreign key's capture: an UPDATE that leaves a row's key as it was is
+ * not checked by PostgreSQL (RI_FKey_fk_upd_check_required), and may move a
+ * row that never was valid into blocks the job has checked already.  So,
+ * before the first chunk, the job installs capture triggers
+ * (capture_trigger.c) that log the tuple id of every changed row, and
+ * checks those rows after the chunks (the catch-up) and, under a lock that
+ * keeps writers out, at the cut-over.  A LockingStep: CREATE TRIGGER's lock.
+ */
+static void
+InstallCaptureStep(JobRun *run, void *arg)
+{
+	Oid			relid = run->job.target_oid;
+	Capture		capture;
+	char	   *refusal;
+
+	JobStepLockRelation(relid, ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
+	refusal = CaptureRefusal(relid, run->job.identity.owner_oid);
+	if (refusal != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("background DDL job %lld cannot capture the changes of its table: %s",
+						(long long) run->job.id, refusal)));
+	CaptureInstall(run->job.id, relid, list_make1_oid(relid), list_make1_int(0), relid, NULL, 0,
+				   &capture);
+	CatalogJobSetCleanupPending(run->job.id, true);
+	run->job.cleanup_pending = true;
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_CAPTURED, 1);
+	CatalogJobRecordKindState(&run->job);
+}
+
+/*
+ * The check starts over from the first block (the table was rewritten, or
+ * its changes were not all captured): what was captured is forgotten.
+ * Caller is in a step and holds a lock on the table.
+ */
+static void
+RestartCheck(JobRun *run, Relation rel, const char *why)
+{
+	ereport(LOG,
+			(errmsg("background DDL job %lld: %s; the rows of \"%s\" are checked again from the first block",
+					(long long) run->job.id, why, RelationGetRelationName(rel))));
+	if (JobIsForeignKey(&run->job))
+		CaptureForget(run->job.id, false);
+	MeasureTable(run, rel);
+	CatalogJobRestartBuild(&run->job);
+}
+
+/*
+ * In a step: check the foreign key's rows changed since the capture began,
+ * up to max_marks of them, as the submitting role, and forget them.
+ * JOB_STEP_MORE if more are left.  If the capture cannot tell which rows
+ * changed (a pause, a transaction that changed too many rows), the check
+ * starts over from the first block (JOB_STEP_RESTART).  If the capture
+ * cannot be trusted any more (its triggers were changed, or its backlog
+ * outgrew its bound and it stopped), every row is checked, but only
+ * writers_locked (at the cut-over): until then, JOB_STEP_DONE.
+ */
+static JobStepResult
+CheckChangedRows(JobRun *run, HeapTuple constraint, int max_marks, bool writers_locked)
+{
+	Relation	rel = table_open(run->job.target_oid, NoLock);
+	CapturedMarks marks;
+	Capture		capture = {0};
+	bool		trusted;
+	ItemPointerData *tids;
+	MarkId	   *ids;
+	JobStepResult result = JOB_STEP_DONE;
+
+	trusted = CaptureRowLoad(run->job.id, &capture) && CaptureIntact(&capture) && !capture.stopped;
+	PushActiveSnapshot(GetLatestSnapshot());
+	CaptureMarksScan(run->job.id, max_marks, &marks);
+	PopActiveSnapshot();
+	if (!trusted && writers_locked)
+	{
+		ereport(LOG,
+				(errmsg("background DDL job %lld: the changes to \"%s\" were not all captured; its cut-over checks every row",
+						(long long) run->job.id, RelationGetRelationName(rel))));
+		JobQueryBegin(run->job.identity.owner_oid, false);
+		(void) ForeignKeyCheckBlocks(rel, constraint, 0, RelationGetNumberOfBlocks(rel));
+		JobQueryEnd();
+		CaptureForget(run->job.id, false);
+	}
+	else if (trusted && (marks.uncaptured || marks.whole_table))
+	{
+		RestartCheck(run, rel, "changes to its table were not all captured");
+		result = JOB_STEP_RESTART;
+	}
+	else if (trusted)
+	{
+		tids = palloc(sizeof(ItemPointerData) * Max(marks.nrows, 1));
+		ids = palloc(sizeof(MarkId) * Max(marks.nrows, 1));
+		for (int i = 0; i < marks.nrows; i++)
+		{
+			tids[i] = marks.rows[i].source;
+			ids[i] = marks.rows[i].mark;
+		}
+		JobQueryBegin(run->job.identity.owner_oid, true);
+		ForeignKeyCheckRows(rel, constraint, tids, marks.nrows);
+		JobQueryEnd();
+		CaptureMarksDelete(run->job.id, ids, marks.nrows);
+		CaptureMarksDelete(run->job.id, marks.others, marks.nothers);
+		result = marks.more ? JOB_STEP_MORE : JOB_STEP_DONE;
+	}
+	table_close(rel, NoLock);
+	return result;
+}
+
+/*
+ * After the chunks: a foreign key's changed rows, a batch per step, until
+ * none is left (the cut-over checks those that come meanwhile)
+ */
+static JobStepResult
+ConstraintCatchUp(JobRun *run)
+{
+	HeapTuple	constraint;
+	JobStepResult result;
+
+	if (!JobIsForeignKey(&run->job))
+		return JOB_STEP_DONE;
+	JobStepHoldPoint("catching up");
+	constraint = BeginConstraintStep(run, "background_ddl: checking changed rows", AccessShareLock);
+	if (constraint == NULL)
+		return JOB_STEP_TARGET_GONE;
+	result = CheckChangedRows(run, constraint, CATCH_UP_MARKS, false);
+	JobStepEnd();
+	return result;
+}
+
+/*
  * One chunk: the next blocks from the checkpoint (work_done), checked in a
  * step of their own.  JOB_STEP_DONE once every block the table had when
  * the job was planned is checked; the check starts over if the table was
@@ -629,6 +843,14 @@ ConstraintBackfillStep(JobRun *run)
 	instr_time	start_time;
 	instr_time	duration;
 
+	if (JobIsForeignKey(&run->job) && CatalogKindStateInt(run->job.kind_state, STATE_CAPTURED) == 0)
+	{
+		JobStepHoldPoint("installing capture");
+		JobRunLockingStep(run, InstallCaptureStep, NULL, JOB_PHASE_INSTALLING_CAPTURE,
+						  "background_ddl: installing capture");
+		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
+		return JOB_STEP_MORE;
+	}
 	JobStepHoldAtChunk(run->job.chunks_done);
 	constraint = BeginConstraintStep(run, "background_ddl: checking a chunk of rows", AccessShareLock);
 	if (constraint == NULL)
@@ -646,11 +868,7 @@ ConstraintBackfillStep(JobRun *run)
 	}
 	if (rel->rd_node.relNode != (Oid) CatalogKindStateInt(run->job.kind_state, STATE_RELFILENODE))
 	{
-		ereport(LOG,
-				(errmsg("background DDL job %lld: table \"%s\" was rewritten; its rows are checked again from the first block",
-						(long long) run->job.id, RelationGetRelationName(rel))));
-		MeasureTable(run, rel);
-		CatalogJobRestartBuild(&run->job);
+		RestartCheck(run, rel, "its table was rewritten");
 		table_close(rel, NoLock);
 		JobStepEnd();
 		return JOB_STEP_MORE;
@@ -661,10 +879,14 @@ ConstraintBackfillStep(JobRun *run)
 	INSTR_TIME_SET_CURRENT(start_time);
 	JobQueryBegin(run->job.identity.owner_oid, true);
 	/* VACUUM may have truncated empty blocks at the end: nothing to check there */
-	rows = CheckBlocks(rel, CheckExpression(constraint),
-					   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
-					   JobNotNullColumn(&run->job), start, Min(end, RelationGetNumberOfBlocks(rel)),
-					   NULL);
+	if (JobIsForeignKey(&run->job))
+		rows = ForeignKeyCheckBlocks(rel, constraint, start,
+									 Min(end, RelationGetNumberOfBlocks(rel)));
+	else
+		rows = CheckBlocks(rel, CheckExpression(constraint),
+						   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
+						   JobNotNullColumn(&run->job), start,
+						   Min(end, RelationGetNumberOfBlocks(rel)), NULL);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
@@ -751,7 +973,9 @@ DropJobConstraint(const BgddlJob *job)
 /*
  * Every row is checked: the constraint is valid from this commit on, under
  * VALIDATE CONSTRAINT's SHARE UPDATE EXCLUSIVE, which writers do not wait
- * for.  A SET NOT NULL job's helper, valid, lets PostgreSQL's SET NOT NULL
+ * for.  A foreign key's last changed rows are checked under SHARE, which
+ * keeps writers out for as long (a job's lock, asked for without queueing
+ * first): none can change a row meanwhile.  A SET NOT NULL job's helper, valid, lets PostgreSQL's SET NOT NULL
  * skip its scan (it proves the column has no nulls), and is dropped: that
  * needs SET NOT NULL's ACCESS EXCLUSIVE, for as long as a few catalog
  * updates take.
@@ -765,9 +989,22 @@ ConstraintCutOver(JobRun *run)
 	JobStepHoldPoint("cutting over");
 	constraint = BeginConstraintStep(run, "background_ddl: cutting over",
 									 column != InvalidAttrNumber ? AccessExclusiveLock :
+									 JobIsForeignKey(&run->job) ? ShareLock :
 									 ShareUpdateExclusiveLock);
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
+	if (JobIsForeignKey(&run->job))
+	{
+		JobStepResult result;
+
+		while ((result = CheckChangedRows(run, constraint, CATCH_UP_MARKS, true)) == JOB_STEP_MORE)
+			;
+		if (result == JOB_STEP_RESTART)
+		{
+			JobStepEnd();
+			return JOB_STEP_RESTART;
+		}
+	}
 	if (!((Form_pg_constraint) GETSTRUCT(constraint))->convalidated)
 		MarkValid(run->job.target_oid, constraint);
 	if (column != InvalidAttrNumber)
@@ -829,11 +1066,55 @@ ConstraintBuildHere(const BgddlJob *job)
 static void
 ConstraintDiscard(const BgddlJob *job, bool keep_target)
 {
+	HeapTuple	constraint;
+
 	if (keep_target || CatalogKindStateInt(job->kind_state, STATE_ADDED) == 0)
 		return;
 	JobStepLockRelation(job->target_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
-	if (JobConstraintTuple(job) != NULL)
-		DropJobConstraint(job);
+	constraint = JobConstraintTuple(job);
+	if (constraint == NULL)
+		return;
+	/* dropping a foreign key locks the referenced table too */
+	if (JobIsForeignKey(job))
+		JobStepLockRelation(((Form_pg_constraint) GETSTRUCT(constraint))->confrelid,
+							AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	DropJobConstraint(job);
+}
+
+/*
+ * After a foreign key's job: its capture triggers dropped (ACCESS EXCLUSIVE
+ * on the table, as a job takes such a lock), and its captured rows
+ * forgotten
+ */
+static void
+ConstraintCleanup(const BgddlJob *job)
+{
+	JobStepLockRelation(job->target_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	CaptureRemove(job->id, job->target_oid);
+	CaptureForget(job->id, true);
+}
+
+/*
+ * A foreign key's job was paused: its capture triggers log nothing
+ * meanwhile (capture_trigger.c), so one uncaptured mark stands for what
+ * they missed, and the check starts over when it resumes
+ */
+static void
+ConstraintPaused(const BgddlJob *job)
+{
+	Capture		capture;
+
+	if (CaptureRowLoad(job->id, &capture) && !capture.stopped)
+		CaptureCoverAll(job->id);
+}
+
+/* Does the job keep capture triggers on a table of that role? */
+static bool
+ConstraintKeepsOnTableOf(const BgddlJob *job, Oid role)
+{
+	return CatalogKindStateInt(job->kind_state, STATE_CAPTURED) != 0 &&
+		SearchSysCacheExists1(RELOID, ObjectIdGetDatum(job->target_oid)) &&
+		PgRelationOwnerCheck(job->target_oid, role);
 }
 
 /* A constraint the job added is dropped under ACCESS EXCLUSIVE: by the worker */
@@ -855,7 +1136,14 @@ ConstraintExplain(Node *raw_statement, const char *query_string)
 	switch (ConstraintAccepts(raw_statement, &reason))
 	{
 		case KIND_ACCEPTED:
-			return STRATEGY_CHECK_IN_CHUNKS;
+			{
+				AlterTableStmt *stmt = (AlterTableStmt *) raw_statement;
+				AlterTableCmd *cmd = OnlyCommand(stmt);
+
+				return AddsValidatedForeignKey(cmd) ||
+					OidIsValid(ReferencedTable(RangeVarGetRelid(stmt->relation, NoLock, false), cmd)) ?
+					STRATEGY_FOREIGN_KEY : STRATEGY_CHECK_IN_CHUNKS;
+			}
 		case KIND_IN_SESSION:
 			return psprintf("in the session: %s", reason);
 		default:
@@ -933,6 +1221,19 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 							   "while each chunk is checked; SHARE UPDATE EXCLUSIVE for a moment at the end",
 							   RelationGetRelationName(rel));
 	cmd = OnlyCommand(stmt);
+	if (OidIsValid(ReferencedTable(RelationGetRelid(rel), cmd)) || AddsValidatedForeignKey(cmd))
+	{
+		estimate->strategy = pstrdup(STRATEGY_FOREIGN_KEY);
+		estimate->locks = psprintf("SHARE ROW EXCLUSIVE on \"%s\" and the referenced table for a moment "
+								   "at submit (ADD; SHARE UPDATE EXCLUSIVE for VALIDATE), asked for without "
+								   "queueing first; SHARE ROW EXCLUSIVE for a moment to install and ACCESS "
+								   "EXCLUSIVE to drop its capture triggers; ACCESS SHARE while each chunk is "
+								   "checked; SHARE (writers wait) while the last changed rows are checked at "
+								   "the end; not measured",
+								   RelationGetRelationName(rel));
+		table_close(rel, NoLock);
+		return true;
+	}
 	if (cmd->subtype == AT_AddConstraint)
 	{
 		Constraint *constraint = (Constraint *) cmd->def;
@@ -1018,9 +1319,13 @@ const KindRoutine kind_constraint_routine = {
 	.start = ConstraintStart,
 	.plan = ConstraintPlan,
 	.backfill_step = ConstraintBackfillStep,
+	.catch_up = ConstraintCatchUp,
 	.cut_over = ConstraintCutOver,
 	.gone_reason = ConstraintGoneReason,
 	.discard = ConstraintDiscard,
+	.cleanup = ConstraintCleanup,
+	.paused = ConstraintPaused,
+	.keeps_on_table_of = ConstraintKeepsOnTableOf,
 	.discards_in_any_transaction = ConstraintDiscardsInAnyTransaction,
 	.build_here = ConstraintBuildHere,
 };

@@ -104,6 +104,81 @@ SET background_ddl = off;
 ALTER TABLE at DROP COLUMN m, DROP COLUMN n;
 SET background_ddl = on;
 
+-- ADD FOREIGN KEY: the constraint NOT VALID at submit (every write checked
+-- from then on), the rows checked in chunks, the rows changed meanwhile
+-- captured and checked again; PostgreSQL's errors at submit and for a row
+-- without its referenced row.
+CREATE TABLE at_parent (id int PRIMARY KEY, code text UNIQUE);
+INSERT INTO at_parent SELECT g, 'c' || g FROM generate_series(1, 100) g;
+CREATE TABLE at_child (id int, parent int, code text);
+INSERT INTO at_child SELECT g, g % 100 + 1, 'c' || (g % 100 + 1) FROM generate_series(1, 5000) g;
+ALTER TABLE at_child ADD FOREIGN KEY (nosuch) REFERENCES at_parent;
+ALTER TABLE at_child ADD FOREIGN KEY (parent) REFERENCES at_nosuch;
+ALTER TABLE at_child ADD FOREIGN KEY (parent) REFERENCES at_parent (nosuch);
+ALTER TABLE at_child ADD FOREIGN KEY (id) REFERENCES at_child (parent);
+ALTER TABLE at_child ADD FOREIGN KEY (code) REFERENCES at_parent (id);
+SET ROLE at_stranger;
+ALTER TABLE at_child ADD FOREIGN KEY (parent) REFERENCES at_parent;
+RESET ROLE;
+ALTER TABLE at_child ADD CONSTRAINT at_child_parent FOREIGN KEY (parent) REFERENCES at_parent;
+SELECT last_ddl_job() AS fk_job \gset
+SELECT kind, strategy FROM pg_stat_background_ddl WHERE id = :fk_job;
+SELECT wait_ddl(:fk_job, '60s');
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at_child'::regclass;
+SELECT count(*) AS capture_triggers_left FROM pg_trigger
+ WHERE tgrelid = 'at_child'::regclass AND tgname LIKE 'background_ddl%';
+-- A row without its referenced row: PostgreSQL's error, with the key.
+INSERT INTO at_child VALUES (5001, NULL, 'c1');
+SET session_replication_role = replica;
+INSERT INTO at_child VALUES (5002, 1, 'c999');
+SET session_replication_role = DEFAULT;
+ALTER TABLE at_child ADD CONSTRAINT at_child_code FOREIGN KEY (code) REFERENCES at_parent (code);
+SELECT last_ddl_job() AS fk_bad_job \gset
+SELECT wait_ddl(:fk_bad_job, '60s');
+SELECT state, error, error_detail, error_sqlstate FROM pg_stat_background_ddl WHERE id = :fk_bad_job;
+SELECT count(*) AS left_over FROM pg_constraint WHERE conname = 'at_child_code';
+-- VALIDATE CONSTRAINT of a foreign key, once the row has its referenced row.
+SET background_ddl = off;
+ALTER TABLE at_child ADD CONSTRAINT at_child_code FOREIGN KEY (code) REFERENCES at_parent (code) NOT VALID;
+SET background_ddl = on;
+INSERT INTO at_parent VALUES (999, 'c999');
+ALTER TABLE at_child VALIDATE CONSTRAINT at_child_code;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at_child'::regclass ORDER BY conname;
+-- MATCH FULL refuses a key half null.
+ALTER TABLE at_parent ADD UNIQUE (id, code);
+ALTER TABLE at_child ADD CONSTRAINT at_child_full FOREIGN KEY (parent, code)
+  REFERENCES at_parent (id, code) MATCH FULL;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT state, error, error_detail FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+-- The session's later writes of the referenced table come after the check.
+ALTER TABLE at_child DROP CONSTRAINT at_child_code;
+ALTER TABLE at_child ADD CONSTRAINT at_child_code FOREIGN KEY (code) REFERENCES at_parent (code);
+DELETE FROM at_parent WHERE id = 999;
+SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+-- The job's queries name everything with its schema: a search_path that
+-- puts a schema with look-alike functions and operators first changes
+-- nothing (each of these raises when called).
+CREATE SCHEMA at_trap;
+CREATE FUNCTION at_trap.trap(tid, tid) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'trapped'; END $$;
+CREATE FUNCTION at_trap.trap(int, int) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'trapped'; END $$;
+CREATE FUNCTION at_trap.trap_count(bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'trapped'; END $$;
+CREATE AGGREGATE at_trap.count(*) (sfunc = at_trap.trap_count, stype = bigint);
+CREATE OPERATOR at_trap.>= (leftarg = tid, rightarg = tid, function = at_trap.trap);
+CREATE OPERATOR at_trap.< (leftarg = tid, rightarg = tid, function = at_trap.trap);
+CREATE OPERATOR at_trap.= (leftarg = int, rightarg = int, function = at_trap.trap);
+SET search_path = at_trap, public, pg_catalog;
+ALTER TABLE at_child ADD CONSTRAINT at_child_trapped FOREIGN KEY (parent) REFERENCES at_parent;
+SELECT wait_ddl(last_ddl_job(), '60s');
+RESET search_path;
+DROP SCHEMA at_trap CASCADE;
+SELECT explain_ddl('ALTER TABLE at_child ADD FOREIGN KEY (parent) REFERENCES at_parent');
+SELECT strategy, seconds FROM estimate_ddl('ALTER TABLE at_child ADD FOREIGN KEY (parent) REFERENCES at_parent');
+DROP TABLE at_child, at_parent;
+
 -- Cancelled: the constraint the job added is dropped.
 SELECT pg_advisory_lock(81);
 ALTER TABLE at ADD CONSTRAINT at_cancelled CHECK (at_gate(a) < 1000000);

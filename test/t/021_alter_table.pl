@@ -4,7 +4,8 @@
 # rows are checked by the NOT VALID constraint; a rewrite of the table in
 # the middle of the job makes it check from the first block again (a
 # violating row moved into the checked blocks is found); pause, resume,
-# cancel, a constraint dropped by another session, and SET NOT NULL.
+# cancel, a constraint dropped by another session, SET NOT NULL, and a
+# foreign key, whose rows moved by an unchecked UPDATE are caught.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -113,7 +114,7 @@ release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
 like(job_field($job, 'error'), qr/check constraint "r_not_zero" of relation "r" is violated by some row/,
 	'it found the row');
-like(slurp_file($node->logfile), qr/table "r" was rewritten; its rows are checked again from the first block/,
+like(slurp_file($node->logfile), qr/its table was rewritten; the rows of "r" are checked again from the first block/,
 	'after checking the rewritten table from its first block');
 is(constraint_state('r_not_zero'), 'false', 'the constraint stays NOT VALID, as after a failed VALIDATE');
 
@@ -169,5 +170,61 @@ ok( $node->log_contains(
 		qr/existing constraints on column "t.n" are sufficient to prove that it does not contain nulls/,
 		$log_offset),
 	'SET NOT NULL read no row at the end');
+
+# 7. A foreign key, and the row PostgreSQL does not check: an UPDATE that
+# leaves the key as it was moves a row that never had its referenced row
+# from the blocks not checked yet into one checked already.  The capture
+# logged it; the job checks it again, and fails as the blocking statement
+# would have.
+$node->safe_psql('postgres', q{
+CREATE TABLE p (id int PRIMARY KEY);
+INSERT INTO p SELECT generate_series(1, 1000);
+CREATE TABLE c (id int, parent int, pad text) WITH (fillfactor = 100, autovacuum_enabled = off);
+INSERT INTO c SELECT g, g % 1000 + 1, 'x' FROM generate_series(1, 30000) g;
+INSERT INTO c VALUES (0, -5, 'orphan');
+INSERT INTO c SELECT g, g % 1000 + 1, 'x' FROM generate_series(30001, 30500) g;
+DELETE FROM c WHERE id BETWEEN 1 AND 400;
+VACUUM c;
+});
+$hold = hold_at($node, 'chunk 1');
+$job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
+ok(held_at_hold($node), 'the foreign key job is held after its first chunk');
+$checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+$row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM c WHERE id = 0");
+cmp_ok($row_block, '>=', $checked, "the orphan row (block $row_block) is past the blocks checked ($checked)");
+($ret, $out, $err) = $node->psql('postgres', "UPDATE c SET pad = 'moved' WHERE id = 0");
+is($ret, 0, 'an UPDATE that leaves its key as it was is not checked');
+$row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM c WHERE id = 0");
+cmp_ok($row_block, '<', $checked, "it moved the row to block $row_block, among those checked");
+($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO c VALUES (1, -6, NULL)');
+like($err, qr/violates foreign key constraint "c_parent"/, 'a new row without its referenced row is refused');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+is( job_field($job, q{error || ' / ' || error_detail || ' / ' || error_sqlstate}),
+	'insert or update on table "c" violates foreign key constraint "c_parent" / Key (parent)=(-5) is not present in table "p". / 23503',
+	"with PostgreSQL's error");
+is(constraint_state('c_parent'), 'absent', 'and dropped its constraint');
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
+	'its capture triggers are gone');
+
+# The same job under writers, with the orphan fixed: it succeeds, and the
+# capture triggers are dropped.
+$node->safe_psql('postgres', "UPDATE c SET parent = 5 WHERE id = 0");
+$hold = hold_at($node, 'chunk 1');
+$job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
+ok(held_at_hold($node), 'held after its first chunk');
+$node->safe_psql('postgres', q{
+UPDATE c SET pad = 'again' WHERE id % 7 = 0;
+DELETE FROM c WHERE id % 11 = 0;
+INSERT INTO c SELECT g, g % 1000 + 1, 'new' FROM generate_series(40001, 41000) g;
+});
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
+is(constraint_state('c_parent'), 'true', 'the foreign key is valid');
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
+	'its capture triggers are gone');
+is($node->safe_psql('postgres', "SELECT count(*) FROM background_ddl.dirty"), '0', 'and its marks');
 
 done_testing();

@@ -72,6 +72,42 @@ ALTER TABLE pat ALTER COLUMN c SET NOT NULL; CALL parity_wait();
 INSERT INTO pat VALUES (1, 'r', NULL);
 ROLLBACK;
 ALTER TABLE pat ALTER COLUMN c SET NOT NULL; CALL parity_wait();
+-- Foreign keys: valid (also across types), violated by one row, VALIDATE,
+-- self-referencing, MATCH FULL, and PostgreSQL's errors at the statement.
+CREATE TABLE paf_p (id int PRIMARY KEY, k text UNIQUE, n numeric UNIQUE);
+INSERT INTO paf_p SELECT g, 'k' || g, g FROM generate_series(1, 200) g;
+CREATE TABLE paf_c (id int, p int, k text, n int, kv varchar);
+INSERT INTO paf_c SELECT g, g % 200 + 1, 'k' || (g % 200 + 1), g % 200 + 1, 'k1' FROM generate_series(1, 2000) g;
+ALTER TABLE paf_c ADD FOREIGN KEY (p) REFERENCES paf_p; CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (k) REFERENCES paf_p (k) ON DELETE CASCADE; CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (n) REFERENCES paf_p (n); CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (kv) REFERENCES paf_p (k); CALL parity_wait();
+UPDATE paf_c SET p = 1000 WHERE id = 7;
+SET session_replication_role = replica;
+UPDATE paf_c SET p = 5000, k = NULL WHERE id = 7;
+SET session_replication_role = DEFAULT;
+ALTER TABLE paf_c ADD CONSTRAINT paf_c_p2 FOREIGN KEY (p) REFERENCES paf_p; CALL parity_wait();
+ALTER TABLE paf_p ADD UNIQUE (n, k);
+ALTER TABLE paf_c ADD CONSTRAINT paf_c_full FOREIGN KEY (n, k) REFERENCES paf_p (n, k) MATCH FULL; CALL parity_wait();
+ALTER TABLE paf_c ADD CONSTRAINT paf_c_p3 FOREIGN KEY (p) REFERENCES paf_p NOT VALID; CALL parity_wait();
+ALTER TABLE paf_c VALIDATE CONSTRAINT paf_c_p3; CALL parity_wait();
+UPDATE paf_c SET p = 7 WHERE id = 7;
+ALTER TABLE paf_c VALIDATE CONSTRAINT paf_c_p3; CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (p) REFERENCES paf_p (k); CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (p, k) REFERENCES paf_p (id); CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (p, k) REFERENCES paf_p (id, k); CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (p) REFERENCES paf_nosuch; CALL parity_wait();
+ALTER TABLE paf_c ADD FOREIGN KEY (nosuch) REFERENCES paf_p; CALL parity_wait();
+CREATE TABLE paf_tree (id int PRIMARY KEY, parent int);
+INSERT INTO paf_tree SELECT g, NULLIF(g / 2, 0) FROM generate_series(1, 1000) g;
+ALTER TABLE paf_tree ADD FOREIGN KEY (parent) REFERENCES paf_tree; CALL parity_wait();
+DELETE FROM paf_p WHERE id = 3;
+DELETE FROM paf_p WHERE id = 200;
+SELECT conrelid::regclass AS table, conname, convalidated, pg_get_constraintdef(oid) AS definition
+  FROM pg_constraint WHERE contype = 'f' AND conrelid IN ('paf_c'::regclass, 'paf_tree'::regclass)
+ ORDER BY 1, 2;
+SELECT count(*) FROM paf_c;
+DROP TABLE paf_c, paf_tree, paf_p;
 -- Partitioned, and with inheritance children: in the session.
 CREATE TABLE pat_parted (a int, b int) PARTITION BY RANGE (a);
 CREATE TABLE pat_parted_1 PARTITION OF pat_parted FOR VALUES FROM (0) TO (100);

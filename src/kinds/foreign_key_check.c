@@ -1,0 +1,288 @@
+/*-------------------------------------------------------------------------
+ *
+ * foreign_key_check.c
+ *	  Checking rows of a table against one of its foreign keys, a range of
+ *	  blocks or a list of tuple ids at a time, as ALTER TABLE checks them.
+ *
+ * A range of blocks is checked as RI_Initial_Check checks a whole table: a
+ * query that joins the referencing rows (those of the range) to the
+ * referenced table with the constraint's own equality operators, and
+ * returns those without a match whose key, by the constraint's MATCH rule,
+ * must have one.  It runs as the caller (the job's role) when that role may
+ * read the key columns of both tables and no row security applies, as
+ * PostgreSQL's does; otherwise, as PostgreSQL falls back to, each row of
+ * the range is checked by the foreign key's own check function.  Every row
+ * the query returns is checked by that function too: it raises
+ * PostgreSQL's error (the key, the referenced table), or finds that the
+ * referenced row appeared meanwhile.
+ *
+ * A row of a tuple id list (rows changed while a job checked) is checked by
+ * that function alone.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_constraint.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "parser/parse_relation.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "kinds/foreign_key_check.h"
+
+/* A foreign key, as its pg_constraint row says */
+typedef struct ForeignKey
+{
+	Oid			oid;
+	const char *name;
+	Oid			referenced;		/* the referenced table */
+	char		match;			/* FKCONSTR_MATCH_* */
+	int			nkeys;
+	AttrNumber	keys[INDEX_MAX_KEYS];	/* of the referencing table */
+	AttrNumber	referenced_keys[INDEX_MAX_KEYS];
+	Oid			equality[INDEX_MAX_KEYS];	/* referenced = referencing */
+} ForeignKey;
+
+static void
+ReadForeignKey(HeapTuple constraint, ForeignKey *key)
+{
+	Form_pg_constraint form = (Form_pg_constraint) GETSTRUCT(constraint);
+
+	key->oid = form->oid;
+	key->name = NameStr(form->conname);
+	key->referenced = form->confrelid;
+	key->match = form->confmatchtype;
+	DeconstructFkConstraintRow(constraint, &key->nkeys, key->keys, key->referenced_keys,
+							   key->equality, NULL, NULL, NULL, NULL);
+}
+
+/*
+ * The row in slot checked by the foreign key's check function, as ALTER
+ * TABLE's own fallback calls it (an INSERT's check): it raises PostgreSQL's
+ * error if the row has no referenced row
+ */
+static void
+CheckRow(Relation rel, const ForeignKey *key, TupleTableSlot *slot)
+{
+	LOCAL_FCINFO(fcinfo, 0);
+	TriggerData trigger_data = {0};
+	Trigger		trigger = {0};
+
+	trigger.tgoid = InvalidOid;
+	trigger.tgname = unconstify(char *, key->name);
+	trigger.tgenabled = TRIGGER_FIRES_ON_ORIGIN;
+	trigger.tgisinternal = true;
+	trigger.tgconstrrelid = key->referenced;
+	trigger.tgconstraint = key->oid;
+	trigger.tgdeferrable = false;
+	trigger.tginitdeferred = false;
+	trigger_data.type = T_TriggerData;
+	trigger_data.tg_event = TRIGGER_EVENT_INSERT | TRIGGER_EVENT_ROW;
+	trigger_data.tg_relation = rel;
+	trigger_data.tg_trigtuple = ExecFetchSlotHeapTuple(slot, false, NULL);
+	trigger_data.tg_trigslot = slot;
+	trigger_data.tg_trigger = &trigger;
+	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, (Node *) &trigger_data, NULL);
+	(void) RI_FKey_check_ins(fcinfo);
+}
+
+/* Check the rows at these tuple ids that the latest snapshot sees */
+void
+ForeignKeyCheckRows(Relation rel, HeapTuple constraint, const ItemPointerData *tids, int ntids)
+{
+	ForeignKey	key;
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+
+	ReadForeignKey(constraint, &key);
+	for (int i = 0; i < ntids; i++)
+	{
+		ItemPointerData tid = tids[i];
+
+		CHECK_FOR_INTERRUPTS();
+		if (table_tuple_fetch_row_version(rel, &tid, snapshot, slot))
+			CheckRow(rel, &key, slot);
+	}
+	UnregisterSnapshot(snapshot);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
+ * May the current role read the key columns of both tables, without row
+ * security?  (RI_Initial_Check's conditions for its query.)
+ */
+static bool
+MayQuery(Relation rel, Relation referenced, const ForeignKey *key)
+{
+	Oid			role = GetUserId();
+
+	for (int i = 0; i < key->nkeys; i++)
+	{
+		if (pg_attribute_aclcheck(RelationGetRelid(rel), key->keys[i], role, ACL_SELECT) != ACLCHECK_OK &&
+			pg_class_aclcheck(RelationGetRelid(rel), role, ACL_SELECT) != ACLCHECK_OK)
+			return false;
+		if (pg_attribute_aclcheck(key->referenced, key->referenced_keys[i], role, ACL_SELECT) != ACLCHECK_OK &&
+			pg_class_aclcheck(key->referenced, role, ACL_SELECT) != ACLCHECK_OK)
+			return false;
+	}
+	return has_bypassrls_privilege(role) ||
+		((!rel->rd_rel->relrowsecurity || pg_class_ownercheck(RelationGetRelid(rel), role)) &&
+		 (!referenced->rd_rel->relrowsecurity || pg_class_ownercheck(key->referenced, role)));
+}
+
+/* " COLLATE schema.name" of a collation, as the RI queries write it */
+static void
+AppendCollation(StringInfo query, Oid collation)
+{
+	HeapTuple	tuple;
+	Form_pg_collation form;
+
+	if (!OidIsValid(collation))
+		return;
+	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for collation %u", collation);
+	form = (Form_pg_collation) GETSTRUCT(tuple);
+	appendStringInfo(query, " COLLATE %s",
+					 quote_qualified_identifier(get_namespace_name(form->collnamespace),
+												NameStr(form->collname)));
+	ReleaseSysCache(tuple);
+}
+
+/*
+ * The query that counts the rows of blocks [start, end) and lists those
+ * without their referenced row: RI_Initial_Check's join and conditions, for
+ * those blocks.  Every name in it is qualified: the role's search_path
+ * cannot make it call another role's function or operator.
+ */
+static char *
+UnmatchedRowsQuery(Relation rel, Relation referenced, const ForeignKey *key,
+				   BlockNumber start, BlockNumber end)
+{
+	StringInfoData query;
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleDesc	referenced_desc = RelationGetDescr(referenced);
+
+	initStringInfo(&query);
+	appendStringInfo(&query, "SELECT pg_catalog.count(*), pg_catalog.array_agg(fk.ctid) FILTER (WHERE pk.%s IS NULL AND (",
+					 quote_identifier(NameStr(TupleDescAttr(referenced_desc, key->referenced_keys[0] - 1)->attname)));
+	for (int i = 0; i < key->nkeys; i++)
+		appendStringInfo(&query, "%sfk.%s IS NOT NULL",
+						 i == 0 ? "" : key->match == FKCONSTR_MATCH_FULL ? " OR " : " AND ",
+						 quote_identifier(NameStr(TupleDescAttr(desc, key->keys[i] - 1)->attname)));
+	appendStringInfo(&query, ")) FROM ONLY %s fk LEFT OUTER JOIN ONLY %s pk ON (",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)),
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(referenced)),
+												RelationGetRelationName(referenced)));
+	for (int i = 0; i < key->nkeys; i++)
+	{
+		Form_pg_attribute attribute = TupleDescAttr(desc, key->keys[i] - 1);
+		Form_pg_attribute referenced_attribute = TupleDescAttr(referenced_desc,
+															   key->referenced_keys[i] - 1);
+
+		if (i > 0)
+			appendStringInfoString(&query, " AND ");
+		generate_operator_clause(&query,
+								 psprintf("pk.%s", quote_identifier(NameStr(referenced_attribute->attname))),
+								 referenced_attribute->atttypid, key->equality[i],
+								 psprintf("fk.%s", quote_identifier(NameStr(attribute->attname))),
+								 attribute->atttypid);
+		if (referenced_attribute->attcollation != attribute->attcollation)
+			AppendCollation(&query, referenced_attribute->attcollation);
+	}
+	appendStringInfo(&query, ") WHERE fk.ctid OPERATOR(pg_catalog.>=) '(%u,0)'::pg_catalog.tid"
+					 " AND fk.ctid OPERATOR(pg_catalog.<) '(%u,0)'::pg_catalog.tid",
+					 start, end);
+	return query.data;
+}
+
+/*
+ * Check the rows of blocks [start, end) of rel against its foreign key
+ * constraint, with the latest snapshot, as the current role; returns the
+ * rows checked.
+ */
+uint64
+ForeignKeyCheckBlocks(Relation rel, HeapTuple constraint, BlockNumber start, BlockNumber end)
+{
+	ForeignKey	key;
+	Relation	referenced;
+	uint64		rows = 0;
+
+	if (end <= start)
+		return 0;
+	ReadForeignKey(constraint, &key);
+	referenced = table_open(key.referenced, AccessShareLock);
+	if (MayQuery(rel, referenced, &key))
+	{
+		int			nest_level = NewGUCNestLevel();
+		char	   *query = UnmatchedRowsQuery(rel, referenced, &key, start, end);
+		MemoryContext caller_context = CurrentMemoryContext;
+		Datum		unmatched;
+		Datum	   *tids = NULL;
+		int			ntids = 0;
+		bool		isnull;
+
+		/* maintenance_work_mem, as RI_Initial_Check runs its query */
+		(void) set_config_option("work_mem", psprintf("%d", maintenance_work_mem),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		PushActiveSnapshot(GetLatestSnapshot());
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not check foreign key \"%s\": %s", key.name, query);
+		rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		unmatched = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		if (!isnull)
+		{
+			MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
+
+			deconstruct_array(DatumGetArrayTypePCopy(unmatched), TIDOID, sizeof(ItemPointerData),
+							  false, TYPALIGN_SHORT, &tids, NULL, &ntids);
+			MemoryContextSwitchTo(spi_context);
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		AtEOXact_GUC(true, nest_level);
+		for (int i = 0; i < ntids; i++)
+			ForeignKeyCheckRows(rel, constraint, (ItemPointer) DatumGetPointer(tids[i]), 1);
+	}
+	else
+	{
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+		Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+		TableScanDesc scan = table_beginscan_strat(rel, snapshot, 0, NULL, true, false);
+
+		heap_setscanlimits(scan, start, end - start);
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		{
+			CheckRow(rel, &key, slot);
+			rows++;
+			CHECK_FOR_INTERRUPTS();
+		}
+		table_endscan(scan);
+		UnregisterSnapshot(snapshot);
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	table_close(referenced, NoLock);
+	return rows;
+}
