@@ -16,8 +16,8 @@
  * PostgreSQL's error (the key, the referenced table), or finds that the
  * referenced row appeared meanwhile.
  *
- * A row of a tuple id list (rows changed while a job checked) is checked by
- * that function alone.
+ * The rows of a tuple id list (rows changed while a job checked) are
+ * checked the same way, by the same query restricted to those tuple ids.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,7 +37,6 @@
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
 #include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
@@ -47,6 +46,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "catalog/catalog_access.h"
 #include "kinds/foreign_key_check.h"
 
 /* A foreign key, as its pg_constraint row says */
@@ -105,22 +105,20 @@ CheckRow(Relation rel, const ForeignKey *key, TupleTableSlot *slot)
 	(void) RI_FKey_check_ins(fcinfo);
 }
 
-/* Check the rows at these tuple ids that the latest snapshot sees */
-void
-ForeignKeyCheckRows(Relation rel, HeapTuple constraint, const ItemPointerData *tids, int ntids)
+/* Check the rows at these tuple ids that the latest snapshot sees, one by one */
+static void
+CheckRowsOneByOne(Relation rel, const ForeignKey *key, const ItemPointerData *tids, int ntids)
 {
-	ForeignKey	key;
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 
-	ReadForeignKey(constraint, &key);
 	for (int i = 0; i < ntids; i++)
 	{
 		ItemPointerData tid = tids[i];
 
 		CHECK_FOR_INTERRUPTS();
 		if (table_tuple_fetch_row_version(rel, &tid, snapshot, slot))
-			CheckRow(rel, &key, slot);
+			CheckRow(rel, key, slot);
 	}
 	UnregisterSnapshot(snapshot);
 	ExecDropSingleTupleTableSlot(slot);
@@ -169,27 +167,22 @@ AppendCollation(StringInfo query, Oid collation)
 }
 
 /*
- * The query that counts the rows of blocks [start, end) and lists those
- * without their referenced row: RI_Initial_Check's join and conditions, for
- * those blocks.  Every name in it is qualified: the role's search_path
- * cannot make it call another role's function or operator.
+ * The query that finds the rows of rel that the condition rows (on fk)
+ * picks and that have no referenced row: RI_Initial_Check's join and
+ * conditions, for those rows (an anti-join; counting the rows too made a
+ * chunk's query 3.3 times slower).  Every name in it is qualified: the
+ * role's search_path cannot make it call another role's function or
+ * operator.
  */
 static char *
-UnmatchedRowsQuery(Relation rel, Relation referenced, const ForeignKey *key,
-				   BlockNumber start, BlockNumber end)
+UnmatchedRowsQuery(Relation rel, Relation referenced, const ForeignKey *key, const char *rows)
 {
 	StringInfoData query;
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleDesc	referenced_desc = RelationGetDescr(referenced);
 
 	initStringInfo(&query);
-	appendStringInfo(&query, "SELECT pg_catalog.count(*), pg_catalog.array_agg(fk.ctid) FILTER (WHERE pk.%s IS NULL AND (",
-					 quote_identifier(NameStr(TupleDescAttr(referenced_desc, key->referenced_keys[0] - 1)->attname)));
-	for (int i = 0; i < key->nkeys; i++)
-		appendStringInfo(&query, "%sfk.%s IS NOT NULL",
-						 i == 0 ? "" : key->match == FKCONSTR_MATCH_FULL ? " OR " : " AND ",
-						 quote_identifier(NameStr(TupleDescAttr(desc, key->keys[i] - 1)->attname)));
-	appendStringInfo(&query, ")) FROM ONLY %s fk LEFT OUTER JOIN ONLY %s pk ON (",
+	appendStringInfo(&query, "SELECT fk.ctid FROM ONLY %s fk LEFT OUTER JOIN ONLY %s pk ON (",
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 												RelationGetRelationName(rel)),
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(referenced)),
@@ -210,79 +203,124 @@ UnmatchedRowsQuery(Relation rel, Relation referenced, const ForeignKey *key,
 		if (referenced_attribute->attcollation != attribute->attcollation)
 			AppendCollation(&query, referenced_attribute->attcollation);
 	}
-	appendStringInfo(&query, ") WHERE fk.ctid OPERATOR(pg_catalog.>=) '(%u,0)'::pg_catalog.tid"
-					 " AND fk.ctid OPERATOR(pg_catalog.<) '(%u,0)'::pg_catalog.tid",
-					 start, end);
+	appendStringInfo(&query, ") WHERE %s AND pk.%s IS NULL AND (", rows,
+					 quote_identifier(NameStr(TupleDescAttr(referenced_desc, key->referenced_keys[0] - 1)->attname)));
+	for (int i = 0; i < key->nkeys; i++)
+		appendStringInfo(&query, "%sfk.%s IS NOT NULL",
+						 i == 0 ? "" : key->match == FKCONSTR_MATCH_FULL ? " OR " : " AND ",
+						 quote_identifier(NameStr(TupleDescAttr(desc, key->keys[i] - 1)->attname)));
+	appendStringInfoChar(&query, ')');
 	return query.data;
+}
+
+/*
+ * Check the rows of rel that the condition rows picks (with a tid[]
+ * parameter, tids), with the latest snapshot, as the current role, by
+ * UnmatchedRowsQuery, and those it finds by the foreign key's check
+ * function; false if the role may not run the query (the caller checks the
+ * rows one by one instead).
+ */
+static bool
+CheckByQuery(Relation rel, const ForeignKey *key, const char *rows, Datum tids)
+{
+	Relation	referenced = table_open(key->referenced, AccessShareLock);
+	int			nest_level;
+	Oid			argtypes[1] = {TIDARRAYOID};
+	Datum		args[1] = {tids};
+	MemoryContext caller_context = CurrentMemoryContext;
+	ItemPointerData *found;
+	int			nfound;
+
+	if (!MayQuery(rel, referenced, key))
+	{
+		table_close(referenced, NoLock);
+		return false;
+	}
+	/* maintenance_work_mem, as RI_Initial_Check runs its query */
+	nest_level = NewGUCNestLevel();
+	(void) set_config_option("work_mem", psprintf("%d", maintenance_work_mem),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	PushActiveSnapshot(GetLatestSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(UnmatchedRowsQuery(rel, referenced, key, rows),
+							  tids != (Datum) 0 ? 1 : 0, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not check foreign key \"%s\"", key->name);
+	nfound = (int) SPI_processed;
+	found = MemoryContextAlloc(caller_context, sizeof(ItemPointerData) * Max(nfound, 1));
+	for (int i = 0; i < nfound; i++)
+	{
+		bool		isnull;
+
+		ItemPointerCopy((ItemPointer) DatumGetPointer(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 1,
+																	&isnull)),
+						&found[i]);
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	AtEOXact_GUC(true, nest_level);
+	table_close(referenced, NoLock);
+	CheckRowsOneByOne(rel, key, found, nfound);
+	return true;
+}
+
+/*
+ * Check the rows at these tuple ids that the latest snapshot sees (rows
+ * changed while a job checked): by the query when the role may run it, else
+ * one by one
+ */
+void
+ForeignKeyCheckRows(Relation rel, HeapTuple constraint, const ItemPointerData *tids, int ntids)
+{
+	ForeignKey	key;
+
+	if (ntids == 0)
+		return;
+	ReadForeignKey(constraint, &key);
+	if (!CheckByQuery(rel, &key, "fk.ctid OPERATOR(pg_catalog.=) ANY ($1)",
+					  CatalogTidArray(unconstify(ItemPointerData *, tids), ntids)))
+		CheckRowsOneByOne(rel, &key, tids, ntids);
 }
 
 /*
  * Check the rows of blocks [start, end) of rel against its foreign key
  * constraint, with the latest snapshot, as the current role; returns the
- * rows checked.
+ * rows checked: counted when they are checked one by one, else (the query
+ * does not count them) the table's rows per block, as the planner knows
+ * them, times the blocks.
  */
 uint64
 ForeignKeyCheckBlocks(Relation rel, HeapTuple constraint, BlockNumber start, BlockNumber end)
 {
 	ForeignKey	key;
-	Relation	referenced;
 	uint64		rows = 0;
+	TupleTableSlot *slot;
+	Snapshot	snapshot;
+	TableScanDesc scan;
 
 	if (end <= start)
 		return 0;
 	ReadForeignKey(constraint, &key);
-	referenced = table_open(key.referenced, AccessShareLock);
-	if (MayQuery(rel, referenced, &key))
+	if (CheckByQuery(rel, &key,
+					 psprintf("fk.ctid OPERATOR(pg_catalog.>=) '(%u,0)'::pg_catalog.tid"
+							  " AND fk.ctid OPERATOR(pg_catalog.<) '(%u,0)'::pg_catalog.tid",
+							  start, end),
+					 (Datum) 0))
+		return rel->rd_rel->relpages > 0 && rel->rd_rel->reltuples > 0 ?
+			(uint64) (rel->rd_rel->reltuples / rel->rd_rel->relpages * (end - start)) : 0;
+	slot = table_slot_create(rel, NULL);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan_strat(rel, snapshot, 0, NULL, true, false);
+	heap_setscanlimits(scan, start, end - start);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
-		int			nest_level = NewGUCNestLevel();
-		char	   *query = UnmatchedRowsQuery(rel, referenced, &key, start, end);
-		MemoryContext caller_context = CurrentMemoryContext;
-		Datum		unmatched;
-		Datum	   *tids = NULL;
-		int			ntids = 0;
-		bool		isnull;
-
-		/* maintenance_work_mem, as RI_Initial_Check runs its query */
-		(void) set_config_option("work_mem", psprintf("%d", maintenance_work_mem),
-								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		PushActiveSnapshot(GetLatestSnapshot());
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not check foreign key \"%s\": %s", key.name, query);
-		rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		unmatched = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-		if (!isnull)
-		{
-			MemoryContext spi_context = MemoryContextSwitchTo(caller_context);
-
-			deconstruct_array(DatumGetArrayTypePCopy(unmatched), TIDOID, sizeof(ItemPointerData),
-							  false, TYPALIGN_SHORT, &tids, NULL, &ntids);
-			MemoryContextSwitchTo(spi_context);
-		}
-		SPI_finish();
-		PopActiveSnapshot();
-		AtEOXact_GUC(true, nest_level);
-		for (int i = 0; i < ntids; i++)
-			ForeignKeyCheckRows(rel, constraint, (ItemPointer) DatumGetPointer(tids[i]), 1);
+		CheckRow(rel, &key, slot);
+		rows++;
+		CHECK_FOR_INTERRUPTS();
 	}
-	else
-	{
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-		Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-		TableScanDesc scan = table_beginscan_strat(rel, snapshot, 0, NULL, true, false);
-
-		heap_setscanlimits(scan, start, end - start);
-		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-		{
-			CheckRow(rel, &key, slot);
-			rows++;
-			CHECK_FOR_INTERRUPTS();
-		}
-		table_endscan(scan);
-		UnregisterSnapshot(snapshot);
-		ExecDropSingleTupleTableSlot(slot);
-	}
-	table_close(referenced, NoLock);
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	ExecDropSingleTupleTableSlot(slot);
 	return rows;
 }

@@ -1,39 +1,46 @@
 /*-------------------------------------------------------------------------
  *
  * kind_constraint.c
- *	  Background ALTER TABLE ... ADD CHECK, and VALIDATE CONSTRAINT of a
- *	  check constraint.
+ *	  Background ALTER TABLE ... ADD CHECK, ADD FOREIGN KEY, VALIDATE
+ *	  CONSTRAINT and ALTER COLUMN ... SET NOT NULL.
  *
- * PostgreSQL checks the existing rows of a table for a new CHECK constraint
- * in one scan, under ACCESS EXCLUSIVE (ADD) or SHARE UPDATE EXCLUSIVE
- * (VALIDATE), in one transaction that holds back VACUUM and starts from
- * zero after a crash.  As a job:
+ * PostgreSQL checks the existing rows of a table for a new constraint in
+ * one scan, under ACCESS EXCLUSIVE (CHECK, SET NOT NULL), SHARE ROW
+ * EXCLUSIVE (FOREIGN KEY) or SHARE UPDATE EXCLUSIVE (VALIDATE), in one
+ * transaction that holds back VACUUM and starts from zero after a crash.
+ * As a job:
  *
  *	- At submit, ADD runs as PostgreSQL runs ADD ... NOT VALID (all of its
- *	  checks and errors, a moment of ACCESS EXCLUSIVE, asked for without
- *	  queueing first and then for background_ddl.lock_timeout at most).
- *	  From its commit on, PostgreSQL checks every row written against the
- *	  constraint, as it checks every NOT VALID constraint.  VALIDATE only
- *	  checks that the constraint exists, is a check, and that the caller
+ *	  checks and errors, a moment of its lock, asked for without queueing
+ *	  first and then for background_ddl.lock_timeout at most); SET NOT NULL
+ *	  adds a helper CHECK (x IS NOT NULL) NOT VALID.  From its commit on,
+ *	  PostgreSQL checks every row written against the constraint, as it
+ *	  checks every NOT VALID constraint.  VALIDATE only checks that the
+ *	  constraint exists, is a check or a foreign key, and that the caller
  *	  owns the table.
  *	- The worker checks the rows that existed before, in chunks of blocks,
  *	  each in its own short transaction with a new snapshot, as the
- *	  submitting role, with PostgreSQL's executor and its error for a row
- *	  that violates the constraint.  The job row's work_done is the
- *	  checkpoint: the first block not checked yet.
+ *	  submitting role, with PostgreSQL's executor (a check) or its foreign
+ *	  key check (foreign_key_check.c), and PostgreSQL's error for a row that
+ *	  violates the constraint.  The job row's work_done is the checkpoint:
+ *	  the first block not checked yet.
  *	- When the last chunk is checked, the constraint is marked valid as
- *	  VALIDATE CONSTRAINT marks it.
+ *	  VALIDATE CONSTRAINT marks it (SET NOT NULL: then PostgreSQL's SET NOT
+ *	  NULL, which the valid helper spares its scan, and the helper dropped).
  *
  * Why that is exact.  A row the chunks did not see is one written after a
  * chunk's snapshot.  Every row written after the submit committed was
  * checked when it was written: INSERT and UPDATE check every CHECK
- * constraint, valid or not, and the submit's ACCESS EXCLUSIVE lock waited
- * for every writer before it.  The rows from before are all in the blocks
- * the table had when the job was planned (work_total); only a rewrite
- * (VACUUM FULL, CLUSTER, TRUNCATE, a type change) moves them without a
- * check, and a rewrite changes the table's relfilenode: the job then checks
- * from the first block again.  Each chunk holds ACCESS SHARE on the table,
- * so no rewrite happens in the middle of one.
+ * constraint, valid or not, and the submit's lock waited for every writer
+ * before it.  The rows from before are all in the blocks the table had when
+ * the job was planned (work_total); only a rewrite (VACUUM FULL, CLUSTER,
+ * TRUNCATE, a type change) moves them without a check, and a rewrite
+ * changes the table's relfilenode: the job then checks from the first block
+ * again.  Each chunk holds ACCESS SHARE on the table, so no rewrite happens
+ * in the middle of one.  A foreign key is not checked by an UPDATE that
+ * keeps the key: such a row may move unchecked into blocks checked already,
+ * so the job captures the changed rows (capture_trigger.c) and checks them
+ * after the chunks, the last ones under SHARE at the cut-over.
  *
  * A job that fails or is cancelled drops the constraint it added (a
  * moment of ACCESS EXCLUSIVE again, taken as a job takes such locks): the
@@ -41,20 +48,21 @@
  * constraint NOT VALID, as the failed VALIDATE would have.
  *
  * Only a plain heap table without partitions or inheritance children, of
- * this server (not Citus), and a statement with this one subcommand; the
- * rest runs in the session, with a NOTICE saying why.
+ * this server (not Citus), referencing a plain table, and a statement with
+ * this one subcommand; the rest runs in the session, with a NOTICE saying
+ * why.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
-#include "access/genam.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
