@@ -619,9 +619,6 @@ CheckSources(JobRun *run)
 	}
 	if (!q->uncaptured_marked && !CaptureIntact(&q->capture))
 		MarkWholeTable(run, "a capture trigger was changed, disabled or dropped", true);
-	/* (a backlog past its bound stopped the capture, with an uncaptured mark) */
-	if (!q->uncaptured_marked && CaptureRowStopped(run->job.id))
-		q->uncaptured_marked = true;
 	return JOB_STEP_MORE;
 }
 
@@ -1186,6 +1183,13 @@ CatchUpBatchStep(JobRun *run, QueryCatchUpPass *pass)
 	INSTR_TIME_SET_CURRENT(start_time);
 	result = GuardedStepBegin(run, "background_ddl: catching up", true);
 	JobStepHoldPoint("catch-up batch");
+	/*
+	 * A backlog past its bound stopped the capture, with an uncaptured mark:
+	 * the cut-over recomputes everything, so the pass ends here (elsewhere
+	 * that mark is read anyway: by the next pass, and by the cut-over)
+	 */
+	if (result == JOB_STEP_MORE && !q->uncaptured_marked && CaptureRowStopped(run->job.id))
+		q->uncaptured_marked = true;
 	if (result == JOB_STEP_MORE && !q->uncaptured_marked)
 	{
 		QueryCatchUpTarget target;
