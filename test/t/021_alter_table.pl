@@ -208,6 +208,32 @@ ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
 	'its capture triggers are gone');
 
+# The same, with kill -9 of the worker after the UPDATE: the captured row
+# survives the crash with the job's capture, and the resumed job fails.
+$node->safe_psql('postgres', q{
+CREATE TABLE c2 (id int, parent int, pad text) WITH (fillfactor = 100, autovacuum_enabled = off);
+INSERT INTO c2 SELECT g, g % 1000 + 1, 'x' FROM generate_series(1, 30000) g;
+INSERT INTO c2 VALUES (0, -5, 'orphan');
+INSERT INTO c2 SELECT g, g % 1000 + 1, 'x' FROM generate_series(30001, 30500) g;
+DELETE FROM c2 WHERE id BETWEEN 1 AND 400;
+VACUUM c2;
+});
+$hold = hold_at($node, 'chunk 1');
+$job = submit_job($node, 'ALTER TABLE c2 ADD CONSTRAINT c2_parent FOREIGN KEY (parent) REFERENCES p');
+ok(held_at_hold($node), 'held after its first chunk');
+$checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+$node->safe_psql('postgres', "UPDATE c2 SET pad = 'moved' WHERE id = 0");
+$row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM c2 WHERE id = 0");
+cmp_ok($row_block, '<', $checked, "the orphan row moved to block $row_block, among those checked");
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+kill_and_recover($node, job_field($job, 'pid'));
+eval { $hold->quit; };
+ok(wait_job_state($node, $job, 'failed'), 'the job resumed after the crash, and failed');
+like(job_field($job, 'error_detail'), qr/Key \(parent\)=\(-5\) is not present in table "p"/,
+	'on the row captured before the crash');
+is(constraint_state('c2_parent'), 'absent', 'and dropped its constraint');
+
 # The same job under writers, with the orphan fixed: it succeeds, and the
 # capture triggers are dropped.
 $node->safe_psql('postgres', "UPDATE c SET parent = 5 WHERE id = 0");
