@@ -179,17 +179,31 @@ ok( $node->log_contains(
 $node->safe_psql('postgres', q{
 CREATE TABLE p (id int PRIMARY KEY);
 INSERT INTO p SELECT generate_series(1, 1000);
-CREATE TABLE c (id int, parent int, pad text) WITH (fillfactor = 100, autovacuum_enabled = off);
-INSERT INTO c SELECT g, g % 1000 + 1, 'x' FROM generate_series(1, 30000) g;
-INSERT INTO c VALUES (0, -5, 'orphan');
-INSERT INTO c SELECT g, g % 1000 + 1, 'x' FROM generate_series(30001, 30500) g;
-DELETE FROM c WHERE id BETWEEN 1 AND 400;
-VACUUM c;
 });
-$hold = hold_at($node, 'chunk 1');
-$job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
-ok(held_at_hold($node), 'the foreign key job is held after its first chunk');
-$checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+
+# A table $name (id, parent, pad) whose row 0 has no referenced row, at its
+# end in a full page, with free space at its start; a foreign key job on it,
+# held after its first chunk: returns the job and the blocks it checked.
+sub orphan_table_job
+{
+	my ($name) = @_;
+	$node->safe_psql('postgres', qq{
+CREATE TABLE $name (id int, parent int, pad text) WITH (fillfactor = 100, autovacuum_enabled = off);
+INSERT INTO $name SELECT g, g % 1000 + 1, 'x' FROM generate_series(1, 30000) g;
+INSERT INTO $name VALUES (0, -5, 'orphan');
+INSERT INTO $name SELECT g, g % 1000 + 1, 'x' FROM generate_series(30001, 30500) g;
+DELETE FROM $name WHERE id BETWEEN 1 AND 400;
+VACUUM $name;
+});
+	$hold = hold_at($node, 'chunk 1');
+	my $job_id = submit_job($node,
+		"ALTER TABLE $name ADD CONSTRAINT ${name}_parent FOREIGN KEY (parent) REFERENCES p");
+	ok(held_at_hold($node), "the foreign key job on $name is held after its first chunk");
+	return ($job_id,
+		$node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job_id"));
+}
+
+($job, $checked) = orphan_table_job('c');
 $row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM c WHERE id = 0");
 cmp_ok($row_block, '>=', $checked, "the orphan row (block $row_block) is past the blocks checked ($checked)");
 ($ret, $out, $err) = $node->psql('postgres', "UPDATE c SET pad = 'moved' WHERE id = 0");
@@ -210,18 +224,7 @@ ok( $node->poll_query_until('postgres',
 
 # The same, with kill -9 of the worker after the UPDATE: the captured row
 # survives the crash with the job's capture, and the resumed job fails.
-$node->safe_psql('postgres', q{
-CREATE TABLE c2 (id int, parent int, pad text) WITH (fillfactor = 100, autovacuum_enabled = off);
-INSERT INTO c2 SELECT g, g % 1000 + 1, 'x' FROM generate_series(1, 30000) g;
-INSERT INTO c2 VALUES (0, -5, 'orphan');
-INSERT INTO c2 SELECT g, g % 1000 + 1, 'x' FROM generate_series(30001, 30500) g;
-DELETE FROM c2 WHERE id BETWEEN 1 AND 400;
-VACUUM c2;
-});
-$hold = hold_at($node, 'chunk 1');
-$job = submit_job($node, 'ALTER TABLE c2 ADD CONSTRAINT c2_parent FOREIGN KEY (parent) REFERENCES p');
-ok(held_at_hold($node), 'held after its first chunk');
-$checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+($job, $checked) = orphan_table_job('c2');
 $node->safe_psql('postgres', "UPDATE c2 SET pad = 'moved' WHERE id = 0");
 $row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM c2 WHERE id = 0");
 cmp_ok($row_block, '<', $checked, "the orphan row moved to block $row_block, among those checked");
