@@ -186,10 +186,11 @@ SetsNotNull(Oid relid, AlterTableCmd *cmd)
 
 /*
  * The constraint a VALIDATE CONSTRAINT names, if it exists and is not valid
- * yet (*contype: its type); InvalidOid otherwise
+ * yet (*contype: its type, *referenced: the table a foreign key references);
+ * InvalidOid otherwise
  */
 static Oid
-ConstraintToValidate(Oid relid, const char *name, char *contype)
+ConstraintToValidate(Oid relid, const char *name, char *contype, Oid *referenced)
 {
 	Oid			conoid = get_relation_constraint_oid(relid, name, true);
 	HeapTuple	tuple;
@@ -201,6 +202,7 @@ ConstraintToValidate(Oid relid, const char *name, char *contype)
 	if (!HeapTupleIsValid(tuple))
 		return InvalidOid;
 	*contype = ((Form_pg_constraint) GETSTRUCT(tuple))->contype;
+	*referenced = ((Form_pg_constraint) GETSTRUCT(tuple))->confrelid;
 	valid = ((Form_pg_constraint) GETSTRUCT(tuple))->convalidated;
 	ReleaseSysCache(tuple);
 	return valid ? InvalidOid : conoid;
@@ -213,24 +215,14 @@ ConstraintToValidate(Oid relid, const char *name, char *contype)
 static Oid
 ReferencedTable(Oid relid, AlterTableCmd *cmd)
 {
-	Oid			conoid;
 	char		contype = 0;
 	Oid			referenced = InvalidOid;
-	HeapTuple	tuple;
 
 	if (AddsValidatedForeignKey(cmd))
 		return RangeVarGetRelid(((Constraint *) cmd->def)->pktable, NoLock, true);
-	if (cmd->subtype != AT_ValidateConstraint || !OidIsValid(relid))
+	if (cmd->subtype != AT_ValidateConstraint || !OidIsValid(relid) ||
+		!OidIsValid(ConstraintToValidate(relid, cmd->name, &contype, &referenced)))
 		return InvalidOid;
-	conoid = ConstraintToValidate(relid, cmd->name, &contype);
-	if (!OidIsValid(conoid) || contype != CONSTRAINT_FOREIGN)
-		return InvalidOid;
-	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
-	if (HeapTupleIsValid(tuple))
-	{
-		referenced = ((Form_pg_constraint) GETSTRUCT(tuple))->confrelid;
-		ReleaseSysCache(tuple);
-	}
 	return referenced;
 }
 
@@ -242,11 +234,12 @@ static bool
 ChecksExistingRows(Oid relid, AlterTableCmd *cmd)
 {
 	char		contype = 0;
+	Oid			referenced;
 
 	if (AddsValidatedCheck(cmd) || SetsNotNull(relid, cmd) || AddsValidatedForeignKey(cmd))
 		return true;
 	return cmd->subtype == AT_ValidateConstraint && OidIsValid(relid) &&
-		OidIsValid(ConstraintToValidate(relid, cmd->name, &contype)) &&
+		OidIsValid(ConstraintToValidate(relid, cmd->name, &contype, &referenced)) &&
 		(contype == CONSTRAINT_CHECK || contype == CONSTRAINT_FOREIGN);
 }
 
@@ -309,22 +302,13 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 
 /*
  * Lock the table the statement names (relid when it was looked up) for the
- * submit, as a job takes a lock that others use: without queueing for
- * background_ddl.lock_timeout, then queueing for as long at most (writers
- * wait behind a queued request).
+ * submit, as a job takes a lock that others use (JobStepLockRelation), and
+ * make sure the name still names it
  */
 static void
 LockForSubmit(RangeVar *relation, Oid relid, LOCKMODE mode)
 {
-	if (!PgLockRelationWithin(relid, mode, background_ddl_lock_timeout_ms))
-	{
-		int			nest_level = NewGUCNestLevel();
-
-		(void) set_config_option("lock_timeout", psprintf("%d", background_ddl_lock_timeout_ms),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		LockRelationOid(relid, mode);
-		AtEOXact_GUC(true, nest_level);
-	}
+	JobStepLockRelation(relid, mode, background_ddl_lock_timeout_ms);
 	if (RangeVarGetRelid(relation, NoLock, false) != relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -459,13 +443,14 @@ ValidatableCheck(AlterTableStmt *stmt, Oid relid)
 {
 	AlterTableCmd *cmd = OnlyCommand(stmt);
 	char		contype = 0;
+	Oid			referenced;
 	Oid			conoid;
 
 	LockForSubmit(stmt->relation, relid, ShareUpdateExclusiveLock);
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));
-	conoid = ConstraintToValidate(relid, cmd->name, &contype);
+	conoid = ConstraintToValidate(relid, cmd->name, &contype, &referenced);
 	if (!OidIsValid(conoid) || (contype != CONSTRAINT_CHECK && contype != CONSTRAINT_FOREIGN))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -482,6 +467,7 @@ ConstraintValidate(KindSubmit *submit)
 	AlterTableCmd *cmd = OnlyCommand(stmt);
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, false);
 	Oid			conoid;
+	HeapTuple	tuple;
 
 	if (cmd->subtype == AT_SetNotNull)
 	{
@@ -496,12 +482,11 @@ ConstraintValidate(KindSubmit *submit)
 	submit->target_oid = relid;
 	CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
 	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, cmd->subtype != AT_ValidateConstraint);
-	if (OidIsValid(ReferencedTable(relid, cmd)) || AddsValidatedForeignKey(cmd))
+	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for constraint %u", conoid);
+	if (((Form_pg_constraint) GETSTRUCT(tuple))->contype == CONSTRAINT_FOREIGN)
 	{
-		HeapTuple	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
-
-		if (!HeapTupleIsValid(tuple))
-			elog(ERROR, "cache lookup failed for constraint %u", conoid);
 		CatalogKindStateSetInt(&submit->kind_state, STATE_FOREIGN_KEY, 1);
 		/*
 		 * Rows added to the referenced table can make a row valid, and
@@ -510,8 +495,8 @@ ConstraintValidate(KindSubmit *submit)
 		 */
 		submit->sources = list_make1_oid(((Form_pg_constraint) GETSTRUCT(tuple))->confrelid);
 		submit->source_effects = REL_ADDS_ROWS | REL_REMOVES_ROWS | REL_REDEFINES;
-		ReleaseSysCache(tuple);
 	}
+	ReleaseSysCache(tuple);
 	/*
 	 * The session's later writes are checked by the constraint; but one
 	 * that removes or changes a violating row, or changes the table's
@@ -1003,11 +988,8 @@ ConstraintCutOver(JobRun *run)
 		return JOB_STEP_TARGET_GONE;
 	if (JobIsForeignKey(&run->job))
 	{
-		JobStepResult result;
-
-		while ((result = CheckChangedRows(run, constraint, CATCH_UP_MARKS, true)) == JOB_STEP_MORE)
-			;
-		if (result == JOB_STEP_RESTART)
+		/* No row changes meanwhile: the last marks are read in one scan */
+		if (CheckChangedRows(run, constraint, INT_MAX, true) == JOB_STEP_RESTART)
 		{
 			JobStepEnd();
 			return JOB_STEP_RESTART;
@@ -1257,9 +1239,11 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	else
 	{
 		char		contype;
+		Oid			referenced;
 		HeapTuple	constraint = SearchSysCache1(CONSTROID,
 												 ObjectIdGetDatum(ConstraintToValidate(RelationGetRelid(rel),
-																					   cmd->name, &contype)));
+																					   cmd->name, &contype,
+																					   &referenced)));
 
 		if (!HeapTupleIsValid(constraint))
 			elog(ERROR, "constraint \"%s\" changed while it was estimated", cmd->name);
