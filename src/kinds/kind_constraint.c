@@ -47,10 +47,20 @@
  * table is as it was before the statement.  A VALIDATE job leaves its
  * constraint NOT VALID, as the failed VALIDATE would have.
  *
- * Only a plain heap table without partitions or inheritance children, of
- * this server (not Citus), referencing a plain table, and a statement with
- * this one subcommand; the rest runs in the session, with a NOTICE saying
- * why.
+ * A partitioned table, or one with inheritance children: the constraint
+ * is added to (validated on, dropped from) every table below it by ALTER
+ * TABLE's own recursion, and each table with storage that carries it is a
+ * part of the job (CheckedPart), checked in its own chunks against its own
+ * copy, its blocks after the previous part's in work_done.  A part
+ * rewritten before it was all checked is checked again from its first
+ * block; a table added below the parent meanwhile becomes a part, found
+ * after the last chunk and again by the cut-over, which locks the tree as
+ * VALIDATE CONSTRAINT does.  A foreign key is not inherited: its one part
+ * is the table.
+ *
+ * Only heap tables of this server (not Citus), a foreign key of a plain
+ * table referencing a plain table, and a statement with this one
+ * subcommand; the rest runs in the session, with a NOTICE saying why.
  *
  *-------------------------------------------------------------------------
  */
@@ -109,7 +119,7 @@
 /* The job's kind_state */
 #define STATE_CONSTRAINT_OID	"constraint_oid"
 #define STATE_ADDED				"added"	/* 1: the job added the constraint */
-#define STATE_RELFILENODE		"relfilenode"	/* of the table the chunks check */
+#define STATE_PARTS				"parts"	/* the tables the chunks check (JobParts) */
 #define STATE_NOT_NULL_ATTNUM	"not_null_attnum"	/* SET NOT NULL: the column */
 #define STATE_FOREIGN_KEY		"foreign_key"	/* 1: a foreign key */
 #define STATE_CAPTURED			"captured"	/* 1: its capture triggers are installed */
@@ -128,6 +138,20 @@ typedef struct ConstraintRun
 {
 	double		chunk_blocks;
 } ConstraintRun;
+
+/*
+ * A table whose rows the job checks: the job's table, or each table with
+ * storage of its inheritance tree that carries the constraint (its own
+ * copy, conoid).  Its blocks, counted when it was measured, follow those of
+ * the parts before it in the job's work_done.
+ */
+typedef struct CheckedPart
+{
+	Oid			relid;
+	Oid			conoid;
+	Oid			relfilenode;
+	BlockNumber blocks;
+} CheckedPart;
 
 /* The statement's one subcommand, if it has exactly one */
 static AlterTableCmd *
@@ -243,25 +267,46 @@ ChecksExistingRows(Oid relid, AlterTableCmd *cmd)
 		(contype == CONSTRAINT_CHECK || contype == CONSTRAINT_FOREIGN);
 }
 
-/* Is the table's access method heap? */
-static bool
-IsHeapTable(Oid relid)
+/*
+ * Why the rows of a table, or (below) of a table below it, cannot be
+ * checked by a job; NULL if they can
+ */
+static const char *
+TreeInSessionReason(Oid relid, bool below)
 {
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	bool		heap;
+	ListCell   *lc;
 
-	if (!HeapTupleIsValid(tuple))
-		return false;
-	heap = ((Form_pg_class) GETSTRUCT(tuple))->relam == HEAP_TABLE_AM_OID;
-	ReleaseSysCache(tuple);
-	return heap;
+	foreach(lc, below ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid))
+	{
+		HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_class form;
+		const char *reason = NULL;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		form = (Form_pg_class) GETSTRUCT(tuple);
+		if (form->relpersistence == RELPERSISTENCE_TEMP)
+			reason = lfirst_oid(lc) == relid ? "The table is temporary: it belongs to this session." :
+				"A table below it is temporary: it belongs to its session.";
+		else if (form->relkind != RELKIND_RELATION && form->relkind != RELKIND_PARTITIONED_TABLE)
+			reason = "A table below it is not a plain table (a foreign table, say), whose rows PostgreSQL checks in its own way.";
+		else if (form->relkind == RELKIND_RELATION && form->relam != HEAP_TABLE_AM_OID)
+			reason = "The access method of the table or of a table below it is not heap.";
+		ReleaseSysCache(tuple);
+		if (reason != NULL)
+			return reason;
+	}
+	return NULL;
 }
 
 /*
- * ALTER TABLE whose one subcommand adds a CHECK constraint (not NOT VALID)
- * or validates one.  Other statements that check existing rows (a foreign
- * key, several subcommands, a table with partitions or children, ...) run
- * in the session.
+ * ALTER TABLE whose one subcommand adds a CHECK or a foreign key (not NOT
+ * VALID), sets a column NOT NULL, or validates a check or a foreign key,
+ * on a heap table or a partitioned table (the rows of the tables below it
+ * too, but those of the table alone for a foreign key, which is not
+ * inherited).  Other statements that check existing rows (several
+ * subcommands, a foreign key of a partitioned table, ONLY on a table with
+ * children, ...) run in the session.
  */
 static KindAcceptance
 ConstraintAccepts(Node *parsetree, const char **reason)
@@ -271,6 +316,7 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 	Oid			referenced;
 	ListCell   *lc;
 	bool		any_checks = false;
+	char		relkind;
 
 	if (!IsA(parsetree, AlterTableStmt) || ((AlterTableStmt *) parsetree)->objtype != OBJECT_TABLE)
 		return KIND_NOT_ACCEPTED;
@@ -278,25 +324,26 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	foreach(lc, stmt->cmds)
 		any_checks |= ChecksExistingRows(relid, lfirst_node(AlterTableCmd, lc));
-	if (!any_checks || !OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+	relkind = OidIsValid(relid) ? get_rel_relkind(relid) : '\0';
+	if (!any_checks || (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE))
 		return KIND_NOT_ACCEPTED;	/* PostgreSQL reports what is wrong */
 	referenced = OnlyCommand(stmt) != NULL ? ReferencedTable(relid, OnlyCommand(stmt)) : InvalidOid;
 	if (OnlyCommand(stmt) == NULL)
 		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, ADD FOREIGN KEY, VALIDATE CONSTRAINT or ALTER COLUMN SET NOT NULL runs in the background.";
-	else if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
-		*reason = "The table is temporary: it belongs to this session.";
 	else if (IsCatalogRelationOid(relid))
 		*reason = "The table is a system catalog.";
-	else if (has_subclass(relid))
-		*reason = "The table has inheritance children, whose rows PostgreSQL checks in the same statement.";
-	else if (!IsHeapTable(relid))
-		*reason = "The table's access method is not heap.";
 	else if (PgCitusTable(relid))
 		*reason = PgCitusInSessionReason(relid);
+	else if (OidIsValid(referenced) && relkind == RELKIND_PARTITIONED_TABLE)
+		*reason = "The table is partitioned: PostgreSQL 15 cannot add its foreign key NOT VALID.";
 	else if (OidIsValid(referenced) && get_rel_relkind(referenced) != RELKIND_RELATION)
 		*reason = "The referenced table is partitioned: a foreign key to it is checked in the session.";
 	else if (OidIsValid(referenced) && PgCitusTable(referenced))
 		*reason = PgCitusInSessionReason(referenced);
+	else if (!stmt->relation->inh && !OidIsValid(referenced) && has_subclass(relid))
+		*reason = "ONLY on a table with inheritance children or partitions runs as PostgreSQL runs it.";
+	else
+		*reason = TreeInSessionReason(relid, !OidIsValid(referenced));
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }
 
@@ -586,24 +633,172 @@ ConstraintStart(JobRun *run)
 	run->kind_run = c;
 }
 
-/* The rows to check: the blocks the table has now, and its storage */
-static void
-MeasureTable(JobRun *run, Relation rel)
+/*
+ * The tables that carry the job's constraint (table relid's, constraint):
+ * relid, and, unless the constraint is not inherited (NO INHERIT, a foreign
+ * key), each table below it that has a constraint of that name (its copy,
+ * which ALTER TABLE adds, validates and drops with the parent's), parents
+ * first; those below relid locked in mode, as a job takes a lock, after
+ * relid, which the caller locked.  Partitioned tables included.
+ */
+static List *
+ConstraintCarriers(Oid relid, HeapTuple constraint, LOCKMODE mode)
 {
-	run->job.work_total = RelationGetNumberOfBlocks(rel);
-	run->job.rows_total = rel->rd_rel->reltuples >= 0 ? (int64) rel->rd_rel->reltuples : -1;
-	CatalogKindStateSetInt(&run->job.kind_state, STATE_RELFILENODE, rel->rd_node.relNode);
+	Form_pg_constraint form = (Form_pg_constraint) GETSTRUCT(constraint);
+	List	   *carriers = NIL;
+	ListCell   *lc;
+
+	foreach(lc, form->connoinherit || form->contype == CONSTRAINT_FOREIGN ?
+			list_make1_oid(relid) : find_all_inheritors(relid, NoLock, NULL))
+	{
+		Oid			table = lfirst_oid(lc);
+		Oid			conoid;
+		CheckedPart *carrier;
+
+		if (table != relid && mode != NoLock)
+			JobStepLockRelation(table, mode, background_ddl_lock_timeout_ms);
+		conoid = table == relid ? form->oid :
+			get_relation_constraint_oid(table, NameStr(form->conname), true);
+		if (!OidIsValid(conoid))
+			continue;
+		carrier = palloc0(sizeof(CheckedPart));
+		carrier->relid = table;
+		carrier->conoid = conoid;
+		carriers = lappend(carriers, carrier);
+	}
+	return carriers;
+}
+
+/* The job's parts, in the order their blocks are checked (*nparts of them) */
+static CheckedPart *
+JobParts(const BgddlJob *job, int *nparts)
+{
+	char	   *text = CatalogKindStateText(job->kind_state, STATE_PARTS);
+	CheckedPart *parts = palloc0(sizeof(CheckedPart) * (text != NULL ? strlen(text) / 8 + 1 : 1));
+	char	   *entry;
+	char	   *save = NULL;
+
+	*nparts = 0;
+	for (entry = text != NULL ? strtok_r(text, ";", &save) : NULL; entry != NULL;
+		 entry = strtok_r(NULL, ";", &save))
+	{
+		CheckedPart *part = &parts[*nparts];
+
+		if (sscanf(entry, "%u %u %u %u", &part->relid, &part->conoid, &part->relfilenode,
+				   &part->blocks) != 4)
+			elog(ERROR, "background DDL job %lld has a malformed part \"%s\"",
+				 (long long) job->id, entry);
+		(*nparts)++;
+	}
+	return parts;
+}
+
+/* Keep the job's parts in its kind_state; work_total is their blocks */
+static void
+SetJobParts(BgddlJob *job, const CheckedPart *parts, int nparts)
+{
+	StringInfoData text;
+
+	initStringInfo(&text);
+	job->work_total = 0;
+	for (int i = 0; i < nparts; i++)
+	{
+		appendStringInfo(&text, "%s%u %u %u %u", i > 0 ? ";" : "", parts[i].relid,
+						 parts[i].conoid, parts[i].relfilenode, parts[i].blocks);
+		job->work_total += parts[i].blocks;
+	}
+	CatalogKindStateSetText(&job->kind_state, STATE_PARTS, text.data);
+}
+
+/* A part's blocks and storage as they are now; the caller locked the table */
+static void
+MeasurePart(CheckedPart *part, int64 *rows)
+{
+	Relation	rel = table_open(part->relid, NoLock);
+
+	part->blocks = RelationGetNumberOfBlocks(rel);
+	part->relfilenode = rel->rd_node.relNode;
+	if (rows != NULL && *rows >= 0 && rel->rd_rel->reltuples >= 0)
+		*rows += (int64) rel->rd_rel->reltuples;
+	else if (rows != NULL)
+		*rows = -1;
+	table_close(rel, NoLock);
+}
+
+/*
+ * The rows to check: the blocks each table that carries the constraint has
+ * now (checked from the first again).  Caller is in a step and has locked
+ * the job's table.
+ */
+static void
+MeasureParts(JobRun *run, HeapTuple constraint)
+{
+	List	   *carriers = ConstraintCarriers(run->job.target_oid, constraint, AccessShareLock);
+	CheckedPart *parts = palloc0(sizeof(CheckedPart) * Max(list_length(carriers), 1));
+	int			nparts = 0;
+	int64		rows = 0;
+	ListCell   *lc;
+
+	foreach(lc, carriers)
+	{
+		CheckedPart *carrier = lfirst(lc);
+
+		if (get_rel_relkind(carrier->relid) != RELKIND_RELATION)
+			continue;
+		parts[nparts] = *carrier;
+		MeasurePart(&parts[nparts++], &rows);
+	}
+	SetJobParts(&run->job, parts, nparts);
+	run->job.rows_total = rows;
+}
+
+/*
+ * Tables that carry the constraint now but are not among the job's parts (a
+ * partition created or attached, an inheritance child added), locked in
+ * mode, added as parts: their rows are checked after the others'.  True if
+ * there were any.  Caller is in a step and has locked the job's table.
+ */
+static bool
+AddNewParts(JobRun *run, HeapTuple constraint, LOCKMODE mode)
+{
+	int			nparts;
+	CheckedPart *parts = JobParts(&run->job, &nparts);
+	List	   *carriers = ConstraintCarriers(run->job.target_oid, constraint, mode);
+	int			known = nparts;
+	ListCell   *lc;
+
+	parts = repalloc(parts, sizeof(CheckedPart) * (nparts + list_length(carriers) + 1));
+	foreach(lc, carriers)
+	{
+		CheckedPart *carrier = lfirst(lc);
+		bool		found = false;
+
+		for (int i = 0; i < known && !found; i++)
+			found = parts[i].relid == carrier->relid && parts[i].conoid == carrier->conoid;
+		if (found || get_rel_relkind(carrier->relid) != RELKIND_RELATION)
+			continue;
+		parts[nparts] = *carrier;
+		MeasurePart(&parts[nparts++], NULL);
+	}
+	if (nparts == known)
+		return false;
+	ereport(LOG,
+			(errmsg("background DDL job %lld: %d tables that carry its constraint were added below \"%s\"; their rows are checked too",
+					(long long) run->job.id, nparts - known, get_rel_name(run->job.target_oid))));
+	SetJobParts(&run->job, parts, nparts);
+	CatalogJobRecordKindState(&run->job);
+	return true;
 }
 
 static void
 ConstraintPlan(JobRun *run)
 {
-	Relation	rel;
+	HeapTuple	constraint;
 
-	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
-	rel = table_open(run->job.target_oid, AccessShareLock);
-	MeasureTable(run, rel);
-	table_close(rel, NoLock);
+	constraint = BeginConstraintStep(run, "background_ddl: planning", AccessShareLock);
+	if (constraint == NULL)
+		return;					/* the first step says that it is gone */
+	MeasureParts(run, constraint);
 	run->job.strategy = pstrdup(JobIsForeignKey(&run->job) ? STRATEGY_FOREIGN_KEY :
 								STRATEGY_CHECK_IN_CHUNKS);
 	run->job.planned = true;
@@ -724,14 +919,14 @@ InstallCaptureStep(JobRun *run, void *arg)
  * Caller is in a step and holds a lock on the table.
  */
 static void
-RestartCheck(JobRun *run, Relation rel, const char *why)
+RestartCheck(JobRun *run, HeapTuple constraint, const char *why)
 {
 	ereport(LOG,
 			(errmsg("background DDL job %lld: %s; the rows of \"%s\" are checked again from the first block",
-					(long long) run->job.id, why, RelationGetRelationName(rel))));
+					(long long) run->job.id, why, get_rel_name(run->job.target_oid))));
 	if (JobIsForeignKey(&run->job))
 		CaptureForget(run->job.id, false);
-	MeasureTable(run, rel);
+	MeasureParts(run, constraint);
 	CatalogJobRestartBuild(&run->job);
 }
 
@@ -772,7 +967,7 @@ CheckChangedRows(JobRun *run, HeapTuple constraint, int max_marks, bool writers_
 	}
 	else if (trusted && (marks.uncaptured || marks.whole_table))
 	{
-		RestartCheck(run, rel, "changes to its table were not all captured");
+		RestartCheck(run, constraint, "changes to its table were not all captured");
 		result = JOB_STEP_RESTART;
 	}
 	else if (trusted)
@@ -817,10 +1012,53 @@ ConstraintCatchUp(JobRun *run)
 }
 
 /*
- * One chunk: the next blocks from the checkpoint (work_done), checked in a
- * step of their own.  JOB_STEP_DONE once every block the table had when
- * the job was planned is checked; the check starts over if the table was
- * rewritten since.
+ * The part that holds block work of the job's blocks (*offset: its first
+ * block's), or -1 once past the last one
+ */
+static int
+PartAt(const CheckedPart *parts, int nparts, int64 work, int64 *offset)
+{
+	*offset = 0;
+	for (int i = 0; i < nparts; i++)
+	{
+		if (work < *offset + parts[i].blocks)
+			return i;
+		*offset += parts[i].blocks;
+	}
+	return -1;
+}
+
+/*
+ * A part's table was rewritten before all its blocks were checked: its
+ * rows may have moved into blocks checked already, so it is measured and
+ * checked from its first block again (the parts after it are not started
+ * yet).  A foreign key's job checks its one table from the start, and
+ * forgets what it captured.
+ */
+static void
+RestartPart(JobRun *run, HeapTuple constraint, CheckedPart *parts, int nparts, int part,
+			int64 offset)
+{
+	if (JobIsForeignKey(&run->job))
+	{
+		RestartCheck(run, constraint, "its table was rewritten");
+		return;
+	}
+	ereport(LOG,
+			(errmsg("background DDL job %lld: \"%s\" was rewritten; its rows are checked again from its first block",
+					(long long) run->job.id, get_rel_name(parts[part].relid))));
+	MeasurePart(&parts[part], NULL);
+	SetJobParts(&run->job, parts, nparts);
+	CatalogJobRecordKindState(&run->job);
+	CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done, offset);
+}
+
+/*
+ * One chunk: the next blocks from the checkpoint (work_done), of one part,
+ * checked in a step of their own, under ACCESS SHARE on the job's table,
+ * the partitioned tables below it, then the part's table (PostgreSQL's
+ * order).  JOB_STEP_DONE once every block of every part is checked, and no
+ * table that carries the constraint has been added meanwhile.
  */
 static JobStepResult
 ConstraintBackfillStep(JobRun *run)
@@ -828,6 +1066,11 @@ ConstraintBackfillStep(JobRun *run)
 	ConstraintRun *c = run->kind_run;
 	Relation	rel;
 	HeapTuple	constraint;
+	HeapTuple	part_constraint;
+	CheckedPart *parts;
+	int			nparts;
+	int			part;
+	int64		offset;
 	BlockNumber start;
 	BlockNumber end;
 	uint64		rows;
@@ -848,27 +1091,45 @@ ConstraintBackfillStep(JobRun *run)
 	constraint = BeginConstraintStep(run, "background_ddl: checking a chunk of rows", AccessShareLock);
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
-	rel = table_open(run->job.target_oid, NoLock);
+	parts = JobParts(&run->job, &nparts);
+	part = PartAt(parts, nparts, run->job.work_done, &offset);
 	if (((Form_pg_constraint) GETSTRUCT(constraint))->convalidated ||
-		run->job.work_done >= run->job.work_total)
+		(part < 0 && !AddNewParts(run, constraint, AccessShareLock)))
 	{
 		/* The job row's counts lag behind the chunks' (CatalogJobRecordChunk) */
 		CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
 									run->job.work_done);
-		table_close(rel, NoLock);
 		JobStepEnd();
 		return JOB_STEP_DONE;
 	}
-	if (rel->rd_node.relNode != (Oid) CatalogKindStateInt(run->job.kind_state, STATE_RELFILENODE))
+	if (part < 0)
 	{
-		RestartCheck(run, rel, "its table was rewritten");
+		JobStepEnd();			/* new parts: their chunks come next */
+		return JOB_STEP_MORE;
+	}
+	JobStepLockTree(run->job.target_oid, AccessShareLock, background_ddl_lock_timeout_ms);
+	JobStepLockRelation(parts[part].relid, AccessShareLock, background_ddl_lock_timeout_ms);
+	part_constraint = SearchSysCacheCopy1(CONSTROID, ObjectIdGetDatum(parts[part].conoid));
+	if (!HeapTupleIsValid(part_constraint) ||
+		((Form_pg_constraint) GETSTRUCT(part_constraint))->conrelid != parts[part].relid)
+	{
+		/* The table was dropped, or no longer carries the constraint */
+		CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
+									offset + parts[part].blocks);
+		JobStepEnd();
+		return JOB_STEP_MORE;
+	}
+	rel = table_open(parts[part].relid, NoLock);
+	if (rel->rd_node.relNode != parts[part].relfilenode)
+	{
+		RestartPart(run, constraint, parts, nparts, part, offset);
 		table_close(rel, NoLock);
 		JobStepEnd();
 		return JOB_STEP_MORE;
 	}
 
-	start = (BlockNumber) run->job.work_done;
-	end = (BlockNumber) Min((double) run->job.work_total, start + c->chunk_blocks);
+	start = (BlockNumber) (run->job.work_done - offset);
+	end = (BlockNumber) Min((double) parts[part].blocks, start + c->chunk_blocks);
 	INSTR_TIME_SET_CURRENT(start_time);
 	JobQueryBegin(run->job.identity.owner_oid, true);
 	/* VACUUM may have truncated empty blocks at the end: nothing to check there */
@@ -876,10 +1137,12 @@ ConstraintBackfillStep(JobRun *run)
 		rows = ForeignKeyCheckBlocks(rel, constraint, start,
 									 Min(end, RelationGetNumberOfBlocks(rel)));
 	else
-		rows = CheckBlocks(rel, CheckExpression(constraint),
-						   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
-						   JobNotNullColumn(&run->job), start,
-						   Min(end, RelationGetNumberOfBlocks(rel)), NULL);
+		rows = CheckBlocks(rel, CheckExpression(part_constraint),
+						   NameStr(((Form_pg_constraint) GETSTRUCT(part_constraint))->conname),
+						   JobNotNullColumn(&run->job) == InvalidAttrNumber ? InvalidAttrNumber :
+						   get_attnum(RelationGetRelid(rel),
+									  get_attname(run->job.target_oid, JobNotNullColumn(&run->job), false)),
+						   start, Min(end, RelationGetNumberOfBlocks(rel)), NULL);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
@@ -902,29 +1165,43 @@ ConstraintBackfillStep(JobRun *run)
 }
 
 /*
- * Mark the constraint valid, as VALIDATE CONSTRAINT marks it; caller holds
- * a lock on the table that keeps out other schema changes
+ * Mark the constraint valid, as VALIDATE CONSTRAINT marks it: its copies on
+ * the tables below relid too (carriers); caller holds a lock on them that
+ * keeps out other schema changes
  */
 static void
-MarkValid(Oid relid, HeapTuple constraint)
+MarkValid(Oid relid, List *carriers)
 {
 	Relation	pg_constraint = table_open(ConstraintRelationId, RowExclusiveLock);
+	ListCell   *lc;
 
-	((Form_pg_constraint) GETSTRUCT(constraint))->convalidated = true;
-	CatalogTupleUpdate(pg_constraint, &constraint->t_self, constraint);
-	InvokeObjectPostAlterHook(ConstraintRelationId,
-							  ((Form_pg_constraint) GETSTRUCT(constraint))->oid, 0);
-	CacheInvalidateRelcacheByRelid(relid);
+	foreach(lc, carriers)
+	{
+		CheckedPart *carrier = lfirst(lc);
+		HeapTuple	tuple = SearchSysCacheCopy1(CONSTROID, ObjectIdGetDatum(carrier->conoid));
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for constraint %u", carrier->conoid);
+		if (!((Form_pg_constraint) GETSTRUCT(tuple))->convalidated)
+		{
+			((Form_pg_constraint) GETSTRUCT(tuple))->convalidated = true;
+			CatalogTupleUpdate(pg_constraint, &tuple->t_self, tuple);
+			InvokeObjectPostAlterHook(ConstraintRelationId, carrier->conoid, 0);
+			CacheInvalidateRelcacheByRelid(carrier->relid);
+		}
+		heap_freetuple(tuple);
+	}
 	table_close(pg_constraint, RowExclusiveLock);
 }
 
 /*
  * Run ALTER TABLE on the job's table with one subcommand (of column or
- * constraint name), as PostgreSQL runs it, as the submitting role; caller
- * holds the subcommand's lock on the table
+ * constraint name), as PostgreSQL runs it, as role; caller holds the
+ * subcommand's lock on the table and on the tables below it
  */
 static void
-RunAlterTable(const BgddlJob *job, AlterTableType subtype, const char *name, LOCKMODE mode)
+RunAlterTable(const BgddlJob *job, Oid role, AlterTableType subtype, const char *name,
+			  LOCKMODE mode)
 {
 	AlterTableStmt *stmt = makeNode(AlterTableStmt);
 	AlterTableCmd *cmd = makeNode(AlterTableCmd);
@@ -934,6 +1211,7 @@ RunAlterTable(const BgddlJob *job, AlterTableType subtype, const char *name, LOC
 
 	cmd->subtype = subtype;
 	cmd->name = pstrdup(name);
+	cmd->behavior = DROP_RESTRICT;
 	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(job->target_oid)),
 								  get_rel_name(job->target_oid), -1);
 	stmt->cmds = list_make1(cmd);
@@ -945,22 +1223,27 @@ RunAlterTable(const BgddlJob *job, AlterTableType subtype, const char *name, LOC
 	context.queryString = job->command;
 	context.relid = job->target_oid;
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
-	SetUserIdAndSecContext(job->identity.owner_oid,
-						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(role, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	AlterTable(stmt, mode, &context);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 	CommandCounterIncrement();
 }
 
-/* Drop the job's constraint (the helper of a SET NOT NULL job) */
+/*
+ * Drop the job's constraint (the helper of a SET NOT NULL job), with its
+ * copies on the tables below, as ALTER TABLE DROP CONSTRAINT drops them, as
+ * the table's owner; caller holds ACCESS EXCLUSIVE on the tables
+ */
 static void
-DropJobConstraint(const BgddlJob *job)
+DropJobConstraint(const BgddlJob *job, HeapTuple constraint)
 {
-	ObjectAddress address;
+	Relation	rel = table_open(job->target_oid, NoLock);
+	Oid			owner = rel->rd_rel->relowner;
 
-	ObjectAddressSet(address, ConstraintRelationId, JobConstraint(job));
-	performDeletion(&address, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
-	CommandCounterIncrement();
+	table_close(rel, NoLock);
+	RunAlterTable(job, owner, AT_DropConstraint,
+				  NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
+				  AccessExclusiveLock);
 }
 
 /*
@@ -977,15 +1260,20 @@ static JobStepResult
 ConstraintCutOver(JobRun *run)
 {
 	AttrNumber	column = JobNotNullColumn(&run->job);
+	LOCKMODE	mode = column != InvalidAttrNumber ? AccessExclusiveLock :
+		JobIsForeignKey(&run->job) ? ShareLock : ShareUpdateExclusiveLock;
 	HeapTuple	constraint;
 
 	JobStepHoldPoint("cutting over");
-	constraint = BeginConstraintStep(run, "background_ddl: cutting over",
-									 column != InvalidAttrNumber ? AccessExclusiveLock :
-									 JobIsForeignKey(&run->job) ? ShareLock :
-									 ShareUpdateExclusiveLock);
+	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode);
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
+	/* The tables below, locked as VALIDATE locks them: any added meanwhile is checked first */
+	if (AddNewParts(run, constraint, mode))
+	{
+		JobStepEnd();
+		return JOB_STEP_MORE;
+	}
 	if (JobIsForeignKey(&run->job))
 	{
 		/* No row changes meanwhile: the last marks are read in one scan */
@@ -995,14 +1283,13 @@ ConstraintCutOver(JobRun *run)
 			return JOB_STEP_RESTART;
 		}
 	}
-	if (!((Form_pg_constraint) GETSTRUCT(constraint))->convalidated)
-		MarkValid(run->job.target_oid, constraint);
+	MarkValid(run->job.target_oid, ConstraintCarriers(run->job.target_oid, constraint, NoLock));
 	if (column != InvalidAttrNumber)
 	{
 		CommandCounterIncrement();
-		RunAlterTable(&run->job, AT_SetNotNull, get_attname(run->job.target_oid, column, false),
-					  AccessExclusiveLock);
-		DropJobConstraint(&run->job);
+		RunAlterTable(&run->job, run->job.identity.owner_oid, AT_SetNotNull,
+					  get_attname(run->job.target_oid, column, false), AccessExclusiveLock);
+		DropJobConstraint(&run->job, constraint);
 	}
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
 	JobStepEnd();
@@ -1036,12 +1323,12 @@ ConstraintBuildHere(const BgddlJob *job)
 			 JobConstraint(job), (long long) job->id);
 	if (column != InvalidAttrNumber)
 	{
-		DropJobConstraint(job);
-		RunAlterTable(job, AT_SetNotNull, get_attname(job->target_oid, column, false),
-					  AccessExclusiveLock);
+		DropJobConstraint(job, constraint);
+		RunAlterTable(job, job->identity.owner_oid, AT_SetNotNull,
+					  get_attname(job->target_oid, column, false), AccessExclusiveLock);
 	}
 	else
-		RunAlterTable(job, AT_ValidateConstraint,
+		RunAlterTable(job, job->identity.owner_oid, AT_ValidateConstraint,
 					  NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
 					  ShareUpdateExclusiveLock);
 	JobRunSucceeded(&run, job->target_oid, false, -1);
@@ -1051,7 +1338,7 @@ ConstraintBuildHere(const BgddlJob *job)
 /*
  * Drop the constraint the job added (a VALIDATE job added none, and leaves
  * its constraint NOT VALID): dropping it takes ACCESS EXCLUSIVE on the
- * table, as a job takes such a lock.
+ * table and the tables below it, as a job takes such a lock.
  */
 static void
 ConstraintDiscard(const BgddlJob *job, bool keep_target)
@@ -1064,11 +1351,12 @@ ConstraintDiscard(const BgddlJob *job, bool keep_target)
 	constraint = JobConstraintTuple(job);
 	if (constraint == NULL)
 		return;
+	(void) ConstraintCarriers(job->target_oid, constraint, AccessExclusiveLock);
 	/* dropping a foreign key locks the referenced table too */
 	if (JobIsForeignKey(job))
 		JobStepLockRelation(((Form_pg_constraint) GETSTRUCT(constraint))->confrelid,
 							AccessExclusiveLock, background_ddl_lock_timeout_ms);
-	DropJobConstraint(job);
+	DropJobConstraint(job, constraint);
 }
 
 /*
@@ -1159,11 +1447,129 @@ CookedCheck(Relation rel, Node *raw_expr)
 }
 
 /*
- * estimate_ddl: the check measured on a sample of the table (8 ranges, a
- * hundredth of its blocks, at least ESTIMATE_SAMPLE_MIN_BLOCKS), as the
- * caller (who must own the table, as for ALTER TABLE), under
- * SECURITY_RESTRICTED_OPERATION as the job runs it; its time scaled to the
- * table.  The sample's violations are counted, and said.
+ * The expression a table's rows are checked against for the statement's
+ * subcommand (cmd), and the constraint's name; NULL if the table does not
+ * carry the constraint a VALIDATE names
+ */
+static Node *
+EstimatedCheck(Relation rel, AlterTableCmd *cmd, const char **name)
+{
+	Node	   *expr = NULL;
+
+	if (cmd->subtype == AT_AddConstraint)
+	{
+		Constraint *constraint = (Constraint *) cmd->def;
+
+		expr = CookedCheck(rel, constraint->raw_expr);
+		*name = constraint->conname != NULL ? constraint->conname : "new";
+	}
+	else if (cmd->subtype == AT_SetNotNull)
+	{
+		expr = CookedCheck(rel, IsNotNull(cmd->name));
+		*name = cmd->name;
+	}
+	else
+	{
+		Oid			conoid = get_relation_constraint_oid(RelationGetRelid(rel), cmd->name, true);
+		HeapTuple	constraint = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
+
+		if (!HeapTupleIsValid(constraint))
+			return NULL;
+		expr = CheckExpression(constraint);
+		*name = cmd->name;
+		ReleaseSysCache(constraint);
+	}
+	return expr;
+}
+
+/*
+ * The tables whose rows the statement's check reads, locked ACCESS SHARE
+ * (relid's, locked by the caller, and those below it unless the
+ * constraint is not inherited; cmd NULL: a statement of several
+ * subcommands), and their blocks (*total).  Not inlined:
+ * its list would count as clobbered by the estimate's PG_TRY.
+ */
+static pg_noinline List *
+EstimatedTables(Oid relid, AlterTableCmd *cmd, int64 *total)
+{
+	List	   *tables = NIL;
+	ListCell   *lc;
+	bool		no_inherit = cmd != NULL && cmd->subtype == AT_AddConstraint &&
+		((Constraint *) cmd->def)->is_no_inherit;
+
+	*total = 0;
+	foreach(lc, no_inherit ? list_make1_oid(relid) : find_all_inheritors(relid, AccessShareLock, NULL))
+	{
+		Relation	rel = table_open(lfirst_oid(lc), NoLock);
+
+		if (rel->rd_rel->relkind == RELKIND_RELATION)
+		{
+			*total += RelationGetNumberOfBlocks(rel);
+			tables = lappend_oid(tables, lfirst_oid(lc));
+		}
+		table_close(rel, NoLock);
+	}
+	return tables;
+}
+
+/*
+ * Check a sample of rel's rows (8 ranges, sample blocks in all, its blocks
+ * if fewer): the rows read, *violations counts those that violate it
+ */
+static uint64
+CheckSample(Relation rel, Node *expr, const char *name, BlockNumber sample, uint64 *violations)
+{
+	BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+	uint64		rows = 0;
+
+	for (int i = 0; i < 8; i++)
+	{
+		BlockNumber first = (BlockNumber) ((uint64) blocks * i / 8);
+		BlockNumber last = sample >= blocks ? (BlockNumber) ((uint64) blocks * (i + 1) / 8) :
+			first + (sample + 7) / 8;
+
+		rows += CheckBlocks(rel, expr, name, InvalidAttrNumber, first, Min(last, blocks), violations);
+	}
+	return rows;
+}
+
+/*
+ * Check a sample of the rows of tables (target of their total blocks, each
+ * table its share): the rows read; *sampled, the blocks read;
+ * *violations, the rows that violate it
+ */
+static uint64
+CheckSamples(List *tables, AlterTableCmd *cmd, int64 target, int64 total, int64 *sampled,
+			 uint64 *violations)
+{
+	uint64		rows = 0;
+	ListCell   *lc;
+
+	foreach(lc, tables)
+	{
+		Relation	table = table_open(lfirst_oid(lc), NoLock);
+		int64		blocks = RelationGetNumberOfBlocks(table);
+		int64		sample = Min(blocks, (target * blocks + total - 1) / Max(total, 1));
+		const char *name;
+		Node	   *expr = EstimatedCheck(table, cmd, &name);
+
+		if (expr != NULL && sample > 0)
+		{
+			rows += CheckSample(table, expr, name, (BlockNumber) sample, violations);
+			*sampled += sample;
+		}
+		table_close(table, NoLock);
+	}
+	return rows;
+}
+
+/*
+ * estimate_ddl: the check measured on a sample of the rows (8 ranges of
+ * each table, a hundredth of the blocks in all, at least
+ * ESTIMATE_SAMPLE_MIN_BLOCKS), as the caller (who must own the table, as
+ * for ALTER TABLE), under SECURITY_RESTRICTED_OPERATION as the job runs
+ * it; its time scaled to all the blocks.  The sample's violations are
+ * counted, and said.
  */
 static bool
 ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
@@ -1173,11 +1579,11 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	KindAcceptance acceptance = ConstraintAccepts(raw_statement, &reason);
 	AlterTableCmd *cmd;
 	Relation	rel;
-	Node	   *expr;
-	const char *name;
+	List	   *tables;
 	int64		total;
 	int64		target;
-	volatile uint64 rows = 0;
+	uint64		rows = 0;
+	int64		sampled = 0;
 	uint64		violations = 0;
 	instr_time	start_time;
 	instr_time	duration;
@@ -1192,7 +1598,8 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
-	total = RelationGetNumberOfBlocks(rel);
+	cmd = OnlyCommand(stmt);
+	tables = EstimatedTables(RelationGetRelid(rel), cmd, &total);
 	estimate->total_blocks = total;
 	estimate->rows = rel->rd_rel->reltuples >= 0 ? (int64) rel->rd_rel->reltuples : -1;
 	estimate->bytes = 0;
@@ -1210,7 +1617,6 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 							   "EXCLUSIVE for VALIDATE), asked for without queueing first; ACCESS SHARE "
 							   "while each chunk is checked; SHARE UPDATE EXCLUSIVE for a moment at the end",
 							   RelationGetRelationName(rel));
-	cmd = OnlyCommand(stmt);
 	if (OidIsValid(ReferencedTable(RelationGetRelid(rel), cmd)) || AddsValidatedForeignKey(cmd))
 	{
 		estimate->strategy = pstrdup(STRATEGY_FOREIGN_KEY);
@@ -1224,37 +1630,8 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 		table_close(rel, NoLock);
 		return true;
 	}
-	if (cmd->subtype == AT_AddConstraint)
-	{
-		Constraint *constraint = (Constraint *) cmd->def;
-
-		expr = CookedCheck(rel, constraint->raw_expr);
-		name = constraint->conname != NULL ? constraint->conname : "new";
-	}
-	else if (cmd->subtype == AT_SetNotNull)
-	{
-		expr = CookedCheck(rel, IsNotNull(cmd->name));
-		name = cmd->name;
-	}
-	else
-	{
-		char		contype;
-		Oid			referenced;
-		HeapTuple	constraint = SearchSysCache1(CONSTROID,
-												 ObjectIdGetDatum(ConstraintToValidate(RelationGetRelid(rel),
-																					   cmd->name, &contype,
-																					   &referenced)));
-
-		if (!HeapTupleIsValid(constraint))
-			elog(ERROR, "constraint \"%s\" changed while it was estimated", cmd->name);
-		expr = CheckExpression(constraint);
-		name = cmd->name;
-		ReleaseSysCache(constraint);
-	}
 
 	target = Max(ESTIMATE_SAMPLE_MIN_BLOCKS, total / ESTIMATE_SAMPLE_SHARE);
-	if (target < total)
-		target = target / 8 * 8;
 	/* What the expression's functions do is rolled back (the abort restores the user) */
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(caller_context);
@@ -1263,13 +1640,7 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	INSTR_TIME_SET_CURRENT(start_time);
 	PG_TRY();
 	{
-		for (int i = 0; i < 8; i++)
-		{
-			BlockNumber first = (BlockNumber) (total * i / 8);
-			BlockNumber last = target >= total ? total * (i + 1) / 8 : first + target / 8;
-
-			rows += CheckBlocks(rel, expr, name, InvalidAttrNumber, first, last, &violations);
-		}
+		rows = CheckSamples(tables, cmd, target, total, &sampled, &violations);
 	}
 	PG_CATCH();
 	{
@@ -1285,11 +1656,11 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	RollbackAndReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(caller_context);
 	CurrentResourceOwner = caller_owner;
-	estimate->sampled_blocks = Min(target, total);
-	if (estimate->sampled_blocks > 0)
+	estimate->sampled_blocks = sampled;
+	if (sampled > 0)
 	{
-		estimate->seconds = INSTR_TIME_GET_DOUBLE(duration) * total / estimate->sampled_blocks;
-		estimate->rows = (int64) ((double) rows * total / estimate->sampled_blocks);
+		estimate->seconds = INSTR_TIME_GET_DOUBLE(duration) * total / sampled;
+		estimate->rows = (int64) ((double) rows * total / sampled);
 	}
 	else
 		estimate->seconds = 0;

@@ -218,9 +218,9 @@ SELECT wait_ddl(:drop_job, '60s');
 SELECT state, error FROM pg_stat_background_ddl WHERE id = :drop_job;
 
 -- Run in the session, with a NOTICE that says why (client_min_messages
--- shows it here): several subcommands, a foreign key, a temporary table, a
--- table with inheritance children.  NOT VALID, or ALTER TABLE that checks
--- no rows, is not a job and says nothing.
+-- shows it here): several subcommands, a temporary table, a table with a
+-- temporary inheritance child (a table of this session).  NOT VALID, or
+-- ALTER TABLE that checks no rows, is not a job and says nothing.
 SET client_min_messages = notice;
 ALTER TABLE at ADD CONSTRAINT at_two CHECK (a > -5), ALTER COLUMN b SET NOT NULL;
 CREATE TABLE at_ref (a int PRIMARY KEY);
@@ -228,7 +228,7 @@ INSERT INTO at_ref SELECT a FROM at;
 ALTER TABLE at ADD CONSTRAINT at_fk FOREIGN KEY (a) REFERENCES at_ref;
 CREATE TEMP TABLE at_temp (a int);
 ALTER TABLE at_temp ADD CHECK (a > 0);
-CREATE TABLE at_child () INHERITS (at_ref);
+CREATE TEMP TABLE at_child () INHERITS (at_ref);
 ALTER TABLE at_ref ADD CHECK (a > 0);
 ALTER TABLE at ADD CONSTRAINT at_not_valid CHECK (a > -5) NOT VALID;
 ALTER TABLE at ADD COLUMN c int;
@@ -254,8 +254,27 @@ SELECT strategy FROM estimate_ddl('ALTER TABLE at ADD CHECK (a > 0)');
 RESET ROLE;
 SELECT strategy, seconds FROM estimate_ddl('ALTER TABLE at ADD CHECK (a > 0), ADD COLUMN d int');
 
+-- A partitioned table: its partitions' rows are checked (and sampled), each
+-- against its own copy of the constraint; a foreign key of a partitioned
+-- table runs in the session (PostgreSQL 15 cannot add it NOT VALID).
+CREATE TABLE at_parted (a int, b int) PARTITION BY LIST (b);
+CREATE TABLE at_parted_1 PARTITION OF at_parted FOR VALUES IN (1);
+CREATE TABLE at_parted_2 (b int, a int);
+ALTER TABLE at_parted ATTACH PARTITION at_parted_2 FOR VALUES IN (2);
+INSERT INTO at_parted SELECT g, g % 2 + 1 FROM generate_series(1, 1000) g;
+SELECT explain_ddl('ALTER TABLE at_parted ADD CHECK (a > 0)');
+SELECT explain_ddl('ALTER TABLE at_parted ADD FOREIGN KEY (a) REFERENCES at_ref');
+SELECT explain_ddl('ALTER TABLE ONLY at_parted ADD CHECK (a > 0)');
+SELECT strategy, sampled_blocks = total_blocks AS whole_table, total_blocks
+  FROM estimate_ddl('ALTER TABLE at_parted ADD CHECK (a > 1)');
+ALTER TABLE at_parted ADD CONSTRAINT at_parted_pos CHECK (a > 0);
+SELECT last_ddl_job() AS parted_job \gset
+SELECT wait_ddl(:parted_job, '60s');
+SELECT state, rows_done FROM pg_stat_background_ddl WHERE id = :parted_job;
+SELECT conrelid::regclass, convalidated FROM pg_constraint WHERE conname = 'at_parted_pos' ORDER BY 1;
+
 SELECT dblink_disconnect('at_other');
-DROP TABLE at, at_ref, at_child, at_log;
+DROP TABLE at, at_ref, at_child, at_log, at_parted;
 DROP FUNCTION at_gate(int), at_logged(int);
 DROP ROLE at_stranger;
 RESET background_ddl;

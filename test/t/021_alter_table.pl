@@ -114,7 +114,7 @@ release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
 like(job_field($job, 'error'), qr/check constraint "r_not_zero" of relation "r" is violated by some row/,
 	'it found the row');
-like(slurp_file($node->logfile), qr/its table was rewritten; the rows of "r" are checked again from the first block/,
+like(slurp_file($node->logfile), qr/"r" was rewritten; its rows are checked again from its first block/,
 	'after checking the rewritten table from its first block');
 is(constraint_state('r_not_zero'), 'false', 'the constraint stays NOT VALID, as after a failed VALIDATE');
 

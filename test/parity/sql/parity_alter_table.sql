@@ -2,9 +2,9 @@
 -- ALTER TABLE ... ADD CHECK and VALIDATE CONSTRAINT (PostgreSQL's own cases
 -- of constraints.sql and alter_table.sql, on a table of some rows): the same
 -- errors, the same constraints with the names PostgreSQL chooses, valid or
--- not, and the same rows.  With background_ddl on, those on a plain table
--- are jobs; on a partitioned table or with inheritance children they run in
--- the session.
+-- not, and the same rows.  With background_ddl on, those on a plain table,
+-- a partitioned table or a table with inheritance children are jobs (but a
+-- foreign key of a partitioned table, and ONLY on a table with children).
 --
 \set SHOW_CONTEXT never
 CREATE TABLE pat (a int, b text, c numeric);
@@ -108,20 +108,39 @@ SELECT conrelid::regclass AS table, conname, convalidated, pg_get_constraintdef(
  ORDER BY 1, 2;
 SELECT count(*) FROM paf_c;
 DROP TABLE paf_c, paf_tree, paf_p;
--- Partitioned, and with inheritance children: in the session.
+-- Partitioned (one partition's columns in another order), and with
+-- inheritance children.
 CREATE TABLE pat_parted (a int, b int) PARTITION BY RANGE (a);
 CREATE TABLE pat_parted_1 PARTITION OF pat_parted FOR VALUES FROM (0) TO (100);
-CREATE TABLE pat_parted_2 PARTITION OF pat_parted FOR VALUES FROM (100) TO (200);
+CREATE TABLE pat_parted_2 (b int, a int);
+ALTER TABLE pat_parted ATTACH PARTITION pat_parted_2 FOR VALUES FROM (100) TO (200);
 INSERT INTO pat_parted SELECT g, g FROM generate_series(0, 199) g;
 ALTER TABLE pat_parted ADD CONSTRAINT pat_parted_b CHECK (b >= 0); CALL parity_wait();
 ALTER TABLE pat_parted ADD CONSTRAINT pat_parted_bad CHECK (b > 0); CALL parity_wait();
+ALTER TABLE pat_parted ADD CONSTRAINT pat_parted_bad2 CHECK (b < 150); CALL parity_wait();
+ALTER TABLE ONLY pat_parted ADD CONSTRAINT pat_parted_only CHECK (b >= 0); CALL parity_wait();
 ALTER TABLE pat_parted_2 ADD CONSTRAINT pat_parted_2_b CHECK (b >= 100); CALL parity_wait();
+ALTER TABLE pat_parted ADD CONSTRAINT pat_parted_nv CHECK (b < 190) NOT VALID; CALL parity_wait();
+ALTER TABLE pat_parted VALIDATE CONSTRAINT pat_parted_nv; CALL parity_wait();
+DELETE FROM pat_parted WHERE b >= 190;
+ALTER TABLE pat_parted VALIDATE CONSTRAINT pat_parted_nv; CALL parity_wait();
+UPDATE pat_parted SET b = NULL WHERE a = 150;
+ALTER TABLE pat_parted ALTER COLUMN b SET NOT NULL; CALL parity_wait();
+UPDATE pat_parted SET b = 150 WHERE a = 150;
+ALTER TABLE pat_parted ALTER COLUMN b SET NOT NULL; CALL parity_wait();
+ALTER TABLE pat_parted ALTER COLUMN a SET NOT NULL; CALL parity_wait();
 CREATE TABLE pat_parent (a int);
 CREATE TABLE pat_child (b int) INHERITS (pat_parent);
 INSERT INTO pat_child VALUES (-1, 1);
 ALTER TABLE pat_parent ADD CONSTRAINT pat_parent_a CHECK (a > 0); CALL parity_wait();
 ALTER TABLE ONLY pat_parent ADD CONSTRAINT pat_parent_a CHECK (a > 0); CALL parity_wait();
+ALTER TABLE ONLY pat_parent ADD CONSTRAINT pat_parent_ni CHECK (a > 0) NO INHERIT; CALL parity_wait();
+ALTER TABLE pat_parent ADD CONSTRAINT pat_parent_ni2 CHECK (a > 0) NO INHERIT; CALL parity_wait();
 ALTER TABLE pat_child ADD CONSTRAINT pat_child_b CHECK (b > 0); CALL parity_wait();
+ALTER TABLE pat_parent ALTER COLUMN a SET NOT NULL; CALL parity_wait();
+UPDATE pat_child SET a = 1;
+ALTER TABLE pat_parent ADD CONSTRAINT pat_parent_a CHECK (a > 0); CALL parity_wait();
+ALTER TABLE pat_parent ALTER COLUMN a SET NOT NULL; CALL parity_wait();
 -- What is left: every constraint, valid or not, and the rows.
 SELECT conrelid::regclass AS table, conname, convalidated, connoinherit,
        pg_get_constraintdef(oid) AS definition
@@ -129,6 +148,9 @@ SELECT conrelid::regclass AS table, conname, convalidated, connoinherit,
  WHERE conrelid IN ('pat'::regclass, 'pat_parted'::regclass, 'pat_parted_1'::regclass,
                     'pat_parted_2'::regclass, 'pat_parent'::regclass, 'pat_child'::regclass)
  ORDER BY 1, 2;
-SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'pat'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT attrelid::regclass, attname, attnotnull FROM pg_attribute
+ WHERE attrelid IN ('pat'::regclass, 'pat_parted'::regclass, 'pat_parted_1'::regclass,
+                    'pat_parted_2'::regclass, 'pat_parent'::regclass, 'pat_child'::regclass)
+   AND attnum > 0 ORDER BY 1, 2;
 SELECT count(*), count(a), sum(a) FROM pat;
 DROP TABLE pat, pat_parted, pat_parent, pat_child;
