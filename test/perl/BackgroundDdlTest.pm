@@ -49,6 +49,9 @@ sub kill_and_recover
 
 	kill 'KILL', $pid;
 	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+	# Not before: a psql that cannot connect exits before it reads its
+	# query, and IPC::Run dies writing it (Broken pipe)
+	$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
 	$node->poll_query_until('postgres', 'SELECT true')
 	  or die "the server did not accept connections after its crash restart";
 }
