@@ -42,7 +42,8 @@ JobLockTagSet(LOCKTAG *tag, Oid database_oid, int64 job_id)
 #define REL_REMOVES_ROWS	0x08	/* deletes rows */
 #define REL_REDEFINES		0x10	/* changes its definition, tree or privileges */
 #define REL_DROPS			0x20	/* drops it */
-#define REL_ANY				0x3F
+#define REL_UPDATES_ROWS	0x40	/* updates rows (REL_ADDS_ROWS too) */
+#define REL_ANY				0x7F
 
 /*
  * A job this session submitted, as its later statements see it: its target

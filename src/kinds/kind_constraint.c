@@ -545,11 +545,14 @@ ConstraintValidate(KindSubmit *submit)
 	}
 	ReleaseSysCache(tuple);
 	/*
-	 * The session's later writes are checked by the constraint; but one
-	 * that removes or changes a violating row, or changes the table's
-	 * definition, must come after the check, as it would have.
+	 * The session's later inserts are checked by the constraint, with its
+	 * error (not a SET NOT NULL's helper: PostgreSQL's error would be the
+	 * column's); but a write that removes or changes a violating row, or
+	 * changes the table's definition, must come after the check, as it
+	 * would have.
 	 */
-	submit->target_effects = REL_ADDS_ROWS | REL_REMOVES_ROWS | REL_REDEFINES;
+	submit->target_effects = REL_UPDATES_ROWS | REL_REMOVES_ROWS | REL_REDEFINES |
+		(cmd->subtype == AT_SetNotNull ? REL_ADDS_ROWS : 0);
 }
 
 /* Nothing to reserve: the constraint exists, NOT VALID, from the submit on */

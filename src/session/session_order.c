@@ -254,12 +254,16 @@ QueryEffectsWalker(Node *node, StatementEffects *statement)
 		{
 			Oid			result = rt_fetch(query->resultRelation, query->rtable)->relid;
 
-			if (query->commandType == CMD_INSERT || query->commandType == CMD_UPDATE)
+			if (query->commandType == CMD_UPDATE ||
+				(query->commandType == CMD_INSERT && query->onConflict != NULL &&
+				 query->onConflict->action == ONCONFLICT_UPDATE))
+				AddEffect(statement, result, REL_ADDS_ROWS | REL_UPDATES_ROWS);
+			else if (query->commandType == CMD_INSERT)
 				AddEffect(statement, result, REL_ADDS_ROWS);
 			else if (query->commandType == CMD_DELETE)
 				AddEffect(statement, result, REL_REMOVES_ROWS);
 			else if (query->commandType == CMD_MERGE)
-				AddEffect(statement, result, REL_ADDS_ROWS | REL_REMOVES_ROWS);
+				AddEffect(statement, result, REL_ADDS_ROWS | REL_UPDATES_ROWS | REL_REMOVES_ROWS);
 		}
 		return query_tree_walker(query, QueryEffectsWalker, statement, 0);
 	}
@@ -553,7 +557,7 @@ BuildHereReason(const StatementEffects *statement, int touch)
 {
 	if (touch & TOUCHES_TARGET)
 		return statement->target_use;
-	if (touch & (REL_ADDS_ROWS | REL_REMOVES_ROWS))
+	if (touch & (REL_ADDS_ROWS | REL_UPDATES_ROWS | REL_REMOVES_ROWS))
 		return "wrote a table it reads";
 	return "changed a table it reads";
 }

@@ -59,11 +59,12 @@ sub kill_and_recover
 # An immutable function $name($type) that returns its argument and, in a
 # session with bgddl_test.slow on (a job's session, whose settings its
 # workers take), sleeps 10 ms every 50 values: about 0.2 ms a row, so that
-# jobs last seconds while the checks of their results do not.
+# jobs last seconds while the checks of their results do not.  In database
+# $db, postgres by default.
 sub create_slow_function
 {
-	my ($node, $name, $type) = @_;
-	$node->safe_psql('postgres', qq{
+	my ($node, $name, $type, $db) = @_;
+	$node->safe_psql($db // 'postgres', qq{
 CREATE FUNCTION $name(x $type) RETURNS $type LANGUAGE plpgsql IMMUTABLE AS \$\$
 BEGIN
   IF x % 50 = 0 AND current_setting('bgddl_test.slow', true) = 'on' THEN

@@ -44,6 +44,13 @@ SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass 
 -- constraint is dropped, as the failed statement would have left none.
 ALTER TABLE at ADD CONSTRAINT at_b CHECK (b < 9);
 SELECT last_ddl_job() AS b_job \gset
+-- The session's INSERT is checked by the NOT VALID constraint at once, as
+-- it would be by the valid one; an UPDATE, which could fix a violating row,
+-- comes after the check: it waits for the job, and fails as the statement.
+SET client_min_messages = notice;
+INSERT INTO at VALUES (50002, 9);
+UPDATE at SET b = 0 WHERE a = -100;
+RESET client_min_messages;
 SELECT wait_ddl(:b_job, '60s');
 SELECT state, error, error_sqlstate FROM pg_stat_background_ddl WHERE id = :b_job;
 SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
@@ -235,6 +242,51 @@ ALTER TABLE at ADD COLUMN c int;
 RESET client_min_messages;
 SELECT count(*) AS jobs_since FROM pg_stat_background_ddl WHERE id > :drop_job;
 SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass ORDER BY conname;
+
+-- Roles.  A role that owns the referencing table and has only REFERENCES on
+-- the referenced one (no SELECT; its owner hides every row from itself with
+-- FORCE ROW LEVEL SECURITY) adds a foreign key as PostgreSQL lets it: its
+-- rows are checked as PostgreSQL's foreign key checks them (as the
+-- referenced table's owner, its row security not applied), and an orphan
+-- fails the job with PostgreSQL's error.  Without REFERENCES the submit
+-- fails; a role with SELECT and TRIGGER on a table adds no constraint to it
+-- and estimates none.
+CREATE ROLE at_refs;
+CREATE ROLE at_pk_owner;
+CREATE TABLE at_rp (id int PRIMARY KEY);
+INSERT INTO at_rp SELECT generate_series(1, 50);
+ALTER TABLE at_rp OWNER TO at_pk_owner;
+ALTER TABLE at_rp ENABLE ROW LEVEL SECURITY;
+ALTER TABLE at_rp FORCE ROW LEVEL SECURITY;
+CREATE POLICY at_rp_none ON at_rp USING (false);
+CREATE TABLE at_rc (id int, rp int);
+INSERT INTO at_rc SELECT g, g % 50 + 1 FROM generate_series(1, 500) g;
+ALTER TABLE at_rc OWNER TO at_refs;
+SET ROLE at_refs;
+ALTER TABLE at_rc ADD CONSTRAINT at_rc_rp FOREIGN KEY (rp) REFERENCES at_rp;
+RESET ROLE;
+GRANT REFERENCES ON at_rp TO at_refs;
+SET ROLE at_refs;
+ALTER TABLE at_rc ADD CONSTRAINT at_rc_rp FOREIGN KEY (rp) REFERENCES at_rp;
+SELECT wait_ddl(last_ddl_job(), '60s');
+RESET ROLE;
+SELECT convalidated FROM pg_constraint WHERE conname = 'at_rc_rp';
+ALTER TABLE at_rc DROP CONSTRAINT at_rc_rp;
+INSERT INTO at_rc VALUES (501, 51);
+SET ROLE at_refs;
+ALTER TABLE at_rc ADD CONSTRAINT at_rc_rp FOREIGN KEY (rp) REFERENCES at_rp;
+SELECT wait_ddl(last_ddl_job(), '60s');
+SELECT state, error, error_detail FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+RESET ROLE;
+GRANT SELECT, TRIGGER ON at_rc TO at_stranger;
+SET ROLE at_stranger;
+ALTER TABLE at_rc ADD CHECK (id > 0);
+ALTER TABLE at_rc ALTER COLUMN id SET NOT NULL;
+SELECT strategy FROM estimate_ddl('ALTER TABLE at_rc ADD CHECK (id > 0)');
+RESET ROLE;
+SELECT count(*) AS constraints FROM pg_constraint WHERE conrelid = 'at_rc'::regclass;
+DROP TABLE at_rc, at_rp;
+DROP ROLE at_refs, at_pk_owner;
 
 -- explain_ddl says what it would do.
 SELECT explain_ddl('ALTER TABLE at ADD CHECK (a > 0)');
