@@ -250,6 +250,13 @@ ReferencedTable(Oid relid, AlterTableCmd *cmd)
 	return referenced;
 }
 
+/* Does the statement's subcommand add or validate a foreign key? */
+static bool
+IsForeignKeyCommand(Oid relid, AlterTableCmd *cmd)
+{
+	return AddsValidatedForeignKey(cmd) || OidIsValid(ReferencedTable(relid, cmd));
+}
+
 /*
  * Does a subcommand make PostgreSQL check the table's existing rows against
  * a constraint?
@@ -729,48 +736,17 @@ MeasurePart(CheckedPart *part, int64 *rows)
 }
 
 /*
- * The rows to check: the blocks each table that carries the constraint has
- * now (checked from the first again).  Caller is in a step and has locked
- * the job's table.
+ * Add to parts (nparts of them, room for as many more as there are
+ * carriers) each table with storage among carriers that is not one of them
+ * yet, measured now (rows: add its rows, as the planner knows them); the
+ * new count of parts
  */
-static void
-MeasureParts(JobRun *run, HeapTuple constraint)
+static int
+AddMeasuredParts(CheckedPart *parts, int nparts, List *carriers, int64 *rows)
 {
-	List	   *carriers = ConstraintCarriers(run->job.target_oid, constraint, AccessShareLock);
-	CheckedPart *parts = palloc0(sizeof(CheckedPart) * Max(list_length(carriers), 1));
-	int			nparts = 0;
-	int64		rows = 0;
-	ListCell   *lc;
-
-	foreach(lc, carriers)
-	{
-		CheckedPart *carrier = lfirst(lc);
-
-		if (get_rel_relkind(carrier->relid) != RELKIND_RELATION)
-			continue;
-		parts[nparts] = *carrier;
-		MeasurePart(&parts[nparts++], &rows);
-	}
-	SetJobParts(&run->job, parts, nparts);
-	run->job.rows_total = rows;
-}
-
-/*
- * Tables that carry the constraint now but are not among the job's parts (a
- * partition created or attached, an inheritance child added), locked in
- * mode, added as parts: their rows are checked after the others'.  True if
- * there were any.  Caller is in a step and has locked the job's table.
- */
-static bool
-AddNewParts(JobRun *run, HeapTuple constraint, LOCKMODE mode)
-{
-	int			nparts;
-	CheckedPart *parts = JobParts(&run->job, &nparts);
-	List	   *carriers = ConstraintCarriers(run->job.target_oid, constraint, mode);
 	int			known = nparts;
 	ListCell   *lc;
 
-	parts = repalloc(parts, sizeof(CheckedPart) * (nparts + list_length(carriers) + 1));
 	foreach(lc, carriers)
 	{
 		CheckedPart *carrier = lfirst(lc);
@@ -781,8 +757,42 @@ AddNewParts(JobRun *run, HeapTuple constraint, LOCKMODE mode)
 		if (found || get_rel_relkind(carrier->relid) != RELKIND_RELATION)
 			continue;
 		parts[nparts] = *carrier;
-		MeasurePart(&parts[nparts++], NULL);
+		MeasurePart(&parts[nparts++], rows);
 	}
+	return nparts;
+}
+
+/*
+ * The rows to check: the blocks each table that carries the constraint has
+ * now (checked from the first again).  Caller is in a step and has locked
+ * the job's table.
+ */
+static void
+MeasureParts(JobRun *run, HeapTuple constraint)
+{
+	List	   *carriers = ConstraintCarriers(run->job.target_oid, constraint, AccessShareLock);
+	CheckedPart *parts = palloc0(sizeof(CheckedPart) * Max(list_length(carriers), 1));
+	int64		rows = 0;
+
+	SetJobParts(&run->job, parts, AddMeasuredParts(parts, 0, carriers, &rows));
+	run->job.rows_total = rows;
+}
+
+/*
+ * Tables among carriers (ConstraintCarriers, locked) that are not among the
+ * job's parts (a partition created or attached, an inheritance child
+ * added), added as parts: their rows are checked after the others'.  True
+ * if there were any.  Caller is in a step.
+ */
+static bool
+AddNewParts(JobRun *run, List *carriers)
+{
+	int			known;
+	CheckedPart *parts = JobParts(&run->job, &known);
+	int			nparts;
+
+	parts = repalloc(parts, sizeof(CheckedPart) * (known + list_length(carriers) + 1));
+	nparts = AddMeasuredParts(parts, known, carriers, NULL);
 	if (nparts == known)
 		return false;
 	ereport(LOG,
@@ -1097,7 +1107,8 @@ ConstraintBackfillStep(JobRun *run)
 	parts = JobParts(&run->job, &nparts);
 	part = PartAt(parts, nparts, run->job.work_done, &offset);
 	if (((Form_pg_constraint) GETSTRUCT(constraint))->convalidated ||
-		(part < 0 && !AddNewParts(run, constraint, AccessShareLock)))
+		(part < 0 && !AddNewParts(run, ConstraintCarriers(run->job.target_oid, constraint,
+														  AccessShareLock))))
 	{
 		/* The job row's counts lag behind the chunks' (CatalogJobRecordChunk) */
 		CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
@@ -1168,12 +1179,12 @@ ConstraintBackfillStep(JobRun *run)
 }
 
 /*
- * Mark the constraint valid, as VALIDATE CONSTRAINT marks it: its copies on
- * the tables below relid too (carriers); caller holds a lock on them that
+ * Mark the constraint valid, as VALIDATE CONSTRAINT marks it, on each table
+ * that carries it (ConstraintCarriers); caller holds a lock on them that
  * keeps out other schema changes
  */
 static void
-MarkValid(Oid relid, List *carriers)
+MarkValid(List *carriers)
 {
 	Relation	pg_constraint = table_open(ConstraintRelationId, RowExclusiveLock);
 	ListCell   *lc;
@@ -1266,13 +1277,15 @@ ConstraintCutOver(JobRun *run)
 	LOCKMODE	mode = column != InvalidAttrNumber ? AccessExclusiveLock :
 		JobIsForeignKey(&run->job) ? ShareLock : ShareUpdateExclusiveLock;
 	HeapTuple	constraint;
+	List	   *carriers;
 
 	JobStepHoldPoint("cutting over");
 	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode);
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
 	/* The tables below, locked as VALIDATE locks them: any added meanwhile is checked first */
-	if (AddNewParts(run, constraint, mode))
+	carriers = ConstraintCarriers(run->job.target_oid, constraint, mode);
+	if (AddNewParts(run, carriers))
 	{
 		JobStepEnd();
 		return JOB_STEP_MORE;
@@ -1286,7 +1299,7 @@ ConstraintCutOver(JobRun *run)
 			return JOB_STEP_RESTART;
 		}
 	}
-	MarkValid(run->job.target_oid, ConstraintCarriers(run->job.target_oid, constraint, NoLock));
+	MarkValid(carriers);
 	if (column != InvalidAttrNumber)
 	{
 		CommandCounterIncrement();
@@ -1354,6 +1367,7 @@ ConstraintDiscard(const BgddlJob *job, bool keep_target)
 	constraint = JobConstraintTuple(job);
 	if (constraint == NULL)
 		return;
+	/* the tables below, locked as a job locks (DROP CONSTRAINT's recursion would queue) */
 	(void) ConstraintCarriers(job->target_oid, constraint, AccessExclusiveLock);
 	/* dropping a foreign key locks the referenced table too */
 	if (JobIsForeignKey(job))
@@ -1421,8 +1435,7 @@ ConstraintExplain(Node *raw_statement, const char *query_string)
 				AlterTableStmt *stmt = (AlterTableStmt *) raw_statement;
 				AlterTableCmd *cmd = OnlyCommand(stmt);
 
-				return AddsValidatedForeignKey(cmd) ||
-					OidIsValid(ReferencedTable(RangeVarGetRelid(stmt->relation, NoLock, false), cmd)) ?
+				return IsForeignKeyCommand(RangeVarGetRelid(stmt->relation, NoLock, false), cmd) ?
 					STRATEGY_FOREIGN_KEY : STRATEGY_CHECK_IN_CHUNKS;
 			}
 		case KIND_IN_SESSION:
@@ -1620,7 +1633,7 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 							   "EXCLUSIVE for VALIDATE), asked for without queueing first; ACCESS SHARE "
 							   "while each chunk is checked; SHARE UPDATE EXCLUSIVE for a moment at the end",
 							   RelationGetRelationName(rel));
-	if (OidIsValid(ReferencedTable(RelationGetRelid(rel), cmd)) || AddsValidatedForeignKey(cmd))
+	if (IsForeignKeyCommand(RelationGetRelid(rel), cmd))
 	{
 		estimate->strategy = pstrdup(STRATEGY_FOREIGN_KEY);
 		estimate->locks = psprintf("SHARE ROW EXCLUSIVE on \"%s\" and the referenced table for a moment "
