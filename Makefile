@@ -62,6 +62,7 @@ OBJS = \
 	src/kinds/kind_partitioned_index.o \
 	src/kinds/kind_placeholder.o \
 	src/kinds/foreign_key_check.o \
+	src/kinds/attach_partition.o \
 	src/kinds/kind_constraint.o \
 	src/session/session_submit.o \
 	src/session/session_statement.o \

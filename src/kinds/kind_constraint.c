@@ -2,7 +2,7 @@
  *
  * kind_constraint.c
  *	  Background ALTER TABLE ... ADD CHECK, ADD FOREIGN KEY, VALIDATE
- *	  CONSTRAINT and ALTER COLUMN ... SET NOT NULL.
+ *	  CONSTRAINT, ALTER COLUMN ... SET NOT NULL and ATTACH PARTITION.
  *
  * PostgreSQL checks the existing rows of a table for a new constraint in
  * one scan, under ACCESS EXCLUSIVE (CHECK, SET NOT NULL), SHARE ROW
@@ -58,6 +58,13 @@
  * VALIDATE CONSTRAINT does.  A foreign key is not inherited: its one part
  * is the table.
  *
+ * ATTACH PARTITION: the checks ATTACH would make (attach_partition.c) are
+ * added NOT VALID as helpers, on the table attached and on the default
+ * partition; the job's parts are those two tables, each checked against
+ * its helper; the cut-over marks both valid, runs PostgreSQL's ATTACH,
+ * which they spare its scans, and drops them.  The job's target is the
+ * parent; its constraint, the helper on the table attached.
+ *
  * Only heap tables of this server (not Citus), a foreign key of a plain
  * table referencing a plain table, and a statement with this one
  * subcommand; the rest runs in the session, with a NOTICE saying why.
@@ -77,6 +84,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
+#include "catalog/partition.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_inherits.h"
@@ -109,10 +117,12 @@
 #include "engine/job_run.h"
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
+#include "kinds/attach_partition.h"
 #include "kinds/foreign_key_check.h"
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_lock.h"
+#include "pg/pg_subxact.h"
 
 #define STRATEGY_CHECK_IN_CHUNKS	"existing rows checked in chunks"
 
@@ -123,8 +133,14 @@
 #define STATE_NOT_NULL_ATTNUM	"not_null_attnum"	/* SET NOT NULL: the column */
 #define STATE_FOREIGN_KEY		"foreign_key"	/* 1: a foreign key */
 #define STATE_CAPTURED			"captured"	/* 1: its capture triggers are installed */
+/* ATTACH PARTITION: the job's constraint is the helper on the table attached */
+#define STATE_ATTACHED			"attached"	/* the table attached */
+#define STATE_DEFAULT_PARTITION	"default_partition"	/* the parent's, or 0 */
+#define STATE_DEFAULT_CONSTRAINT "default_constraint_oid"	/* its helper */
+#define STATE_BOUND				"bound"	/* the bound, transformed (nodeToString) */
 
 #define STRATEGY_FOREIGN_KEY	"existing rows checked in chunks, changed rows captured"
+#define STRATEGY_ATTACH			"rows of the table attached and of the default partition checked in chunks"
 
 /* Changed rows a catch-up step checks at most */
 #define CATCH_UP_MARKS		10000
@@ -152,6 +168,40 @@ typedef struct CheckedPart
 	Oid			relfilenode;
 	BlockNumber blocks;
 } CheckedPart;
+
+/* The error a row that violates a check gets: the statement's */
+typedef enum CheckViolation
+{
+	VIOLATES_CHECK,				/* ADD CHECK, VALIDATE CONSTRAINT */
+	VIOLATES_NOT_NULL,			/* SET NOT NULL */
+	VIOLATES_PARTITION,			/* ATTACH PARTITION: the table attached */
+	VIOLATES_DEFAULT_PARTITION	/* ATTACH PARTITION: the default partition */
+} CheckViolation;
+
+/* A check of rows: its expression, its constraint's name, its error */
+typedef struct RowCheck
+{
+	Node	   *expr;
+	const char *name;
+	CheckViolation violation;
+	AttrNumber	not_null_column;	/* VIOLATES_NOT_NULL: the column */
+} RowCheck;
+
+static List *AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode);
+static void MarkValid(List *carriers);
+static void RunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode,
+						  const char *query_string);
+
+/* The owner of a table the caller has locked */
+static Oid
+TableOwner(Oid relid)
+{
+	Relation	rel = table_open(relid, NoLock);
+	Oid			owner = rel->rd_rel->relowner;
+
+	table_close(rel, NoLock);
+	return owner;
+}
 
 /* The statement's one subcommand, if it has exactly one */
 static AlterTableCmd *
@@ -329,6 +379,13 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 		return KIND_NOT_ACCEPTED;
 	stmt = (AlterTableStmt *) parsetree;
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (OnlyCommand(stmt) != NULL && OnlyCommand(stmt)->subtype == AT_AttachPartition)
+	{
+		bool		accepted;
+
+		*reason = AttachInSessionReason(relid, (PartitionCmd *) OnlyCommand(stmt)->def, &accepted);
+		return !accepted ? KIND_NOT_ACCEPTED : *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
+	}
 	foreach(lc, stmt->cmds)
 		any_checks |= ChecksExistingRows(relid, lfirst_node(AlterTableCmd, lc));
 	relkind = OidIsValid(relid) ? get_rel_relkind(relid) : '\0';
@@ -444,6 +501,160 @@ AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid, Constraint *con
 }
 
 /*
+ * Add a helper CHECK constraint (name, cooked expression expr) NOT VALID to
+ * table relid, as ALTER TABLE adds it, as role; caller holds ACCESS
+ * EXCLUSIVE on the table.  Its oid.
+ */
+static Oid
+AddHelperCheck(Oid relid, const char *name, Node *expr, Oid role, const char *query_string)
+{
+	AlterTableCmd *add = makeNode(AlterTableCmd);
+	Constraint *helper = makeNode(Constraint);
+
+	helper->contype = CONSTR_CHECK;
+	helper->conname = pstrdup(name);
+	helper->cooked_expr = nodeToString(expr);
+	helper->skip_validation = true;
+	helper->initially_valid = false;
+	helper->location = -1;
+	add->subtype = AT_AddConstraint;
+	add->def = (Node *) helper;
+	RunAlterTable(relid, role, add, AccessExclusiveLock, query_string);
+	return get_relation_constraint_oid(relid, name, false);
+}
+
+/* What the submit's rolled-back ATTACH PARTITION runs */
+typedef struct AttachDryRun
+{
+	Oid			parent;
+	PartitionCmd *cmd;
+	List	   *helpers;		/* CheckedPart: the helpers, marked valid first */
+	const char *query_string;
+} AttachDryRun;
+
+static void
+RunAttachRolledBack(void *arg)
+{
+	AttachDryRun *dry_run = arg;
+	AlterTableCmd *attach = makeNode(AlterTableCmd);
+
+	MarkValid(dry_run->helpers);
+	CommandCounterIncrement();
+	attach->subtype = AT_AttachPartition;
+	attach->def = (Node *) copyObject(dry_run->cmd);
+	RunAlterTable(dry_run->parent, GetUserId(), attach, ShareUpdateExclusiveLock,
+				  dry_run->query_string);
+}
+
+/*
+ * ATTACH PARTITION: ATTACH's locks (SHARE UPDATE EXCLUSIVE on the parent,
+ * ACCESS EXCLUSIVE on the table attached and on the default partition,
+ * each as LockForSubmit takes it); a helper CHECK NOT VALID of the table's
+ * partition constraint on it, and of the negation of its bound on the
+ * default partition (as the default partition's owner: ATTACH changes that
+ * table's constraint without its owner too); each marked valid at once if
+ * valid constraints of its table imply it, as they would spare ATTACH its
+ * scan.  Then PostgreSQL's ATTACH is run with the helpers valid, and rolled
+ * back: every error it would raise before reading a row, it raises here.
+ * The helper on the table attached is the job's constraint.
+ */
+static Oid
+AddAttachHelpers(KindSubmit *submit, AlterTableStmt *stmt, Oid parent)
+{
+	PartitionCmd *cmd = (PartitionCmd *) OnlyCommand(stmt)->def;
+	Oid			attached;
+	Oid			default_partition = InvalidOid;
+	Relation	parent_rel;
+	Relation	attached_rel;
+	Relation	default_rel;
+	AttachChecks checks;
+	AttachDryRun dry_run = {.parent = parent, .cmd = cmd, .query_string = submit->query_string};
+	bool		columns_match;
+	bool		builds_index = false;
+	bool		partition_implied = false;
+	bool		default_implied = false;
+	Oid			helper;
+
+	LockForSubmit(stmt->relation, parent, ShareUpdateExclusiveLock);
+	attached = RangeVarGetRelid(cmd->name, NoLock, false);
+	LockForSubmit(cmd->name, attached, AccessExclusiveLock);
+	if (!cmd->bound->is_default)
+		default_partition = get_default_partition_oid(parent);
+	if (OidIsValid(default_partition))
+		JobStepLockRelation(default_partition, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	parent_rel = table_open(parent, NoLock);
+	attached_rel = table_open(attached, NoLock);
+	columns_match = AttachComputeChecks(parent_rel, attached_rel, cmd->bound, submit->query_string,
+										&checks);
+	if (columns_match)
+	{
+		builds_index = AttachBuildsIndex(parent_rel, attached_rel) != NULL;
+		partition_implied = PartConstraintImpliedByRelConstraint(attached_rel,
+																 list_make1(checks.partition_check));
+	}
+	if (columns_match && OidIsValid(default_partition))
+	{
+		default_rel = table_open(default_partition, NoLock);
+		default_implied = PartConstraintImpliedByRelConstraint(default_rel,
+															   list_make1(checks.default_check));
+		table_close(default_rel, NoLock);
+	}
+	table_close(attached_rel, NoLock);
+	table_close(parent_rel, NoLock);
+	if (!columns_match)
+	{
+		/* The columns differ: ATTACH says how, before it reads a row */
+		PgRunRolledBack(RunAttachRolledBack, &dry_run);
+		elog(ERROR, "ATTACH PARTITION of a table with other columns than its parent's succeeded");
+	}
+	if (builds_index)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the indexes of \"%s\" changed while the statement was submitted",
+						get_rel_name(attached)),
+				 errhint("Run the statement again.")));
+
+	helper = AddHelperCheck(attached,
+							ChooseConstraintName(get_rel_name(attached), NULL, "partition_bound",
+												 get_rel_namespace(attached), NIL),
+							checks.partition_check, GetUserId(), submit->query_string);
+	dry_run.helpers = AddHelperCarrier(NIL, attached, helper, NoLock);
+	if (partition_implied)
+		MarkValid(dry_run.helpers);
+	CatalogKindStateSetInt(&submit->kind_state, STATE_ATTACHED, attached);
+	if (OidIsValid(default_partition))
+	{
+		Oid			default_helper;
+
+		default_helper = AddHelperCheck(default_partition,
+										ChooseConstraintName(get_rel_name(default_partition),
+															 get_rel_name(attached), "excluded",
+															 get_rel_namespace(default_partition), NIL),
+										checks.default_check, TableOwner(default_partition),
+										submit->query_string);
+		if (default_implied)
+			MarkValid(AddHelperCarrier(NIL, default_partition, default_helper, NoLock));
+		dry_run.helpers = AddHelperCarrier(dry_run.helpers, default_partition, default_helper, NoLock);
+		CatalogKindStateSetInt(&submit->kind_state, STATE_DEFAULT_PARTITION, default_partition);
+		CatalogKindStateSetInt(&submit->kind_state, STATE_DEFAULT_CONSTRAINT, default_helper);
+	}
+	CatalogKindStateSetText(&submit->kind_state, STATE_BOUND, nodeToString(checks.bound));
+	CommandCounterIncrement();
+	PgRunRolledBack(RunAttachRolledBack, &dry_run);
+
+	/*
+	 * The session's later statements that read or write the parent, the
+	 * table attached or the default partition, or change them, come after
+	 * the ATTACH, as they would have
+	 */
+	submit->sources = OidIsValid(default_partition) ? list_make2_oid(attached, default_partition) :
+		list_make1_oid(attached);
+	submit->source_effects = REL_ANY;
+	submit->target_effects = REL_ANY;
+	return helper;
+}
+
+/*
  * SET NOT NULL: what PostgreSQL checks before it reads a row (the column,
  * the table's owner), then a helper CHECK (x IS NOT NULL) NOT VALID, named
  * as PostgreSQL names a constraint of the column, which the job validates
@@ -523,6 +734,14 @@ ConstraintValidate(KindSubmit *submit)
 	Oid			conoid;
 	HeapTuple	tuple;
 
+	submit->target_oid = relid;
+	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, cmd->subtype != AT_ValidateConstraint);
+	if (cmd->subtype == AT_AttachPartition)
+	{
+		CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID,
+							   AddAttachHelpers(submit, stmt, relid));
+		return;
+	}
 	if (cmd->subtype == AT_SetNotNull)
 	{
 		conoid = AddNotNullHelper(submit, stmt, relid);
@@ -533,9 +752,7 @@ ConstraintValidate(KindSubmit *submit)
 		conoid = AddNotValid(submit, stmt, relid, (Constraint *) cmd->def);
 	else
 		conoid = ValidatableCheck(stmt, relid);
-	submit->target_oid = relid;
 	CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
-	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, cmd->subtype != AT_ValidateConstraint);
 	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for constraint %u", conoid);
@@ -562,14 +779,22 @@ ConstraintValidate(KindSubmit *submit)
 		(cmd->subtype == AT_SetNotNull ? REL_ADDS_ROWS : 0);
 }
 
+/* What a job of that kind_state does */
+static const char *
+StateStrategy(const Jsonb *kind_state)
+{
+	return CatalogKindStateInt(kind_state, STATE_FOREIGN_KEY) != 0 ? STRATEGY_FOREIGN_KEY :
+		CatalogKindStateInt(kind_state, STATE_ATTACHED) != 0 ? STRATEGY_ATTACH :
+		STRATEGY_CHECK_IN_CHUNKS;
+}
+
 /* Nothing to reserve: the constraint exists, NOT VALID, from the submit on */
 static void
 ConstraintReserve(KindSubmit *submit)
 {
 	submit->target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(submit->target_oid)),
 													 get_rel_name(submit->target_oid));
-	submit->strategy = pstrdup(CatalogKindStateInt(submit->kind_state, STATE_FOREIGN_KEY) != 0 ?
-							   STRATEGY_FOREIGN_KEY : STRATEGY_CHECK_IN_CHUNKS);
+	submit->strategy = pstrdup(StateStrategy(submit->kind_state));
 }
 
 /* Is the job's constraint a foreign key? */
@@ -592,9 +817,24 @@ JobConstraint(const BgddlJob *job)
 	return (Oid) CatalogKindStateInt(job->kind_state, STATE_CONSTRAINT_OID);
 }
 
+/* Is the job an ATTACH PARTITION's? */
+static bool
+JobIsAttach(const BgddlJob *job)
+{
+	return CatalogKindStateInt(job->kind_state, STATE_ATTACHED) != 0;
+}
+
+/* The table of the job's constraint: the job's table, or the table an ATTACH attaches */
+static Oid
+JobConstraintTable(const BgddlJob *job)
+{
+	return JobIsAttach(job) ? (Oid) CatalogKindStateInt(job->kind_state, STATE_ATTACHED) :
+		job->target_oid;
+}
+
 /*
- * The job's constraint, copied, if it still exists on the job's table; the
- * caller has locked the table
+ * The job's constraint, copied, if it still exists on its table
+ * (JobConstraintTable)
  */
 static HeapTuple
 JobConstraintTuple(const BgddlJob *job)
@@ -602,7 +842,7 @@ JobConstraintTuple(const BgddlJob *job)
 	HeapTuple	tuple = SearchSysCacheCopy1(CONSTROID, ObjectIdGetDatum(JobConstraint(job)));
 
 	if (HeapTupleIsValid(tuple) &&
-		((Form_pg_constraint) GETSTRUCT(tuple))->conrelid != job->target_oid)
+		((Form_pg_constraint) GETSTRUCT(tuple))->conrelid != JobConstraintTable(job))
 	{
 		heap_freetuple(tuple);
 		return NULL;
@@ -677,6 +917,54 @@ ConstraintCarriers(Oid relid, HeapTuple constraint, LOCKMODE mode)
 		carriers = lappend(carriers, carrier);
 	}
 	return carriers;
+}
+
+/*
+ * Add an ATTACH's helper (constraint conoid of table relid) to carriers, if
+ * both still exist; the table locked in mode first, as a job takes a lock
+ */
+static List *
+AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode)
+{
+	HeapTuple	tuple;
+
+	if (!OidIsValid(relid))
+		return carriers;
+	if (mode != NoLock)
+		JobStepLockRelation(relid, mode, background_ddl_lock_timeout_ms);
+	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
+	if (!HeapTupleIsValid(tuple))
+		return carriers;
+	if (((Form_pg_constraint) GETSTRUCT(tuple))->conrelid == relid)
+	{
+		CheckedPart *carrier = palloc0(sizeof(CheckedPart));
+
+		carrier->relid = relid;
+		carrier->conoid = conoid;
+		carriers = lappend(carriers, carrier);
+	}
+	ReleaseSysCache(tuple);
+	return carriers;
+}
+
+/*
+ * The tables whose rows the job checks, each with its copy of the job's
+ * constraint (constraint): ConstraintCarriers, those below the job's table
+ * locked in mode; an ATTACH's: the table attached and the default
+ * partition, each with its helper, locked in mode (ATTACH's order)
+ */
+static List *
+JobCarriers(const BgddlJob *job, HeapTuple constraint, LOCKMODE mode)
+{
+	List	   *carriers;
+
+	if (!JobIsAttach(job))
+		return ConstraintCarriers(job->target_oid, constraint, mode);
+	carriers = AddHelperCarrier(NIL, JobConstraintTable(job), JobConstraint(job), mode);
+	return AddHelperCarrier(carriers,
+							(Oid) CatalogKindStateInt(job->kind_state, STATE_DEFAULT_PARTITION),
+							(Oid) CatalogKindStateInt(job->kind_state, STATE_DEFAULT_CONSTRAINT),
+							mode);
 }
 
 /* The job's parts, in the order their blocks are checked (*nparts of them) */
@@ -770,7 +1058,7 @@ AddMeasuredParts(CheckedPart *parts, int nparts, List *carriers, int64 *rows)
 static void
 MeasureParts(JobRun *run, HeapTuple constraint)
 {
-	List	   *carriers = ConstraintCarriers(run->job.target_oid, constraint, AccessShareLock);
+	List	   *carriers = JobCarriers(&run->job, constraint, AccessShareLock);
 	CheckedPart *parts = palloc0(sizeof(CheckedPart) * Max(list_length(carriers), 1));
 	int64		rows = 0;
 
@@ -812,8 +1100,7 @@ ConstraintPlan(JobRun *run)
 	if (constraint == NULL)
 		return;					/* the first step says that it is gone */
 	MeasureParts(run, constraint);
-	run->job.strategy = pstrdup(JobIsForeignKey(&run->job) ? STRATEGY_FOREIGN_KEY :
-								STRATEGY_CHECK_IN_CHUNKS);
+	run->job.strategy = pstrdup(StateStrategy(run->job.kind_state));
 	run->job.planned = true;
 	CatalogJobRecordPlan(&run->job);
 	JobStepEnd();
@@ -832,16 +1119,53 @@ CheckExpression(HeapTuple constraint)
 	return stringToNode(TextDatumGetCString(conbin));
 }
 
+/* Fail with the statement's error for a row of rel that violates check */
+static void
+ReportViolation(Relation rel, const RowCheck *check)
+{
+	switch (check->violation)
+	{
+		case VIOLATES_NOT_NULL:
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("column \"%s\" of relation \"%s\" contains null values",
+							get_attname(RelationGetRelid(rel), check->not_null_column, false),
+							RelationGetRelationName(rel)),
+					 errtablecol(rel, check->not_null_column)));
+			break;
+		case VIOLATES_PARTITION:
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("partition constraint of relation \"%s\" is violated by some row",
+							RelationGetRelationName(rel)),
+					 errtable(rel)));
+			break;
+		case VIOLATES_DEFAULT_PARTITION:
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("updated partition constraint for default partition \"%s\" would be violated by some row",
+							RelationGetRelationName(rel)),
+					 errtable(rel)));
+			break;
+		case VIOLATES_CHECK:
+			ereport(ERROR,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("check constraint \"%s\" of relation \"%s\" is violated by some row",
+							check->name, RelationGetRelationName(rel)),
+					 errtableconstraint(rel, check->name)));
+			break;
+	}
+}
+
 /*
- * Check the rows of blocks [start, end) against check constraint name
- * (expression expr), with a new snapshot, as ALTER TABLE checks them (its
- * executor, its error: SET NOT NULL's, if not_null_column); returns the
- * rows checked.  With violations, count the rows that violate it there
+ * Check the rows of blocks [start, end) against check, with a new
+ * snapshot, as ALTER TABLE checks them (its executor, its error); returns
+ * the rows checked.  With violations, count the rows that violate it there
  * instead of failing.
  */
 static uint64
-CheckBlocks(Relation rel, Node *expr, const char *name, AttrNumber not_null_column,
-			BlockNumber start, BlockNumber end, uint64 *violations)
+CheckBlocks(Relation rel, const RowCheck *row_check, BlockNumber start, BlockNumber end,
+			uint64 *violations)
 {
 	EState	   *estate;
 	ExprState  *check;
@@ -854,7 +1178,7 @@ CheckBlocks(Relation rel, Node *expr, const char *name, AttrNumber not_null_colu
 	if (end <= start)
 		return 0;
 	estate = CreateExecutorState();
-	check = ExecPrepareExpr((Expr *) expr, estate);
+	check = ExecPrepareExpr((Expr *) row_check->expr, estate);
 	econtext = GetPerTupleExprContext(estate);
 	slot = table_slot_create(rel, NULL);
 	econtext->ecxt_scantuple = slot;
@@ -869,19 +1193,8 @@ CheckBlocks(Relation rel, Node *expr, const char *name, AttrNumber not_null_colu
 	{
 		if (!ExecCheck(check, econtext))
 		{
-			if (violations == NULL && not_null_column != InvalidAttrNumber)
-				ereport(ERROR,
-						(errcode(ERRCODE_NOT_NULL_VIOLATION),
-						 errmsg("column \"%s\" of relation \"%s\" contains null values",
-								get_attname(RelationGetRelid(rel), not_null_column, false),
-								RelationGetRelationName(rel)),
-						 errtablecol(rel, not_null_column)));
 			if (violations == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_CHECK_VIOLATION),
-						 errmsg("check constraint \"%s\" of relation \"%s\" is violated by some row",
-								name, RelationGetRelationName(rel)),
-						 errtableconstraint(rel, name)));
+				ReportViolation(rel, row_check);
 			(*violations)++;
 		}
 		ResetExprContext(econtext);
@@ -893,6 +1206,27 @@ CheckBlocks(Relation rel, Node *expr, const char *name, AttrNumber not_null_colu
 	ExecDropSingleTupleTableSlot(slot);
 	FreeExecutorState(estate);
 	return rows;
+}
+
+/* How a part's rows are checked: against its copy of the constraint, with the statement's error */
+static void
+PartRowCheck(const BgddlJob *job, Relation rel, HeapTuple part_constraint, RowCheck *check)
+{
+	AttrNumber	column = JobNotNullColumn(job);
+
+	check->expr = CheckExpression(part_constraint);
+	check->name = NameStr(((Form_pg_constraint) GETSTRUCT(part_constraint))->conname);
+	check->violation = VIOLATES_CHECK;
+	check->not_null_column = InvalidAttrNumber;
+	if (JobIsAttach(job))
+		check->violation = RelationGetRelid(rel) == JobConstraintTable(job) ?
+			VIOLATES_PARTITION : VIOLATES_DEFAULT_PARTITION;
+	else if (column != InvalidAttrNumber)
+	{
+		check->violation = VIOLATES_NOT_NULL;
+		check->not_null_column = get_attnum(RelationGetRelid(rel),
+											get_attname(job->target_oid, column, false));
+	}
 }
 
 /*
@@ -1106,9 +1440,8 @@ ConstraintBackfillStep(JobRun *run)
 		return JOB_STEP_TARGET_GONE;
 	parts = JobParts(&run->job, &nparts);
 	part = PartAt(parts, nparts, run->job.work_done, &offset);
-	if (((Form_pg_constraint) GETSTRUCT(constraint))->convalidated ||
-		(part < 0 && !AddNewParts(run, ConstraintCarriers(run->job.target_oid, constraint,
-														  AccessShareLock))))
+	if ((!JobIsAttach(&run->job) && ((Form_pg_constraint) GETSTRUCT(constraint))->convalidated) ||
+		(part < 0 && !AddNewParts(run, JobCarriers(&run->job, constraint, AccessShareLock))))
 	{
 		/* The job row's counts lag behind the chunks' (CatalogJobRecordChunk) */
 		CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
@@ -1125,9 +1458,14 @@ ConstraintBackfillStep(JobRun *run)
 	JobStepLockRelation(parts[part].relid, AccessShareLock, background_ddl_lock_timeout_ms);
 	part_constraint = SearchSysCacheCopy1(CONSTROID, ObjectIdGetDatum(parts[part].conoid));
 	if (!HeapTupleIsValid(part_constraint) ||
-		((Form_pg_constraint) GETSTRUCT(part_constraint))->conrelid != parts[part].relid)
+		((Form_pg_constraint) GETSTRUCT(part_constraint))->conrelid != parts[part].relid ||
+		((Form_pg_constraint) GETSTRUCT(part_constraint))->convalidated)
 	{
-		/* The table was dropped, or no longer carries the constraint */
+		/*
+		 * The table was dropped, or no longer carries the constraint, or its
+		 * constraint is valid (an ATTACH's helper implied by its valid
+		 * constraints)
+		 */
 		CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
 									offset + parts[part].blocks);
 		JobStepEnd();
@@ -1151,12 +1489,12 @@ ConstraintBackfillStep(JobRun *run)
 		rows = ForeignKeyCheckBlocks(rel, constraint, start,
 									 Min(end, RelationGetNumberOfBlocks(rel)));
 	else
-		rows = CheckBlocks(rel, CheckExpression(part_constraint),
-						   NameStr(((Form_pg_constraint) GETSTRUCT(part_constraint))->conname),
-						   JobNotNullColumn(&run->job) == InvalidAttrNumber ? InvalidAttrNumber :
-						   get_attnum(RelationGetRelid(rel),
-									  get_attname(run->job.target_oid, JobNotNullColumn(&run->job), false)),
-						   start, Min(end, RelationGetNumberOfBlocks(rel)), NULL);
+	{
+		RowCheck	check;
+
+		PartRowCheck(&run->job, rel, part_constraint, &check);
+		rows = CheckBlocks(rel, &check, start, Min(end, RelationGetNumberOfBlocks(rel)), NULL);
+	}
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
@@ -1208,34 +1546,41 @@ MarkValid(List *carriers)
 	table_close(pg_constraint, RowExclusiveLock);
 }
 
-/*
- * Run ALTER TABLE on the job's table with one subcommand (of column or
- * constraint name), as PostgreSQL runs it, as role; caller holds the
- * subcommand's lock on the table and on the tables below it
- */
-static void
-RunAlterTable(const BgddlJob *job, Oid role, AlterTableType subtype, const char *name,
-			  LOCKMODE mode)
+/* An ALTER TABLE subcommand that names a column or a constraint */
+static AlterTableCmd *
+NamedCommand(AlterTableType subtype, const char *name)
 {
-	AlterTableStmt *stmt = makeNode(AlterTableStmt);
 	AlterTableCmd *cmd = makeNode(AlterTableCmd);
-	AlterTableUtilityContext context = {0};
-	Oid			saved_userid;
-	int			saved_sec_context;
 
 	cmd->subtype = subtype;
 	cmd->name = pstrdup(name);
 	cmd->behavior = DROP_RESTRICT;
-	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(job->target_oid)),
-								  get_rel_name(job->target_oid), -1);
+	return cmd;
+}
+
+/*
+ * Run ALTER TABLE on table relid with one subcommand, as PostgreSQL runs
+ * it, as role (query_string: the statement it is part of); caller holds
+ * the subcommand's lock (mode) on the table and on the tables below it
+ */
+static void
+RunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode, const char *query_string)
+{
+	AlterTableStmt *stmt = makeNode(AlterTableStmt);
+	AlterTableUtilityContext context = {0};
+	Oid			saved_userid;
+	int			saved_sec_context;
+
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+								  get_rel_name(relid), -1);
 	stmt->cmds = list_make1(cmd);
 	stmt->objtype = OBJECT_TABLE;
 	context.pstmt = makeNode(PlannedStmt);
 	context.pstmt->commandType = CMD_UTILITY;
 	context.pstmt->utilityStmt = (Node *) stmt;
 	context.pstmt->stmt_location = -1;
-	context.queryString = job->command;
-	context.relid = job->target_oid;
+	context.queryString = query_string;
+	context.relid = relid;
 	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
 	SetUserIdAndSecContext(role, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	AlterTable(stmt, mode, &context);
@@ -1244,20 +1589,67 @@ RunAlterTable(const BgddlJob *job, Oid role, AlterTableType subtype, const char 
 }
 
 /*
- * Drop the job's constraint (the helper of a SET NOT NULL job), with its
- * copies on the tables below, as ALTER TABLE DROP CONSTRAINT drops them, as
- * the table's owner; caller holds ACCESS EXCLUSIVE on the tables
+ * Drop constraint name of table relid, with its copies on the tables
+ * below, as ALTER TABLE DROP CONSTRAINT drops them, as the table's owner;
+ * caller holds ACCESS EXCLUSIVE on the tables
  */
+static void
+DropConstraint(const BgddlJob *job, Oid relid, const char *name)
+{
+	RunAlterTable(relid, TableOwner(relid), NamedCommand(AT_DropConstraint, name),
+				  AccessExclusiveLock, job->command);
+}
+
+/* Drop the job's constraint (the helper of a SET NOT NULL job): DropConstraint */
 static void
 DropJobConstraint(const BgddlJob *job, HeapTuple constraint)
 {
-	Relation	rel = table_open(job->target_oid, NoLock);
-	Oid			owner = rel->rd_rel->relowner;
+	DropConstraint(job, job->target_oid,
+				   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname));
+}
 
-	table_close(rel, NoLock);
-	RunAlterTable(job, owner, AT_DropConstraint,
-				  NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
-				  AccessExclusiveLock);
+/* Drop an ATTACH's helpers (carriers, locked ACCESS EXCLUSIVE) */
+static void
+DropHelpers(const BgddlJob *job, List *carriers)
+{
+	ListCell   *lc;
+
+	foreach(lc, carriers)
+	{
+		CheckedPart *carrier = lfirst(lc);
+
+		DropConstraint(job, carrier->relid, get_constraint_name(carrier->conoid));
+	}
+}
+
+/*
+ * Run the job's ATTACH PARTITION as the submitting role, with its bound as
+ * the submit transformed it; caller holds ATTACH's locks.  Helpers valid,
+ * it reads no row.
+ */
+static void
+RunJobAttach(const BgddlJob *job)
+{
+	Relation	parent = table_open(job->target_oid, NoLock);
+	Relation	attached = table_open(JobConstraintTable(job), NoLock);
+	PartitionCmd *cmd = AttachCommandOf(job->command, JobConstraintTable(job));
+	AlterTableCmd *attach = makeNode(AlterTableCmd);
+	AttachChecks checks;
+
+	if (AttachComputeChecks(parent, attached, cmd->bound, job->command, &checks) &&
+		!equal(checks.bound, stringToNode(CatalogKindStateText(job->kind_state, STATE_BOUND))))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the partition bound of background DDL job %lld evaluates to another bound than at its submit",
+						(long long) job->id),
+				 errdetail("An expression of the bound is not immutable, or the types of the partition key changed."),
+				 errhint("Attach the partition with background_ddl off, or with a bound of constants.")));
+	table_close(attached, NoLock);
+	table_close(parent, NoLock);
+	attach->subtype = AT_AttachPartition;
+	attach->def = (Node *) cmd;
+	RunAlterTable(job->target_oid, job->identity.owner_oid, attach, ShareUpdateExclusiveLock,
+				  job->command);
 }
 
 /*
@@ -1270,6 +1662,33 @@ DropJobConstraint(const BgddlJob *job, HeapTuple constraint)
  * needs SET NOT NULL's ACCESS EXCLUSIVE, for as long as a few catalog
  * updates take.
  */
+/*
+ * An ATTACH's cut-over: ATTACH's own locks (SHARE UPDATE EXCLUSIVE on the
+ * parent, which writers do not wait for; ACCESS EXCLUSIVE on the table
+ * attached and the default partition, as a job takes a lock), its helpers
+ * marked valid, PostgreSQL's ATTACH run (their valid helpers imply what it
+ * would check: it reads no row), and the helpers dropped, as the blocking
+ * statement would have left none.
+ */
+static JobStepResult
+AttachCutOver(JobRun *run)
+{
+	HeapTuple	constraint;
+	List	   *carriers;
+
+	constraint = BeginConstraintStep(run, "background_ddl: cutting over", ShareUpdateExclusiveLock);
+	if (constraint == NULL)
+		return JOB_STEP_TARGET_GONE;
+	carriers = JobCarriers(&run->job, constraint, AccessExclusiveLock);
+	MarkValid(carriers);
+	CommandCounterIncrement();
+	RunJobAttach(&run->job);
+	DropHelpers(&run->job, carriers);
+	JobRunSucceeded(run, run->job.target_oid, false, -1);
+	JobStepEnd();
+	return JOB_STEP_DONE;
+}
+
 static JobStepResult
 ConstraintCutOver(JobRun *run)
 {
@@ -1280,6 +1699,8 @@ ConstraintCutOver(JobRun *run)
 	List	   *carriers;
 
 	JobStepHoldPoint("cutting over");
+	if (JobIsAttach(&run->job))
+		return AttachCutOver(run);
 	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode);
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
@@ -1303,8 +1724,9 @@ ConstraintCutOver(JobRun *run)
 	if (column != InvalidAttrNumber)
 	{
 		CommandCounterIncrement();
-		RunAlterTable(&run->job, run->job.identity.owner_oid, AT_SetNotNull,
-					  get_attname(run->job.target_oid, column, false), AccessExclusiveLock);
+		RunAlterTable(run->job.target_oid, run->job.identity.owner_oid,
+					  NamedCommand(AT_SetNotNull, get_attname(run->job.target_oid, column, false)),
+					  AccessExclusiveLock, run->job.command);
 		DropJobConstraint(&run->job, constraint);
 	}
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
@@ -1331,6 +1753,19 @@ ConstraintBuildHere(const BgddlJob *job)
 	HeapTuple	constraint;
 	JobRun		run = {.job = *job};
 
+	if (JobIsAttach(job))
+	{
+		/* ATTACH's locks, its helpers dropped, and ATTACH run: it reads the rows */
+		LockRelationOid(job->target_oid, ShareUpdateExclusiveLock);
+		LockRelationOid(JobConstraintTable(job), AccessExclusiveLock);
+		if (CatalogKindStateInt(job->kind_state, STATE_DEFAULT_PARTITION) != 0)
+			LockRelationOid((Oid) CatalogKindStateInt(job->kind_state, STATE_DEFAULT_PARTITION),
+							AccessExclusiveLock);
+		DropHelpers(job, JobCarriers(job, NULL, NoLock));
+		RunJobAttach(job);
+		JobRunSucceeded(&run, job->target_oid, false, -1);
+		return job->target_oid;
+	}
 	LockRelationOid(job->target_oid,
 					column != InvalidAttrNumber ? AccessExclusiveLock : ShareUpdateExclusiveLock);
 	constraint = JobConstraintTuple(job);
@@ -1340,13 +1775,15 @@ ConstraintBuildHere(const BgddlJob *job)
 	if (column != InvalidAttrNumber)
 	{
 		DropJobConstraint(job, constraint);
-		RunAlterTable(job, job->identity.owner_oid, AT_SetNotNull,
-					  get_attname(job->target_oid, column, false), AccessExclusiveLock);
+		RunAlterTable(job->target_oid, job->identity.owner_oid,
+					  NamedCommand(AT_SetNotNull, get_attname(job->target_oid, column, false)),
+					  AccessExclusiveLock, job->command);
 	}
 	else
-		RunAlterTable(job, job->identity.owner_oid, AT_ValidateConstraint,
-					  NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname),
-					  ShareUpdateExclusiveLock);
+		RunAlterTable(job->target_oid, job->identity.owner_oid,
+					  NamedCommand(AT_ValidateConstraint,
+								   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname)),
+					  ShareUpdateExclusiveLock, job->command);
 	JobRunSucceeded(&run, job->target_oid, false, -1);
 	return job->target_oid;
 }
@@ -1361,7 +1798,15 @@ ConstraintDiscard(const BgddlJob *job, bool keep_target)
 {
 	HeapTuple	constraint;
 
-	if (keep_target || CatalogKindStateInt(job->kind_state, STATE_ADDED) == 0)
+	if (CatalogKindStateInt(job->kind_state, STATE_ADDED) == 0)
+		return;
+	if (JobIsAttach(job))
+	{
+		/* Its helpers are not on the target, and the table attached outlives it */
+		DropHelpers(job, JobCarriers(job, NULL, AccessExclusiveLock));
+		return;
+	}
+	if (keep_target)
 		return;
 	JobStepLockRelation(job->target_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	constraint = JobConstraintTuple(job);
@@ -1435,7 +1880,8 @@ ConstraintExplain(Node *raw_statement, const char *query_string)
 				AlterTableStmt *stmt = (AlterTableStmt *) raw_statement;
 				AlterTableCmd *cmd = OnlyCommand(stmt);
 
-				return IsForeignKeyCommand(RangeVarGetRelid(stmt->relation, NoLock, false), cmd) ?
+				return cmd->subtype == AT_AttachPartition ? STRATEGY_ATTACH :
+					IsForeignKeyCommand(RangeVarGetRelid(stmt->relation, NoLock, false), cmd) ?
 					STRATEGY_FOREIGN_KEY : STRATEGY_CHECK_IN_CHUNKS;
 			}
 		case KIND_IN_SESSION:
@@ -1463,26 +1909,41 @@ CookedCheck(Relation rel, Node *raw_expr)
 }
 
 /*
- * The expression a table's rows are checked against for the statement's
- * subcommand (cmd), and the constraint's name; NULL if the table does not
- * carry the constraint a VALIDATE names
+ * The check a table's rows (rel: the statement's table relid or one below
+ * it; an ATTACH's table or the default partition) get for the statement's
+ * subcommand (cmd), without its error (ReportViolation); false if the
+ * table does not carry the constraint a VALIDATE names
  */
-static Node *
-EstimatedCheck(Relation rel, AlterTableCmd *cmd, const char **name)
+static bool
+EstimatedCheck(Oid relid, Relation rel, AlterTableCmd *cmd, RowCheck *check)
 {
-	Node	   *expr = NULL;
+	check->violation = VIOLATES_CHECK;
+	check->not_null_column = InvalidAttrNumber;
+	if (cmd->subtype == AT_AttachPartition)
+	{
+		PartitionCmd *attach = (PartitionCmd *) cmd->def;
+		Relation	parent = table_open(relid, NoLock);
+		Relation	attached = table_openrv(attach->name, AccessShareLock);
+		AttachChecks checks;
 
-	if (cmd->subtype == AT_AddConstraint)
+		(void) AttachComputeChecks(parent, attached, attach->bound, NULL, &checks);
+		check->expr = RelationGetRelid(rel) == RelationGetRelid(attached) ?
+			checks.partition_check : checks.default_check;
+		check->name = "partition constraint";
+		table_close(attached, NoLock);
+		table_close(parent, NoLock);
+	}
+	else if (cmd->subtype == AT_AddConstraint)
 	{
 		Constraint *constraint = (Constraint *) cmd->def;
 
-		expr = CookedCheck(rel, constraint->raw_expr);
-		*name = constraint->conname != NULL ? constraint->conname : "new";
+		check->expr = CookedCheck(rel, constraint->raw_expr);
+		check->name = constraint->conname != NULL ? constraint->conname : "new";
 	}
 	else if (cmd->subtype == AT_SetNotNull)
 	{
-		expr = CookedCheck(rel, IsNotNull(cmd->name));
-		*name = cmd->name;
+		check->expr = CookedCheck(rel, IsNotNull(cmd->name));
+		check->name = cmd->name;
 	}
 	else
 	{
@@ -1490,33 +1951,45 @@ EstimatedCheck(Relation rel, AlterTableCmd *cmd, const char **name)
 		HeapTuple	constraint = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
 
 		if (!HeapTupleIsValid(constraint))
-			return NULL;
-		expr = CheckExpression(constraint);
-		*name = cmd->name;
+			return false;
+		check->expr = CheckExpression(constraint);
+		check->name = cmd->name;
 		ReleaseSysCache(constraint);
 	}
-	return expr;
+	return check->expr != NULL;
 }
 
 /*
  * The tables whose rows the statement's check reads, locked ACCESS SHARE
  * (relid's, locked by the caller, and those below it unless the
- * constraint is not inherited; cmd NULL: a statement of several
- * subcommands), and their blocks (*total).  Not inlined:
- * its list would count as clobbered by the estimate's PG_TRY.
+ * constraint is not inherited; an ATTACH's table and the default
+ * partition; cmd NULL: a statement of several subcommands), and their
+ * blocks (*total).  Not inlined: its list would count as clobbered by the
+ * estimate's PG_TRY.
  */
 static pg_noinline List *
 EstimatedTables(Oid relid, AlterTableCmd *cmd, int64 *total)
 {
 	List	   *tables = NIL;
+	List	   *read;
 	ListCell   *lc;
 	bool		no_inherit = cmd != NULL && cmd->subtype == AT_AddConstraint &&
 		((Constraint *) cmd->def)->is_no_inherit;
 
 	*total = 0;
-	foreach(lc, no_inherit ? list_make1_oid(relid) : find_all_inheritors(relid, AccessShareLock, NULL))
+	if (cmd != NULL && cmd->subtype == AT_AttachPartition)
 	{
-		Relation	rel = table_open(lfirst_oid(lc), NoLock);
+		read = list_make1_oid(RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, AccessShareLock,
+											   false));
+		if (!((PartitionCmd *) cmd->def)->bound->is_default &&
+			OidIsValid(get_default_partition_oid(relid)))
+			read = lappend_oid(read, get_default_partition_oid(relid));
+	}
+	else
+		read = no_inherit ? list_make1_oid(relid) : find_all_inheritors(relid, AccessShareLock, NULL);
+	foreach(lc, read)
+	{
+		Relation	rel = table_open(lfirst_oid(lc), AccessShareLock);
 
 		if (rel->rd_rel->relkind == RELKIND_RELATION)
 		{
@@ -1533,7 +2006,7 @@ EstimatedTables(Oid relid, AlterTableCmd *cmd, int64 *total)
  * if fewer): the rows read, *violations counts those that violate it
  */
 static uint64
-CheckSample(Relation rel, Node *expr, const char *name, BlockNumber sample, uint64 *violations)
+CheckSample(Relation rel, const RowCheck *check, BlockNumber sample, uint64 *violations)
 {
 	BlockNumber blocks = RelationGetNumberOfBlocks(rel);
 	uint64		rows = 0;
@@ -1544,19 +2017,19 @@ CheckSample(Relation rel, Node *expr, const char *name, BlockNumber sample, uint
 		BlockNumber last = sample >= blocks ? (BlockNumber) ((uint64) blocks * (i + 1) / 8) :
 			first + (sample + 7) / 8;
 
-		rows += CheckBlocks(rel, expr, name, InvalidAttrNumber, first, Min(last, blocks), violations);
+		rows += CheckBlocks(rel, check, first, Min(last, blocks), violations);
 	}
 	return rows;
 }
 
 /*
- * Check a sample of the rows of tables (target of their total blocks, each
- * table its share): the rows read; *sampled, the blocks read;
- * *violations, the rows that violate it
+ * Check a sample of the rows of tables (of the statement's table relid;
+ * target of their total blocks, each table its share): the rows read;
+ * *sampled, the blocks read; *violations, the rows that violate it
  */
 static uint64
-CheckSamples(List *tables, AlterTableCmd *cmd, int64 target, int64 total, int64 *sampled,
-			 uint64 *violations)
+CheckSamples(Oid relid, List *tables, AlterTableCmd *cmd, int64 target, int64 total,
+			 int64 *sampled, uint64 *violations)
 {
 	uint64		rows = 0;
 	ListCell   *lc;
@@ -1566,12 +2039,11 @@ CheckSamples(List *tables, AlterTableCmd *cmd, int64 target, int64 total, int64 
 		Relation	table = table_open(lfirst_oid(lc), NoLock);
 		int64		blocks = RelationGetNumberOfBlocks(table);
 		int64		sample = Min(blocks, (target * blocks + total - 1) / Max(total, 1));
-		const char *name;
-		Node	   *expr = EstimatedCheck(table, cmd, &name);
+		RowCheck	check;
 
-		if (expr != NULL && sample > 0)
+		if (EstimatedCheck(relid, table, cmd, &check) && sample > 0)
 		{
-			rows += CheckSample(table, expr, name, (BlockNumber) sample, violations);
+			rows += CheckSample(table, &check, (BlockNumber) sample, violations);
 			*sampled += sample;
 		}
 		table_close(table, NoLock);
@@ -1601,6 +2073,7 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	uint64		rows = 0;
 	int64		sampled = 0;
 	uint64		violations = 0;
+	const char *strategy;
 	instr_time	start_time;
 	instr_time	duration;
 	Oid			saved_userid;
@@ -1633,6 +2106,12 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 							   "EXCLUSIVE for VALIDATE), asked for without queueing first; ACCESS SHARE "
 							   "while each chunk is checked; SHARE UPDATE EXCLUSIVE for a moment at the end",
 							   RelationGetRelationName(rel));
+	if (cmd->subtype == AT_AttachPartition)
+		estimate->locks = psprintf("SHARE UPDATE EXCLUSIVE on \"%s\" (writers do not wait), ACCESS "
+								   "EXCLUSIVE on the table attached and the default partition for a "
+								   "moment at submit and at the end, asked for without queueing first; "
+								   "ACCESS SHARE while each chunk is checked",
+								   RelationGetRelationName(rel));
 	if (IsForeignKeyCommand(RelationGetRelid(rel), cmd))
 	{
 		estimate->strategy = pstrdup(STRATEGY_FOREIGN_KEY);
@@ -1656,7 +2135,7 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	INSTR_TIME_SET_CURRENT(start_time);
 	PG_TRY();
 	{
-		rows = CheckSamples(tables, cmd, target, total, &sampled, &violations);
+		rows = CheckSamples(RelationGetRelid(rel), tables, cmd, target, total, &sampled, &violations);
 	}
 	PG_CATCH();
 	{
@@ -1680,8 +2159,9 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	}
 	else
 		estimate->seconds = 0;
-	estimate->strategy = violations == 0 ? pstrdup(STRATEGY_CHECK_IN_CHUNKS) :
-		psprintf("%s; %llu rows of the sample violate it: the job would fail", STRATEGY_CHECK_IN_CHUNKS,
+	strategy = cmd->subtype == AT_AttachPartition ? STRATEGY_ATTACH : STRATEGY_CHECK_IN_CHUNKS;
+	estimate->strategy = violations == 0 ? pstrdup(strategy) :
+		psprintf("%s; %llu rows of the sample violate it: the job would fail", strategy,
 				 (unsigned long long) violations);
 	table_close(rel, NoLock);
 	return true;

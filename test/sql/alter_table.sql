@@ -325,8 +325,63 @@ SELECT wait_ddl(:parted_job, '60s');
 SELECT state, rows_done FROM pg_stat_background_ddl WHERE id = :parted_job;
 SELECT conrelid::regclass, convalidated FROM pg_constraint WHERE conname = 'at_parted_pos' ORDER BY 1;
 
+-- ATTACH PARTITION: the rows of the table attached and of the default
+-- partition are checked by a job, against helper checks NOT VALID (the
+-- partition constraint ATTACH would check, and the negation of the new
+-- bound), which PostgreSQL enforces on every write meanwhile; at the end
+-- ATTACH reads no row, and the helpers are dropped.  (The partition key
+-- at_gate(a) holds the job's first chunk.)
+CREATE TABLE at_range (a int, b int) PARTITION BY RANGE (at_gate(a));
+CREATE TABLE at_range_def PARTITION OF at_range DEFAULT;
+INSERT INTO at_range SELECT g, 0 FROM generate_series(5000, 5999) g;
+CREATE TABLE at_range_1 (a int, b int);
+INSERT INTO at_range_1 SELECT g, 0 FROM generate_series(1, 1000) g;
+SELECT explain_ddl('ALTER TABLE at_range ATTACH PARTITION at_range_1 FOR VALUES FROM (1) TO (1001)');
+SELECT strategy, sampled_blocks = total_blocks AS whole_tables
+  FROM estimate_ddl('ALTER TABLE at_range ATTACH PARTITION at_range_1 FOR VALUES FROM (1) TO (1001)');
+SELECT strategy FROM estimate_ddl('ALTER TABLE at_range ATTACH PARTITION at_range_1 FOR VALUES FROM (2) TO (1001)');
+SET ROLE at_stranger;
+ALTER TABLE at_range ATTACH PARTITION at_range_1 FOR VALUES FROM (1) TO (1001);
+RESET ROLE;
+SELECT pg_advisory_lock(81);
+ALTER TABLE at_range ATTACH PARTITION at_range_1 FOR VALUES FROM (1) TO (1001);
+SELECT last_ddl_job() AS attach_job \gset
+SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = :attach_job;
+SELECT conrelid::regclass, conname, convalidated, pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE conrelid IN ('at_range_1'::regclass, 'at_range_def'::regclass) ORDER BY 1;
+SELECT dblink_exec('at_other', 'INSERT INTO at_range VALUES (500, 0)');
+SELECT dblink_exec('at_other', 'INSERT INTO at_range_1 VALUES (2000, 0)');
+SELECT dblink_exec('at_other', 'INSERT INTO at_range VALUES (2000, 0)');
+SELECT pg_advisory_unlock(81);
+SELECT wait_ddl(:attach_job, '60s');
+SELECT state, rows_done FROM pg_stat_background_ddl WHERE id = :attach_job;
+SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_class c
+  JOIN pg_inherits i ON i.inhrelid = c.oid WHERE i.inhparent = 'at_range'::regclass ORDER BY 1;
+SELECT count(*) AS helpers FROM pg_constraint
+ WHERE conrelid IN ('at_range_1'::regclass, 'at_range_def'::regclass);
+SELECT tableoid::regclass, count(*) FROM at_range GROUP BY 1 ORDER BY 1;
+-- Run in the session, saying why: a partitioned table attached, an index
+-- ATTACH would build, a parent with a foreign key (ATTACH checks the rows
+-- against it in its own scan).
+SET client_min_messages = notice;
+CREATE TABLE at_range_2 (a int, b int) PARTITION BY RANGE (b);
+ALTER TABLE at_range ATTACH PARTITION at_range_2 FOR VALUES FROM (10000) TO (11000);
+SET background_ddl = off;
+CREATE INDEX at_range_b ON at_range (b);
+SET background_ddl = on;
+CREATE TABLE at_range_3 (a int, b int);
+ALTER TABLE at_range ATTACH PARTITION at_range_3 FOR VALUES FROM (11000) TO (12000);
+DROP INDEX at_range_b;
+ALTER TABLE at_range ADD FOREIGN KEY (a) REFERENCES at_ref;
+CREATE TABLE at_range_4 (a int, b int);
+ALTER TABLE at_range ATTACH PARTITION at_range_4 FOR VALUES FROM (12000) TO (13000);
+RESET client_min_messages;
+SELECT count(*) AS jobs_since FROM pg_stat_background_ddl WHERE id > :attach_job;
+SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_class c
+  JOIN pg_inherits i ON i.inhrelid = c.oid WHERE i.inhparent = 'at_range'::regclass ORDER BY 1;
+
 SELECT dblink_disconnect('at_other');
-DROP TABLE at, at_ref, at_child, at_log, at_parted;
+DROP TABLE at, at_ref, at_child, at_log, at_parted, at_range;
 DROP FUNCTION at_gate(int), at_logged(int);
 DROP ROLE at_stranger;
 RESET background_ddl;

@@ -154,3 +154,94 @@ SELECT attrelid::regclass, attname, attnotnull FROM pg_attribute
    AND attnum > 0 ORDER BY 1, 2;
 SELECT count(*), count(a), sum(a) FROM pat;
 DROP TABLE pat, pat_parted, pat_parent, pat_child;
+-- ATTACH PARTITION (PostgreSQL's cases of alter_table.sql, with rows): the
+-- table attached and the default partition are checked by a job; the
+-- same errors before a row is read, the same errors for a row out of
+-- bounds, the same partitions and constraints after.
+CREATE TABLE paa (a int, b text) PARTITION BY RANGE (a);
+CREATE TABLE paa_1 PARTITION OF paa FOR VALUES FROM (0) TO (100);
+INSERT INTO paa SELECT g, 'r' || g FROM generate_series(0, 99) g;
+CREATE TABLE paa_2 (a int, b text);
+INSERT INTO paa_2 SELECT g, 'r' || g FROM generate_series(100, 1999) g;
+-- Errors PostgreSQL raises before it reads a row.
+ALTER TABLE paa ATTACH PARTITION paa_2 FOR VALUES FROM (50) TO (2000); CALL parity_wait();
+ALTER TABLE paa ATTACH PARTITION paa_2 FOR VALUES IN (1); CALL parity_wait();
+ALTER TABLE paa ATTACH PARTITION paa_2 FOR VALUES FROM ('x') TO (2000); CALL parity_wait();
+ALTER TABLE paa ATTACH PARTITION paa_nosuch FOR VALUES FROM (100) TO (2000); CALL parity_wait();
+ALTER TABLE paa ATTACH PARTITION paa_1 FOR VALUES FROM (100) TO (2000); CALL parity_wait();
+ALTER TABLE paa_2 ATTACH PARTITION paa_1 FOR VALUES FROM (100) TO (2000); CALL parity_wait();
+CREATE TABLE paa_extra (a int, b text, c int);
+ALTER TABLE paa ATTACH PARTITION paa_extra FOR VALUES FROM (3000) TO (4000); CALL parity_wait();
+CREATE TABLE paa_missing (a int);
+ALTER TABLE paa ATTACH PARTITION paa_missing FOR VALUES FROM (3000) TO (4000); CALL parity_wait();
+CREATE TABLE paa_type (a bigint, b text);
+ALTER TABLE paa ATTACH PARTITION paa_type FOR VALUES FROM (3000) TO (4000); CALL parity_wait();
+DROP TABLE paa_extra, paa_missing, paa_type;
+-- A row out of the bound.
+ALTER TABLE paa ATTACH PARTITION paa_2 FOR VALUES FROM (100) TO (1999); CALL parity_wait();
+ALTER TABLE paa ATTACH PARTITION paa_2 FOR VALUES FROM (101) TO (2000); CALL parity_wait();
+-- Attached; its columns in another order; NULL is in no range.
+ALTER TABLE paa ATTACH PARTITION paa_2 FOR VALUES FROM (100) TO (2000); CALL parity_wait();
+CREATE TABLE paa_3 (b text, a int);
+INSERT INTO paa_3 VALUES ('r', 2000), ('r', NULL);
+ALTER TABLE paa ATTACH PARTITION paa_3 FOR VALUES FROM (2000) TO (3000); CALL parity_wait();
+DELETE FROM paa_3 WHERE a IS NULL;
+ALTER TABLE paa ATTACH PARTITION paa_3 FOR VALUES FROM (2000) TO (3000); CALL parity_wait();
+-- A default partition: its rows in the new bound fail the ATTACH.
+CREATE TABLE paa_def PARTITION OF paa DEFAULT;
+INSERT INTO paa VALUES (3500, 'd'), (NULL, 'n'), (9000, 'd');
+CREATE TABLE paa_4 (a int, b text);
+INSERT INTO paa_4 SELECT g, 'r' FROM generate_series(3000, 3499) g;
+ALTER TABLE paa ATTACH PARTITION paa_4 FOR VALUES FROM (3000) TO (4000); CALL parity_wait();
+DELETE FROM paa WHERE a = 3500;
+ALTER TABLE paa ATTACH PARTITION paa_4 FOR VALUES FROM (3000) TO (4000); CALL parity_wait();
+-- A valid CHECK that implies the bound spares ATTACH its read (the job has none).
+CREATE TABLE paa_5 (a int CHECK (a >= 4000 AND a < 5000), b text);
+ALTER TABLE paa_5 ALTER COLUMN a SET NOT NULL;
+INSERT INTO paa_5 VALUES (4000, 'r');
+ALTER TABLE paa ATTACH PARTITION paa_5 FOR VALUES FROM (4000) TO (5000); CALL parity_wait();
+-- A second default partition; a default partition attached.
+CREATE TABLE paa_def2 (a int, b text);
+ALTER TABLE paa ATTACH PARTITION paa_def2 DEFAULT; CALL parity_wait();
+ALTER TABLE paa DETACH PARTITION paa_def;
+INSERT INTO paa_def2 VALUES (4500, 'x');
+ALTER TABLE paa ATTACH PARTITION paa_def2 DEFAULT; CALL parity_wait();
+DELETE FROM paa_def2;
+INSERT INTO paa_def2 VALUES (7000, 'x');
+ALTER TABLE paa ATTACH PARTITION paa_def2 DEFAULT; CALL parity_wait();
+-- List partitions, NULL in a list; a sub-partitioned parent (its own
+-- bound is checked too).
+CREATE TABLE pal (a int, b text) PARTITION BY LIST (b);
+CREATE TABLE pal_sub PARTITION OF pal FOR VALUES IN ('x', 'y', NULL) PARTITION BY RANGE (a);
+CREATE TABLE pal_sub_1 (a int, b text);
+INSERT INTO pal_sub_1 VALUES (1, 'x'), (2, NULL), (3, 'z');
+ALTER TABLE pal_sub ATTACH PARTITION pal_sub_1 FOR VALUES FROM (0) TO (10); CALL parity_wait();
+UPDATE pal_sub_1 SET b = 'y' WHERE b = 'z';
+ALTER TABLE pal_sub ATTACH PARTITION pal_sub_1 FOR VALUES FROM (0) TO (10); CALL parity_wait();
+CREATE TABLE pal_z (a int, b text);
+INSERT INTO pal_z VALUES (1, 'z'), (2, NULL);
+ALTER TABLE pal ATTACH PARTITION pal_z FOR VALUES IN ('z'); CALL parity_wait();
+DELETE FROM pal_z WHERE b IS NULL;
+ALTER TABLE pal ATTACH PARTITION pal_z FOR VALUES IN ('z'); CALL parity_wait();
+-- Hash partitions.
+CREATE TABLE pah (a int) PARTITION BY HASH (a);
+CREATE TABLE pah_0 PARTITION OF pah FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE pah_1 (a int);
+INSERT INTO pah_1 SELECT g FROM generate_series(1, 50) g;
+ALTER TABLE pah ATTACH PARTITION pah_1 FOR VALUES WITH (MODULUS 2, REMAINDER 1); CALL parity_wait();
+DELETE FROM pah_1 WHERE satisfies_hash_partition('pah'::regclass, 2, 0, a);
+ALTER TABLE pah ATTACH PARTITION pah_1 FOR VALUES WITH (MODULUS 2, REMAINDER 1); CALL parity_wait();
+-- What is left: the partitions, their bounds, the constraints, the rows.
+SELECT c.oid::regclass AS partition, i.inhparent::regclass AS parent,
+       pg_get_expr(c.relpartbound, c.oid) AS bound
+  FROM pg_class c JOIN pg_inherits i ON i.inhrelid = c.oid
+ WHERE i.inhparent IN ('paa'::regclass, 'pal'::regclass, 'pal_sub'::regclass, 'pah'::regclass)
+ ORDER BY 1;
+SELECT conrelid::regclass AS table, conname, convalidated, pg_get_constraintdef(oid) AS definition
+  FROM pg_constraint
+ WHERE conrelid IN (SELECT oid FROM pg_class WHERE relname LIKE 'pa_\_%' OR relname LIKE 'paa%')
+ ORDER BY 1, 2;
+SELECT tableoid::regclass, count(*), count(a) FROM paa GROUP BY 1 ORDER BY 1;
+SELECT tableoid::regclass, count(*) FROM pal GROUP BY 1 ORDER BY 1;
+SELECT tableoid::regclass, count(*) FROM pah GROUP BY 1 ORDER BY 1;
+DROP TABLE paa, paa_def, pal, pah;
