@@ -7,10 +7,17 @@
 # submitted to succeeded), the writers' throughput during it, and the longest single write during
 # it (how long writers were blocked), with the time ratios to the blocking statement.
 #
+# With CONSTRAINT=ATTACH, the statement is ALTER TABLE pev ATTACH PARTITION pev_new of ROWS rows to
+# a table partitioned by id, whose default partition has ROWS/10 rows; the writers update rows of
+# an old partition and of the default partition, and insert rows into the default partition
+# through the parent (ATTACH reads the table attached and the default partition under ACCESS
+# EXCLUSIVE on both); the recipe is a CHECK NOT VALID on each of the two tables, VALIDATE, ATTACH,
+# DROP of both CHECKs.
+#
 # Usage: bench/alter_table.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3;
 #        CLIENTS, default 4; CONSTRAINT, what is added: default a CHECK; e.g.
 #        CONSTRAINT='FOREIGN KEY (account) REFERENCES accounts' for a foreign key to accounts(account),
-#        a table of the 1,000 accounts the writers use)
+#        a table of the 1,000 accounts the writers use; or ATTACH)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -26,27 +33,66 @@ bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 3
 bench_writes_setup "$ROWS"
 sql -q -c "CREATE TABLE accounts (account int PRIMARY KEY)" \
     -c "INSERT INTO accounts SELECT generate_series(0, 999)" -c "VACUUM ANALYZE accounts"
+WRITES=writes.sql
+if [ "$CONSTRAINT" = ATTACH ]; then
+    # the new bound [ROWS, 2 ROWS); the default partition's rows from 10 ROWS on
+    sql -q -c "DROP TABLE events" \
+        -c "CREATE TABLE pev (id bigint, account int NOT NULL, payload text NOT NULL) PARTITION BY RANGE (id)" \
+        -c "CREATE TABLE pev_old PARTITION OF pev FOR VALUES FROM (0) TO ($ROWS)" \
+        -c "CREATE TABLE pev_def PARTITION OF pev DEFAULT" \
+        -c "INSERT INTO pev SELECT g, g % 1000, md5(g::text) FROM generate_series(0, $ROWS / 10) g" \
+        -c "INSERT INTO pev SELECT 10 * $ROWS + g, g % 1000, md5(g::text) FROM generate_series(0, $ROWS / 10) g" \
+        -c "CREATE TABLE pev_new (id bigint, account int NOT NULL, payload text NOT NULL)" \
+        -c "INSERT INTO pev_new SELECT $ROWS + g, g % 1000, md5(g::text) FROM generate_series(0, $ROWS - 1) g" \
+        -c "CREATE INDEX pev_id ON pev (id)" -c "CREATE INDEX pev_new_id ON pev_new (id)" \
+        -c "CREATE SEQUENCE pev_far START $((20 * ROWS))" -c "VACUUM ANALYZE pev, pev_new"
+    cat >"$B/attach_writes.sql" <<EOS
+\\set id random(0, $((ROWS / 10)))
+\\set far random($((10 * ROWS)), $((10 * ROWS + ROWS / 10)))
+UPDATE pev SET payload = md5(random()::text) WHERE id = :id;
+UPDATE pev SET payload = md5(random()::text) WHERE id = :far;
+INSERT INTO pev VALUES (nextval('pev_far'), 0, 'new');
+EOS
+    WRITES=attach_writes.sql
+fi
 
 # measure MODE ROUND: run pgbench around one ALTER TABLE; print "tps_during max_latency_ms ms"
 measure() {
     local mode=$1 round=$2 name="c_${1}_$2" t0 t1
     rm -f "$B"/pgbench_log_"$mode".*
-    (cd "$B" && "$PGBIN/pgbench" -n -c "$CLIENTS" -j 2 -T 40 -f writes.sql -l --log-prefix="pgbench_log_$mode" \
+    (cd "$B" && "$PGBIN/pgbench" -n -c "$CLIENTS" -j 2 -T 40 -f "$WRITES" -l --log-prefix="pgbench_log_$mode" \
         >"$B/pgbench_$mode.out" 2>&1) &
     local writer=$!
     sleep 3
     t0=$(date +%s%N)
-    case $mode in
-        blocking) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" ;;
-        recipe) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT NOT VALID" \
-                       -c "ALTER TABLE events VALIDATE CONSTRAINT $name" ;;
-        background) bench_background "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" >/dev/null ;;
+    local attach="ALTER TABLE pev ATTACH PARTITION pev_new FOR VALUES FROM ($ROWS) TO ($((2 * ROWS)))"
+    case $CONSTRAINT-$mode in
+        ATTACH-blocking) sql -q -c "$attach" ;;
+        ATTACH-recipe) sql -q -c "ALTER TABLE pev_new ADD CONSTRAINT b CHECK (id IS NOT NULL AND id >= $ROWS AND id < $((2 * ROWS))) NOT VALID" \
+                              -c "ALTER TABLE pev_new VALIDATE CONSTRAINT b" \
+                              -c "ALTER TABLE pev_def ADD CONSTRAINT d CHECK (id IS NULL OR id < $ROWS OR id >= $((2 * ROWS))) NOT VALID" \
+                              -c "ALTER TABLE pev_def VALIDATE CONSTRAINT d" \
+                              -c "$attach" -c "ALTER TABLE pev_new DROP CONSTRAINT b" -c "ALTER TABLE pev_def DROP CONSTRAINT d" ;;
+        ATTACH-background) bench_background "$attach" >/dev/null ;;
+        *-blocking) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" ;;
+        *-recipe) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT NOT VALID" \
+                         -c "ALTER TABLE events VALIDATE CONSTRAINT $name" ;;
+        *-background) bench_background "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" >/dev/null ;;
     esac
     t1=$(date +%s%N)
-    [ "$(sql -c "SELECT convalidated FROM pg_constraint WHERE conname = '$name'")" = t ] ||
-        { echo "constraint $name is not valid after $mode" >&2; exit 1; }
+    if [ "$CONSTRAINT" = ATTACH ]; then
+        [ "$(sql -c "SELECT relispartition FROM pg_class WHERE relname = 'pev_new'")" = t ] ||
+            { echo "pev_new is not attached after $mode" >&2; exit 1; }
+    else
+        [ "$(sql -c "SELECT convalidated FROM pg_constraint WHERE conname = '$name'")" = t ] ||
+            { echo "constraint $name is not valid after $mode" >&2; exit 1; }
+    fi
     wait "$writer"
-    sql -q -c "ALTER TABLE events DROP CONSTRAINT $name"
+    if [ "$CONSTRAINT" = ATTACH ]; then
+        sql -q -c "ALTER TABLE pev DETACH PARTITION pev_new"
+    else
+        sql -q -c "ALTER TABLE events DROP CONSTRAINT $name"
+    fi
     # per-transaction log: client tx latency_us script epoch_s epoch_us (end of the transaction);
     # a write that ended after t0 and had started before t1
     cat "$B"/pgbench_log_"$mode".* | awk -v t0="$t0" -v t1="$t1" '

@@ -10,7 +10,8 @@
 # default partition, fails the job with PostgreSQL's error in the middle of
 # its chunks; a cancel leaves both tables as they were; a role that owns the
 # parent and the table attached, but not the default partition, attaches it
-# as the blocking statement lets it.
+# as the blocking statement lets it; partition DDL during a job neither fails
+# nor deadlocks, and a table attached that is dropped ends its job.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -190,5 +191,49 @@ is(helpers(), 'none', 'the helpers are dropped');
 $writers->kill_kill;
 $writers->finish;
 unlike($writers_err // '', qr/ERROR|aborted/, 'no writer failed') or diag($writers_err);
+
+# 6. (Without writers, whose rows the default partition takes.) The tree
+# changes while a job runs: a partition created and one
+# detached (no deadlock, no failure: each chunk locks the parent first, as
+# they do), the default partition detached (the job attaches the table all
+# the same, and the detached table keeps no helper); then the table
+# attached is dropped: the job ends, and the default partition's helper is
+# dropped.
+$node->safe_psql('postgres', q{
+CREATE TABLE ev_six (id int, account int, payload text);
+INSERT INTO ev_six SELECT g, g % 100, md5(g::text) FROM generate_series(600000, 619999) g;
+CREATE INDEX ev_six_account ON ev_six (account);
+});
+$hold = hold_at($node, 'chunk 1');
+$job = submit_job($node, 'ALTER TABLE ev ATTACH PARTITION ev_six FOR VALUES FROM (600000) TO (700000)',
+	before => 'SET bgddl_test.slow = on;');
+ok(held_at_hold($node), 'held after its first chunk');
+release_hold($node, $hold);
+($ret, $out, $err) = $node->psql('postgres', q{
+CREATE TABLE ev_seven PARTITION OF ev FOR VALUES FROM (700000) TO (800000);
+ALTER TABLE ev DETACH PARTITION ev_seven;
+DROP TABLE ev_seven;
+ALTER TABLE ev DETACH PARTITION ev_def;
+}, on_error_stop => 1);
+is($ret, 0, 'partition DDL ran while the job checked its rows') or diag($err);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
+is(bound_of('ev_six'), 'ev FOR VALUES FROM (600000) TO (700000)', 'the table is attached');
+is(helpers(), 'none', 'no helper is left, on the detached default partition either');
+$node->safe_psql('postgres', q{
+ALTER TABLE ev ATTACH PARTITION ev_def DEFAULT;
+CREATE TABLE ev_eight (id int, account int, payload text);
+INSERT INTO ev_eight SELECT g, g % 100, md5(g::text) FROM generate_series(800000, 819999) g;
+CREATE INDEX ev_eight_account ON ev_eight (account);
+});
+$hold = hold_at($node, 'chunk 1');
+$job = submit_job($node, 'ALTER TABLE ev ATTACH PARTITION ev_eight FOR VALUES FROM (800000) TO (900000)');
+ok(held_at_hold($node), 'held after its first chunk');
+$node->safe_psql('postgres', 'DROP TABLE ev_eight');
+release_hold($node, $hold);
+ok( $node->poll_query_until('postgres',
+		"SELECT state IN ('cancelled', 'failed') FROM pg_stat_background_ddl WHERE id = $job"),
+	'the job ended when the table attached was dropped');
+is(helpers(), 'none', "the default partition's helper is dropped");
+
 
 done_testing();
