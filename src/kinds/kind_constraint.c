@@ -87,6 +87,7 @@
 #include "catalog/partition.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_constraint.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "commands/tablecmds.h"
 #include "executor/executor.h"
@@ -96,6 +97,7 @@
 #include "parser/parse_collate.h"
 #include "parser/parse_expr.h"
 #include "parser/parse_relation.h"
+#include "parser/parser.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -138,6 +140,8 @@
 #define STATE_DEFAULT_PARTITION	"default_partition"	/* the parent's, or 0 */
 #define STATE_DEFAULT_CONSTRAINT "default_constraint_oid"	/* its helper */
 #define STATE_BOUND				"bound"	/* the bound, transformed (nodeToString) */
+/* ADD PRIMARY KEY USING INDEX: the job's constraint is the not-null helper */
+#define STATE_KEY_INDEX			"primary_key_index"	/* the index */
 
 #define STRATEGY_FOREIGN_KEY	"existing rows checked in chunks, changed rows captured"
 #define STRATEGY_ATTACH			"rows of the table attached and of the default partition checked in chunks"
@@ -184,13 +188,22 @@ typedef struct RowCheck
 	Node	   *expr;
 	const char *name;
 	CheckViolation violation;
-	AttrNumber	not_null_column;	/* VIOLATES_NOT_NULL: the column */
+	List	   *not_null_columns;	/* VIOLATES_NOT_NULL: the columns, in order */
 } RowCheck;
 
 static List *AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode);
 static void MarkValid(List *carriers);
 static void RunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode,
 						  const char *query_string);
+
+static List *ConstraintCarriers(Oid relid, HeapTuple constraint, LOCKMODE mode);
+
+/* The index of an ADD PRIMARY KEY USING INDEX job of that kind_state, or InvalidOid */
+static Oid
+JobKeyIndexOf(const Jsonb *kind_state)
+{
+	return (Oid) CatalogKindStateInt(kind_state, STATE_KEY_INDEX);
+}
 
 /* The owner of a table the caller has locked */
 static Oid
@@ -252,10 +265,81 @@ NotNullColumn(Oid relid, AlterTableCmd *cmd)
 	return attnum;
 }
 
+/* Does column attnum of table relid not allow nulls? */
+static bool
+AttributeNotNull(Oid relid, AttrNumber attnum)
+{
+	HeapTuple	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+	bool		not_null;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	not_null = ((Form_pg_attribute) GETSTRUCT(tuple))->attnotnull;
+	ReleaseSysCache(tuple);
+	return not_null;
+}
+
 static bool
 SetsNotNull(Oid relid, AlterTableCmd *cmd)
 {
 	return NotNullColumn(relid, cmd) != InvalidAttrNumber;
+}
+
+/*
+ * The index of an ADD PRIMARY KEY USING INDEX of table relid whose key has
+ * a column that allows nulls (PostgreSQL then sets each NOT NULL, in a
+ * scan), or InvalidOid
+ */
+static Oid
+PrimaryKeyIndex(Oid relid, AlterTableCmd *cmd)
+{
+	Constraint *constraint = (Constraint *) cmd->def;
+	Oid			index;
+	HeapTuple	tuple;
+	bool		nullable = false;
+
+	if (cmd->subtype != AT_AddConstraint || !IsA(constraint, Constraint) ||
+		constraint->contype != CONSTR_PRIMARY || constraint->indexname == NULL ||
+		!OidIsValid(relid))
+		return InvalidOid;
+	index = get_relname_relid(constraint->indexname, get_rel_namespace(relid));
+	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	if (((Form_pg_index) GETSTRUCT(tuple))->indrelid == relid)
+	{
+		int2vector *key = &((Form_pg_index) GETSTRUCT(tuple))->indkey;
+
+		for (int i = 0; i < ((Form_pg_index) GETSTRUCT(tuple))->indnkeyatts; i++)
+			nullable |= key->values[i] > 0 && !AttributeNotNull(relid, key->values[i]);
+	}
+	ReleaseSysCache(tuple);
+	return nullable ? index : InvalidOid;
+}
+
+/*
+ * The key columns of a primary key's index that allow nulls, in their
+ * table's order (attnums; none if it has an expression, which PostgreSQL
+ * refuses, or if the index is gone)
+ */
+static List *
+NullableKeyColumns(Oid index)
+{
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+	Form_pg_index form;
+	List	   *columns = NIL;
+
+	if (!HeapTupleIsValid(tuple))
+		return NIL;
+	form = (Form_pg_index) GETSTRUCT(tuple);
+	for (int i = 0; i < form->indnkeyatts; i++)
+	{
+		if (form->indkey.values[i] > 0 && !AttributeNotNull(form->indrelid, form->indkey.values[i]))
+			columns = list_append_unique_int(columns, form->indkey.values[i]);
+	}
+	ReleaseSysCache(tuple);
+	list_sort(columns, list_int_cmp);
+	return columns;
 }
 
 /*
@@ -317,7 +401,8 @@ ChecksExistingRows(Oid relid, AlterTableCmd *cmd)
 	char		contype = 0;
 	Oid			referenced;
 
-	if (AddsValidatedCheck(cmd) || SetsNotNull(relid, cmd) || AddsValidatedForeignKey(cmd))
+	if (AddsValidatedCheck(cmd) || SetsNotNull(relid, cmd) || AddsValidatedForeignKey(cmd) ||
+		OidIsValid(PrimaryKeyIndex(relid, cmd)))
 		return true;
 	return cmd->subtype == AT_ValidateConstraint && OidIsValid(relid) &&
 		OidIsValid(ConstraintToValidate(relid, cmd->name, &contype, &referenced)) &&
@@ -389,11 +474,13 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 	foreach(lc, stmt->cmds)
 		any_checks |= ChecksExistingRows(relid, lfirst_node(AlterTableCmd, lc));
 	relkind = OidIsValid(relid) ? get_rel_relkind(relid) : '\0';
-	if (!any_checks || (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE))
+	if (!any_checks || (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE) ||
+		(relkind != RELKIND_RELATION && OnlyCommand(stmt) != NULL &&
+		 OidIsValid(PrimaryKeyIndex(relid, OnlyCommand(stmt)))))
 		return KIND_NOT_ACCEPTED;	/* PostgreSQL reports what is wrong */
 	referenced = OnlyCommand(stmt) != NULL ? ReferencedTable(relid, OnlyCommand(stmt)) : InvalidOid;
 	if (OnlyCommand(stmt) == NULL)
-		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, ADD FOREIGN KEY, VALIDATE CONSTRAINT or ALTER COLUMN SET NOT NULL runs in the background.";
+		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, ADD FOREIGN KEY, VALIDATE CONSTRAINT, ALTER COLUMN SET NOT NULL, ADD PRIMARY KEY USING INDEX or ATTACH PARTITION runs in the background.";
 	else if (IsCatalogRelationOid(relid))
 		*reason = "The table is a system catalog.";
 	else if (PgCitusTable(relid))
@@ -406,6 +493,8 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 		*reason = PgCitusInSessionReason(referenced);
 	else if (!stmt->relation->inh && !OidIsValid(referenced) && has_subclass(relid))
 		*reason = "ONLY on a table with inheritance children or partitions runs as PostgreSQL runs it.";
+	else if (OidIsValid(PrimaryKeyIndex(relid, OnlyCommand(stmt))) && has_subclass(relid))
+		*reason = "The table has inheritance children, whose columns PostgreSQL's primary key sets NOT NULL too.";
 	else
 		*reason = TreeInSessionReason(relid, !OidIsValid(referenced));
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
@@ -699,6 +788,82 @@ AddNotNullHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	return AddNotValid(submit, stmt, relid, helper);
 }
 
+/* The raw expression that each of the key columns (attnums of relid) IS NOT NULL */
+static Node *
+KeyIsNotNull(Oid relid, List *columns)
+{
+	List	   *tests = NIL;
+	ListCell   *lc;
+
+	foreach(lc, columns)
+		tests = lappend(tests, IsNotNull(get_attname(relid, lfirst_int(lc), false)));
+	return list_length(tests) == 1 ? linitial(tests) : (Node *) makeBoolExpr(AND_EXPR, tests, -1);
+}
+
+/* What the submit's rolled-back ADD PRIMARY KEY USING INDEX runs */
+typedef struct PrimaryKeyDryRun
+{
+	Oid			relid;
+	AlterTableCmd *cmd;
+	List	   *helpers;		/* the helper's carriers, marked valid first */
+	const char *query_string;
+} PrimaryKeyDryRun;
+
+static void
+RunPrimaryKeyRolledBack(void *arg)
+{
+	PrimaryKeyDryRun *dry_run = arg;
+
+	MarkValid(dry_run->helpers);
+	CommandCounterIncrement();
+	RunAlterTable(dry_run->relid, GetUserId(), copyObject(dry_run->cmd), AccessExclusiveLock,
+				  dry_run->query_string);
+}
+
+/*
+ * ADD PRIMARY KEY USING INDEX of an index whose key has columns that allow
+ * nulls: PostgreSQL sets each NOT NULL, which reads every row under ACCESS
+ * EXCLUSIVE.  A helper CHECK (a IS NOT NULL AND ...) NOT VALID of those
+ * columns is added, under the statement's lock; then PostgreSQL's ADD
+ * PRIMARY KEY USING INDEX is run with the helper valid (its SET NOT NULL
+ * reads no row) and rolled back: every error it raises (the index is not
+ * unique, is partial, there is a primary key already, ...), it raises
+ * here.  The helper is the job's constraint.
+ */
+static Oid
+AddPrimaryKeyHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
+{
+	AlterTableCmd *cmd = OnlyCommand(stmt);
+	Constraint *helper = makeNode(Constraint);
+	Oid			index;
+	Oid			conoid;
+	HeapTuple	tuple;
+	PrimaryKeyDryRun dry_run = {.relid = relid, .cmd = cmd, .query_string = submit->query_string};
+
+	LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+	index = PrimaryKeyIndex(relid, cmd);
+	if (!OidIsValid(index))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("index \"%s\" of relation \"%s\" changed while the statement was submitted",
+						((Constraint *) cmd->def)->indexname, get_rel_name(relid)),
+				 errhint("Run the statement again.")));
+	helper->contype = CONSTR_CHECK;
+	helper->conname = ChooseConstraintName(get_rel_name(relid), NULL, "not_null",
+										   get_rel_namespace(relid), NIL);
+	helper->raw_expr = KeyIsNotNull(relid, NullableKeyColumns(index));
+	helper->location = -1;
+	conoid = AddNotValid(submit, stmt, relid, helper);
+	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for constraint %u", conoid);
+	dry_run.helpers = ConstraintCarriers(relid, tuple, NoLock);
+	ReleaseSysCache(tuple);
+	PgRunRolledBack(RunPrimaryKeyRolledBack, &dry_run);
+	CatalogKindStateSetInt(&submit->kind_state, STATE_KEY_INDEX, index);
+	return conoid;
+}
+
 /*
  * VALIDATE CONSTRAINT: what PostgreSQL checks before it reads a row (the
  * table's owner, the constraint), under the statement's lock
@@ -748,6 +913,8 @@ ConstraintValidate(KindSubmit *submit)
 		CatalogKindStateSetInt(&submit->kind_state, STATE_NOT_NULL_ATTNUM,
 							   get_attnum(relid, cmd->name));
 	}
+	else if (OidIsValid(PrimaryKeyIndex(relid, cmd)))
+		conoid = AddPrimaryKeyHelper(submit, stmt, relid);
 	else if (cmd->subtype == AT_AddConstraint)
 		conoid = AddNotValid(submit, stmt, relid, (Constraint *) cmd->def);
 	else
@@ -776,7 +943,7 @@ ConstraintValidate(KindSubmit *submit)
 	 * would have.
 	 */
 	submit->target_effects = REL_UPDATES_ROWS | REL_REMOVES_ROWS | REL_REDEFINES |
-		(cmd->subtype == AT_SetNotNull ? REL_ADDS_ROWS : 0);
+		(cmd->subtype == AT_SetNotNull || JobKeyIndexOf(submit->kind_state) ? REL_ADDS_ROWS : 0);
 }
 
 /* What a job of that kind_state does */
@@ -1119,19 +1286,35 @@ CheckExpression(HeapTuple constraint)
 	return stringToNode(TextDatumGetCString(conbin));
 }
 
-/* Fail with the statement's error for a row of rel that violates check */
+/*
+ * Fail with the statement's error for a row of rel (in slot) that violates
+ * check: for NOT NULL, the first of its columns that is null, as
+ * PostgreSQL's scan names it
+ */
 static void
-ReportViolation(Relation rel, const RowCheck *check)
+ReportViolation(Relation rel, const RowCheck *check, TupleTableSlot *slot)
 {
+	ListCell   *lc;
+
 	switch (check->violation)
 	{
 		case VIOLATES_NOT_NULL:
+			foreach(lc, check->not_null_columns)
+			{
+				if (slot_attisnull(slot, lfirst_int(lc)))
+					ereport(ERROR,
+							(errcode(ERRCODE_NOT_NULL_VIOLATION),
+							 errmsg("column \"%s\" of relation \"%s\" contains null values",
+									get_attname(RelationGetRelid(rel), lfirst_int(lc), false),
+									RelationGetRelationName(rel)),
+							 errtablecol(rel, lfirst_int(lc))));
+			}
+			/* (its columns changed: the check's own error) */
 			ereport(ERROR,
-					(errcode(ERRCODE_NOT_NULL_VIOLATION),
-					 errmsg("column \"%s\" of relation \"%s\" contains null values",
-							get_attname(RelationGetRelid(rel), check->not_null_column, false),
-							RelationGetRelationName(rel)),
-					 errtablecol(rel, check->not_null_column)));
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg("check constraint \"%s\" of relation \"%s\" is violated by some row",
+							check->name, RelationGetRelationName(rel)),
+					 errtableconstraint(rel, check->name)));
 			break;
 		case VIOLATES_PARTITION:
 			ereport(ERROR,
@@ -1194,7 +1377,7 @@ CheckBlocks(Relation rel, const RowCheck *row_check, BlockNumber start, BlockNum
 		if (!ExecCheck(check, econtext))
 		{
 			if (violations == NULL)
-				ReportViolation(rel, row_check);
+				ReportViolation(rel, row_check, slot);
 			(*violations)++;
 		}
 		ResetExprContext(econtext);
@@ -1217,15 +1400,22 @@ PartRowCheck(const BgddlJob *job, Relation rel, HeapTuple part_constraint, RowCh
 	check->expr = CheckExpression(part_constraint);
 	check->name = NameStr(((Form_pg_constraint) GETSTRUCT(part_constraint))->conname);
 	check->violation = VIOLATES_CHECK;
-	check->not_null_column = InvalidAttrNumber;
+	check->not_null_columns = NIL;
 	if (JobIsAttach(job))
 		check->violation = RelationGetRelid(rel) == JobConstraintTable(job) ?
 			VIOLATES_PARTITION : VIOLATES_DEFAULT_PARTITION;
+	else if (JobKeyIndexOf(job->kind_state))
+	{
+		/* (the job's table: a primary key's job has no children) */
+		check->violation = VIOLATES_NOT_NULL;
+		check->not_null_columns = NullableKeyColumns(JobKeyIndexOf(job->kind_state));
+	}
 	else if (column != InvalidAttrNumber)
 	{
 		check->violation = VIOLATES_NOT_NULL;
-		check->not_null_column = get_attnum(RelationGetRelid(rel),
-											get_attname(job->target_oid, column, false));
+		check->not_null_columns = list_make1_int(get_attnum(RelationGetRelid(rel),
+															get_attname(job->target_oid, column,
+																		false)));
 	}
 }
 
@@ -1623,6 +1813,29 @@ DropHelpers(const BgddlJob *job, List *carriers)
 }
 
 /*
+ * Run the job's ADD PRIMARY KEY USING INDEX as the submitting role, naming
+ * the index as it is named now; caller holds ACCESS EXCLUSIVE on the table.
+ * With the helper valid, its SET NOT NULL of the key's columns reads no
+ * row.
+ */
+static void
+RunJobPrimaryKey(const BgddlJob *job)
+{
+	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
+	AlterTableStmt *stmt = CheckedNode(AlterTableStmt, raw->stmt);
+	AlterTableCmd *cmd = CheckedNode(AlterTableCmd, linitial(stmt->cmds));
+	Constraint *constraint = CheckedNode(Constraint, cmd->def);
+	char	   *index_name = get_rel_name(JobKeyIndexOf(job->kind_state));
+
+	if (index_name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("the index of background DDL job %lld was dropped", (long long) job->id)));
+	constraint->indexname = index_name;
+	RunAlterTable(job->target_oid, job->identity.owner_oid, cmd, AccessExclusiveLock, job->command);
+}
+
+/*
  * Run the job's ATTACH PARTITION as the submitting role, with its bound as
  * the submit transformed it; caller holds ATTACH's locks.  Helpers valid,
  * it reads no row.
@@ -1693,7 +1906,8 @@ static JobStepResult
 ConstraintCutOver(JobRun *run)
 {
 	AttrNumber	column = JobNotNullColumn(&run->job);
-	LOCKMODE	mode = column != InvalidAttrNumber ? AccessExclusiveLock :
+	bool		key = OidIsValid(JobKeyIndexOf(run->job.kind_state));
+	LOCKMODE	mode = column != InvalidAttrNumber || key ? AccessExclusiveLock :
 		JobIsForeignKey(&run->job) ? ShareLock : ShareUpdateExclusiveLock;
 	HeapTuple	constraint;
 	List	   *carriers;
@@ -1727,6 +1941,12 @@ ConstraintCutOver(JobRun *run)
 		RunAlterTable(run->job.target_oid, run->job.identity.owner_oid,
 					  NamedCommand(AT_SetNotNull, get_attname(run->job.target_oid, column, false)),
 					  AccessExclusiveLock, run->job.command);
+		DropJobConstraint(&run->job, constraint);
+	}
+	else if (key)
+	{
+		CommandCounterIncrement();
+		RunJobPrimaryKey(&run->job);
 		DropJobConstraint(&run->job, constraint);
 	}
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
@@ -1767,12 +1987,18 @@ ConstraintBuildHere(const BgddlJob *job)
 		return job->target_oid;
 	}
 	LockRelationOid(job->target_oid,
-					column != InvalidAttrNumber ? AccessExclusiveLock : ShareUpdateExclusiveLock);
+					column != InvalidAttrNumber || OidIsValid(JobKeyIndexOf(job->kind_state)) ?
+					AccessExclusiveLock : ShareUpdateExclusiveLock);
 	constraint = JobConstraintTuple(job);
 	if (constraint == NULL)
 		elog(ERROR, "constraint %u of background DDL job %lld does not exist",
 			 JobConstraint(job), (long long) job->id);
-	if (column != InvalidAttrNumber)
+	if (OidIsValid(JobKeyIndexOf(job->kind_state)))
+	{
+		DropJobConstraint(job, constraint);
+		RunJobPrimaryKey(job);
+	}
+	else if (column != InvalidAttrNumber)
 	{
 		DropJobConstraint(job, constraint);
 		RunAlterTable(job->target_oid, job->identity.owner_oid,
@@ -1918,7 +2144,7 @@ static bool
 EstimatedCheck(Oid relid, Relation rel, AlterTableCmd *cmd, RowCheck *check)
 {
 	check->violation = VIOLATES_CHECK;
-	check->not_null_column = InvalidAttrNumber;
+	check->not_null_columns = NIL;
 	if (cmd->subtype == AT_AttachPartition)
 	{
 		PartitionCmd *attach = (PartitionCmd *) cmd->def;
@@ -1932,6 +2158,11 @@ EstimatedCheck(Oid relid, Relation rel, AlterTableCmd *cmd, RowCheck *check)
 		check->name = "partition constraint";
 		table_close(attached, NoLock);
 		table_close(parent, NoLock);
+	}
+	else if (OidIsValid(PrimaryKeyIndex(relid, cmd)))
+	{
+		check->expr = CookedCheck(rel, KeyIsNotNull(relid, NullableKeyColumns(PrimaryKeyIndex(relid, cmd))));
+		check->name = "not null";
 	}
 	else if (cmd->subtype == AT_AddConstraint)
 	{
@@ -2104,7 +2335,8 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	}
 	estimate->locks = psprintf("ACCESS EXCLUSIVE on \"%s\" for a moment at submit (ADD; SHARE UPDATE "
 							   "EXCLUSIVE for VALIDATE), asked for without queueing first; ACCESS SHARE "
-							   "while each chunk is checked; SHARE UPDATE EXCLUSIVE for a moment at the end",
+							   "while each chunk is checked; SHARE UPDATE EXCLUSIVE for a moment at the end (ACCESS "
+							   "EXCLUSIVE for SET NOT NULL and a primary key)",
 							   RelationGetRelationName(rel));
 	if (cmd->subtype == AT_AttachPartition)
 		estimate->locks = psprintf("SHARE UPDATE EXCLUSIVE on \"%s\" (writers do not wait), ACCESS "

@@ -380,8 +380,56 @@ SELECT count(*) AS jobs_since FROM pg_stat_background_ddl WHERE id > :attach_job
 SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_class c
   JOIN pg_inherits i ON i.inhrelid = c.oid WHERE i.inhparent = 'at_range'::regclass ORDER BY 1;
 
+-- ADD PRIMARY KEY USING INDEX of a unique index whose columns allow nulls:
+-- PostgreSQL sets them NOT NULL, reading every row under ACCESS EXCLUSIVE.
+-- As a job, a helper CHECK (a IS NOT NULL AND b IS NOT NULL) NOT VALID is
+-- checked in chunks; the cut-over adds the key (its SET NOT NULL reads no
+-- row) and drops the helper.  PostgreSQL's errors at submit; a null fails
+-- the job with PostgreSQL's error, for the first column that is null.
+SET background_ddl = off;
+CREATE TABLE at_pk (a int, b int, c int NOT NULL);
+INSERT INTO at_pk SELECT g, g % 7, g FROM generate_series(1, 5000) g;
+CREATE UNIQUE INDEX at_pk_ab ON at_pk (a, b);
+CREATE INDEX at_pk_a ON at_pk (a);
+CREATE UNIQUE INDEX at_pk_part ON at_pk (b) WHERE b > 100;
+CREATE UNIQUE INDEX at_pk_c ON at_pk (c);
+SET background_ddl = on;
+SELECT explain_ddl('ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_ab');
+SELECT last_ddl_job() AS before_pk \gset
+ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_a;
+ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_part;
+ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_nosuch;
+SET ROLE at_stranger;
+ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_ab;
+RESET ROLE;
+SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE id > :before_pk;
+UPDATE at_pk SET b = NULL WHERE a = 4000;
+ALTER TABLE at_pk ADD CONSTRAINT at_pk_key PRIMARY KEY USING INDEX at_pk_ab;
+SELECT last_ddl_job() AS pk_job \gset
+SELECT wait_ddl(:pk_job, '60s');
+SELECT state, strategy, error, error_sqlstate FROM pg_stat_background_ddl WHERE id = :pk_job;
+SELECT count(*) AS constraints FROM pg_constraint WHERE conrelid = 'at_pk'::regclass;
+UPDATE at_pk SET b = 0 WHERE a = 4000;
+ALTER TABLE at_pk ADD CONSTRAINT at_pk_key PRIMARY KEY USING INDEX at_pk_ab;
+SELECT last_ddl_job() AS pk_job \gset
+SELECT wait_ddl(:pk_job, '60s');
+SELECT state, rows_done FROM pg_stat_background_ddl WHERE id = :pk_job;
+SELECT conname, contype, conindid::regclass FROM pg_constraint WHERE conrelid = 'at_pk'::regclass;
+SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'at_pk'::regclass AND attnum > 0 ORDER BY attnum;
+-- A second primary key: PostgreSQL's error at submit; an index whose
+-- columns are NOT NULL already: PostgreSQL's ADD PRIMARY KEY reads no row,
+-- and runs as it runs it.
+ALTER TABLE at_pk ALTER COLUMN c DROP NOT NULL;
+ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_c;
+ALTER TABLE at_pk DROP CONSTRAINT at_pk_key;
+ALTER TABLE at_pk ALTER COLUMN c SET NOT NULL;
+SELECT wait_ddl(last_ddl_job(), '60s');
+ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_c;
+SELECT count(*) AS jobs_since FROM pg_stat_background_ddl WHERE id > :pk_job + 1;
+SELECT conname, contype FROM pg_constraint WHERE conrelid = 'at_pk'::regclass;
+
 SELECT dblink_disconnect('at_other');
-DROP TABLE at, at_ref, at_child, at_log, at_parted, at_range;
+DROP TABLE at, at_ref, at_child, at_log, at_parted, at_range, at_pk;
 DROP FUNCTION at_gate(int), at_logged(int);
 DROP ROLE at_stranger;
 RESET background_ddl;

@@ -4,8 +4,9 @@
 # rows are checked by the NOT VALID constraint; a rewrite of the table in
 # the middle of the job makes it check from the first block again (a
 # violating row moved into the checked blocks is found); pause, resume,
-# cancel, a constraint dropped by another session, SET NOT NULL, and a
-# foreign key, whose rows moved by an unchecked UPDATE are caught.
+# cancel, a constraint dropped by another session, SET NOT NULL, a foreign
+# key, whose rows moved by an unchecked UPDATE are caught, and ADD PRIMARY
+# KEY USING INDEX, killed in the middle.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -255,5 +256,40 @@ ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
 	'its capture triggers are gone');
 is($node->safe_psql('postgres', "SELECT count(*) FROM background_ddl.dirty"), '0', 'and its marks');
+
+# ADD PRIMARY KEY USING INDEX of an index whose columns allow nulls: killed
+# (kill -9) while held after its second chunk, the job resumes from its
+# checkpoint; writers meanwhile are not blocked, and a null they write is
+# refused by the helper; at the end the key is there and the helper gone.
+$node->safe_psql('postgres', q{
+CREATE TABLE k AS SELECT g AS a, g % 10 AS b, md5(g::text) AS pad FROM generate_series(1, 60000) g;
+CREATE UNIQUE INDEX k_ab ON k (a, b);
+});
+$hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, 'ALTER TABLE k ADD CONSTRAINT k_pkey PRIMARY KEY USING INDEX k_ab');
+ok(held_at_hold($node), 'the primary key job is held after its second chunk');
+($ret, $out, $err) = $node->psql('postgres', q{
+SET lock_timeout = '5s';
+UPDATE k SET pad = 'w' WHERE a % 100 = 0;
+INSERT INTO k VALUES (60001, 1, 'new');
+});
+is($ret, 0, 'writers are not blocked while the job checks the rows') or diag($err);
+($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO k VALUES (60002, NULL)');
+like($err, qr/violates check constraint "k_not_null"/, 'a null in a key column is refused');
+my $checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+kill_and_recover($node, job_field($job, 'pid'));
+eval { $hold->quit };    # its session died with the crash
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
+	'>=', $checked, "the checkpoint survived the crash ($checked blocks)");
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(conname || ':' || contype::text || ':' || conindid::regclass, ' ' ORDER BY conname)"
+		  . " FROM pg_constraint WHERE conrelid = 'k'::regclass"),
+	'k_pkey:p:k_pkey', 'the primary key is there, on its index renamed, and no helper');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(attname || ':' || attnotnull, ' ' ORDER BY attnum) FROM pg_attribute"
+		  . " WHERE attrelid = 'k'::regclass AND attnum > 0"),
+	'a:true b:true pad:false', 'its columns are NOT NULL');
 
 done_testing();

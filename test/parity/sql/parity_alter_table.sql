@@ -245,3 +245,27 @@ SELECT tableoid::regclass, count(*), count(a) FROM paa GROUP BY 1 ORDER BY 1;
 SELECT tableoid::regclass, count(*) FROM pal GROUP BY 1 ORDER BY 1;
 SELECT tableoid::regclass, count(*) FROM pah GROUP BY 1 ORDER BY 1;
 DROP TABLE paa, paa_def, pal, pah;
+-- ADD PRIMARY KEY USING INDEX of an index whose columns allow nulls: the
+-- columns are checked by a job; the same errors, the same key after.
+CREATE TABLE pak (a int, b int, c text);
+INSERT INTO pak SELECT g, g % 5, 'r' FROM generate_series(1, 3000) g;
+CREATE UNIQUE INDEX pak_ab ON pak (a, b);
+CREATE INDEX pak_a ON pak (a);
+CREATE UNIQUE INDEX pak_expr ON pak ((a + 1));
+CREATE UNIQUE INDEX pak_desc ON pak (a DESC);
+ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_a; CALL parity_wait();
+ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_expr; CALL parity_wait();
+ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_desc; CALL parity_wait();
+ALTER TABLE pak ADD UNIQUE USING INDEX pak_a; CALL parity_wait();
+INSERT INTO pak VALUES (NULL, 1, 'a null'), (3001, NULL, 'b null');
+ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_ab; CALL parity_wait();
+DELETE FROM pak WHERE a IS NULL;
+ALTER TABLE pak ADD CONSTRAINT pak_key PRIMARY KEY USING INDEX pak_ab; CALL parity_wait();
+DELETE FROM pak WHERE b IS NULL;
+ALTER TABLE pak ADD CONSTRAINT pak_key PRIMARY KEY USING INDEX pak_ab DEFERRABLE; CALL parity_wait();
+CREATE UNIQUE INDEX pak_c ON pak (c, a); CALL parity_wait();
+ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_c; CALL parity_wait();
+SELECT conname, contype, condeferrable, conindid::regclass, pg_get_constraintdef(oid) AS definition
+  FROM pg_constraint WHERE conrelid = 'pak'::regclass ORDER BY 1;
+SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'pak'::regclass AND attnum > 0 ORDER BY attnum;
+DROP TABLE pak;
