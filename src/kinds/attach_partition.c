@@ -125,17 +125,22 @@ ColumnsMatch(Relation parent, Relation attached)
 }
 
 /*
- * The name of an index of the parent that the table attached has no match
- * for, as AttachPartitionEnsureIndexes matches them (ATTACH would build it,
- * under its lock); NULL if it has one for each.  Caller has locked both
- * tables and checked their columns (ColumnsMatch).
+ * The name of an index of the parent that the table attached has no valid
+ * match for, as AttachPartitionEnsureIndexes matches them (ATTACH would build it,
+ * under its lock); NULL if it has one for each, or if their columns differ
+ * (ColumnsMatch: ATTACH fails).  Caller has locked both tables.
  */
 const char *
 AttachBuildsIndex(Relation parent, Relation attached)
 {
-	List	   *attached_indexes = RelationGetIndexList(attached);
-	AttrMap    *attmap = build_attrmap_by_name(RelationGetDescr(attached), RelationGetDescr(parent));
+	List	   *attached_indexes;
+	AttrMap    *attmap;
 	ListCell   *lc;
+
+	if (!ColumnsMatch(parent, attached))
+		return NULL;			/* ATTACH fails, with its error */
+	attached_indexes = RelationGetIndexList(attached);
+	attmap = build_attrmap_by_name(RelationGetDescr(attached), RelationGetDescr(parent));
 
 	foreach(lc, RelationGetIndexList(parent))
 	{
@@ -152,7 +157,7 @@ AttachBuildsIndex(Relation parent, Relation attached)
 			Relation	index = index_open(lfirst_oid(lc2), AccessShareLock);
 
 			found = found ||
-				(!index->rd_rel->relispartition &&
+				(!index->rd_rel->relispartition && index->rd_index->indisvalid &&
 				 CompareIndexInfo(BuildIndexInfo(index), info, index->rd_indcollation,
 								  parent_index->rd_indcollation, index->rd_opfamily,
 								  parent_index->rd_opfamily, attmap) &&
@@ -223,6 +228,19 @@ AttachInSessionReason(Oid parent, PartitionCmd *cmd, bool *accepted)
 	return reason;
 }
 
+/* A bound of a partition of parent, transformed as ATTACH transforms it */
+PartitionBoundSpec *
+AttachTransformBound(Relation parent, PartitionBoundSpec *raw_bound, const char *query_string)
+{
+	ParseState *pstate = make_parsestate(NULL);
+	PartitionBoundSpec *bound;
+
+	pstate->p_sourcetext = query_string;
+	bound = transformPartitionBound(pstate, parent, copyObject(raw_bound));
+	free_parsestate(pstate);
+	return bound;
+}
+
 /*
  * The checks ATTACH PARTITION of attached to parent with raw_bound makes
  * (checks), computed as ATExecAttachPartition computes them: the bound
@@ -237,14 +255,11 @@ bool
 AttachComputeChecks(Relation parent, Relation attached, PartitionBoundSpec *raw_bound,
 					const char *query_string, AttachChecks *checks)
 {
-	ParseState *pstate = make_parsestate(NULL);
 	List	   *bound_quals;
 	List	   *quals;
 
 	memset(checks, 0, sizeof(AttachChecks));
-	pstate->p_sourcetext = query_string;
-	checks->bound = transformPartitionBound(pstate, parent, copyObject(raw_bound));
-	free_parsestate(pstate);
+	checks->bound = AttachTransformBound(parent, raw_bound, query_string);
 	if (!ColumnsMatch(parent, attached))
 		return false;
 	bound_quals = get_qual_from_partbound(parent, checks->bound);

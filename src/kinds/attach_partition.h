@@ -25,6 +25,8 @@ typedef struct AttachChecks
 } AttachChecks;
 
 extern const char *AttachInSessionReason(Oid parent, PartitionCmd *cmd, bool *accepted);
+extern PartitionBoundSpec *AttachTransformBound(Relation parent, PartitionBoundSpec *raw_bound,
+												const char *query_string);
 extern bool AttachComputeChecks(Relation parent, Relation attached, PartitionBoundSpec *raw_bound,
 								const char *query_string, AttachChecks *checks);
 extern const char *AttachBuildsIndex(Relation parent, Relation attached);

@@ -285,6 +285,16 @@ SetsNotNull(Oid relid, AlterTableCmd *cmd)
 	return NotNullColumn(relid, cmd) != InvalidAttrNumber;
 }
 
+/* Is the subcommand ADD PRIMARY KEY USING INDEX? */
+static bool
+IsPrimaryKeyUsingIndex(AlterTableCmd *cmd)
+{
+	Constraint *constraint = (Constraint *) cmd->def;
+
+	return cmd->subtype == AT_AddConstraint && IsA(constraint, Constraint) &&
+		constraint->contype == CONSTR_PRIMARY && constraint->indexname != NULL;
+}
+
 /*
  * The index of an ADD PRIMARY KEY USING INDEX of table relid whose key has
  * a column that allows nulls (PostgreSQL then sets each NOT NULL, in a
@@ -298,9 +308,7 @@ PrimaryKeyIndex(Oid relid, AlterTableCmd *cmd)
 	HeapTuple	tuple;
 	bool		nullable = false;
 
-	if (cmd->subtype != AT_AddConstraint || !IsA(constraint, Constraint) ||
-		constraint->contype != CONSTR_PRIMARY || constraint->indexname == NULL ||
-		!OidIsValid(relid))
+	if (!IsPrimaryKeyUsingIndex(cmd) || !OidIsValid(relid))
 		return InvalidOid;
 	index = get_relname_relid(constraint->indexname, get_rel_namespace(relid));
 	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
@@ -665,12 +673,13 @@ AddAttachHelpers(KindSubmit *submit, AlterTableStmt *stmt, Oid parent)
 	Oid			helper;
 
 	LockForSubmit(stmt->relation, parent, ShareUpdateExclusiveLock);
-	attached = RangeVarGetRelid(cmd->name, NoLock, false);
-	LockForSubmit(cmd->name, attached, AccessExclusiveLock);
+	/* ATTACH's order: the default partition, then the table attached */
 	if (!cmd->bound->is_default)
 		default_partition = get_default_partition_oid(parent);
 	if (OidIsValid(default_partition))
 		JobStepLockRelation(default_partition, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	attached = RangeVarGetRelid(cmd->name, NoLock, false);
+	LockForSubmit(cmd->name, attached, AccessExclusiveLock);
 	parent_rel = table_open(parent, NoLock);
 	attached_rel = table_open(attached, NoLock);
 	columns_match = AttachComputeChecks(parent_rel, attached_rel, cmd->bound, submit->query_string,
@@ -913,7 +922,7 @@ ConstraintValidate(KindSubmit *submit)
 		CatalogKindStateSetInt(&submit->kind_state, STATE_NOT_NULL_ATTNUM,
 							   get_attnum(relid, cmd->name));
 	}
-	else if (OidIsValid(PrimaryKeyIndex(relid, cmd)))
+	else if (IsPrimaryKeyUsingIndex(cmd))
 		conoid = AddPrimaryKeyHelper(submit, stmt, relid);
 	else if (cmd->subtype == AT_AddConstraint)
 		conoid = AddNotValid(submit, stmt, relid, (Constraint *) cmd->def);
@@ -1123,15 +1132,19 @@ AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode)
 static List *
 JobCarriers(const BgddlJob *job, HeapTuple constraint, LOCKMODE mode)
 {
+	Oid			default_partition = (Oid) CatalogKindStateInt(job->kind_state,
+																  STATE_DEFAULT_PARTITION);
 	List	   *carriers;
 
 	if (!JobIsAttach(job))
 		return ConstraintCarriers(job->target_oid, constraint, mode);
+	/* ATTACH locks the default partition first; its rows are checked second */
+	if (OidIsValid(default_partition) && mode != NoLock)
+		JobStepLockRelation(default_partition, mode, background_ddl_lock_timeout_ms);
 	carriers = AddHelperCarrier(NIL, JobConstraintTable(job), JobConstraint(job), mode);
-	return AddHelperCarrier(carriers,
-							(Oid) CatalogKindStateInt(job->kind_state, STATE_DEFAULT_PARTITION),
+	return AddHelperCarrier(carriers, default_partition,
 							(Oid) CatalogKindStateInt(job->kind_state, STATE_DEFAULT_CONSTRAINT),
-							mode);
+							NoLock);
 }
 
 /* The job's parts, in the order their blocks are checked (*nparts of them) */
@@ -1844,20 +1857,26 @@ static void
 RunJobAttach(const BgddlJob *job)
 {
 	Relation	parent = table_open(job->target_oid, NoLock);
-	Relation	attached = table_open(JobConstraintTable(job), NoLock);
 	PartitionCmd *cmd = AttachCommandOf(job->command, JobConstraintTable(job));
 	AlterTableCmd *attach = makeNode(AlterTableCmd);
-	AttachChecks checks;
+	PartitionBoundSpec *bound;
+	Oid			saved_userid;
+	int			saved_sec_context;
 
-	if (AttachComputeChecks(parent, attached, cmd->bound, job->command, &checks) &&
-		!equal(checks.bound, stringToNode(CatalogKindStateText(job->kind_state, STATE_BOUND))))
+	/* (the bound's expressions run as the submitting role, as ATTACH runs them) */
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(job->identity.owner_oid,
+						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	bound = AttachTransformBound(parent, cmd->bound, job->command);
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	if (!equal(bound, stringToNode(CatalogKindStateText(job->kind_state, STATE_BOUND))))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the partition bound of background DDL job %lld evaluates to another bound than at its submit",
 						(long long) job->id),
 				 errdetail("An expression of the bound is not immutable, or the types of the partition key changed."),
 				 errhint("Attach the partition with background_ddl off, or with a bound of constants.")));
-	table_close(attached, NoLock);
 	table_close(parent, NoLock);
 	attach->subtype = AT_AttachPartition;
 	attach->def = (Node *) cmd;
@@ -1876,6 +1895,29 @@ RunJobAttach(const BgddlJob *job)
  * updates take.
  */
 /*
+ * What the cut-over's ATTACH does under its locks beyond the helpers' reach
+ * (an index created on the parent meanwhile, or a foreign key), logged; it
+ * is what the blocking statement would have done
+ */
+static void
+AttachSaysWhatItReads(const BgddlJob *job)
+{
+	Relation	parent = table_open(job->target_oid, NoLock);
+	Relation	attached = table_open(JobConstraintTable(job), NoLock);
+	const char *index = AttachBuildsIndex(parent, attached);
+
+	if (index != NULL || RelationGetFKeyList(parent) != NIL)
+		ereport(LOG,
+				(errmsg("background DDL job %lld: its ATTACH %s \"%s\" under its lock",
+						(long long) job->id,
+						index != NULL ? "builds an index of the parent, created meanwhile, on" :
+						"checks the parent's foreign keys, added meanwhile, on the rows of",
+						RelationGetRelationName(attached))));
+	table_close(attached, NoLock);
+	table_close(parent, NoLock);
+}
+
+/*
  * An ATTACH's cut-over: ATTACH's own locks (SHARE UPDATE EXCLUSIVE on the
  * parent, which writers do not wait for; ACCESS EXCLUSIVE on the table
  * attached and the default partition, as a job takes a lock), its helpers
@@ -1893,6 +1935,7 @@ AttachCutOver(JobRun *run)
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
 	carriers = JobCarriers(&run->job, constraint, AccessExclusiveLock);
+	AttachSaysWhatItReads(&run->job);
 	MarkValid(carriers);
 	CommandCounterIncrement();
 	RunJobAttach(&run->job);
@@ -1977,10 +2020,10 @@ ConstraintBuildHere(const BgddlJob *job)
 	{
 		/* ATTACH's locks, its helpers dropped, and ATTACH run: it reads the rows */
 		LockRelationOid(job->target_oid, ShareUpdateExclusiveLock);
-		LockRelationOid(JobConstraintTable(job), AccessExclusiveLock);
 		if (CatalogKindStateInt(job->kind_state, STATE_DEFAULT_PARTITION) != 0)
 			LockRelationOid((Oid) CatalogKindStateInt(job->kind_state, STATE_DEFAULT_PARTITION),
 							AccessExclusiveLock);
+		LockRelationOid(JobConstraintTable(job), AccessExclusiveLock);
 		DropHelpers(job, JobCarriers(job, NULL, NoLock));
 		RunJobAttach(job);
 		JobRunSucceeded(&run, job->target_oid, false, -1);

@@ -371,6 +371,13 @@ CREATE INDEX at_range_b ON at_range (b);
 SET background_ddl = on;
 CREATE TABLE at_range_3 (a int, b int);
 ALTER TABLE at_range ATTACH PARTITION at_range_3 FOR VALUES FROM (11000) TO (12000);
+-- (an invalid index is no match: ATTACH would build one)
+CREATE TABLE at_range_5 (a int, b int);
+SET background_ddl = off;
+CREATE INDEX at_range_5_b ON at_range_5 (b);
+SET background_ddl = on;
+UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'at_range_5_b'::regclass;
+ALTER TABLE at_range ATTACH PARTITION at_range_5 FOR VALUES FROM (14000) TO (15000);
 DROP INDEX at_range_b;
 ALTER TABLE at_range ADD FOREIGN KEY (a) REFERENCES at_ref;
 CREATE TABLE at_range_4 (a int, b int);
