@@ -64,6 +64,7 @@ OBJS = \
 	src/kinds/foreign_key_check.o \
 	src/kinds/attach_partition.o \
 	src/kinds/kind_constraint.o \
+	src/kinds/kind_key_constraint.o \
 	src/session/session_submit.o \
 	src/session/session_statement.o \
 	src/session/session_guards.o \

@@ -137,6 +137,14 @@ typedef struct KindRoutine
 	 */
 	/* does this statement become a job?  (*reason: why it runs here) */
 	KindAcceptance (*accepts) (Node *parsetree, const char **reason);
+	/*
+	 * optional: do the statement's checks at submit read what the session's
+	 * unfinished jobs that it touches would leave (a key that a foreign key
+	 * references)?  Then it waits for them (or has them built here, in
+	 * their transaction) before it is validated, rather than start after
+	 * them.
+	 */
+	bool		(*validates_against_touched) (Node *parsetree);
 	void		(*validate) (KindSubmit *submit);	/* the blocking statement's errors */
 	void		(*reserve) (KindSubmit *submit);	/* create the placeholder */
 	/* optional: explain_ddl's strategy for a raw statement, or NULL if not ours */

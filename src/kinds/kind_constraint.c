@@ -120,6 +120,7 @@
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
 #include "kinds/attach_partition.h"
+#include "kinds/kind_constraint.h"
 #include "kinds/foreign_key_check.h"
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
@@ -141,7 +142,6 @@
 #define STATE_DEFAULT_CONSTRAINT "default_constraint_oid"	/* its helper */
 #define STATE_BOUND				"bound"	/* the bound, transformed (nodeToString) */
 /* ADD PRIMARY KEY USING INDEX: the job's constraint is the not-null helper */
-#define STATE_KEY_INDEX			"primary_key_index"	/* the index */
 
 #define STRATEGY_FOREIGN_KEY	"existing rows checked in chunks, changed rows captured"
 #define STRATEGY_ATTACH			"rows of the table attached and of the default partition checked in chunks"
@@ -193,8 +193,6 @@ typedef struct RowCheck
 
 static List *AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode);
 static void MarkValid(List *carriers);
-static void RunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode,
-						  const char *query_string);
 
 static List *ConstraintCarriers(Oid relid, HeapTuple constraint, LOCKMODE mode);
 
@@ -202,7 +200,7 @@ static List *ConstraintCarriers(Oid relid, HeapTuple constraint, LOCKMODE mode);
 static Oid
 JobKeyIndexOf(const Jsonb *kind_state)
 {
-	return (Oid) CatalogKindStateInt(kind_state, STATE_KEY_INDEX);
+	return (Oid) CatalogKindStateInt(kind_state, CONSTRAINT_STATE_KEY_INDEX);
 }
 
 /* The owner of a table the caller has locked */
@@ -266,8 +264,8 @@ NotNullColumn(Oid relid, AlterTableCmd *cmd)
 }
 
 /* Does column attnum of table relid not allow nulls? */
-static bool
-AttributeNotNull(Oid relid, AttrNumber attnum)
+bool
+ConstraintColumnNotNull(Oid relid, AttrNumber attnum)
 {
 	HeapTuple	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
 	bool		not_null;
@@ -319,7 +317,7 @@ PrimaryKeyIndex(Oid relid, AlterTableCmd *cmd)
 		int2vector *key = &((Form_pg_index) GETSTRUCT(tuple))->indkey;
 
 		for (int i = 0; i < ((Form_pg_index) GETSTRUCT(tuple))->indnkeyatts; i++)
-			nullable |= key->values[i] > 0 && !AttributeNotNull(relid, key->values[i]);
+			nullable |= key->values[i] > 0 && !ConstraintColumnNotNull(relid, key->values[i]);
 	}
 	ReleaseSysCache(tuple);
 	return nullable ? index : InvalidOid;
@@ -342,7 +340,7 @@ NullableKeyColumns(Oid index)
 	form = (Form_pg_index) GETSTRUCT(tuple);
 	for (int i = 0; i < form->indnkeyatts; i++)
 	{
-		if (form->indkey.values[i] > 0 && !AttributeNotNull(form->indrelid, form->indkey.values[i]))
+		if (form->indkey.values[i] > 0 && !ConstraintColumnNotNull(form->indrelid, form->indkey.values[i]))
 			columns = list_append_unique_int(columns, form->indkey.values[i]);
 	}
 	ReleaseSysCache(tuple);
@@ -410,7 +408,7 @@ ChecksExistingRows(Oid relid, AlterTableCmd *cmd)
 	Oid			referenced;
 
 	if (AddsValidatedCheck(cmd) || SetsNotNull(relid, cmd) || AddsValidatedForeignKey(cmd) ||
-		OidIsValid(PrimaryKeyIndex(relid, cmd)))
+		OidIsValid(PrimaryKeyIndex(relid, cmd)) || KeyConstraintBuildsIndex(cmd))
 		return true;
 	return cmd->subtype == AT_ValidateConstraint && OidIsValid(relid) &&
 		OidIsValid(ConstraintToValidate(relid, cmd->name, &contype, &referenced)) &&
@@ -488,7 +486,7 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 		return KIND_NOT_ACCEPTED;	/* PostgreSQL reports what is wrong */
 	referenced = OnlyCommand(stmt) != NULL ? ReferencedTable(relid, OnlyCommand(stmt)) : InvalidOid;
 	if (OnlyCommand(stmt) == NULL)
-		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, ADD FOREIGN KEY, VALIDATE CONSTRAINT, ALTER COLUMN SET NOT NULL, ADD PRIMARY KEY USING INDEX or ATTACH PARTITION runs in the background.";
+		*reason = "Only an ALTER TABLE whose one subcommand is ADD CHECK, ADD FOREIGN KEY, VALIDATE CONSTRAINT, ALTER COLUMN SET NOT NULL, ADD PRIMARY KEY, ADD UNIQUE or ATTACH PARTITION runs in the background.";
 	else if (IsCatalogRelationOid(relid))
 		*reason = "The table is a system catalog.";
 	else if (PgCitusTable(relid))
@@ -499,6 +497,9 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 		*reason = "The referenced table is partitioned: a foreign key to it is checked in the session.";
 	else if (OidIsValid(referenced) && PgCitusTable(referenced))
 		*reason = PgCitusInSessionReason(referenced);
+	else if (KeyConstraintBuildsIndex(OnlyCommand(stmt)) &&
+			 KeyConstraintInSessionReason(relid, OnlyCommand(stmt)) != NULL)
+		*reason = KeyConstraintInSessionReason(relid, OnlyCommand(stmt));
 	else if (!stmt->relation->inh && !OidIsValid(referenced) && has_subclass(relid))
 		*reason = "ONLY on a table with inheritance children or partitions runs as PostgreSQL runs it.";
 	else if (OidIsValid(PrimaryKeyIndex(relid, OnlyCommand(stmt))) && has_subclass(relid))
@@ -509,12 +510,26 @@ ConstraintAccepts(Node *parsetree, const char **reason)
 }
 
 /*
+ * A foreign key is checked at submit against the keys of the table it
+ * references, and a key against the table's keys (a second primary key
+ * fails): as the session's unfinished jobs leave them
+ */
+static bool
+ConstraintValidatesAgainstTouched(Node *parsetree)
+{
+	AlterTableCmd *cmd = OnlyCommand((AlterTableStmt *) parsetree);
+
+	return cmd != NULL && (AddsValidatedForeignKey(cmd) || IsPrimaryKeyUsingIndex(cmd) ||
+						   KeyConstraintBuildsIndex(cmd));
+}
+
+/*
  * Lock the table the statement names (relid when it was looked up) for the
  * submit, as a job takes a lock that others use (JobStepLockRelation), and
  * make sure the name still names it
  */
-static void
-LockForSubmit(RangeVar *relation, Oid relid, LOCKMODE mode)
+void
+ConstraintLockForSubmit(RangeVar *relation, Oid relid, LOCKMODE mode)
 {
 	JobStepLockRelation(relid, mode, background_ddl_lock_timeout_ms);
 	if (RangeVarGetRelid(relation, NoLock, false) != relid)
@@ -556,8 +571,8 @@ NotValidConstraints(Oid relid, char contype)
  * statement's ACCESS EXCLUSIVE lock (taken first, as LockForSubmit takes
  * it).  The constraint it made is the job's.
  */
-static Oid
-AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid, Constraint *constraint)
+Oid
+ConstraintAddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid, Constraint *constraint)
 {
 	AlterTableStmt *not_valid = copyObject(stmt);
 	AlterTableCmd *add = makeNode(AlterTableCmd);
@@ -574,12 +589,12 @@ AddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid, Constraint *con
 	{
 		Oid			referenced = RangeVarGetRelid(constraint->pktable, NoLock, true);
 
-		LockForSubmit(stmt->relation, relid, ShareRowExclusiveLock);
+		ConstraintLockForSubmit(stmt->relation, relid, ShareRowExclusiveLock);
 		if (OidIsValid(referenced))
-			LockForSubmit(constraint->pktable, referenced, ShareRowExclusiveLock);
+			ConstraintLockForSubmit(constraint->pktable, referenced, ShareRowExclusiveLock);
 	}
 	else
-		LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+		ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
 	contype = constraint->contype == CONSTR_FOREIGN ? CONSTRAINT_FOREIGN : CONSTRAINT_CHECK;
 	before = NotValidConstraints(relid, contype);
 	constraint = copyObject(constraint);
@@ -616,7 +631,7 @@ AddHelperCheck(Oid relid, const char *name, Node *expr, Oid role, const char *qu
 	helper->location = -1;
 	add->subtype = AT_AddConstraint;
 	add->def = (Node *) helper;
-	RunAlterTable(relid, role, add, AccessExclusiveLock, query_string);
+	ConstraintRunAlterTable(relid, role, add, AccessExclusiveLock, query_string);
 	return get_relation_constraint_oid(relid, name, false);
 }
 
@@ -639,7 +654,7 @@ RunAttachRolledBack(void *arg)
 	CommandCounterIncrement();
 	attach->subtype = AT_AttachPartition;
 	attach->def = (Node *) copyObject(dry_run->cmd);
-	RunAlterTable(dry_run->parent, GetUserId(), attach, ShareUpdateExclusiveLock,
+	ConstraintRunAlterTable(dry_run->parent, GetUserId(), attach, ShareUpdateExclusiveLock,
 				  dry_run->query_string);
 }
 
@@ -672,14 +687,14 @@ AddAttachHelpers(KindSubmit *submit, AlterTableStmt *stmt, Oid parent)
 	bool		default_implied = false;
 	Oid			helper;
 
-	LockForSubmit(stmt->relation, parent, ShareUpdateExclusiveLock);
+	ConstraintLockForSubmit(stmt->relation, parent, ShareUpdateExclusiveLock);
 	/* ATTACH's order: the default partition, then the table attached */
 	if (!cmd->bound->is_default)
 		default_partition = get_default_partition_oid(parent);
 	if (OidIsValid(default_partition))
 		JobStepLockRelation(default_partition, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	attached = RangeVarGetRelid(cmd->name, NoLock, false);
-	LockForSubmit(cmd->name, attached, AccessExclusiveLock);
+	ConstraintLockForSubmit(cmd->name, attached, AccessExclusiveLock);
 	parent_rel = table_open(parent, NoLock);
 	attached_rel = table_open(attached, NoLock);
 	columns_match = AttachComputeChecks(parent_rel, attached_rel, cmd->bound, submit->query_string,
@@ -779,7 +794,7 @@ AddNotNullHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	AlterTableCmd *cmd = OnlyCommand(stmt);
 	Constraint *helper = makeNode(Constraint);
 
-	LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+	ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));
@@ -794,12 +809,12 @@ AddNotNullHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 										   get_rel_namespace(relid), NIL);
 	helper->raw_expr = IsNotNull(cmd->name);
 	helper->location = -1;
-	return AddNotValid(submit, stmt, relid, helper);
+	return ConstraintAddNotValid(submit, stmt, relid, helper);
 }
 
 /* The raw expression that each of the key columns (attnums of relid) IS NOT NULL */
-static Node *
-KeyIsNotNull(Oid relid, List *columns)
+Node *
+ConstraintKeyIsNotNull(Oid relid, List *columns)
 {
 	List	   *tests = NIL;
 	ListCell   *lc;
@@ -825,7 +840,7 @@ RunPrimaryKeyRolledBack(void *arg)
 
 	MarkValid(dry_run->helpers);
 	CommandCounterIncrement();
-	RunAlterTable(dry_run->relid, GetUserId(), copyObject(dry_run->cmd), AccessExclusiveLock,
+	ConstraintRunAlterTable(dry_run->relid, GetUserId(), copyObject(dry_run->cmd), AccessExclusiveLock,
 				  dry_run->query_string);
 }
 
@@ -849,7 +864,7 @@ AddPrimaryKeyHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	HeapTuple	tuple;
 	PrimaryKeyDryRun dry_run = {.relid = relid, .cmd = cmd, .query_string = submit->query_string};
 
-	LockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+	ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
 	index = PrimaryKeyIndex(relid, cmd);
 	if (!OidIsValid(index))
 		ereport(ERROR,
@@ -860,16 +875,16 @@ AddPrimaryKeyHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	helper->contype = CONSTR_CHECK;
 	helper->conname = ChooseConstraintName(get_rel_name(relid), NULL, "not_null",
 										   get_rel_namespace(relid), NIL);
-	helper->raw_expr = KeyIsNotNull(relid, NullableKeyColumns(index));
+	helper->raw_expr = ConstraintKeyIsNotNull(relid, NullableKeyColumns(index));
 	helper->location = -1;
-	conoid = AddNotValid(submit, stmt, relid, helper);
+	conoid = ConstraintAddNotValid(submit, stmt, relid, helper);
 	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for constraint %u", conoid);
 	dry_run.helpers = ConstraintCarriers(relid, tuple, NoLock);
 	ReleaseSysCache(tuple);
 	PgRunRolledBack(RunPrimaryKeyRolledBack, &dry_run);
-	CatalogKindStateSetInt(&submit->kind_state, STATE_KEY_INDEX, index);
+	CatalogKindStateSetInt(&submit->kind_state, CONSTRAINT_STATE_KEY_INDEX, index);
 	return conoid;
 }
 
@@ -885,7 +900,7 @@ ValidatableCheck(AlterTableStmt *stmt, Oid relid)
 	Oid			referenced;
 	Oid			conoid;
 
-	LockForSubmit(stmt->relation, relid, ShareUpdateExclusiveLock);
+	ConstraintLockForSubmit(stmt->relation, relid, ShareUpdateExclusiveLock);
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));
@@ -924,8 +939,21 @@ ConstraintValidate(KindSubmit *submit)
 	}
 	else if (IsPrimaryKeyUsingIndex(cmd))
 		conoid = AddPrimaryKeyHelper(submit, stmt, relid);
+	else if (KeyConstraintBuildsIndex(cmd))
+	{
+		/*
+		 * A later write of the table comes after it (a duplicate or a null
+		 * fails as it would have, a row removed cannot spare the job its
+		 * error), and so does a change of its definition (a foreign key
+		 * that references the key, a second primary key); a read does not
+		 */
+		conoid = KeyConstraintSubmit(submit, stmt, relid);
+		CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
+		submit->target_effects = REL_ADDS_ROWS | REL_UPDATES_ROWS | REL_REMOVES_ROWS | REL_REDEFINES;
+		return;
+	}
 	else if (cmd->subtype == AT_AddConstraint)
-		conoid = AddNotValid(submit, stmt, relid, (Constraint *) cmd->def);
+		conoid = ConstraintAddNotValid(submit, stmt, relid, (Constraint *) cmd->def);
 	else
 		conoid = ValidatableCheck(stmt, relid);
 	CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
@@ -959,6 +987,9 @@ ConstraintValidate(KindSubmit *submit)
 static const char *
 StateStrategy(const Jsonb *kind_state)
 {
+	if (CatalogKindStateInt(kind_state, CONSTRAINT_STATE_KEY_BUILD) != 0)
+		return CatalogKindStateInt(kind_state, STATE_CONSTRAINT_OID) != 0 ?
+			STRATEGY_KEY_INDEX_NOT_NULL : STRATEGY_KEY_INDEX;
 	return CatalogKindStateInt(kind_state, STATE_FOREIGN_KEY) != 0 ? STRATEGY_FOREIGN_KEY :
 		CatalogKindStateInt(kind_state, STATE_ATTACHED) != 0 ? STRATEGY_ATTACH :
 		STRATEGY_CHECK_IN_CHUNKS;
@@ -987,8 +1018,8 @@ JobNotNullColumn(const BgddlJob *job)
 	return (AttrNumber) CatalogKindStateInt(job->kind_state, STATE_NOT_NULL_ATTNUM);
 }
 
-static Oid
-JobConstraint(const BgddlJob *job)
+Oid
+ConstraintOfJob(const BgddlJob *job)
 {
 	return (Oid) CatalogKindStateInt(job->kind_state, STATE_CONSTRAINT_OID);
 }
@@ -1015,7 +1046,7 @@ JobConstraintTable(const BgddlJob *job)
 static HeapTuple
 JobConstraintTuple(const BgddlJob *job)
 {
-	HeapTuple	tuple = SearchSysCacheCopy1(CONSTROID, ObjectIdGetDatum(JobConstraint(job)));
+	HeapTuple	tuple = SearchSysCacheCopy1(CONSTROID, ObjectIdGetDatum(ConstraintOfJob(job)));
 
 	if (HeapTupleIsValid(tuple) &&
 		((Form_pg_constraint) GETSTRUCT(tuple))->conrelid != JobConstraintTable(job))
@@ -1050,7 +1081,7 @@ BeginConstraintStep(JobRun *run, const char *activity, LOCKMODE mode)
 	return constraint;
 }
 
-static void
+void
 ConstraintStart(JobRun *run)
 {
 	ConstraintRun *c = MemoryContextAllocZero(JobContext(), sizeof(ConstraintRun));
@@ -1141,7 +1172,7 @@ JobCarriers(const BgddlJob *job, HeapTuple constraint, LOCKMODE mode)
 	/* ATTACH locks the default partition first; its rows are checked second */
 	if (OidIsValid(default_partition) && mode != NoLock)
 		JobStepLockRelation(default_partition, mode, background_ddl_lock_timeout_ms);
-	carriers = AddHelperCarrier(NIL, JobConstraintTable(job), JobConstraint(job), mode);
+	carriers = AddHelperCarrier(NIL, JobConstraintTable(job), ConstraintOfJob(job), mode);
 	return AddHelperCarrier(carriers, default_partition,
 							(Oid) CatalogKindStateInt(job->kind_state, STATE_DEFAULT_CONSTRAINT),
 							NoLock);
@@ -1271,7 +1302,7 @@ AddNewParts(JobRun *run, List *carriers)
 	return true;
 }
 
-static void
+void
 ConstraintPlan(JobRun *run)
 {
 	HeapTuple	constraint;
@@ -1610,7 +1641,7 @@ RestartPart(JobRun *run, HeapTuple constraint, CheckedPart *parts, int nparts, i
  * order).  JOB_STEP_DONE once every block of every part is checked, and no
  * table that carries the constraint has been added meanwhile.
  */
-static JobStepResult
+JobStepResult
 ConstraintBackfillStep(JobRun *run)
 {
 	ConstraintRun *c = run->kind_run;
@@ -1766,8 +1797,8 @@ NamedCommand(AlterTableType subtype, const char *name)
  * it, as role (query_string: the statement it is part of); caller holds
  * the subcommand's lock (mode) on the table and on the tables below it
  */
-static void
-RunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode, const char *query_string)
+void
+ConstraintRunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode, const char *query_string)
 {
 	AlterTableStmt *stmt = makeNode(AlterTableStmt);
 	AlterTableUtilityContext context = {0};
@@ -1799,7 +1830,7 @@ RunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode, const char
 static void
 DropConstraint(const BgddlJob *job, Oid relid, const char *name)
 {
-	RunAlterTable(relid, TableOwner(relid), NamedCommand(AT_DropConstraint, name),
+	ConstraintRunAlterTable(relid, TableOwner(relid), NamedCommand(AT_DropConstraint, name),
 				  AccessExclusiveLock, job->command);
 }
 
@@ -1809,6 +1840,16 @@ DropJobConstraint(const BgddlJob *job, HeapTuple constraint)
 {
 	DropConstraint(job, job->target_oid,
 				   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname));
+}
+
+/* Drop the job's constraint, if it is still there */
+void
+ConstraintDropOfJob(const BgddlJob *job)
+{
+	HeapTuple	constraint = JobConstraintTuple(job);
+
+	if (constraint != NULL)
+		DropJobConstraint(job, constraint);
 }
 
 /* Drop an ATTACH's helpers (carriers, locked ACCESS EXCLUSIVE) */
@@ -1826,13 +1867,15 @@ DropHelpers(const BgddlJob *job, List *carriers)
 }
 
 /*
- * Run the job's ADD PRIMARY KEY USING INDEX as the submitting role, naming
- * the index as it is named now; caller holds ACCESS EXCLUSIVE on the table.
+ * Run the job's key as ADD CONSTRAINT ... USING INDEX of its index (the
+ * user's, or the one the job built), as the submitting role, naming the
+ * index as it is named now; caller holds ACCESS EXCLUSIVE on the table.
  * With the helper valid, its SET NOT NULL of the key's columns reads no
- * row.
+ * row.  The constraint's name is the statement's, or the index's: the one
+ * the blocking statement gives it.
  */
-static void
-RunJobPrimaryKey(const BgddlJob *job)
+void
+ConstraintRunKey(const BgddlJob *job)
 {
 	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
 	AlterTableStmt *stmt = CheckedNode(AlterTableStmt, raw->stmt);
@@ -1840,12 +1883,18 @@ RunJobPrimaryKey(const BgddlJob *job)
 	Constraint *constraint = CheckedNode(Constraint, cmd->def);
 	char	   *index_name = get_rel_name(JobKeyIndexOf(job->kind_state));
 
-	if (index_name == NULL)
+	if (index_name == NULL || get_rel_relkind(JobKeyIndexOf(job->kind_state)) != RELKIND_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("the index of background DDL job %lld was dropped", (long long) job->id)));
 	constraint->indexname = index_name;
-	RunAlterTable(job->target_oid, job->identity.owner_oid, cmd, AccessExclusiveLock, job->command);
+	constraint->keys = NIL;
+	constraint->including = NIL;
+	constraint->options = NIL;
+	constraint->indexspace = NULL;
+	constraint->nulls_not_distinct = false;
+	ConstraintRunAlterTable(job->target_oid, job->identity.owner_oid, cmd, AccessExclusiveLock,
+							job->command);
 }
 
 /*
@@ -1880,7 +1929,7 @@ RunJobAttach(const BgddlJob *job)
 	table_close(parent, NoLock);
 	attach->subtype = AT_AttachPartition;
 	attach->def = (Node *) cmd;
-	RunAlterTable(job->target_oid, job->identity.owner_oid, attach, ShareUpdateExclusiveLock,
+	ConstraintRunAlterTable(job->target_oid, job->identity.owner_oid, attach, ShareUpdateExclusiveLock,
 				  job->command);
 }
 
@@ -1945,7 +1994,7 @@ AttachCutOver(JobRun *run)
 	return JOB_STEP_DONE;
 }
 
-static JobStepResult
+JobStepResult
 ConstraintCutOver(JobRun *run)
 {
 	AttrNumber	column = JobNotNullColumn(&run->job);
@@ -1981,7 +2030,7 @@ ConstraintCutOver(JobRun *run)
 	if (column != InvalidAttrNumber)
 	{
 		CommandCounterIncrement();
-		RunAlterTable(run->job.target_oid, run->job.identity.owner_oid,
+		ConstraintRunAlterTable(run->job.target_oid, run->job.identity.owner_oid,
 					  NamedCommand(AT_SetNotNull, get_attname(run->job.target_oid, column, false)),
 					  AccessExclusiveLock, run->job.command);
 		DropJobConstraint(&run->job, constraint);
@@ -1989,7 +2038,7 @@ ConstraintCutOver(JobRun *run)
 	else if (key)
 	{
 		CommandCounterIncrement();
-		RunJobPrimaryKey(&run->job);
+		ConstraintRunKey(&run->job);
 		DropJobConstraint(&run->job, constraint);
 	}
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
@@ -1998,7 +2047,7 @@ ConstraintCutOver(JobRun *run)
 }
 
 /* Why the job's target is gone: its table was dropped */
-static const char *
+const char *
 ConstraintGoneReason(const BgddlJob *job)
 {
 	return "the table was dropped";
@@ -2035,21 +2084,21 @@ ConstraintBuildHere(const BgddlJob *job)
 	constraint = JobConstraintTuple(job);
 	if (constraint == NULL)
 		elog(ERROR, "constraint %u of background DDL job %lld does not exist",
-			 JobConstraint(job), (long long) job->id);
+			 ConstraintOfJob(job), (long long) job->id);
 	if (OidIsValid(JobKeyIndexOf(job->kind_state)))
 	{
 		DropJobConstraint(job, constraint);
-		RunJobPrimaryKey(job);
+		ConstraintRunKey(job);
 	}
 	else if (column != InvalidAttrNumber)
 	{
 		DropJobConstraint(job, constraint);
-		RunAlterTable(job->target_oid, job->identity.owner_oid,
+		ConstraintRunAlterTable(job->target_oid, job->identity.owner_oid,
 					  NamedCommand(AT_SetNotNull, get_attname(job->target_oid, column, false)),
 					  AccessExclusiveLock, job->command);
 	}
 	else
-		RunAlterTable(job->target_oid, job->identity.owner_oid,
+		ConstraintRunAlterTable(job->target_oid, job->identity.owner_oid,
 					  NamedCommand(AT_ValidateConstraint,
 								   NameStr(((Form_pg_constraint) GETSTRUCT(constraint))->conname)),
 					  ShareUpdateExclusiveLock, job->command);
@@ -2062,7 +2111,7 @@ ConstraintBuildHere(const BgddlJob *job)
  * its constraint NOT VALID): dropping it takes ACCESS EXCLUSIVE on the
  * table and the tables below it, as a job takes such a lock.
  */
-static void
+void
 ConstraintDiscard(const BgddlJob *job, bool keep_target)
 {
 	HeapTuple	constraint;
@@ -2149,6 +2198,8 @@ ConstraintExplain(Node *raw_statement, const char *query_string)
 				AlterTableStmt *stmt = (AlterTableStmt *) raw_statement;
 				AlterTableCmd *cmd = OnlyCommand(stmt);
 
+				if (KeyConstraintBuildsIndex(cmd))
+					return KeyConstraintStrategy(RangeVarGetRelid(stmt->relation, NoLock, false), cmd);
 				return cmd->subtype == AT_AttachPartition ? STRATEGY_ATTACH :
 					IsForeignKeyCommand(RangeVarGetRelid(stmt->relation, NoLock, false), cmd) ?
 					STRATEGY_FOREIGN_KEY : STRATEGY_CHECK_IN_CHUNKS;
@@ -2204,7 +2255,7 @@ EstimatedCheck(Oid relid, Relation rel, AlterTableCmd *cmd, RowCheck *check)
 	}
 	else if (OidIsValid(PrimaryKeyIndex(relid, cmd)))
 	{
-		check->expr = CookedCheck(rel, KeyIsNotNull(relid, NullableKeyColumns(PrimaryKeyIndex(relid, cmd))));
+		check->expr = CookedCheck(rel, ConstraintKeyIsNotNull(relid, NullableKeyColumns(PrimaryKeyIndex(relid, cmd))));
 		check->name = "not null";
 	}
 	else if (cmd->subtype == AT_AddConstraint)
@@ -2376,6 +2427,18 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 		table_close(rel, NoLock);
 		return true;
 	}
+	if (KeyConstraintBuildsIndex(cmd))
+	{
+		KeyConstraintEstimate(stmt, query_string, estimate);
+		estimate->strategy = pstrdup(KeyConstraintStrategy(RelationGetRelid(rel), cmd));
+		estimate->locks = psprintf("ACCESS EXCLUSIVE on \"%s\" for a moment at submit and at the end, "
+								   "asked for without queueing first; SHARE UPDATE EXCLUSIVE while "
+								   "the index is built (writers do not wait); ACCESS SHARE while "
+								   "each chunk is checked for nulls",
+								   RelationGetRelationName(rel));
+		table_close(rel, NoLock);
+		return true;
+	}
 	estimate->locks = psprintf("ACCESS EXCLUSIVE on \"%s\" for a moment at submit (ADD; SHARE UPDATE "
 							   "EXCLUSIVE for VALIDATE), asked for without queueing first; ACCESS SHARE "
 							   "while each chunk is checked; SHARE UPDATE EXCLUSIVE for a moment at the end (ACCESS "
@@ -2446,6 +2509,7 @@ const KindRoutine kind_constraint_routine = {
 	.name = "ALTER TABLE",
 	.stands_for = OBJECT_TABLE,
 	.accepts = ConstraintAccepts,
+	.validates_against_touched = ConstraintValidatesAgainstTouched,
 	.validate = ConstraintValidate,
 	.reserve = ConstraintReserve,
 	.explain = ConstraintExplain,

@@ -285,10 +285,73 @@ IndexLoad(void)
 }
 
 /*
+ * Run define(arg), code that creates an index (DefineIndex, or an ALTER
+ * TABLE that adds a key), up to the index's catalog entries, in a
+ * subtransaction that is rolled back: every error it raises before it
+ * would read a row is raised here.  Returns the name the index was given,
+ * or NULL with *error, the error define raised first.
+ */
+char *
+IndexDryRun(void (*define) (void *arg), void *arg, ErrorData **error)
+{
+	MemoryContext caller_context = CurrentMemoryContext;
+	ResourceOwner caller_owner = CurrentResourceOwner;
+
+	dry_run_context = caller_context;
+	dry_run_index_name = NULL;
+	*error = NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller_context);
+	PG_TRY();
+	{
+		dry_run_active = true;
+		define(arg);
+		elog(ERROR, "the dry run of an index definition did not stop before building");
+	}
+	PG_CATCH();
+	{
+		dry_run_active = false;
+		MemoryContextSwitchTo(caller_context);
+		*error = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_context);
+		CurrentResourceOwner = caller_owner;
+		pgstat_progress_end_command();
+	}
+	PG_END_TRY();
+	return dry_run_index_name;
+}
+
+/* What DryRunDefineIndex runs */
+typedef struct DefineIndexDryRun
+{
+	Oid			relid;
+	IndexStmt  *stmt;
+	bool		partitioned;
+	bool		locked;
+} DefineIndexDryRun;
+
+static void
+DefineIndexUntilCreated(void *arg)
+{
+	DefineIndexDryRun *dry = arg;
+
+	if (!PgLockRelationWithin(dry->relid, dry->partitioned ? ShareLock : ShareUpdateExclusiveLock,
+							  background_ddl_lock_timeout_ms))
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not lock relation %u for a dry run", dry->relid)));
+	dry->locked = true;
+	(void) DefineIndex(dry->relid, dry->stmt, InvalidOid, InvalidOid, InvalidOid,
+					   false, true, true, false, true);
+}
+
+/*
  * Run PostgreSQL's own definition code for the index (DefineIndex, as
- * CREATE INDEX CONCURRENTLY calls it) up to the catalog entries, in a
- * subtransaction that is rolled back: every error it raises is the blocking
- * statement's, raised at submit.  Returns the name it chose for the index.
+ * CREATE INDEX CONCURRENTLY calls it) up to the catalog entries
+ * (IndexDryRun): every error it raises is the blocking statement's, raised
+ * at submit.  Returns the name it chose for the index.
  *
  * It needs SHARE UPDATE EXCLUSIVE on the table, which writers never wait
  * for, but which VACUUM, ANALYZE and every concurrent index build (another
@@ -301,12 +364,9 @@ IndexLoad(void)
 static char *
 DryRunDefineIndex(Oid relid, IndexStmt *stmt)
 {
-	MemoryContext caller_context = CurrentMemoryContext;
-	ResourceOwner caller_owner = CurrentResourceOwner;
-	IndexStmt  *dry = copyObject(stmt);
-	volatile bool locked = false;
-	bool		partitioned = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE;
+	DefineIndexDryRun dry = {.relid = relid, .stmt = copyObject(stmt)};
 	ErrorData  *error;
+	char	   *name;
 
 	/*
 	 * A partitioned table's index is defined as CREATE INDEX defines it (not
@@ -316,40 +376,13 @@ DryRunDefineIndex(Oid relid, IndexStmt *stmt)
 	 * few catalog entries.  The dry run stops at the parent's index, before
 	 * PostgreSQL would recurse to the partitions.
 	 */
-	dry->concurrent = partitioned ? stmt->concurrent : true;
-	dry->if_not_exists = false;
-	dry_run_context = caller_context;
-	dry_run_index_name = NULL;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller_context);
-	PG_TRY();
-	{
-		if (!PgLockRelationWithin(relid, partitioned ? ShareLock : ShareUpdateExclusiveLock,
-								  background_ddl_lock_timeout_ms))
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not lock relation %u for a dry run", relid)));
-		locked = true;
-		dry_run_active = true;
-		(void) DefineIndex(relid, dry, InvalidOid, InvalidOid, InvalidOid,
-						   false, true, true, false, true);
-		elog(ERROR, "the dry run of CREATE INDEX did not stop before building");
-	}
-	PG_CATCH();
-	{
-		dry_run_active = false;
-		MemoryContextSwitchTo(caller_context);
-		error = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_context);
-		CurrentResourceOwner = caller_owner;
-		pgstat_progress_end_command();
-	}
-	PG_END_TRY();
-	if (dry_run_index_name != NULL)
-		return dry_run_index_name;
-	if (!locked && error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+	dry.partitioned = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE;
+	dry.stmt->concurrent = dry.partitioned ? stmt->concurrent : true;
+	dry.stmt->if_not_exists = false;
+	name = IndexDryRun(DefineIndexUntilCreated, &dry, &error);
+	if (name != NULL)
+		return name;
+	if (!dry.locked && error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		return NULL;
 	ReThrowError(error);
 }
@@ -629,8 +662,8 @@ IndexStatementToRun(const BgddlJob *job, const char *name)
  * takes its place, it goes with the table (an automatic dependency): DROP
  * TABLE drops it, and the job ends, cancelled.
  */
-static Oid
-ReserveIndexName(KindSubmit *submit, Oid table_oid, Oid namespace_oid, const char *name)
+Oid
+IndexReserveName(KindSubmit *submit, Oid table_oid, Oid namespace_oid, const char *name)
 {
 	ObjectAddress placeholder;
 	ObjectAddress table;
@@ -671,7 +704,7 @@ IndexReserve(KindSubmit *submit)
 		(Oid) CatalogKindStateInt(submit->kind_state, STATE_NAMESPACE_OID) :
 		get_rel_namespace(table_oid);
 
-	submit->target_oid = ReserveIndexName(submit, table_oid, namespace_oid, stmt->idxname);
+	submit->target_oid = IndexReserveName(submit, table_oid, namespace_oid, stmt->idxname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 stmt->idxname);
 	submit->strategy = pstrdup(STRATEGY_CONCURRENT_INDEX);
@@ -693,25 +726,38 @@ IndexPlan(JobRun *run)
  * reserve its name again, in one transaction (a LockingStep: dropping an
  * index locks its table).
  */
+/*
+ * In the worker, as the job's role: reserve the name of the job's index on
+ * table_oid again (IndexReserveName), after the invalid index left by an
+ * interrupted build was dropped.  The placeholder's OID.
+ */
+Oid
+IndexReserveNameAgain(const BgddlJob *job, Oid table_oid, const char *name)
+{
+	KindSubmit	reserve = {0};
+	Oid			saved_userid;
+	int			saved_sec_context;
+	Oid			placeholder;
+
+	reserve.query_string = job->command;
+	reserve.run_utility = RunUtilityInWorker;
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(job->identity.owner_oid, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	placeholder = IndexReserveName(&reserve, table_oid, get_rel_namespace(table_oid), name);
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	return placeholder;
+}
+
 static void
 RestartBuildStep(JobRun *run, void *arg)
 {
 	char	   *name = get_rel_name(run->job.target_oid);
-	KindSubmit	reserve = {0};
-	Oid			saved_userid;
-	int			saved_sec_context;
 
 	IndexBuildDrop(run->job.target_oid);
 	ereport(LOG,
 			(errmsg("background DDL job %lld: dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
 					(long long) run->job.id, name)));
-	reserve.query_string = run->job.command;
-	reserve.run_utility = RunUtilityInWorker;
-	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
-	SetUserIdAndSecContext(run->job.identity.owner_oid, saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	run->job.target_oid = ReserveIndexName(&reserve, IndexedTable(&run->job),
-										   get_rel_namespace(IndexedTable(&run->job)), name);
-	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	run->job.target_oid = IndexReserveNameAgain(&run->job, IndexedTable(&run->job), name);
 	CatalogJobRecordTarget(run->job.id, run->job.target_oid);
 }
 
@@ -878,9 +924,9 @@ IndexDiscard(const BgddlJob *job, bool keep_target)
 /*
  * The view's progress of the job: its worker's build as
  * pg_stat_progress_create_index shows it (phase, tuples, a percentage of
- * CREATE INDEX CONCURRENTLY's phases)
+ * CREATE INDEX CONCURRENTLY's phases), while it builds
  */
-static void
+void
 IndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
 {
 	IndexBuildProgress build;

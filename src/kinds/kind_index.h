@@ -2,8 +2,10 @@
  *
  * kind_index.h
  *	  What the index kind (kind_index.c) shares with its variant for a
- *	  partitioned table (kind_partitioned_index.c): the submit, the
- *	  statement the worker runs, the checks of its steps and the end.
+ *	  partitioned table (kind_partitioned_index.c), and with the ALTER TABLE
+ *	  kind's key (kind_key_constraint.c): the submit, its dry run and the
+ *	  name's placeholder, the statement the worker runs, the checks of its
+ *	  steps and the end.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +15,7 @@
 #include "nodes/parsenodes.h"
 
 #include "engine/job_run.h"
+#include "engine/kind.h"
 
 /* The strategy of an index job on a partitioned table */
 #define STRATEGY_PARTITIONS		"concurrent index build, partition by partition"
@@ -25,5 +28,10 @@ extern bool IndexCheck(JobRun *run, bool *is_index, bool *valid);
 extern JobStepResult IndexPublish(JobRun *run, bool may_stay_invalid);
 extern Oid	IndexBuildHere(const BgddlJob *job);
 extern bool IndexDiscardsInAnyTransaction(const BgddlJob *job);
+extern void IndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress);
+extern char *IndexDryRun(void (*define) (void *arg), void *arg, ErrorData **error);
+extern Oid	IndexReserveName(KindSubmit *submit, Oid table_oid, Oid namespace_oid,
+							 const char *name);
+extern Oid	IndexReserveNameAgain(const BgddlJob *job, Oid table_oid, const char *name);
 
 #endif							/* BGDDL_KIND_INDEX_H */

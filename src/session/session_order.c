@@ -298,7 +298,11 @@ AlterTableEffects(StatementEffects *statement, AlterTableStmt *stmt)
 				{
 					Constraint *constraint = (Constraint *) cmd->def;
 
-					AddRangeVar(statement, constraint->pktable, REL_READS);
+					/*
+					 * A foreign key reads the referenced table's keys, and
+					 * adds its triggers to it
+					 */
+					AddRangeVar(statement, constraint->pktable, REL_READS | REL_REDEFINES);
 					AddIndexName(statement, stmt->relation, constraint->indexname);
 				}
 				break;

@@ -252,6 +252,9 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submit.query_env = queryEnv;
 	submit.qc = qc;
 	submit.run_utility = RunDerivedUtility;
+	if (routine->validates_against_touched != NULL &&
+		routine->validates_against_touched(pstmt->utilityStmt))
+		SessionOrderUtility(pstmt->utilityStmt);
 	routine->validate(&submit);
 	routine->reserve(&submit);
 

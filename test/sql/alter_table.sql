@@ -435,8 +435,120 @@ ALTER TABLE at_pk ADD PRIMARY KEY USING INDEX at_pk_c;
 SELECT count(*) AS jobs_since FROM pg_stat_background_ddl WHERE id > :pk_job + 1;
 SELECT conname, contype FROM pg_constraint WHERE conrelid = 'at_pk'::regclass;
 
+-- ADD PRIMARY KEY (columns) and ADD UNIQUE (columns): PostgreSQL builds the
+-- key's index inside the statement, under ACCESS EXCLUSIVE.  As a job: the
+-- statement run at submit up to the index's catalog entries and rolled
+-- back (its errors), the index's name reserved by a placeholder, a helper
+-- CHECK NOT VALID for a primary key's columns that allow nulls; the worker
+-- builds the index as CREATE UNIQUE INDEX CONCURRENTLY, checks the helper
+-- in chunks, and adds the key with the index.  A duplicate or a null
+-- fails the job with the statement's error and leaves nothing.
+SET background_ddl = off;
+CREATE TABLE at_key (a int, b int, c int NOT NULL, d text);
+INSERT INTO at_key SELECT g, g % 7, g, 'd' || g FROM generate_series(1, 5000) g;
+SET background_ddl = on;
+SELECT explain_ddl('ALTER TABLE at_key ADD PRIMARY KEY (a, b)');
+SELECT explain_ddl('ALTER TABLE at_key ADD PRIMARY KEY (c)');
+SELECT strategy, locks FROM estimate_ddl('ALTER TABLE at_key ADD UNIQUE (c)');
+SELECT last_ddl_job() AS before_key \gset
+ALTER TABLE at_key ADD PRIMARY KEY (nosuch);
+ALTER TABLE at_key ADD UNIQUE (a) INCLUDE (nosuch);
+ALTER TABLE at_key ADD UNIQUE (a) WITH (nosuch = 1);
+SET ROLE at_stranger;
+ALTER TABLE at_key ADD PRIMARY KEY (a);
+RESET ROLE;
+SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE id > :before_key;
+-- While it waits for the job before it: the name reserved, the helper
+-- NOT VALID.  Then its build waits for a writer's transaction (as CREATE
+-- INDEX CONCURRENTLY waits) with the index invalid, which the planner
+-- does not use.
+SELECT pg_advisory_lock(81);
+ALTER TABLE at ADD CONSTRAINT at_key_gate CHECK (at_gate(a) > 0);
+SELECT last_ddl_job() AS gate_job \gset
+SET background_ddl.after = :gate_job;
+ALTER TABLE at_key ADD PRIMARY KEY (a, b);
+SELECT last_ddl_job() AS key_job \gset
+RESET background_ddl.after;
+SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = :key_job;
+SELECT relname, relkind FROM pg_class WHERE relname LIKE 'at\_key\_%' ORDER BY 1;
+SELECT conname, convalidated, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'at_key'::regclass;
+CREATE TABLE at_key_pkey ();
+SELECT dblink_exec('at_other', 'BEGIN');
+SELECT dblink_exec('at_other', 'INSERT INTO at_key VALUES (5001, 0, 5001)');
+SELECT pg_advisory_unlock(81);
+DO $$ BEGIN
+  FOR i IN 1 .. 6000 LOOP
+    EXIT WHEN EXISTS (SELECT FROM pg_index WHERE indexrelid::regclass::text = 'at_key_pkey');
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END $$;
+SELECT indisvalid, indisprimary FROM pg_index WHERE indexrelid::regclass::text = 'at_key_pkey';
+EXPLAIN (COSTS OFF) SELECT * FROM at_key WHERE a = 5 AND b = 5;
+SELECT dblink_exec('at_other', 'COMMIT');
+CALL await_ddl(:key_job, '60s');
+SELECT state, rows_done > 0 AS rows_counted FROM pg_stat_background_ddl WHERE id = :key_job;
+SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'at_key'::regclass;
+SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'at_key'::regclass AND attnum > 0 ORDER BY attnum;
+-- The session's later writes of the table come after the job: a duplicate
+-- fails as it would have
+ALTER TABLE at_key ADD CONSTRAINT at_key_u UNIQUE (c) INCLUDE (d) WITH (fillfactor = 70) DEFERRABLE;
+SELECT last_ddl_job() AS key_job \gset
+INSERT INTO at_key VALUES (0, 0, 1);
+SELECT state FROM pg_stat_background_ddl WHERE id = :key_job;
+SELECT conname, contype, condeferrable, pg_get_indexdef(conindid) FROM pg_constraint
+ WHERE conrelid = 'at_key'::regclass ORDER BY 1;
+-- A duplicate, a null: the statement's errors; nothing left
+ALTER TABLE at_key DROP CONSTRAINT at_key_pkey, DROP CONSTRAINT at_key_u,
+  ALTER COLUMN a DROP NOT NULL, ALTER COLUMN b DROP NOT NULL;
+UPDATE at_key SET c = 1 WHERE a = 4000;
+ALTER TABLE at_key ADD UNIQUE (c);
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, error, error_sqlstate FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+UPDATE at_key SET c = a, b = NULL WHERE a = 4000;
+ALTER TABLE at_key ADD PRIMARY KEY (a, b);
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, error, error_sqlstate FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT count(*) AS left_over FROM pg_class WHERE relname LIKE 'at\_key\_%' AND relname <> 'at_key_pkey';
+SELECT count(*) AS left_over FROM pg_constraint WHERE conrelid = 'at_key'::regclass;
+-- Cancelled while it waits: the placeholder and the helper dropped
+SELECT pg_advisory_lock(81);
+ALTER TABLE at ADD CONSTRAINT at_key_gate2 CHECK (at_gate(a) > 0);
+SELECT last_ddl_job() AS gate_job \gset
+SET background_ddl.after = :gate_job;
+ALTER TABLE at_key ADD PRIMARY KEY (c);
+SELECT last_ddl_job() AS key_job \gset
+RESET background_ddl.after;
+SELECT cancel_ddl(:key_job);
+SELECT pg_advisory_unlock(81);
+CALL await_ddl(:key_job, '60s');
+SELECT count(*) AS left_over FROM pg_class WHERE relname LIKE 'at\_key\_%' AND relname <> 'at_key_pkey';
+SELECT count(*) AS left_over FROM pg_constraint WHERE conrelid = 'at_key'::regclass;
+-- In the submitting transaction, a later write builds it there and then
+UPDATE at_key SET b = 0 WHERE a = 4000;
+BEGIN;
+ALTER TABLE at_key ADD PRIMARY KEY (a, b);
+SELECT last_ddl_job() AS key_job \gset
+INSERT INTO at_key VALUES (0, 0, 0);
+SELECT conname, contype, convalidated FROM pg_constraint WHERE conrelid = 'at_key'::regclass;
+COMMIT;
+SELECT state, strategy FROM pg_stat_background_ddl WHERE id = :key_job;
+-- A partitioned table, or a primary key of one with children: in the
+-- session, saying why (a unique constraint is the parent's alone: a job)
+SET client_min_messages = notice;
+CREATE TABLE at_key_parted (a int) PARTITION BY RANGE (a);
+ALTER TABLE at_key_parted ADD PRIMARY KEY (a);
+CREATE TABLE at_key_child () INHERITS (at_key);
+ALTER TABLE at_key DROP CONSTRAINT at_key_pkey;
+ALTER TABLE at_key ADD PRIMARY KEY (c);
+ALTER TABLE at_key ADD UNIQUE (c);
+RESET client_min_messages;
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('at_key'::regclass, 'at_key_child'::regclass) ORDER BY 1;
+DROP TABLE at_key_parted, at_key_child;
+ALTER TABLE at DROP CONSTRAINT at_key_gate, DROP CONSTRAINT at_key_gate2;
+
 SELECT dblink_disconnect('at_other');
-DROP TABLE at, at_ref, at_child, at_log, at_parted, at_range, at_pk;
+DROP TABLE at, at_ref, at_child, at_log, at_parted, at_range, at_pk, at_key;
 DROP FUNCTION at_gate(int), at_logged(int);
 DROP ROLE at_stranger;
 RESET background_ddl;

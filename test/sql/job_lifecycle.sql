@@ -2,8 +2,8 @@
 -- an ordinary materialized view, identical to one built by the blocking
 -- statement.
 CREATE TABLE accounts AS SELECT g AS account, 'acct ' || g AS name FROM generate_series(0, 99) g;
-SET background_ddl = on;
 ALTER TABLE accounts ADD PRIMARY KEY (account);
+SET background_ddl = on;
 
 -- Blocking and background builds of the same query.
 SET background_ddl = off;

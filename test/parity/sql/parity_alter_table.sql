@@ -269,3 +269,37 @@ SELECT conname, contype, condeferrable, conindid::regclass, pg_get_constraintdef
   FROM pg_constraint WHERE conrelid = 'pak'::regclass ORDER BY 1;
 SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'pak'::regclass AND attnum > 0 ORDER BY attnum;
 DROP TABLE pak;
+-- ADD PRIMARY KEY (columns) and ADD UNIQUE (columns): the key's index is
+-- built by a job (a null in a primary key's column checked in chunks),
+-- the same errors, the same names, the same catalog after; a foreign key
+-- to the new key, and a second primary key, see it.
+CREATE TABLE pkc (a int, b int, c text, d int NOT NULL);
+INSERT INTO pkc SELECT g, g % 5, 'r' || g, g FROM generate_series(1, 3000) g;
+CREATE TABLE pkc_pkey1 ();
+ALTER TABLE pkc ADD PRIMARY KEY (nosuch); CALL parity_wait();
+ALTER TABLE pkc ADD PRIMARY KEY (a) INCLUDE (nosuch); CALL parity_wait();
+ALTER TABLE pkc ADD PRIMARY KEY (a) WITH (nosuch = 1); CALL parity_wait();
+ALTER TABLE pkc ADD PRIMARY KEY (a) USING INDEX TABLESPACE nosuch; CALL parity_wait();
+ALTER TABLE pkc ADD CONSTRAINT pkc_pkey1 PRIMARY KEY (a); CALL parity_wait();
+INSERT INTO pkc VALUES (1, 1, 'duplicate', 0);
+ALTER TABLE pkc ADD PRIMARY KEY (a, b); CALL parity_wait();
+ALTER TABLE pkc ADD UNIQUE (a); CALL parity_wait();
+DELETE FROM pkc WHERE c = 'duplicate';
+INSERT INTO pkc VALUES (3001, NULL, 'b null', 3001);
+ALTER TABLE pkc ADD PRIMARY KEY (a, b); CALL parity_wait();
+ALTER TABLE pkc ADD UNIQUE (a, b); CALL parity_wait();
+DELETE FROM pkc WHERE b IS NULL;
+CREATE TABLE pkc_pkey ();
+ALTER TABLE pkc ADD PRIMARY KEY (b, a) INCLUDE (c) WITH (fillfactor = 70); CALL parity_wait();
+ALTER TABLE pkc ADD PRIMARY KEY (d); CALL parity_wait();
+ALTER TABLE pkc ADD CONSTRAINT pkc_d UNIQUE NULLS NOT DISTINCT (d) DEFERRABLE INITIALLY DEFERRED; CALL parity_wait();
+ALTER TABLE pkc ADD UNIQUE (c); CALL parity_wait();
+CREATE TABLE pkc_ref (c text REFERENCES pkc (c), a int, b int);
+ALTER TABLE pkc_ref ADD FOREIGN KEY (b, a) REFERENCES pkc; CALL parity_wait();
+SELECT conname, contype, condeferrable, condeferred, conindid::regclass, pg_get_constraintdef(oid) AS definition
+  FROM pg_constraint WHERE conrelid = 'pkc'::regclass ORDER BY 1;
+SELECT indexrelid::regclass, indisprimary, indisunique, indimmediate, indisvalid, pg_get_indexdef(indexrelid)
+  FROM pg_index WHERE indrelid = 'pkc'::regclass ORDER BY 1;
+SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'pkc'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT relname FROM pg_class WHERE relname LIKE 'pkc%' ORDER BY 1;
+DROP TABLE pkc_ref, pkc, pkc_pkey, pkc_pkey1;
