@@ -14,10 +14,16 @@
 # EXCLUSIVE on both); the recipe is a CHECK NOT VALID on each of the two tables, VALIDATE, ATTACH,
 # DROP of both CHECKs.
 #
+# With CONSTRAINT=PRIMARY, the statement is ALTER TABLE events ADD PRIMARY KEY (id) on a table
+# whose id allows nulls and has a plain index (the writers' updates use it): PostgreSQL builds the
+# unique index and sets id NOT NULL under ACCESS EXCLUSIVE; the recipe (strong_migrations') is a
+# CHECK (id IS NOT NULL) NOT VALID, VALIDATE, CREATE UNIQUE INDEX CONCURRENTLY, ADD PRIMARY KEY
+# USING INDEX, DROP of the CHECK.
+#
 # Usage: bench/alter_table.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3;
 #        CLIENTS, default 4; CONSTRAINT, what is added: default a CHECK; e.g.
 #        CONSTRAINT='FOREIGN KEY (account) REFERENCES accounts' for a foreign key to accounts(account),
-#        a table of the 1,000 accounts the writers use; or ATTACH)
+#        a table of the 1,000 accounts the writers use; ATTACH; or PRIMARY)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -56,6 +62,11 @@ EOS
     WRITES=attach_writes.sql
 fi
 
+if [ "$CONSTRAINT" = PRIMARY ]; then
+    sql -q -c "ALTER TABLE events DROP CONSTRAINT events_pkey, ALTER COLUMN id DROP NOT NULL" \
+        -c "CREATE INDEX events_id ON events (id)" -c "VACUUM ANALYZE events"
+fi
+
 # measure MODE ROUND: run pgbench around one ALTER TABLE; print "tps_during max_latency_ms ms"
 measure() {
     local mode=$1 round=$2 name="c_${1}_$2" t0 t1
@@ -74,6 +85,13 @@ measure() {
                               -c "ALTER TABLE pev_def VALIDATE CONSTRAINT d" \
                               -c "$attach" -c "ALTER TABLE pev_new DROP CONSTRAINT b" -c "ALTER TABLE pev_def DROP CONSTRAINT d" ;;
         ATTACH-background) bench_background "$attach" >/dev/null ;;
+        PRIMARY-blocking) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name PRIMARY KEY (id)" ;;
+        PRIMARY-recipe) sql -q -c "ALTER TABLE events ADD CONSTRAINT nn CHECK (id IS NOT NULL) NOT VALID" \
+                               -c "ALTER TABLE events VALIDATE CONSTRAINT nn" \
+                               -c "CREATE UNIQUE INDEX CONCURRENTLY $name ON events (id)" \
+                               -c "ALTER TABLE events ADD CONSTRAINT $name PRIMARY KEY USING INDEX $name" \
+                               -c "ALTER TABLE events DROP CONSTRAINT nn" ;;
+        PRIMARY-background) bench_background "ALTER TABLE events ADD CONSTRAINT $name PRIMARY KEY (id)" >/dev/null ;;
         *-blocking) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" ;;
         *-recipe) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT NOT VALID" \
                          -c "ALTER TABLE events VALIDATE CONSTRAINT $name" ;;
@@ -90,6 +108,8 @@ measure() {
     wait "$writer"
     if [ "$CONSTRAINT" = ATTACH ]; then
         sql -q -c "ALTER TABLE pev DETACH PARTITION pev_new"
+    elif [ "$CONSTRAINT" = PRIMARY ]; then
+        sql -q -c "ALTER TABLE events DROP CONSTRAINT $name, ALTER COLUMN id DROP NOT NULL"
     else
         sql -q -c "ALTER TABLE events DROP CONSTRAINT $name"
     fi
