@@ -46,6 +46,11 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
@@ -58,7 +63,9 @@
 #include "parser/parser.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "executor/tuptable.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "catalog/catalog_job.h"
@@ -360,8 +367,86 @@ BuildKeyIndex(JobRun *run)
 }
 
 /*
+ * A primary key with one column that allows nulls: its unique index, valid,
+ * holds every row (CREATE INDEX CONCURRENTLY's guarantee), nulls included,
+ * so one search of the index for a null, with a new snapshot, stands for
+ * the chunks' scan of the table; a row written since is checked by the
+ * helper.  A null found fails the job with PostgreSQL's error.  True if the
+ * search was made (or no column allows nulls any more); false if several
+ * columns allow nulls: the chunks check the rows, naming the column of the
+ * first row that has a null, as PostgreSQL's scan names it.
+ */
+static bool
+KeyNullsThroughIndex(JobRun *run)
+{
+	Oid			table = run->job.target_oid;
+	List	   *columns;
+	AttrNumber	nullable = InvalidAttrNumber;
+	int			index_column = 0;
+	int			nullable_count = 0;
+	ListCell   *lc;
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	bool		found;
+
+	/* the snapshot after the lock: a rewrite waited for would hide its rows from an older one */
+	JobStepBegin("background_ddl: looking for nulls in the index", STEP_NO_SNAPSHOT);
+	JobStepLockRelation(table, AccessShareLock, background_ddl_lock_timeout_ms);
+	JobStepTakeSnapshot();
+	if (!JobRunTargetExists(run))
+	{
+		JobStepEnd();
+		return true;			/* the next step says that it is gone */
+	}
+	columns = (List *) stringToNode(CatalogKindStateText(run->job.kind_state, STATE_KEY_COLUMNS));
+	foreach(lc, columns)
+	{
+		if (!ConstraintColumnNotNull(table, lfirst_int(lc)))
+		{
+			nullable = lfirst_int(lc);
+			index_column = foreach_current_index(lc) + 1;
+			nullable_count++;
+		}
+	}
+	if (nullable_count != 1)
+	{
+		JobStepEnd();
+		return nullable_count == 0;
+	}
+	rel = table_open(table, NoLock);
+	index = index_open(KeyIndex(&run->job), AccessShareLock);
+	ScanKeyEntryInitialize(&key, SK_ISNULL | SK_SEARCHNULL, index_column, InvalidStrategy,
+						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+	slot = table_slot_create(rel, NULL);
+	JobQueryBegin(run->job.identity.owner_oid, true);
+	scan = index_beginscan(rel, index, GetActiveSnapshot(), 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	JobQueryEnd();
+	ExecDropSingleTupleTableSlot(slot);
+	if (found)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("column \"%s\" of relation \"%s\" contains null values",
+						get_attname(table, nullable, false), RelationGetRelationName(rel)),
+				 errtablecol(rel, nullable)));
+	index_close(index, AccessShareLock);
+	table_close(rel, NoLock);
+	/* every block of the helper's parts checked */
+	CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
+								run->job.work_total);
+	JobStepEnd();
+	return true;
+}
+
+/*
  * The index first, in one step (CREATE INDEX CONCURRENTLY's own
- * transactions); then the helper's chunks, if the key has one
+ * transactions); then the nulls of a primary key's columns, through the
+ * index or in the helper's chunks
  */
 static JobStepResult
 KeyBackfillStep(JobRun *run)
@@ -377,6 +462,9 @@ KeyBackfillStep(JobRun *run)
 	JobStepEnd();
 	if (!exists)
 		return JOB_STEP_TARGET_GONE;
+	if (is_index && valid && OidIsValid(ConstraintOfJob(&run->job)) &&
+		run->job.work_done == 0 && run->job.work_total > 0 && KeyNullsThroughIndex(run))
+		return JOB_STEP_MORE;	/* the chunks find every block checked */
 	if (is_index && valid)
 		return OidIsValid(ConstraintOfJob(&run->job)) ? ConstraintBackfillStep(run) :
 			JOB_STEP_DONE;

@@ -135,6 +135,7 @@ ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 ok($node->log_contains(qr/dropped the invalid index "kt_pkey" left by an interrupted build/, $offset),
 	'it dropped the invalid index of the first build');
 cmp_ok(job_field($job, 'attempts'), '>=', 2, 'in a second attempt');
+is(job_field($job, 'chunks_done'), '0', 'its one nullable column was searched for nulls in the index, not in chunks');
 is(leftovers(), 'constraint:kt_pkey kt_pkey:i', 'the primary key is there, on its index, and no helper');
 is( $node->safe_psql('postgres',
 		"SELECT attnotnull FROM pg_attribute WHERE attrelid = 'kt'::regclass AND attname = 'id'"),
