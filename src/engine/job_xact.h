@@ -43,7 +43,8 @@ JobLockTagSet(LOCKTAG *tag, Oid database_oid, int64 job_id)
 #define REL_REDEFINES		0x10	/* changes its definition, tree or privileges */
 #define REL_DROPS			0x20	/* drops it */
 #define REL_UPDATES_ROWS	0x40	/* updates rows (REL_ADDS_ROWS too) */
-#define REL_ANY				0x7F
+#define REL_REFERENCES		0x80	/* references its keys (a foreign key) */
+#define REL_ANY				0xFF
 
 /*
  * A job this session submitted, as its later statements see it: its target
@@ -58,6 +59,9 @@ typedef struct JobOrder
 	int			target_effects;
 	List	   *sources;		/* Oid */
 	int			source_effects;
+	/* a job that defines keys: their table, and what holds the index's name */
+	Oid			key_table;
+	Oid			key_placeholder;
 } JobOrder;
 
 extern void JobXactInstall(void);

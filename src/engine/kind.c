@@ -269,4 +269,6 @@ KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique)
 {
 	submit->sources = list_append_unique_oid(submit->sources, table_oid);
 	submit->source_effects = REL_REDEFINES | (unique ? REL_ADDS_ROWS : 0);
+	if (unique)
+		submit->key_table = table_oid;	/* a foreign key may reference it */
 }

@@ -68,6 +68,13 @@ typedef struct KindSubmit
 	 * the session's later statements must wait for the job (REL_*)
 	 */
 	int			target_effects;
+	/*
+	 * filled in by validate, for a job that defines keys (a unique index, a
+	 * primary key): their table, and the relation that holds the index's
+	 * name until it is built (or InvalidOid)
+	 */
+	Oid			key_table;
+	Oid			key_placeholder;
 } KindSubmit;
 
 /*
@@ -138,13 +145,13 @@ typedef struct KindRoutine
 	/* does this statement become a job?  (*reason: why it runs here) */
 	KindAcceptance (*accepts) (Node *parsetree, const char **reason);
 	/*
-	 * optional: do the statement's checks at submit read what the session's
-	 * unfinished jobs that it touches would leave (a key that a foreign key
-	 * references)?  Then it waits for them (or has them built here, in
-	 * their transaction) before it is validated, rather than start after
-	 * them.
+	 * optional: do the statement's checks at submit read the keys of the
+	 * tables it names (a foreign key, those of the table it references; a
+	 * key, its table's)?  Then it waits for the session's unfinished jobs
+	 * that define keys on those tables (or has them built here, in their
+	 * transaction) before it is validated, rather than start after them.
 	 */
-	bool		(*validates_against_touched) (Node *parsetree);
+	bool		(*validates_against_keys) (Node *parsetree);
 	void		(*validate) (KindSubmit *submit);	/* the blocking statement's errors */
 	void		(*reserve) (KindSubmit *submit);	/* create the placeholder */
 	/* optional: explain_ddl's strategy for a raw statement, or NULL if not ours */

@@ -515,7 +515,7 @@ ConstraintAccepts(Node *parsetree, const char **reason)
  * fails): as the session's unfinished jobs leave them
  */
 static bool
-ConstraintValidatesAgainstTouched(Node *parsetree)
+ConstraintValidatesAgainstKeys(Node *parsetree)
 {
 	AlterTableCmd *cmd = OnlyCommand((AlterTableStmt *) parsetree);
 
@@ -949,7 +949,10 @@ ConstraintValidate(KindSubmit *submit)
 		 */
 		conoid = KeyConstraintSubmit(submit, stmt, relid);
 		CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
-		submit->target_effects = REL_ADDS_ROWS | REL_UPDATES_ROWS | REL_REMOVES_ROWS | REL_REDEFINES;
+		submit->target_effects = REL_ADDS_ROWS | REL_UPDATES_ROWS | REL_REMOVES_ROWS |
+			REL_REDEFINES | REL_REFERENCES | REL_NAMES;
+		submit->key_table = relid;
+		submit->key_placeholder = JobKeyIndexOf(submit->kind_state);
 		return;
 	}
 	else if (cmd->subtype == AT_AddConstraint)
@@ -980,7 +983,10 @@ ConstraintValidate(KindSubmit *submit)
 	 * would have.
 	 */
 	submit->target_effects = REL_UPDATES_ROWS | REL_REMOVES_ROWS | REL_REDEFINES |
-		(cmd->subtype == AT_SetNotNull || JobKeyIndexOf(submit->kind_state) ? REL_ADDS_ROWS : 0);
+		(cmd->subtype == AT_SetNotNull || JobKeyIndexOf(submit->kind_state) ? REL_ADDS_ROWS : 0) |
+		(JobKeyIndexOf(submit->kind_state) ? REL_REFERENCES : 0);
+	if (JobKeyIndexOf(submit->kind_state))
+		submit->key_table = relid;
 }
 
 /* What a job of that kind_state does */
@@ -2509,7 +2515,7 @@ const KindRoutine kind_constraint_routine = {
 	.name = "ALTER TABLE",
 	.stands_for = OBJECT_TABLE,
 	.accepts = ConstraintAccepts,
-	.validates_against_touched = ConstraintValidatesAgainstTouched,
+	.validates_against_keys = ConstraintValidatesAgainstKeys,
 	.validate = ConstraintValidate,
 	.reserve = ConstraintReserve,
 	.explain = ConstraintExplain,

@@ -54,19 +54,22 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parser.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "executor/tuptable.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
@@ -81,9 +84,13 @@
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"
 
-/* The job's kind_state: the key's columns and its INCLUDE columns (attnums) */
+/*
+ * The job's kind_state: the key's columns and its INCLUDE columns (attnums),
+ * the name its index was built with
+ */
 #define STATE_KEY_COLUMNS		"key_columns"
 #define STATE_KEY_INCLUDED		"key_included"
+#define STATE_KEY_INDEX_NAME	"key_index_name"
 
 /* Is the subcommand ADD PRIMARY KEY (columns) or ADD UNIQUE (columns)? */
 bool
@@ -104,6 +111,8 @@ KeyConstraintBuildsIndex(AlterTableCmd *cmd)
 const char *
 KeyConstraintInSessionReason(Oid relid, AlterTableCmd *cmd)
 {
+	if (((Constraint *) cmd->def)->deferrable)
+		return "The key is DEFERRABLE: an index built concurrently checks every write at once, which would refuse writes that the key allows until their commit.";
 	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
 		return "The table is partitioned: its key is an index on each partition, which ALTER TABLE builds in the session.";
 	if (((Constraint *) cmd->def)->contype == CONSTR_PRIMARY && has_subclass(relid))
@@ -180,7 +189,18 @@ ColumnNames(Oid relid, List *columns)
 	ListCell   *lc;
 
 	foreach(lc, columns)
-		names = lappend(names, makeString(get_attname(relid, lfirst_int(lc), false)));
+	{
+		HeapTuple	tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid),
+											Int16GetDatum(lfirst_int(lc)));
+
+		if (!HeapTupleIsValid(tuple) || ((Form_pg_attribute) GETSTRUCT(tuple))->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("a column of the key of \"%s\" was dropped while its index was built",
+							get_rel_name(relid))));
+		names = lappend(names, makeString(pstrdup(NameStr(((Form_pg_attribute) GETSTRUCT(tuple))->attname))));
+		ReleaseSysCache(tuple);
+	}
 	return names;
 }
 
@@ -209,11 +229,43 @@ KeyIndexStatement(Oid relid, Constraint *constraint, List *columns, List *includ
 	return stmt;
 }
 
-/* The key's index of the job (its placeholder before it is built) */
+/*
+ * The key's index of the job (its placeholder before it is built).  An
+ * index built again under another OID (REINDEX CONCURRENTLY, a type change
+ * of one of its columns) is found by the name it was built with: an index
+ * of the job's table of that name.  Caller is in a transaction.
+ */
 static Oid
 KeyIndex(const BgddlJob *job)
 {
-	return (Oid) CatalogKindStateInt(job->kind_state, CONSTRAINT_STATE_KEY_INDEX);
+	Oid			index = (Oid) CatalogKindStateInt(job->kind_state, CONSTRAINT_STATE_KEY_INDEX);
+	char		relkind = get_rel_relkind(index);
+	Oid			rebuilt;
+
+	if (relkind == RELKIND_INDEX || relkind == RELKIND_MATVIEW ||
+		CatalogKindStateText(job->kind_state, STATE_KEY_INDEX_NAME) == NULL)
+		return index;
+	rebuilt = get_relname_relid(CatalogKindStateText(job->kind_state, STATE_KEY_INDEX_NAME),
+								get_rel_namespace(job->target_oid));
+	return get_rel_relkind(rebuilt) == RELKIND_INDEX &&
+		IndexGetRelation(rebuilt, true) == job->target_oid ? rebuilt : index;
+}
+
+/*
+ * Record the key's index as KeyIndex finds it now (built again under
+ * another OID); in a step.  Returns true.
+ */
+static bool
+AdoptKeyIndex(JobRun *run)
+{
+	Oid			index = KeyIndex(&run->job);
+
+	if (index != (Oid) CatalogKindStateInt(run->job.kind_state, CONSTRAINT_STATE_KEY_INDEX))
+	{
+		CatalogKindStateSetInt(&run->job.kind_state, CONSTRAINT_STATE_KEY_INDEX, index);
+		CatalogJobRecordKindState(&run->job);
+	}
+	return true;
 }
 
 /* The names the key's columns (key: STATE_KEY_COLUMNS, STATE_KEY_INCLUDED) have now */
@@ -260,6 +312,10 @@ KeyConstraintSubmit(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	ListCell   *lc;
 	Oid			helper = InvalidOid;
 
+	/* (as ALTER TABLE: the owner's, before the lock) */
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
+					   get_rel_name(relid));
 	ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
 	name = IndexDryRun(RunKeyUntilIndexCreated, &dry, &error);
 	if (name == NULL)
@@ -277,7 +333,8 @@ KeyConstraintSubmit(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 		list_sort(nullable, list_int_cmp);
 		not_null->contype = CONSTR_CHECK;
 		not_null->conname = ChooseConstraintName(get_rel_name(relid), NULL, "not_null",
-												 get_rel_namespace(relid), NIL);
+												 get_rel_namespace(relid),
+												 list_make1(makeString(name)));
 		not_null->raw_expr = ConstraintKeyIsNotNull(relid, nullable);
 		not_null->location = -1;
 		helper = ConstraintAddNotValid(submit, stmt, relid, not_null);
@@ -336,7 +393,7 @@ static JobStepResult
 BuildKeyIndex(JobRun *run)
 {
 	Oid			table = run->job.target_oid;
-	Oid			placeholder = KeyIndex(&run->job);
+	Oid			placeholder;
 	IndexStmt  *stmt;
 	Oid			index;
 
@@ -348,6 +405,7 @@ BuildKeyIndex(JobRun *run)
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
 	}
+	placeholder = KeyIndex(&run->job);
 	if (!KindIsPlaceholder(placeholder))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -360,6 +418,7 @@ BuildKeyIndex(JobRun *run)
 	PgRelationDrop(placeholder);
 	index = IndexBuildNewOid(table, stmt->tableSpace);
 	CatalogKindStateSetInt(&run->job.kind_state, CONSTRAINT_STATE_KEY_INDEX, index);
+	CatalogKindStateSetText(&run->job.kind_state, STATE_KEY_INDEX_NAME, stmt->idxname);
 	CatalogJobRecordKindState(&run->job);
 	(void) IndexBuildDefine(&run->job, table, stmt, index, InvalidOid);
 	JobStepEnd();
@@ -457,7 +516,7 @@ KeyBackfillStep(JobRun *run)
 
 	JobStepHoldPoint("building the index");
 	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
-	exists = JobRunTargetExists(run);
+	exists = JobRunTargetExists(run) && AdoptKeyIndex(run);
 	is_index = IndexBuildIsIndex(KeyIndex(&run->job), &valid);
 	JobStepEnd();
 	if (!exists)
@@ -486,11 +545,16 @@ static JobStepResult
 KeyCutOver(JobRun *run)
 {
 	if (OidIsValid(ConstraintOfJob(&run->job)))
+	{
+		JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
+		(void) AdoptKeyIndex(run);
+		JobStepEnd();
 		return ConstraintCutOver(run);
+	}
 	JobStepHoldPoint("cutting over");
 	JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
 	JobStepLockRelation(run->job.target_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
-	if (!JobRunTargetExists(run))
+	if (!JobRunTargetExists(run) || !AdoptKeyIndex(run))
 	{
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
@@ -503,18 +567,18 @@ KeyCutOver(JobRun *run)
 
 /*
  * The helper, then the index or its placeholder, dropped (ACCESS EXCLUSIVE
- * on the table, as a job takes it); nothing if the table is being dropped,
- * which takes them with it
+ * on the table, as a job takes it); with keep_target, the index is kept
+ * (a foreign key of another session may use it: its DROP failed)
  */
 static void
 KeyDiscard(const BgddlJob *job, bool keep_target)
 {
 	Oid			index = KeyIndex(job);
 
-	if (keep_target)
-		return;
-	ConstraintDiscard(job, keep_target);
-	if (get_rel_relkind(index) == RELKIND_INDEX || KindIsPlaceholder(index))
+	/* the helper goes in any case: nothing can depend on it */
+	ConstraintDiscard(job, false);
+	if (!keep_target &&
+		(get_rel_relkind(index) == RELKIND_INDEX || KindIsPlaceholder(index)))
 		IndexBuildDrop(index);
 }
 
@@ -533,13 +597,18 @@ static Oid
 KeyBuildHere(const BgddlJob *job)
 {
 	JobRun		run = {.job = *job};
+	AlterTableCmd *cmd;
 
 	LockRelationOid(job->target_oid, AccessExclusiveLock);
 	if (OidIsValid(ConstraintOfJob(job)))
 		ConstraintDropOfJob(job);
 	PgRelationDrop(KeyIndex(job));
 	CommandCounterIncrement();
-	ConstraintRunAlterTable(job->target_oid, job->identity.owner_oid, KeyCommandOf(job),
+	/* (its columns as they are named now) */
+	cmd = KeyCommandOf(job);
+	((Constraint *) cmd->def)->keys = KeyColumns(job, STATE_KEY_COLUMNS);
+	((Constraint *) cmd->def)->including = KeyColumns(job, STATE_KEY_INCLUDED);
+	ConstraintRunAlterTable(job->target_oid, job->identity.owner_oid, cmd,
 							AccessExclusiveLock, job->command);
 	JobRunSucceeded(&run, job->target_oid, false, -1);
 	return job->target_oid;

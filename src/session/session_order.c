@@ -65,6 +65,7 @@
 #include "access/tupdesc.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
@@ -120,6 +121,7 @@ typedef struct StatementEffects
 	int			query_effects;	/* what its query does to what it reads */
 	bool		reads_only;		/* EXPLAIN without ANALYZE: the writes do not run */
 	const char *target_use;		/* how it uses a job's target, for the job's strategy */
+	bool		keys_only;		/* only the jobs that define keys on its tables */
 } StatementEffects;
 
 /* StatementTouches: the statement uses the job's target */
@@ -270,6 +272,19 @@ QueryEffectsWalker(Node *node, StatementEffects *statement)
 	return expression_tree_walker(node, QueryEffectsWalker, statement);
 }
 
+/* The tables that the foreign keys among constraints (Constraint) reference */
+static void
+AddForeignKeys(StatementEffects *statement, List *constraints)
+{
+	ListCell   *lc;
+
+	foreach(lc, constraints)
+	{
+		if (IsA(lfirst(lc), Constraint) && ((Constraint *) lfirst(lc))->contype == CONSTR_FOREIGN)
+			AddRangeVar(statement, ((Constraint *) lfirst(lc))->pktable, REL_READS | REL_REFERENCES);
+	}
+}
+
 /* What an ALTER TABLE's subcommands name besides its table */
 static void
 AlterTableEffects(StatementEffects *statement, AlterTableStmt *stmt)
@@ -282,6 +297,11 @@ AlterTableEffects(StatementEffects *statement, AlterTableStmt *stmt)
 
 		switch (cmd->subtype)
 		{
+			case AT_AddColumn:
+			case AT_AddColumnRecurse:
+				if (IsA(cmd->def, ColumnDef))
+					AddForeignKeys(statement, ((ColumnDef *) cmd->def)->constraints);
+				break;
 			case AT_AttachPartition:
 			case AT_DetachPartition:
 			case AT_DetachPartitionFinalize:
@@ -298,11 +318,7 @@ AlterTableEffects(StatementEffects *statement, AlterTableStmt *stmt)
 				{
 					Constraint *constraint = (Constraint *) cmd->def;
 
-					/*
-					 * A foreign key reads the referenced table's keys, and
-					 * adds its triggers to it
-					 */
-					AddRangeVar(statement, constraint->pktable, REL_READS | REL_REDEFINES);
+					AddRangeVar(statement, constraint->pktable, REL_READS | REL_REFERENCES);
 					AddIndexName(statement, stmt->relation, constraint->indexname);
 				}
 				break;
@@ -459,9 +475,15 @@ UtilityEffects(StatementEffects *statement, Node *parsetree)
 				foreach(lc, stmt->inhRelations)
 					AddRangeVar(statement, lfirst(lc), REL_NAMES | REL_REDEFINES);
 				foreach(lc, stmt->tableElts)
+				{
 					if (IsA(lfirst(lc), TableLikeClause))
 						AddRangeVar(statement, ((TableLikeClause *) lfirst(lc))->relation,
 									REL_NAMES);
+					else if (IsA(lfirst(lc), ColumnDef))
+						AddForeignKeys(statement, ((ColumnDef *) lfirst(lc))->constraints);
+				}
+				AddForeignKeys(statement, stmt->tableElts);
+				AddForeignKeys(statement, stmt->constraints);
 				break;
 			}
 		case T_ViewStmt:
@@ -526,6 +548,21 @@ MovedTargetJob(Oid relid)
 }
 
 /*
+ * Does the relation hold the name of the index of the keys a job defines:
+ * its placeholder, or an index of their table (the job's, built meanwhile)?
+ */
+static bool
+IsKeyIndexOf(Oid relid, const JobOrder *order)
+{
+	if (!OidIsValid(order->key_table))
+		return false;
+	if (relid == order->key_placeholder)
+		return true;
+	return get_rel_relkind(relid) == RELKIND_INDEX &&
+		IndexGetRelation(relid, true) == order->key_table;
+}
+
+/*
  * How the statement touches the job: 0 if not at all, else what it does to
  * the job's sources (REL_*) or TOUCHES_TARGET
  */
@@ -533,6 +570,17 @@ static int
 StatementTouches(StatementEffects *statement, const JobOrder *order)
 {
 	ListCell   *lc;
+
+	if (statement->keys_only)
+	{
+		foreach(lc, statement->relations)
+		{
+			if (OidIsValid(order->key_table) &&
+				((RelationEffect *) lfirst(lc))->relid == order->key_table)
+				return TOUCHES_TARGET;
+		}
+		return 0;
+	}
 
 	foreach(lc, statement->relations)
 	{
@@ -548,8 +596,10 @@ StatementTouches(StatementEffects *statement, const JobOrder *order)
 
 		/* DROP of a job's target cancels the job (session_control.c) */
 		if ((relation->effects & REL_DROPS) == 0 &&
-			(relation->effects & order->target_effects) != 0 &&
-			(relation->relid == order->target_oid || MovedTargetJob(relation->relid) == order->job_id))
+			(((relation->effects & order->target_effects) != 0 &&
+			  (relation->relid == order->target_oid ||
+			   MovedTargetJob(relation->relid) == order->job_id)) ||
+			 IsKeyIndexOf(relation->relid, order)))
 			return TOUCHES_TARGET;
 	}
 	return 0;
@@ -878,6 +928,7 @@ typedef struct OrderCheck
 	ParseState *pstate;
 	Query	   *query;
 	Node	   *utility;
+	bool		keys_only;		/* SessionOrderAwaitKeys */
 } OrderCheck;
 
 /*
@@ -889,7 +940,8 @@ static void
 OrderStatement(OrderCheck *check)
 {
 	bool		analysis = check->query != NULL;
-	StatementEffects statement = {.query_effects = REL_READS, .target_use = "read it"};
+	StatementEffects statement = {.query_effects = REL_READS, .target_use = "read it",
+	.keys_only = check->keys_only};
 	List	   *waited;
 	List	   *touches;
 	List	   *retargets;
@@ -991,6 +1043,19 @@ void
 SessionOrderUtility(Node *parsetree)
 {
 	OrderCheck	check = {NULL, NULL, parsetree};
+
+	OrderStatementOnce(&check);
+}
+
+/*
+ * Before a statement that becomes a job and whose checks at submit read
+ * the keys of the tables it names (validates_against_keys): wait for the
+ * session's jobs that define keys on those tables, or build them here
+ */
+void
+SessionOrderAwaitKeys(Node *parsetree)
+{
+	OrderCheck	check = {NULL, NULL, parsetree, true};
 
 	OrderStatementOnce(&check);
 }

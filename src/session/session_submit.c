@@ -252,9 +252,9 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submit.query_env = queryEnv;
 	submit.qc = qc;
 	submit.run_utility = RunDerivedUtility;
-	if (routine->validates_against_touched != NULL &&
-		routine->validates_against_touched(pstmt->utilityStmt))
-		SessionOrderUtility(pstmt->utilityStmt);
+	if (routine->validates_against_keys != NULL &&
+		routine->validates_against_keys(pstmt->utilityStmt))
+		SessionOrderAwaitKeys(pstmt->utilityStmt);
 	routine->validate(&submit);
 	routine->reserve(&submit);
 
@@ -278,6 +278,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		routine->replaces_placeholder ? REL_ANY : REL_ANY & ~REL_NAMES;
 	order.sources = submit.sources;
 	order.source_effects = submit.source_effects;
+	order.key_table = submit.key_table;
+	order.key_placeholder = submit.key_placeholder;
 	SessionOrderSubmitted(&order);
 
 	initStringInfo(&ids);

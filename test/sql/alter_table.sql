@@ -491,7 +491,7 @@ SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint WHERE conr
 SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'at_key'::regclass AND attnum > 0 ORDER BY attnum;
 -- The session's later writes of the table come after the job: a duplicate
 -- fails as it would have
-ALTER TABLE at_key ADD CONSTRAINT at_key_u UNIQUE (c) INCLUDE (d) WITH (fillfactor = 70) DEFERRABLE;
+ALTER TABLE at_key ADD CONSTRAINT at_key_u UNIQUE (c) INCLUDE (d) WITH (fillfactor = 70);
 SELECT last_ddl_job() AS key_job \gset
 INSERT INTO at_key VALUES (0, 0, 1);
 SELECT state FROM pg_stat_background_ddl WHERE id = :key_job;
@@ -532,6 +532,15 @@ INSERT INTO at_key VALUES (0, 0, 0);
 SELECT conname, contype, convalidated FROM pg_constraint WHERE conrelid = 'at_key'::regclass;
 COMMIT;
 SELECT state, strategy FROM pg_stat_background_ddl WHERE id = :key_job;
+-- The session's later statements that reference the new key, or name its
+-- index, wait for the job: a table created with a foreign key to it, a
+-- comment on the index
+ALTER TABLE at_key ADD UNIQUE (d);
+COMMENT ON INDEX at_key_d_key IS 'the key of d';
+SELECT obj_description('at_key_d_key'::regclass, 'pg_class');
+ALTER TABLE at_key ADD UNIQUE (d, c);
+CREATE TABLE at_key_ref (d text, c int, FOREIGN KEY (d, c) REFERENCES at_key (d, c));
+DROP TABLE at_key_ref;
 -- A partitioned table, or a primary key of one with children: in the
 -- session, saying why (a unique constraint is the parent's alone: a job)
 SET client_min_messages = notice;
@@ -540,6 +549,8 @@ ALTER TABLE at_key_parted ADD PRIMARY KEY (a);
 CREATE TABLE at_key_child () INHERITS (at_key);
 ALTER TABLE at_key DROP CONSTRAINT at_key_pkey;
 ALTER TABLE at_key ADD PRIMARY KEY (c);
+-- (a DEFERRABLE key: its index built concurrently would check writes at once)
+ALTER TABLE at_key ADD UNIQUE (a) DEFERRABLE;
 ALTER TABLE at_key ADD UNIQUE (c);
 RESET client_min_messages;
 CALL await_ddl(last_ddl_job(), '60s');

@@ -147,13 +147,13 @@ is( $node->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) FROM kt')
 ($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO kt VALUES (1, 0, NULL)');
 like($err, qr/duplicate key value violates unique constraint "kt_pkey"/, 'and enforced');
 
-# 2. ADD UNIQUE (b, id) DEFERRABLE under the writers: no helper, the same
-# index and constraint as the blocking statement's.
-$job = submit_job($node, 'ALTER TABLE kt ADD CONSTRAINT kt_b_id UNIQUE (b, id) DEFERRABLE', user => 'alice');
+# 2. ADD UNIQUE (b, id) INCLUDE (pad) under the writers: no helper, the
+# same index and constraint as the blocking statement's.
+$job = submit_job($node, 'ALTER TABLE kt ADD CONSTRAINT kt_b_id UNIQUE (b, id) INCLUDE (pad)', user => 'alice');
 ok(wait_job_state($node, $job, 'succeeded'), 'the unique constraint job succeeded');
 is( $node->safe_psql('postgres',
 		"SELECT pg_get_constraintdef(oid) || ' ' || pg_get_indexdef(conindid) FROM pg_constraint WHERE conname = 'kt_b_id'"),
-	'UNIQUE (b, id) DEFERRABLE CREATE UNIQUE INDEX kt_b_id ON public.kt USING btree (b, id)',
+	'UNIQUE (b, id) INCLUDE (pad) CREATE UNIQUE INDEX kt_b_id ON public.kt USING btree (b, id) INCLUDE (pad)',
 	'the constraint and its index are the statement\'s');
 ($ret, $out, $err) = $node->psql('postgres', "SELECT bt_index_check('kt_b_id', true)");
 is($ret, 0, 'its index passes amcheck') or diag($err);
