@@ -148,9 +148,19 @@ is( $node->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) FROM kt')
 like($err, qr/duplicate key value violates unique constraint "kt_pkey"/, 'and enforced');
 
 # 2. ADD UNIQUE (b, id) INCLUDE (pad) under the writers: no helper, the
-# same index and constraint as the blocking statement's.
+# same index and constraint as the blocking statement's.  Its index built
+# again under another OID before the cut-over (REINDEX CONCURRENTLY) is
+# found by its name.
+my $hold = hold_at($node, 'cutting over');
 $job = submit_job($node, 'ALTER TABLE kt ADD CONSTRAINT kt_b_id UNIQUE (b, id) INCLUDE (pad)', user => 'alice');
+ok(held_at_hold($node), 'held before its cut-over');
+my $built = $node->safe_psql('postgres', "SELECT 'kt_b_id'::regclass::oid");
+$node->safe_psql('postgres', 'REINDEX INDEX CONCURRENTLY kt_b_id');
+isnt($node->safe_psql('postgres', "SELECT 'kt_b_id'::regclass::oid"), $built, 'its index was built again');
+release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'the unique constraint job succeeded');
+is( $node->safe_psql('postgres', "SELECT conindid = 'kt_b_id'::regclass FROM pg_constraint WHERE conname = 'kt_b_id'"),
+	't', 'on the index built again');
 is( $node->safe_psql('postgres',
 		"SELECT pg_get_constraintdef(oid) || ' ' || pg_get_indexdef(conindid) FROM pg_constraint WHERE conname = 'kt_b_id'"),
 	'UNIQUE (b, id) INCLUDE (pad) CREATE UNIQUE INDEX kt_b_id ON public.kt USING btree (b, id) INCLUDE (pad)',
