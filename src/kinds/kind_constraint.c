@@ -944,13 +944,14 @@ ConstraintValidate(KindSubmit *submit)
 		/*
 		 * A later write of the table comes after it (a duplicate or a null
 		 * fails as it would have, a row removed cannot spare the job its
-		 * error), and so does a change of its definition (a foreign key
-		 * that references the key, a second primary key); a read does not
+		 * error), and so does a change of its definition, a foreign key
+		 * that references the key, and a statement that names its index
+		 * (session_order.c); a read, or naming the table, does not
 		 */
 		conoid = KeyConstraintSubmit(submit, stmt, relid);
 		CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
 		submit->target_effects = REL_ADDS_ROWS | REL_UPDATES_ROWS | REL_REMOVES_ROWS |
-			REL_REDEFINES | REL_REFERENCES | REL_NAMES;
+			REL_REDEFINES | REL_REFERENCES;
 		submit->key_table = relid;
 		submit->key_placeholder = JobKeyIndexOf(submit->kind_state);
 		return;

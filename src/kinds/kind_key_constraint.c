@@ -47,6 +47,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/skey.h"
 #include "access/table.h"
@@ -57,6 +58,7 @@
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "executor/tuptable.h"
@@ -230,25 +232,55 @@ KeyIndexStatement(Oid relid, Constraint *constraint, List *columns, List *includ
 }
 
 /*
+ * Is the index the job's key's: unique, of the key's columns and INCLUDE
+ * columns in their order, without expressions or a predicate?
+ */
+static bool
+IndexIsTheKeys(Oid index, const BgddlJob *job)
+{
+	List	   *columns = (List *) stringToNode(CatalogKindStateText(job->kind_state, STATE_KEY_COLUMNS));
+	List	   *included = (List *) stringToNode(CatalogKindStateText(job->kind_state, STATE_KEY_INCLUDED));
+	List	   *all = list_concat_copy(columns, included);
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+	Form_pg_index form;
+	bool		matches;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	form = (Form_pg_index) GETSTRUCT(tuple);
+	matches = form->indrelid == job->target_oid && form->indisunique &&
+		form->indnkeyatts == list_length(columns) && form->indnatts == list_length(all) &&
+		heap_attisnull(tuple, Anum_pg_index_indexprs, NULL) &&
+		heap_attisnull(tuple, Anum_pg_index_indpred, NULL);
+	for (int i = 0; matches && i < form->indnatts; i++)
+		matches = form->indkey.values[i] == list_nth_int(all, i);
+	ReleaseSysCache(tuple);
+	return matches;
+}
+
+/*
  * The key's index of the job (its placeholder before it is built).  An
  * index built again under another OID (REINDEX CONCURRENTLY, a type change
- * of one of its columns) is found by the name it was built with: an index
- * of the job's table of that name.  Caller is in a transaction.
+ * of one of its columns) is found by the name it was built with, if it is
+ * still the key's (IndexIsTheKeys); so is the new one of an interrupted
+ * REINDEX CONCURRENTLY, whose old one is renamed.  Caller is in a
+ * transaction.
  */
 static Oid
 KeyIndex(const BgddlJob *job)
 {
 	Oid			index = (Oid) CatalogKindStateInt(job->kind_state, CONSTRAINT_STATE_KEY_INDEX);
+	char	   *name = CatalogKindStateText(job->kind_state, STATE_KEY_INDEX_NAME);
 	char		relkind = get_rel_relkind(index);
+	char	   *name_now = get_rel_name(index);
 	Oid			rebuilt;
 
-	if (relkind == RELKIND_INDEX || relkind == RELKIND_MATVIEW ||
-		CatalogKindStateText(job->kind_state, STATE_KEY_INDEX_NAME) == NULL)
+	if (name == NULL || relkind == RELKIND_MATVIEW ||
+		(relkind == RELKIND_INDEX && name_now != NULL && strcmp(name_now, name) == 0))
 		return index;
-	rebuilt = get_relname_relid(CatalogKindStateText(job->kind_state, STATE_KEY_INDEX_NAME),
-								get_rel_namespace(job->target_oid));
-	return get_rel_relkind(rebuilt) == RELKIND_INDEX &&
-		IndexGetRelation(rebuilt, true) == job->target_oid ? rebuilt : index;
+	rebuilt = get_relname_relid(name, get_rel_namespace(job->target_oid));
+	return OidIsValid(rebuilt) && rebuilt != index && IndexIsTheKeys(rebuilt, job) ?
+		rebuilt : index;
 }
 
 /*

@@ -599,7 +599,9 @@ StatementTouches(StatementEffects *statement, const JobOrder *order)
 			(((relation->effects & order->target_effects) != 0 &&
 			  (relation->relid == order->target_oid ||
 			   MovedTargetJob(relation->relid) == order->job_id)) ||
-			 IsKeyIndexOf(relation->relid, order)))
+			 IsKeyIndexOf(relation->relid, order) ||
+			 ((relation->effects & REL_REFERENCES) != 0 &&
+			  relation->relid == order->key_table)))
 			return TOUCHES_TARGET;
 	}
 	return 0;

@@ -541,6 +541,26 @@ SELECT obj_description('at_key_d_key'::regclass, 'pg_class');
 ALTER TABLE at_key ADD UNIQUE (d, c);
 CREATE TABLE at_key_ref (d text, c int, FOREIGN KEY (d, c) REFERENCES at_key (d, c));
 DROP TABLE at_key_ref;
+-- So does a table created with a foreign key to a unique index that an
+-- index job builds
+CREATE UNIQUE INDEX at_key_b_c ON at_key (b, c);
+CREATE TABLE at_key_ref (b int, c int, FOREIGN KEY (b, c) REFERENCES at_key (b, c));
+DROP TABLE at_key_ref;
+-- A read, or a statement that names the table only, does not wait (the
+-- job waits behind another one)
+SELECT pg_advisory_lock(81);
+ALTER TABLE at ADD CONSTRAINT at_key_gate3 CHECK (at_gate(a) > 0);
+SELECT last_ddl_job() AS gate_job \gset
+SET background_ddl.after = :gate_job;
+ALTER TABLE at_key ADD UNIQUE (c, d);
+SELECT last_ddl_job() AS key_job \gset
+RESET background_ddl.after;
+SELECT count(*) FROM at_key;
+COMMENT ON TABLE at_key IS 'named only';
+SELECT state FROM pg_stat_background_ddl WHERE id = :key_job;
+SELECT cancel_ddl(:key_job);
+SELECT pg_advisory_unlock(81);
+CALL await_ddl(:key_job, '60s');
 -- A partitioned table, or a primary key of one with children: in the
 -- session, saying why (a unique constraint is the parent's alone: a job)
 SET client_min_messages = notice;
@@ -556,7 +576,8 @@ RESET client_min_messages;
 CALL await_ddl(last_ddl_job(), '60s');
 SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('at_key'::regclass, 'at_key_child'::regclass) ORDER BY 1;
 DROP TABLE at_key_parted, at_key_child;
-ALTER TABLE at DROP CONSTRAINT at_key_gate, DROP CONSTRAINT at_key_gate2;
+ALTER TABLE at DROP CONSTRAINT at_key_gate, DROP CONSTRAINT at_key_gate2,
+  DROP CONSTRAINT at_key_gate3;
 
 SELECT dblink_disconnect('at_other');
 DROP TABLE at, at_ref, at_child, at_log, at_parted, at_range, at_pk, at_key;
