@@ -398,9 +398,12 @@ UtilityEffects(StatementEffects *statement, Node *parsetree)
 			AlterTableEffects(statement, (AlterTableStmt *) parsetree);
 			break;
 		case T_RenameStmt:
-			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN ||
-				((RenameStmt *) parsetree)->renameType == OBJECT_TABCONSTRAINT)
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
 				AddRangeVar(statement, ((RenameStmt *) parsetree)->relation, REL_NAMES);
+			/* a constraint renamed may be the one a job adds */
+			else if (((RenameStmt *) parsetree)->renameType == OBJECT_TABCONSTRAINT)
+				AddRangeVar(statement, ((RenameStmt *) parsetree)->relation,
+							REL_NAMES | REL_REDEFINES);
 			break;
 		case T_DropStmt:
 			DropEffects(statement, (DropStmt *) parsetree);
@@ -443,6 +446,9 @@ UtilityEffects(StatementEffects *statement, Node *parsetree)
 					AddNameList(statement, castNode(List, stmt->object), 0, REL_NAMES);
 				else if (stmt->objtype == OBJECT_COLUMN)
 					AddNameList(statement, castNode(List, stmt->object), 1, REL_NAMES);
+				else if (stmt->objtype == OBJECT_TABCONSTRAINT)
+					AddNameList(statement, castNode(List, stmt->object), 1,
+								REL_NAMES | REL_REDEFINES);
 				break;
 			}
 		case T_ReindexStmt:

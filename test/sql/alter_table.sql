@@ -546,6 +546,13 @@ DROP TABLE at_key_ref;
 CREATE UNIQUE INDEX at_key_b_c ON at_key (b, c);
 CREATE TABLE at_key_ref (b int, c int, FOREIGN KEY (b, c) REFERENCES at_key (b, c));
 DROP TABLE at_key_ref;
+-- and a comment on the key, or its rename
+ALTER TABLE at_key ADD UNIQUE (d, b);
+COMMENT ON CONSTRAINT at_key_d_b_key ON at_key IS 'the key of d and b';
+ALTER TABLE at_key ADD UNIQUE (d, a);
+ALTER TABLE at_key RENAME CONSTRAINT at_key_d_a_key TO at_key_da;
+SELECT conname, obj_description(oid, 'pg_constraint') FROM pg_constraint
+ WHERE conname IN ('at_key_d_b_key', 'at_key_da') ORDER BY 1;
 -- A read, or a statement that names the table only, does not wait (the
 -- job waits behind another one)
 SELECT pg_advisory_lock(81);
