@@ -722,22 +722,24 @@ IndexPlan(JobRun *run)
 }
 
 /*
- * After a crash in the middle of the build: drop the invalid index and
- * reserve its name again, in one transaction (a LockingStep: dropping an
- * index locks its table).
- */
-/*
- * In the worker, as the job's role: reserve the name of the job's index on
- * table_oid again (IndexReserveName), after the invalid index left by an
- * interrupted build was dropped.  The placeholder's OID.
+ * In the worker, after a crash in the middle of a build: drop the invalid
+ * index of the job on table_oid and reserve its name again
+ * (IndexReserveName, as the job's role), in one transaction (a
+ * LockingStep: dropping an index locks its table).  The placeholder's OID.
  */
 Oid
-IndexReserveNameAgain(const BgddlJob *job, Oid table_oid, const char *name)
+IndexRestartBuild(const BgddlJob *job, Oid index, Oid table_oid)
 {
 	KindSubmit	reserve = {0};
 	Oid			saved_userid;
 	int			saved_sec_context;
 	Oid			placeholder;
+	char	   *name = get_rel_name(index);
+
+	IndexBuildDrop(index);
+	ereport(LOG,
+			(errmsg("background DDL job %lld: dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
+					(long long) job->id, name)));
 
 	reserve.query_string = job->command;
 	reserve.run_utility = RunUtilityInWorker;
@@ -748,16 +750,12 @@ IndexReserveNameAgain(const BgddlJob *job, Oid table_oid, const char *name)
 	return placeholder;
 }
 
+/* After a crash in the middle of the build (IndexRestartBuild) */
 static void
 RestartBuildStep(JobRun *run, void *arg)
 {
-	char	   *name = get_rel_name(run->job.target_oid);
-
-	IndexBuildDrop(run->job.target_oid);
-	ereport(LOG,
-			(errmsg("background DDL job %lld: dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
-					(long long) run->job.id, name)));
-	run->job.target_oid = IndexReserveNameAgain(&run->job, IndexedTable(&run->job), name);
+	run->job.target_oid = IndexRestartBuild(&run->job, run->job.target_oid,
+											IndexedTable(&run->job));
 	CatalogJobRecordTarget(run->job.id, run->job.target_oid);
 }
 

@@ -32,6 +32,6 @@ extern void IndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress
 extern char *IndexDryRun(void (*define) (void *arg), void *arg, ErrorData **error);
 extern Oid	IndexReserveName(KindSubmit *submit, Oid table_oid, Oid namespace_oid,
 							 const char *name);
-extern Oid	IndexReserveNameAgain(const BgddlJob *job, Oid table_oid, const char *name);
+extern Oid	IndexRestartBuild(const BgddlJob *job, Oid index, Oid table_oid);
 
 #endif							/* BGDDL_KIND_INDEX_H */

@@ -403,15 +403,8 @@ KeyPlan(JobRun *run)
 static void
 RestartKeyBuildStep(JobRun *run, void *arg)
 {
-	Oid			index = KeyIndex(&run->job);
-	char	   *name = get_rel_name(index);
-
-	IndexBuildDrop(index);
-	ereport(LOG,
-			(errmsg("background DDL job %lld: dropped the invalid index \"%s\" left by an interrupted build; the build restarts",
-					(long long) run->job.id, name)));
 	CatalogKindStateSetInt(&run->job.kind_state, CONSTRAINT_STATE_KEY_INDEX,
-						   IndexReserveNameAgain(&run->job, run->job.target_oid, name));
+						   IndexRestartBuild(&run->job, KeyIndex(&run->job), run->job.target_oid));
 	CatalogJobRecordKindState(&run->job);
 }
 
