@@ -19,6 +19,7 @@ OBJS = \
 	src/pg/pg_heap_swap.o \
 	src/pg/pg_lock.o \
 	src/pg/pg_subxact.o \
+	src/pg/pg_parallel.o \
 	src/pg/pg_relation.o \
 	src/citus/pg_citus.o \
 	src/citus/citus_nodes.o \
@@ -62,6 +63,7 @@ OBJS = \
 	src/kinds/kind_partitioned_index.o \
 	src/kinds/kind_placeholder.o \
 	src/kinds/foreign_key_check.o \
+	src/kinds/constraint_rows.o \
 	src/kinds/attach_partition.o \
 	src/kinds/kind_constraint.o \
 	src/kinds/kind_key_constraint.o \

@@ -5,7 +5,9 @@
 # updates and inserts rows of `events` (CLIENTS clients, full speed) throughout.  From pgbench's
 # per-transaction log it reports, as medians over the rounds: the statement's time (for the job,
 # submitted to succeeded), the writers' throughput during it, and the longest single write during
-# it (how long writers were blocked), with the time ratios to the blocking statement.
+# it (how long writers were blocked), with the time ratios to the blocking statement.  The job runs
+# twice: with its defaults (a chunk checked by its worker and parallel workers), and with
+# max_parallel_maintenance_workers = 0 (one_process: its worker alone).
 #
 # With CONSTRAINT=ATTACH, the statement is ALTER TABLE pev ATTACH PARTITION pev_new of ROWS rows to
 # a table partitioned by id, whose default partition has ROWS/10 rows; the writers update rows of
@@ -85,6 +87,7 @@ measure() {
                               -c "ALTER TABLE pev_def VALIDATE CONSTRAINT d" \
                               -c "$attach" -c "ALTER TABLE pev_new DROP CONSTRAINT b" -c "ALTER TABLE pev_def DROP CONSTRAINT d" ;;
         ATTACH-background) bench_background "$attach" >/dev/null ;;
+        ATTACH-one_process) PGOPTIONS="-c max_parallel_maintenance_workers=0" bench_background "$attach" >/dev/null ;;
         PRIMARY-blocking) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name PRIMARY KEY (id)" ;;
         PRIMARY-recipe) sql -q -c "ALTER TABLE events ADD CONSTRAINT nn CHECK (id IS NOT NULL) NOT VALID" \
                                -c "ALTER TABLE events VALIDATE CONSTRAINT nn" \
@@ -96,6 +99,8 @@ measure() {
         *-recipe) sql -q -c "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT NOT VALID" \
                          -c "ALTER TABLE events VALIDATE CONSTRAINT $name" ;;
         *-background) bench_background "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" >/dev/null ;;
+        *-one_process) PGOPTIONS="-c max_parallel_maintenance_workers=0" \
+                           bench_background "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" >/dev/null ;;
     esac
     t1=$(date +%s%N)
     if [ "$CONSTRAINT" = ATTACH ]; then
@@ -123,23 +128,34 @@ measure() {
 }
 
 : >"$B/results"
+# (a primary key's job builds its index as CREATE INDEX CONCURRENTLY: no chunk to check in parallel)
 modes=(blocking recipe background)
+[ "$CONSTRAINT" = PRIMARY ] || modes+=(one_process)
 for round in $(seq "$ROUNDS"); do
-    for i in 0 1 2; do
-        mode=${modes[$(((i + round - 1) % 3))]}
+    for i in "${!modes[@]}"; do
+        mode=${modes[$(((i + round - 1) % ${#modes[@]}))]}
         read -r during max ms <<<"$(measure "$mode" "$round")"
         echo "$mode $during $max $ms" >>"$B/results"
         echo "== round $round: $mode $ms ms; writers $during tx/s during it; longest write $max ms"
     done
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+row() {
+    local label=$1 m
+    shift
+    printf '%-36s' "$label"
+    for m in "${modes[@]}"; do printf ' %12s' "$("$@" "$m")"; done
+    echo
+}
+time_ratio() { ratio "$(bench_col "$1" 4)" "$(bench_col blocking 4)"; }
+bench_col_of() { bench_col "$2" "$1"; }
+bench_colmax_of() { bench_colmax "$2" "$1"; }
 
 echo
 echo "events rows: $ROWS   rounds: $ROUNDS   writer clients: $CLIENTS   $CONSTRAINT"
-printf '%-36s %12s %12s %12s\n' "" blocking recipe background
-printf '%-36s %12s %12s %12s\n' "median time (ms)" "$(bench_col blocking 4)" "$(bench_col recipe 4)" "$(bench_col background 4)"
-printf '%-36s %12s %12s %12s\n' "time / blocking" 1.00 "$(ratio "$(bench_col recipe 4)" "$(bench_col blocking 4)")" \
-    "$(ratio "$(bench_col background 4)" "$(bench_col blocking 4)")"
-printf '%-36s %12s %12s %12s\n' "median writer tx/s during it" "$(bench_col blocking 2)" "$(bench_col recipe 2)" "$(bench_col background 2)"
-printf '%-36s %12s %12s %12s\n' "longest write during it (ms)" "$(bench_colmax blocking 3)" "$(bench_colmax recipe 3)" \
-    "$(bench_colmax background 3)"
+echo "(one_process: the job with max_parallel_maintenance_workers = 0, its chunks checked by its worker alone)"
+row "" echo
+row "median time (ms)" bench_col_of 4
+row "time / blocking" time_ratio
+row "median writer tx/s during it" bench_col_of 2
+row "longest write during it (ms)" bench_colmax_of 3

@@ -452,6 +452,20 @@ JobPublishPhase(int phase)
 }
 
 /*
+ * The parallel workers this worker runs now (pg_stat_background_ddl.workers
+ * counts them); 0 when they are done, and after an error (JobStepAbort)
+ */
+void
+JobPublishParallelWorkers(int parallel_workers)
+{
+	if (MyJobSlot == NULL || MyJobSlot->parallel_workers == parallel_workers)
+		return;
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->parallel_workers = parallel_workers;
+	LWLockRelease(JobShared->lock);
+}
+
+/*
  * The lock the job's first worker is asking for, without queueing or in the
  * queue (InvalidOid: none), for pg_stat_background_ddl.waiting_on
  */

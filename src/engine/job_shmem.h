@@ -81,6 +81,7 @@ typedef struct JobSlot
 	Oid			database_oid;	/* InvalidOid: slot free */
 	int64		job_id;
 	int			workers;		/* worker slots attached to it */
+	int			parallel_workers;	/* parallel workers its first worker runs now */
 	int			control_requests;
 	uint64		control_generation; /* bumped by every request */
 	/* live progress */
@@ -147,6 +148,7 @@ extern void JobPublishLiveRows(int64 rows);
 extern void JobLiveRowsCommitted(void);
 extern void JobLiveRowsAborted(void);
 extern void JobPublishPhase(int phase);
+extern void JobPublishParallelWorkers(int parallel_workers);
 extern void JobPublishLockWait(Oid relid, int mode);
 extern void JobPublishWaiting(const char *what, const char *standby);
 extern uint32 JobClaimsOpen(int64 next_block, int64 end_block);

@@ -320,6 +320,7 @@ JobStepAbort(void)
 	SetUserIdAndSecContext(GetSessionUserId(), 0);
 	JobLiveRowsAborted();
 	JobClaimSettled();
+	JobPublishParallelWorkers(0);
 	/* What it waited for is no longer what it waits for (an ERROR resets the interrupt holdoff) */
 	JobPublishWaiting(NULL, NULL);
 	step_recording = false;

@@ -356,6 +356,8 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 					 false, -1, NULL);
 	JobXactNotify(run->job.id, final_state);
 	JobStepEnd();
+	/* Sessions waiting for it (await_ddl) look again now, not when this worker exits */
+	ConditionVariableBroadcast(&JobShared->job_finished);
 	ereport(LOG,
 			(errmsg("background DDL job %lld for %s %s%s%s",
 					(long long) run->job.id, run->job.target_name,

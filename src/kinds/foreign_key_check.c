@@ -48,6 +48,7 @@
 
 #include "catalog/catalog_access.h"
 #include "kinds/foreign_key_check.h"
+#include "pg/pg_parallel.h"
 
 /* A foreign key, as its pg_constraint row says */
 typedef struct ForeignKey
@@ -214,22 +215,21 @@ UnmatchedRowsQuery(Relation rel, Relation referenced, const ForeignKey *key, con
 }
 
 /*
- * Check the rows of rel that the condition rows picks (with a tid[]
- * parameter, tids), with the latest snapshot, as the current role, by
- * UnmatchedRowsQuery, and those it finds by the foreign key's check
- * function; false if the role may not run the query (the caller checks the
- * rows one by one instead).
+ * The rows of rel that the condition rows picks (with a tid[] parameter,
+ * tids) and that the query finds without a referenced row, with snapshot,
+ * as the current role (UnmatchedRowsQuery), in *found; false if the role
+ * may not run the query (the caller checks the rows one by one instead).
+ * Read-only: it may run in a parallel worker.
  */
 static bool
-CheckByQuery(Relation rel, const ForeignKey *key, const char *rows, Datum tids)
+UnmatchedRows(Relation rel, const ForeignKey *key, const char *rows, Datum tids,
+			  Snapshot snapshot, ItemPointerData **found, int *nfound)
 {
 	Relation	referenced = table_open(key->referenced, AccessShareLock);
 	int			nest_level;
 	Oid			argtypes[1] = {TIDARRAYOID};
 	Datum		args[1] = {tids};
 	MemoryContext caller_context = CurrentMemoryContext;
-	ItemPointerData *found;
-	int			nfound;
 
 	if (!MayQuery(rel, referenced, key))
 	{
@@ -240,29 +240,101 @@ CheckByQuery(Relation rel, const ForeignKey *key, const char *rows, Datum tids)
 	nest_level = NewGUCNestLevel();
 	(void) set_config_option("work_mem", psprintf("%d", maintenance_work_mem),
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	PushActiveSnapshot(GetLatestSnapshot());
+	PushActiveSnapshot(snapshot);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args(UnmatchedRowsQuery(rel, referenced, key, rows),
 							  tids != (Datum) 0 ? 1 : 0, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not check foreign key \"%s\"", key->name);
-	nfound = (int) SPI_processed;
-	found = MemoryContextAlloc(caller_context, sizeof(ItemPointerData) * Max(nfound, 1));
-	for (int i = 0; i < nfound; i++)
+	*nfound = (int) SPI_processed;
+	*found = MemoryContextAlloc(caller_context, sizeof(ItemPointerData) * Max(*nfound, 1));
+	for (int i = 0; i < *nfound; i++)
 	{
 		bool		isnull;
 
 		ItemPointerCopy((ItemPointer) DatumGetPointer(SPI_getbinval(SPI_tuptable->vals[i],
 																	SPI_tuptable->tupdesc, 1,
 																	&isnull)),
-						&found[i]);
+						&(*found)[i]);
 	}
 	SPI_finish();
 	PopActiveSnapshot();
 	AtEOXact_GUC(true, nest_level);
 	table_close(referenced, NoLock);
+	return true;
+}
+
+/*
+ * Check the rows of rel that the condition rows picks, with the latest
+ * snapshot: those UnmatchedRows finds, by the foreign key's check function;
+ * false if the role may not run the query
+ */
+static bool
+CheckByQuery(Relation rel, const ForeignKey *key, const char *rows, Datum tids)
+{
+	ItemPointerData *found;
+	int			nfound;
+
+	if (!UnmatchedRows(rel, key, rows, tids, GetLatestSnapshot(), &found, &nfound))
+		return false;
 	CheckRowsOneByOne(rel, key, found, nfound);
 	return true;
+}
+
+/* The query's condition for the rows of blocks [start, end) */
+static char *
+BlockRange(BlockNumber start, BlockNumber end)
+{
+	return psprintf("fk.ctid OPERATOR(pg_catalog.>=) '(%u,0)'::pg_catalog.tid"
+					" AND fk.ctid OPERATOR(pg_catalog.<) '(%u,0)'::pg_catalog.tid",
+					start, end);
+}
+
+/*
+ * May the rows of rel be checked against its foreign key by the query in
+ * parallel workers?  Only if the current role may run it, and nothing in
+ * it (the key's equality operators, the casts of its columns) is unsafe or
+ * restricted in a parallel worker.
+ */
+bool
+ForeignKeyParallelSafe(Relation rel, HeapTuple constraint)
+{
+	ForeignKey	key;
+	Relation	referenced;
+	bool		safe;
+
+	ReadForeignKey(constraint, &key);
+	referenced = table_open(key.referenced, AccessShareLock);
+	safe = MayQuery(rel, referenced, &key) &&
+		PgQueryParallelSafe(UnmatchedRowsQuery(rel, referenced, &key, BlockRange(0, 1)));
+	table_close(referenced, NoLock);
+	return safe;
+}
+
+/*
+ * The rows of blocks [start, end) of rel that have no referenced row by
+ * the query, with snapshot, as the current role, in *found (their number
+ * in *nfound).  Read-only: parallel workers run it (ForeignKeyParallelSafe
+ * said they may); the caller checks what it finds with
+ * ForeignKeyCheckRows, outside parallel mode.
+ */
+void
+ForeignKeyUnmatchedBlocks(Relation rel, HeapTuple constraint, Snapshot snapshot,
+						  BlockNumber start, BlockNumber end, ItemPointerData **found, int *nfound)
+{
+	ForeignKey	key;
+
+	ReadForeignKey(constraint, &key);
+	if (!UnmatchedRows(rel, &key, BlockRange(start, end), (Datum) 0, snapshot, found, nfound))
+		elog(ERROR, "foreign key \"%s\" cannot be checked by its query", key.name);
+}
+
+/* The rows of blocks [start, end) of rel, as the planner's statistics count them */
+uint64
+ForeignKeyBlockRows(Relation rel, BlockNumber start, BlockNumber end)
+{
+	return rel->rd_rel->relpages > 0 && rel->rd_rel->reltuples > 0 ?
+		(uint64) (rel->rd_rel->reltuples / rel->rd_rel->relpages * (end - start)) : 0;
 }
 
 /*
@@ -302,13 +374,8 @@ ForeignKeyCheckBlocks(Relation rel, HeapTuple constraint, BlockNumber start, Blo
 	if (end <= start)
 		return 0;
 	ReadForeignKey(constraint, &key);
-	if (CheckByQuery(rel, &key,
-					 psprintf("fk.ctid OPERATOR(pg_catalog.>=) '(%u,0)'::pg_catalog.tid"
-							  " AND fk.ctid OPERATOR(pg_catalog.<) '(%u,0)'::pg_catalog.tid",
-							  start, end),
-					 (Datum) 0))
-		return rel->rd_rel->relpages > 0 && rel->rd_rel->reltuples > 0 ?
-			(uint64) (rel->rd_rel->reltuples / rel->rd_rel->relpages * (end - start)) : 0;
+	if (CheckByQuery(rel, &key, BlockRange(start, end), (Datum) 0))
+		return ForeignKeyBlockRows(rel, start, end);
 	slot = table_slot_create(rel, NULL);
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	scan = table_beginscan_strat(rel, snapshot, 0, NULL, true, false);

@@ -13,9 +13,15 @@
 #include "storage/block.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 extern uint64 ForeignKeyCheckBlocks(Relation rel, HeapTuple constraint, BlockNumber start,
 									BlockNumber end);
+extern bool ForeignKeyParallelSafe(Relation rel, HeapTuple constraint);
+extern void ForeignKeyUnmatchedBlocks(Relation rel, HeapTuple constraint, Snapshot snapshot,
+									  BlockNumber start, BlockNumber end,
+									  ItemPointerData **found, int *nfound);
+extern uint64 ForeignKeyBlockRows(Relation rel, BlockNumber start, BlockNumber end);
 extern void ForeignKeyCheckRows(Relation rel, HeapTuple constraint, const ItemPointerData *tids,
 								int ntids);
 

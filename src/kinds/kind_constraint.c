@@ -22,7 +22,8 @@
  *	  each in its own short transaction with a new snapshot, as the
  *	  submitting role, with PostgreSQL's executor (a check) or its foreign
  *	  key check (foreign_key_check.c), and PostgreSQL's error for a row that
- *	  violates the constraint.  The job row's work_done is the checkpoint:
+ *	  violates the constraint; a chunk worth it is checked by the worker and
+ *	  parallel workers together (constraint_rows.c).  The job row's work_done is the checkpoint:
  *	  the first block not checked yet.
  *	- When the last chunk is checked, the constraint is marked valid as
  *	  VALIDATE CONSTRAINT marks it (SET NOT NULL: then PostgreSQL's SET NOT
@@ -120,11 +121,13 @@
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
 #include "kinds/attach_partition.h"
+#include "kinds/constraint_rows.h"
 #include "kinds/kind_constraint.h"
 #include "kinds/foreign_key_check.h"
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_lock.h"
+#include "pg/pg_parallel.h"
 #include "pg/pg_subxact.h"
 
 #define STRATEGY_CHECK_IN_CHUNKS	"existing rows checked in chunks"
@@ -153,10 +156,17 @@
 #define CHUNK_BLOCKS_FIRST	64
 #define CHUNK_BLOCKS_MAX	(1 << 20)
 
+/*
+ * A chunk that one process would check in less than this is checked by the
+ * worker alone: a parallel worker takes milliseconds to start
+ */
+#define PARALLEL_MIN_SECONDS	0.02
+
 /* This worker's run of a job */
 typedef struct ConstraintRun
 {
 	double		chunk_blocks;
+	double		seconds_per_block;	/* for one process, as the last chunk took; 0: unknown */
 } ConstraintRun;
 
 /*
@@ -172,24 +182,6 @@ typedef struct CheckedPart
 	Oid			relfilenode;
 	BlockNumber blocks;
 } CheckedPart;
-
-/* The error a row that violates a check gets: the statement's */
-typedef enum CheckViolation
-{
-	VIOLATES_CHECK,				/* ADD CHECK, VALIDATE CONSTRAINT */
-	VIOLATES_NOT_NULL,			/* SET NOT NULL */
-	VIOLATES_PARTITION,			/* ATTACH PARTITION: the table attached */
-	VIOLATES_DEFAULT_PARTITION	/* ATTACH PARTITION: the default partition */
-} CheckViolation;
-
-/* A check of rows: its expression, its constraint's name, its error */
-typedef struct RowCheck
-{
-	Node	   *expr;
-	const char *name;
-	CheckViolation violation;
-	List	   *not_null_columns;	/* VIOLATES_NOT_NULL: the columns, in order */
-} RowCheck;
 
 static List *AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode);
 static void MarkValid(List *carriers);
@@ -1324,150 +1316,34 @@ ConstraintPlan(JobRun *run)
 	JobStepEnd();
 }
 
-/* The expression of a check constraint */
-static Node *
-CheckExpression(HeapTuple constraint)
-{
-	bool		isnull;
-	Datum		conbin = SysCacheGetAttr(CONSTROID, constraint, Anum_pg_constraint_conbin, &isnull);
-
-	if (isnull)
-		elog(ERROR, "null conbin for constraint %u",
-			 ((Form_pg_constraint) GETSTRUCT(constraint))->oid);
-	return stringToNode(TextDatumGetCString(conbin));
-}
-
 /*
- * Fail with the statement's error for a row of rel (in slot) that violates
- * check: for NOT NULL, the first of its columns that is null, as
- * PostgreSQL's scan names it
+ * How a part's rows are checked: against its copy of the constraint (a
+ * foreign key's: the constraint), with the statement's error
  */
-static void
-ReportViolation(Relation rel, const RowCheck *check, TupleTableSlot *slot)
-{
-	ListCell   *lc;
-
-	switch (check->violation)
-	{
-		case VIOLATES_NOT_NULL:
-			foreach(lc, check->not_null_columns)
-			{
-				if (slot_attisnull(slot, lfirst_int(lc)))
-					ereport(ERROR,
-							(errcode(ERRCODE_NOT_NULL_VIOLATION),
-							 errmsg("column \"%s\" of relation \"%s\" contains null values",
-									get_attname(RelationGetRelid(rel), lfirst_int(lc), false),
-									RelationGetRelationName(rel)),
-							 errtablecol(rel, lfirst_int(lc))));
-			}
-			/* (its columns changed: the check's own error) */
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("check constraint \"%s\" of relation \"%s\" is violated by some row",
-							check->name, RelationGetRelationName(rel)),
-					 errtableconstraint(rel, check->name)));
-			break;
-		case VIOLATES_PARTITION:
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("partition constraint of relation \"%s\" is violated by some row",
-							RelationGetRelationName(rel)),
-					 errtable(rel)));
-			break;
-		case VIOLATES_DEFAULT_PARTITION:
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("updated partition constraint for default partition \"%s\" would be violated by some row",
-							RelationGetRelationName(rel)),
-					 errtable(rel)));
-			break;
-		case VIOLATES_CHECK:
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("check constraint \"%s\" of relation \"%s\" is violated by some row",
-							check->name, RelationGetRelationName(rel)),
-					 errtableconstraint(rel, check->name)));
-			break;
-	}
-}
-
-/*
- * Check the rows of blocks [start, end) against check, with a new
- * snapshot, as ALTER TABLE checks them (its executor, its error); returns
- * the rows checked.  With violations, count the rows that violate it there
- * instead of failing.
- */
-static uint64
-CheckBlocks(Relation rel, const RowCheck *row_check, BlockNumber start, BlockNumber end,
-			uint64 *violations)
-{
-	EState	   *estate;
-	ExprState  *check;
-	ExprContext *econtext;
-	TupleTableSlot *slot;
-	Snapshot	snapshot;
-	TableScanDesc scan;
-	uint64		rows = 0;
-
-	if (end <= start)
-		return 0;
-	estate = CreateExecutorState();
-	check = ExecPrepareExpr((Expr *) row_check->expr, estate);
-	econtext = GetPerTupleExprContext(estate);
-	slot = table_slot_create(rel, NULL);
-	econtext->ecxt_scantuple = slot;
-	/*
-	 * A sequential scan of the chunk's blocks, with a bulk-read ring as
-	 * ALTER TABLE's (a TID range scan was 1.7 times slower per row)
-	 */
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	scan = table_beginscan_strat(rel, snapshot, 0, NULL, true, false);
-	heap_setscanlimits(scan, start, end - start);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		if (!ExecCheck(check, econtext))
-		{
-			if (violations == NULL)
-				ReportViolation(rel, row_check, slot);
-			(*violations)++;
-		}
-		ResetExprContext(econtext);
-		rows++;
-		CHECK_FOR_INTERRUPTS();
-	}
-	table_endscan(scan);
-	UnregisterSnapshot(snapshot);
-	ExecDropSingleTupleTableSlot(slot);
-	FreeExecutorState(estate);
-	return rows;
-}
-
-/* How a part's rows are checked: against its copy of the constraint, with the statement's error */
 static void
 PartRowCheck(const BgddlJob *job, Relation rel, HeapTuple part_constraint, RowCheck *check)
 {
 	AttrNumber	column = JobNotNullColumn(job);
+	CheckViolation violation = VIOLATES_CHECK;
+	List	   *not_null_columns = NIL;
 
-	check->expr = CheckExpression(part_constraint);
-	check->name = NameStr(((Form_pg_constraint) GETSTRUCT(part_constraint))->conname);
-	check->violation = VIOLATES_CHECK;
-	check->not_null_columns = NIL;
 	if (JobIsAttach(job))
-		check->violation = RelationGetRelid(rel) == JobConstraintTable(job) ?
+		violation = RelationGetRelid(rel) == JobConstraintTable(job) ?
 			VIOLATES_PARTITION : VIOLATES_DEFAULT_PARTITION;
 	else if (JobKeyIndexOf(job->kind_state))
 	{
 		/* (the job's table: a primary key's job has no children) */
-		check->violation = VIOLATES_NOT_NULL;
-		check->not_null_columns = NullableKeyColumns(JobKeyIndexOf(job->kind_state));
+		violation = VIOLATES_NOT_NULL;
+		not_null_columns = NullableKeyColumns(JobKeyIndexOf(job->kind_state));
 	}
 	else if (column != InvalidAttrNumber)
 	{
-		check->violation = VIOLATES_NOT_NULL;
-		check->not_null_columns = list_make1_int(get_attnum(RelationGetRelid(rel),
-															get_attname(job->target_oid, column,
-																		false)));
+		violation = VIOLATES_NOT_NULL;
+		not_null_columns = list_make1_int(get_attnum(RelationGetRelid(rel),
+													 get_attname(job->target_oid, column, false)));
 	}
+	RowCheckOfConstraint(check, part_constraint, JobIsForeignKey(job), violation,
+						 not_null_columns);
 }
 
 /*
@@ -1642,6 +1518,20 @@ RestartPart(JobRun *run, HeapTuple constraint, CheckedPart *parts, int nparts, i
 }
 
 /*
+ * The processes that check one chunk: no more than the job's workers
+ * (alter_ddl's workers, or background_ddl.max_workers_per_job), and than
+ * its worker and max_parallel_maintenance_workers parallel workers, which
+ * PostgreSQL's maintenance commands use (CheckChunk)
+ */
+static int
+ChunkProcesses(int max_workers)
+{
+	int			workers = max_workers > 0 ? max_workers : background_ddl_max_workers_per_job;
+
+	return Min(workers, 1 + max_parallel_maintenance_workers);
+}
+
+/*
  * One chunk: the next blocks from the checkpoint (work_done), of one part,
  * checked in a step of their own, under ACCESS SHARE on the job's table,
  * the partitioned tables below it, then the part's table (PostgreSQL's
@@ -1666,6 +1556,8 @@ ConstraintBackfillStep(JobRun *run)
 	double		allowed_rows;
 	instr_time	start_time;
 	instr_time	duration;
+	RowCheck	check;
+	int			processes;
 
 	if (JobIsForeignKey(&run->job) && CatalogKindStateInt(run->job.kind_state, STATE_CAPTURED) == 0)
 	{
@@ -1724,22 +1616,20 @@ ConstraintBackfillStep(JobRun *run)
 	start = (BlockNumber) (run->job.work_done - offset);
 	end = (BlockNumber) Min((double) parts[part].blocks, start + c->chunk_blocks);
 	INSTR_TIME_SET_CURRENT(start_time);
+	PartRowCheck(&run->job, rel, part_constraint, &check);
 	JobQueryBegin(run->job.identity.owner_oid, true);
-	/* VACUUM may have truncated empty blocks at the end: nothing to check there */
-	if (JobIsForeignKey(&run->job))
-		rows = ForeignKeyCheckBlocks(rel, constraint, start,
-									 Min(end, RelationGetNumberOfBlocks(rel)));
-	else
-	{
-		RowCheck	check;
-
-		PartRowCheck(&run->job, rel, part_constraint, &check);
-		rows = CheckBlocks(rel, &check, start, Min(end, RelationGetNumberOfBlocks(rel)), NULL);
-	}
+	processes = c->seconds_per_block * (end - start) >= PARALLEL_MIN_SECONDS ?
+		ChunkProcesses(run->job.max_workers) : 1;
+	rows = CheckChunk(rel, &check, start, end, processes, &processes);
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
 	seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
+	c->seconds_per_block = seconds * processes / (end - start);
+	ereport(DEBUG1,
+			(errmsg_internal("background DDL job %lld checked blocks %u to %u of \"%s\", processes: %d",
+							 (long long) run->job.id, start, end, RelationGetRelationName(rel),
+							 processes)));
 
 	/* Chunks grow or shrink toward the batch time, and the rows a rate limit allows */
 	c->chunk_blocks = Min((double) CHUNK_BLOCKS_MAX,
@@ -2244,6 +2134,8 @@ CookedCheck(Relation rel, Node *raw_expr)
 static bool
 EstimatedCheck(Oid relid, Relation rel, AlterTableCmd *cmd, RowCheck *check)
 {
+	check->constraint = NULL;
+	check->foreign_key = false;
 	check->violation = VIOLATES_CHECK;
 	check->not_null_columns = NIL;
 	if (cmd->subtype == AT_AttachPartition)
@@ -2342,6 +2234,7 @@ CheckSample(Relation rel, const RowCheck *check, BlockNumber sample, uint64 *vio
 {
 	BlockNumber blocks = RelationGetNumberOfBlocks(rel);
 	uint64		rows = 0;
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 
 	for (int i = 0; i < 8; i++)
 	{
@@ -2349,8 +2242,9 @@ CheckSample(Relation rel, const RowCheck *check, BlockNumber sample, uint64 *vio
 		BlockNumber last = sample >= blocks ? (BlockNumber) ((uint64) blocks * (i + 1) / 8) :
 			first + (sample + 7) / 8;
 
-		rows += CheckBlocks(rel, check, first, Min(last, blocks), violations);
+		rows += CheckBlocks(rel, check, snapshot, first, Min(last, blocks), violations);
 	}
+	UnregisterSnapshot(snapshot);
 	return rows;
 }
 
@@ -2499,7 +2393,15 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	estimate->sampled_blocks = sampled;
 	if (sampled > 0)
 	{
+		Relation	first = table_open(linitial_oid(tables), NoLock);
+		RowCheck	check;
+
+		/* Divided among the processes that check a chunk, as the job's worker counts them */
 		estimate->seconds = INSTR_TIME_GET_DOUBLE(duration) * total / sampled;
+		if (EstimatedCheck(RelationGetRelid(rel), first, cmd, &check) &&
+			PgExpressionParallelSafe(check.expr))
+			estimate->seconds /= ChunkProcesses(0);
+		table_close(first, NoLock);
 		estimate->rows = (int64) ((double) rows * total / sampled);
 	}
 	else

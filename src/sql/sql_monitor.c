@@ -151,6 +151,7 @@ live_jobs(PG_FUNCTION_ARGS)
 		}
 		if (job->workers == 0)
 			continue;
+		job->workers += slot->parallel_workers;
 		job->job_id = slot->job_id;
 		job->rows_done = (int64) pg_atomic_read_u64(&slot->rows_done);
 		job->chunks_done = slot->chunks_done;

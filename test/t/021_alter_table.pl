@@ -276,7 +276,7 @@ INSERT INTO k VALUES (60001, 1, 'new');
 is($ret, 0, 'writers are not blocked while the job checks the rows') or diag($err);
 ($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO k VALUES (60002, NULL)');
 like($err, qr/violates check constraint "k_not_null"/, 'a null in a key column is refused');
-my $checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+$checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 kill_and_recover($node, job_field($job, 'pid'));
 eval { $hold->quit };    # its session died with the crash
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');

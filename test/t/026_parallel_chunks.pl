@@ -1,0 +1,158 @@
+# A constraint job's chunks checked by several processes: the worker and
+# parallel workers (max_parallel_maintenance_workers, within the job's
+# workers), as the submitting role; not when the check is not parallel safe
+# or the settings allow none; a violating row found by any of them fails
+# the job with PostgreSQL's error; a foreign key's unmatched rows found by
+# them are checked by the worker; pause, kill -9 of a parallel worker in the
+# middle of a chunk, resume from the checkpoint.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+# Two workers per job whatever BGDDL_WORKERS_PER_JOB says (the last line wins)
+my $node = bgddl_node('parallel_chunks', q{
+restart_after_crash = on
+background_ddl.max_workers_per_job = 2
+});
+$node->safe_psql('postgres', q{
+CREATE ROLE alice LOGIN;
+GRANT CREATE ON SCHEMA public TO alice;
+SET ROLE alice;
+-- about 60 rows a block
+CREATE TABLE t AS SELECT g AS a, md5(g::text) AS payload FROM generate_series(1, 30000) g;
+CREATE TABLE small AS SELECT g AS a, md5(g::text) AS payload FROM generate_series(1, 10000) g;
+-- Fails, naming the role, for a row checked by a parallel worker while
+-- bgddl_test.refuse_parallel is on; with bgddl_test.slow on, sleeps 10 ms
+-- every 50 values, so that a job lasts seconds
+CREATE FUNCTION checked(x int) RETURNS bool LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF current_setting('bgddl_test.refuse_parallel', true) = 'on'
+     AND (SELECT backend_type FROM pg_stat_activity WHERE pid = pg_backend_pid()) = 'parallel worker' THEN
+    RAISE EXCEPTION 'row % checked by a parallel worker as %', x, current_user;
+  END IF;
+  IF x % 50 = 0 AND current_setting('bgddl_test.slow', true) = 'on' THEN
+    PERFORM pg_sleep(0.01);
+  END IF;
+  RETURN x > 0;
+END $$;
+CREATE FUNCTION checked_unsafe(x int) RETURNS bool LANGUAGE sql IMMUTABLE PARALLEL UNSAFE AS
+  $$ SELECT checked(x) $$;
+});
+
+sub job_field
+{
+	my ($job, $field) = @_;
+	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
+}
+
+sub constraint_state
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce((SELECT convalidated::text FROM pg_constraint WHERE conname = '$name'), 'absent')");
+}
+
+# 1. Parallel workers check chunks, as the submitting role.
+my $job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_checked CHECK (checked(a))',
+	user => 'alice', before => 'SET bgddl_test.refuse_parallel = on; SET bgddl_test.slow = on;');
+ok(wait_job_state($node, $job, 'failed'), 'a job whose check refuses parallel workers fails');
+like(job_field($job, 'error'), qr/^row \d+ checked by a parallel worker as alice$/,
+	'a parallel worker checked rows, as the submitting role');
+is(constraint_state('small_checked'), 'absent', 'the constraint is dropped');
+
+# 2. None when the settings allow none, or the check is not parallel safe.
+$job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_checked CHECK (checked(a))',
+	user => 'alice',
+	before => 'SET bgddl_test.refuse_parallel = on; SET bgddl_test.slow = on;'
+	  . ' SET max_parallel_maintenance_workers = 0;');
+ok(wait_job_state($node, $job, 'succeeded'), 'with max_parallel_maintenance_workers = 0, none');
+is(constraint_state('small_checked'), 'true', 'the constraint is valid');
+$node->safe_psql('postgres', 'ALTER TABLE small DROP CONSTRAINT small_checked');
+$job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_unsafe CHECK (checked_unsafe(a))',
+	user => 'alice', before => 'SET bgddl_test.refuse_parallel = on; SET bgddl_test.slow = on;');
+ok(wait_job_state($node, $job, 'succeeded'), 'with a check that is not parallel safe, none');
+$node->safe_psql('postgres', 'ALTER TABLE small DROP CONSTRAINT small_unsafe');
+
+# 3. Paused in the middle of a parallel chunk, then kill -9 of a parallel
+# worker in the middle of one: the job resumes from its checkpoint, and
+# succeeds.
+$job = submit_job($node, 'ALTER TABLE t ADD CONSTRAINT t_checked CHECK (checked(a))',
+	user => 'alice', before => 'SET bgddl_test.slow = on;');
+ok($node->poll_query_until('postgres', "SELECT workers = 2 FROM pg_stat_background_ddl WHERE id = $job"),
+	'the view counts the parallel worker among the workers');
+$node->safe_psql('postgres', "SELECT pause_ddl($job)");
+ok(wait_job_state($node, $job, 'paused'), 'paused');
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'parallel worker'"),
+	'no parallel worker is left');
+$node->safe_psql('postgres', "SELECT resume_ddl($job)");
+# kill -9 of a parallel worker, polled for (with the usual bound) until one
+# is found and killed (it ends with its chunk)
+my $done_before;
+my $log_offset = -s $node->logfile;
+my $killed = 0;
+for (my $i = 0; !$killed && $i < 100 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+{
+	$done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'parallel worker' LIMIT 1");
+	$killed = $pid ne '' && kill('KILL', $pid);
+	usleep(10_000) unless $killed;
+}
+ok($killed, 'resumed, with a parallel worker again, killed');
+cmp_ok($done_before, '>', 0, "the job had checked $done_before blocks");
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
+$node->wait_for_log(qr/database system is ready to accept connections/, $log_offset);
+$node->poll_query_until('postgres', 'SELECT true');
+cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
+	'>=', $done_before, 'the checkpoint survived the crash');
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+is(constraint_state('t_checked'), 'true', 'the constraint is valid');
+is(job_field($job, 'rows_done'), '30000', 'every row was checked');
+$node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_checked');
+
+# 4. Violating rows found by any of the processes: PostgreSQL's error.
+$node->safe_psql('postgres', 'UPDATE small SET a = -a WHERE a IN (3333, 6666)');
+$job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_positive CHECK (checked(a))',
+	user => 'alice', before => 'SET bgddl_test.slow = on;');
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+is( job_field($job, q{error || ' ' || error_sqlstate}),
+	'check constraint "small_positive" of relation "small" is violated by some row 23514',
+	"with PostgreSQL's error");
+is(constraint_state('small_positive'), 'absent', 'and dropped its constraint');
+
+# 5. A foreign key: parallel workers find the unmatched rows, the worker
+# checks them.  A table big enough for chunks worth parallel workers.
+$node->safe_psql('postgres', q{
+CREATE TABLE p (id int PRIMARY KEY);
+INSERT INTO p SELECT generate_series(1, 1000);
+CREATE TABLE c (id int, parent int) WITH (autovacuum_enabled = off);
+INSERT INTO c SELECT g, g % 1000 + 1 FROM generate_series(1, 1000000) g;
+VACUUM ANALYZE c;
+});
+$log_offset = -s $node->logfile;
+$job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p',
+	before => 'SET log_min_messages = debug1;');
+ok(wait_job_state($node, $job, 'succeeded'), 'the foreign key job succeeded');
+ok($node->log_contains(qr/background DDL job $job checked blocks \d+ to \d+ of "c", processes: 2/,
+		$log_offset),
+	'with chunks checked by two processes');
+is(constraint_state('c_parent'), 'true', 'the foreign key is valid');
+$node->safe_psql('postgres', q{
+ALTER TABLE c DROP CONSTRAINT c_parent;
+UPDATE c SET parent = -5 WHERE id = 900000;
+});
+$job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
+ok(wait_job_state($node, $job, 'failed'), 'with an unmatched row, the job failed');
+is( job_field($job, q{error || ' / ' || error_detail || ' / ' || error_sqlstate}),
+	'insert or update on table "c" violates foreign key constraint "c_parent" / Key (parent)=(-5) is not present in table "p". / 23503',
+	"with PostgreSQL's error");
+is(constraint_state('c_parent'), 'absent', 'and dropped its constraint');
+
+done_testing();
