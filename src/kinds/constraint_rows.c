@@ -381,7 +381,12 @@ CheckChunk(Relation rel, const RowCheck *check, BlockNumber start, BlockNumber e
 
 	/* A foreign key's unmatched rows: checked one by one, out of parallel mode */
 	if (found_overflow)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("more than %d rows of blocks %u to %u of \"%s\" have no referenced row; checked again by one process",
+								 FOUND_MAX, start, end, RelationGetRelationName(rel))));
 		(void) ForeignKeyCheckBlocks(rel, check->constraint, start, end);
+	}
 	else if (nfound > 0)
 		ForeignKeyCheckRows(rel, check->constraint, found, nfound);
 	return rows;

@@ -23,8 +23,8 @@
  *	  submitting role, with PostgreSQL's executor (a check) or its foreign
  *	  key check (foreign_key_check.c), and PostgreSQL's error for a row that
  *	  violates the constraint; a chunk worth it is checked by the worker and
- *	  parallel workers together (constraint_rows.c).  The job row's work_done is the checkpoint:
- *	  the first block not checked yet.
+ *	  parallel workers together (constraint_rows.c).  The job row's
+ *	  work_done is the checkpoint: the first block not checked yet.
  *	- When the last chunk is checked, the constraint is marked valid as
  *	  VALIDATE CONSTRAINT marks it (SET NOT NULL: then PostgreSQL's SET NOT
  *	  NULL, which the valid helper spares its scan, and the helper dropped).

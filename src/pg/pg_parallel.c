@@ -15,6 +15,7 @@
 #include "nodes/makefuncs.h"
 #include "optimizer/clauses.h"
 #include "parser/analyze.h"
+#include "parser/parse_node.h"
 #include "parser/parser.h"
 
 #include "pg/pg_parallel.h"
@@ -30,14 +31,20 @@ PgExpressionParallelSafe(Node *expr)
 	return max_parallel_hazard(query) == PROPARALLEL_SAFE;
 }
 
-/* May a parallel worker run this query (one SELECT, no parameters)? */
+/*
+ * May a parallel worker run this query (one SELECT of tables, no
+ * parameters)?  Analyzed only (no rewrite), without the hooks that follow
+ * an analysis: it is never run.
+ */
 bool
 PgQueryParallelSafe(const char *query_string)
 {
 	List	   *statements = raw_parser(query_string, RAW_PARSE_DEFAULT);
+	ParseState *pstate = make_parsestate(NULL);
 	Query	   *query;
 
-	query = parse_analyze_fixedparams(linitial_node(RawStmt, statements), query_string,
-									  NULL, 0, NULL);
+	pstate->p_sourcetext = query_string;
+	query = transformTopLevelStmt(pstate, linitial_node(RawStmt, statements));
+	free_parsestate(pstate);
 	return max_parallel_hazard(query) == PROPARALLEL_SAFE;
 }

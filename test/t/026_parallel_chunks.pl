@@ -3,8 +3,9 @@
 # workers), as the submitting role; not when the check is not parallel safe
 # or the settings allow none; a violating row found by any of them fails
 # the job with PostgreSQL's error; a foreign key's unmatched rows found by
-# them are checked by the worker; pause, kill -9 of a parallel worker in the
-# middle of a chunk, resume from the checkpoint.
+# them are checked by the worker (more than they report: the chunk again, by
+# the worker alone); pause, kill -9 of a parallel worker in the middle of a
+# chunk, resume from the checkpoint.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -152,6 +153,19 @@ $job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (par
 ok(wait_job_state($node, $job, 'failed'), 'with an unmatched row, the job failed');
 is( job_field($job, q{error || ' / ' || error_detail || ' / ' || error_sqlstate}),
 	'insert or update on table "c" violates foreign key constraint "c_parent" / Key (parent)=(-5) is not present in table "p". / 23503',
+	"with PostgreSQL's error");
+is(constraint_state('c_parent'), 'absent', 'and dropped its constraint');
+
+# More unmatched rows than the processes report (1024): the worker checks
+# the chunk again alone, and fails.
+$node->safe_psql('postgres', q{
+UPDATE c SET parent = 5 WHERE id = 900000;
+UPDATE c SET parent = -7 WHERE id BETWEEN 500000 AND 502999;
+});
+$job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p',
+	before => 'SET log_min_messages = debug1;');
+ok(wait_job_state($node, $job, 'failed'), 'with 3,000 unmatched rows, the job failed');
+like(job_field($job, 'error_detail'), qr/^Key \(parent\)=\(-7\) is not present in table "p"\.$/,
 	"with PostgreSQL's error");
 is(constraint_state('c_parent'), 'absent', 'and dropped its constraint');
 
