@@ -11,7 +11,7 @@ use Test::More;
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
   held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
-  kill_and_recover cut_over_after_writes);
+  kill_and_recover cut_over_after_writes job_field constraint_state);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -85,6 +85,21 @@ sub submit_job
 	my $before = $opts{before} // '';
 	return $node->safe_psql($db,
 		"$before SET background_ddl = on; $sql; SELECT last_ddl_job();", @params);
+}
+
+# A column (or expression) of a job's row in pg_stat_background_ddl
+sub job_field
+{
+	my ($node, $job, $field) = @_;
+	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
+}
+
+# Whether a constraint of that name is valid: 'true', 'false', or 'absent'
+sub constraint_state
+{
+	my ($node, $name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce((SELECT convalidated::text FROM pg_constraint WHERE conname = '$name'), 'absent')");
 }
 
 # Poll (with the usual bound) until a job is in the given state.

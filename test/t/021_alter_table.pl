@@ -33,35 +33,22 @@ CREATE FUNCTION as_alice(x int) RETURNS bool LANGUAGE sql IMMUTABLE AS
   $$ SELECT current_user = 'alice' OR x IS NULL $$;
 });
 
-sub constraint_state
-{
-	my ($name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT coalesce((SELECT convalidated::text FROM pg_constraint WHERE conname = '$name'), 'absent')");
-}
-
-sub job_field
-{
-	my ($job, $field) = @_;
-	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
-}
-
 # 1. As the submitting role, resumed after kill -9 of its worker.
 my $job = submit_job($node, 'ALTER TABLE t ADD CONSTRAINT t_alice CHECK (as_alice(slow(a)))',
 	user => 'alice', before => 'SET bgddl_test.slow = on;');
-is(constraint_state('t_alice'), 'false', 'the constraint is there, NOT VALID, while the job runs');
+is(constraint_state($node, 't_alice'), 'false', 'the constraint is there, NOT VALID, while the job runs');
 ok( $node->poll_query_until('postgres',
 		"SELECT chunks_done >= 3 AND progress > 0 FROM pg_stat_background_ddl WHERE id = $job"),
 	'the job checkpointed some chunks');
-my $pid = job_field($job, 'pid');
+my $pid = job_field($node, $job, 'pid');
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 kill_and_recover($node, $pid);
 my $done_after = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_after, '>=', $done_before, "the checkpoint survived the crash ($done_before blocks)");
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
-is(constraint_state('t_alice'), 'true', 'the constraint is valid');
-is(job_field($job, 'rows_done'), '30000', 'every row was checked');
-cmp_ok(job_field($job, 'attempts'), '>=', 2, 'in a second attempt');
+is(constraint_state($node, 't_alice'), 'true', 'the constraint is valid');
+is(job_field($node, $job, 'rows_done'), '30000', 'every row was checked');
+cmp_ok(job_field($node, $job, 'attempts'), '>=', 2, 'in a second attempt');
 $node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_alice');
 
 # 2. Writers during the job: never blocked, their rows checked by the NOT
@@ -83,10 +70,10 @@ INSERT INTO t SELECT g, 1, 'new' FROM generate_series(400001, 401000) g;
 is($ret, 0, 'writers are not blocked while the job checks the rows');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-is( job_field($job, q{error || ' ' || error_sqlstate}),
+is( job_field($node, $job, q{error || ' ' || error_sqlstate}),
 	'check constraint "t_pos" of relation "t" is violated by some row 23514',
 	"with PostgreSQL's error");
-is(constraint_state('t_pos'), 'absent', 'and dropped its constraint');
+is(constraint_state($node, 't_pos'), 'absent', 'and dropped its constraint');
 
 # 3. A rewrite in the middle of the job.  A row that violates the
 # constraint was written at the end of the table before it existed; once
@@ -113,11 +100,11 @@ $row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM r 
 cmp_ok($row_block, '<', $checked, "the rewrite moved it to block $row_block, among them");
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-like(job_field($job, 'error'), qr/check constraint "r_not_zero" of relation "r" is violated by some row/,
+like(job_field($node, $job, 'error'), qr/check constraint "r_not_zero" of relation "r" is violated by some row/,
 	'it found the row');
 like(slurp_file($node->logfile), qr/"r" was rewritten; its rows are checked again from its first block/,
 	'after checking the rewritten table from its first block');
-is(constraint_state('r_not_zero'), 'false', 'the constraint stays NOT VALID, as after a failed VALIDATE');
+is(constraint_state($node, 'r_not_zero'), 'false', 'the constraint stays NOT VALID, as after a failed VALIDATE');
 
 # 4. Paused and resumed; then cancelled: the constraint is dropped.
 $hold = hold_at($node, 'chunk 2');
@@ -130,7 +117,7 @@ ok(wait_job_state($node, $job, 'paused'), 'paused');
 my $paused_at = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 $node->safe_psql('postgres', "SELECT resume_ddl($job)");
 ok(wait_job_state($node, $job, 'succeeded'), 'resumed, and succeeded');
-is(constraint_state('t_paused'), 'true', 'the constraint is valid');
+is(constraint_state($node, 't_paused'), 'true', 'the constraint is valid');
 cmp_ok($paused_at, '>', 0, "it resumed from block $paused_at");
 
 $hold = hold_at($node, 'chunk 2');
@@ -139,7 +126,7 @@ ok(held_at_hold($node), 'held after its second chunk');
 $node->safe_psql('postgres', "SELECT cancel_ddl($job)");
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'cancelled');
-is(constraint_state('t_cancelled'), 'absent', 'and its constraint dropped');
+is(constraint_state($node, 't_cancelled'), 'absent', 'and its constraint dropped');
 
 # 5. The constraint dropped by another session: the job ends, cancelled.
 $hold = hold_at($node, 'chunk 2');
@@ -148,7 +135,7 @@ ok(held_at_hold($node), 'held after its second chunk');
 $node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_dropped');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job ended');
-is(job_field($job, 'error'), 'the constraint was dropped', 'saying why');
+is(job_field($node, $job, 'error'), 'the constraint was dropped', 'saying why');
 
 # 6. SET NOT NULL: its helper CHECK refuses nulls while the rows are
 # checked; at the end PostgreSQL's SET NOT NULL finds the column proven by
@@ -166,7 +153,7 @@ ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
 is( $node->safe_psql('postgres',
 		"SELECT attnotnull FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'n'"),
 	't', 'the column is NOT NULL');
-is(constraint_state('t_n_not_null'), 'absent', 'the helper is gone');
+is(constraint_state($node, 't_n_not_null'), 'absent', 'the helper is gone');
 ok( $node->log_contains(
 		qr/existing constraints on column "t.n" are sufficient to prove that it does not contain nulls/,
 		$log_offset),
@@ -215,10 +202,10 @@ cmp_ok($row_block, '<', $checked, "it moved the row to block $row_block, among t
 like($err, qr/violates foreign key constraint "c_parent"/, 'a new row without its referenced row is refused');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-is( job_field($job, q{error || ' / ' || error_detail || ' / ' || error_sqlstate}),
+is( job_field($node, $job, q{error || ' / ' || error_detail || ' / ' || error_sqlstate}),
 	'insert or update on table "c" violates foreign key constraint "c_parent" / Key (parent)=(-5) is not present in table "p". / 23503',
 	"with PostgreSQL's error");
-is(constraint_state('c_parent'), 'absent', 'and dropped its constraint');
+is(constraint_state($node, 'c_parent'), 'absent', 'and dropped its constraint');
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
 	'its capture triggers are gone');
@@ -231,12 +218,12 @@ $row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM c2
 cmp_ok($row_block, '<', $checked, "the orphan row moved to block $row_block, among those checked");
 $node->safe_psql('postgres',
 	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
-kill_and_recover($node, job_field($job, 'pid'));
+kill_and_recover($node, job_field($node, $job, 'pid'));
 eval { $hold->quit; };
 ok(wait_job_state($node, $job, 'failed'), 'the job resumed after the crash, and failed');
-like(job_field($job, 'error_detail'), qr/Key \(parent\)=\(-5\) is not present in table "p"/,
+like(job_field($node, $job, 'error_detail'), qr/Key \(parent\)=\(-5\) is not present in table "p"/,
 	'on the row captured before the crash');
-is(constraint_state('c2_parent'), 'absent', 'and dropped its constraint');
+is(constraint_state($node, 'c2_parent'), 'absent', 'and dropped its constraint');
 
 # The same job under writers, with the orphan fixed: it succeeds, and the
 # capture triggers are dropped.
@@ -251,7 +238,7 @@ INSERT INTO c SELECT g, g % 1000 + 1, 'new' FROM generate_series(40001, 41000) g
 });
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
-is(constraint_state('c_parent'), 'true', 'the foreign key is valid');
+is(constraint_state($node, 'c_parent'), 'true', 'the foreign key is valid');
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
 	'its capture triggers are gone');
@@ -277,7 +264,7 @@ is($ret, 0, 'writers are not blocked while the job checks the rows') or diag($er
 ($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO k VALUES (60002, NULL)');
 like($err, qr/violates check constraint "k_not_null"/, 'a null in a key column is refused');
 $checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
-kill_and_recover($node, job_field($job, 'pid'));
+kill_and_recover($node, job_field($node, $job, 'pid'));
 eval { $hold->quit };    # its session died with the crash
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
 cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),

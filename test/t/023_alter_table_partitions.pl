@@ -41,12 +41,6 @@ sub constraint_states
 		  . " FROM pg_constraint WHERE conname = '$name'");
 }
 
-sub job_field
-{
-	my ($job, $field) = @_;
-	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
-}
-
 # 1. A partition rewritten in the middle of its check, one detached and one
 # created during the chunks: the job checks every table that carries the
 # constraint at its end, and a crash in the middle resumes from the
@@ -72,7 +66,7 @@ ok( $node->poll_query_until('postgres',
 		"SELECT chunks_done >= 4 FROM pg_stat_background_ddl WHERE id = $job"),
 	'the job checkpointed some chunks');
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
-kill_and_recover($node, job_field($job, 'pid'));
+kill_and_recover($node, job_field($node, $job, 'pid'));
 my $done_after = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_after, '>=', $done_before, "the checkpoint survived the crash ($done_before blocks)");
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
@@ -100,7 +94,7 @@ ALTER TABLE pt ATTACH PARTITION pt4 FOR VALUES FROM (90000) TO (100000);
 });
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-is(job_field($job, 'error'), 'check constraint "v_chk" of relation "pt4" is violated by some row',
+is(job_field($node, $job, 'error'), 'check constraint "v_chk" of relation "pt4" is violated by some row',
 	"with PostgreSQL's error, on the attached table");
 is(constraint_states('v_chk'), 'absent', 'the constraint is gone from every table');
 $node->safe_psql('postgres', 'DELETE FROM pt4');
@@ -131,7 +125,7 @@ is(constraint_states('v_ddl'), 'pt:true pt1:true pt2:true pt2a:true pt2b:true pt
 $node->safe_psql('postgres', 'UPDATE pt SET v = NULL WHERE id = 70000');
 $job = submit_job($node, 'ALTER TABLE pt ALTER COLUMN v SET NOT NULL');
 ok(wait_job_state($node, $job, 'failed'), 'the SET NOT NULL job failed');
-is(job_field($job, 'error'), 'column "v" of relation "pt2b" contains null values', "PostgreSQL's error");
+is(job_field($node, $job, 'error'), 'column "v" of relation "pt2b" contains null values', "PostgreSQL's error");
 $node->safe_psql('postgres', 'UPDATE pt SET v = 1 WHERE id = 70000');
 $job = submit_job($node, 'ALTER TABLE pt ALTER COLUMN v SET NOT NULL');
 ok(wait_job_state($node, $job, 'succeeded'), 'the SET NOT NULL job succeeded');
@@ -157,7 +151,7 @@ ALTER TABLE ih ADD CONSTRAINT ih_pos CHECK (v > 0) NOT VALID;
 });
 $job = submit_job($node, 'ALTER TABLE ih VALIDATE CONSTRAINT ih_pos');
 ok(wait_job_state($node, $job, 'failed'), 'the VALIDATE job failed');
-is(job_field($job, 'error'), 'check constraint "ih_pos" of relation "ih_c2" is violated by some row',
+is(job_field($node, $job, 'error'), 'check constraint "ih_pos" of relation "ih_c2" is violated by some row',
 	'on the child that has the violating row');
 is(constraint_states('ih_pos'), 'ih:false ih_c1:false ih_c2:false', 'the constraint is left NOT VALID');
 $node->safe_psql('postgres', 'DELETE FROM ih_c2 WHERE v < 0');

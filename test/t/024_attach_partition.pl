@@ -47,12 +47,6 @@ sub helpers
 		  . " FROM pg_constraint WHERE conname LIKE '%partition_bound' OR conname LIKE '%excluded'");
 }
 
-sub job_field
-{
-	my ($job, $field) = @_;
-	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
-}
-
 sub bound_of
 {
 	my ($table) = @_;
@@ -105,7 +99,7 @@ ok( $node->poll_query_until('postgres',
 		"SELECT chunks_done >= 6 FROM pg_stat_background_ddl WHERE id = $job"),
 	'resumed: it checkpointed more chunks');
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
-kill_and_recover($node, job_field($job, 'pid'));
+kill_and_recover($node, job_field($node, $job, 'pid'));
 my $done_after = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_after, '>=', $done_before, "the checkpoint survived the crash ($done_before blocks)");
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
@@ -137,10 +131,10 @@ CREATE INDEX ev_bad_account ON ev_bad (account);
 });
 $job = submit_job($node, 'ALTER TABLE ev ATTACH PARTITION ev_bad FOR VALUES FROM (300000) TO (400000)');
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-is( job_field($job, q{error || ' ' || error_sqlstate}),
+is( job_field($node, $job, q{error || ' ' || error_sqlstate}),
 	'partition constraint of relation "ev_bad" is violated by some row 23514',
 	"with PostgreSQL's error");
-cmp_ok(job_field($job, 'chunks_done'), '>=', 1, 'after it had checkpointed chunks');
+cmp_ok(job_field($node, $job, 'chunks_done'), '>=', 1, 'after it had checkpointed chunks');
 is(helpers(), 'none', 'the helpers are dropped');
 is(bound_of('ev_bad'), 'not attached', 'the table is not attached');
 
@@ -151,7 +145,7 @@ INSERT INTO ev VALUES (350000, 0, 'in the default partition');
 });
 $job = submit_job($node, 'ALTER TABLE ev ATTACH PARTITION ev_bad FOR VALUES FROM (300000) TO (400000)');
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-is( job_field($job, 'error'),
+is( job_field($node, $job, 'error'),
 	'updated partition constraint for default partition "ev_def" would be violated by some row',
 	"with PostgreSQL's error for the default partition");
 is(helpers(), 'none', 'the helpers are dropped');

@@ -36,12 +36,6 @@ GRANT CREATE ON SCHEMA public TO alice;
 ALTER SEQUENCE kt_ids OWNER TO alice;
 });
 
-sub job_field
-{
-	my ($job, $field) = @_;
-	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
-}
-
 # What the key's jobs leave on kt: its constraints and indexes, and relations named kt_*
 sub leftovers
 {
@@ -115,7 +109,7 @@ start_writers();
 # is refused by the helper.
 my ($job, $holder) = submit_held_build('ALTER TABLE kt ADD PRIMARY KEY (id)', user => 'alice');
 ok(building('kt_pkey'), 'the build is in the middle: its index invalid');
-is( job_field($job, 'strategy'),
+is( job_field($node, $job, 'strategy'),
 	"unique index built concurrently, the key's columns checked for nulls in chunks, then the key added with it",
 	'the strategy says what the job does');
 my ($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO kt VALUES (NULL, 0, NULL)');
@@ -127,15 +121,15 @@ INSERT INTO kt VALUES (nextval('kt_ids'), 3, 'new');
 });
 is($ret, 0, 'writers are not blocked while the index is built') or diag($err);
 my $offset = -s $node->logfile;
-kill_and_recover($node, job_field($job, 'pid'));
+kill_and_recover($node, job_field($node, $job, 'pid'));
 eval { $holder->quit };    # its session died with the crash
 $writers->finish;          # and the writers' connections
 start_writers();
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 ok($node->log_contains(qr/dropped the invalid index "kt_pkey" left by an interrupted build/, $offset),
 	'it dropped the invalid index of the first build');
-cmp_ok(job_field($job, 'attempts'), '>=', 2, 'in a second attempt');
-is(job_field($job, 'chunks_done'), '0', 'its one nullable column was searched for nulls in the index, not in chunks');
+cmp_ok(job_field($node, $job, 'attempts'), '>=', 2, 'in a second attempt');
+is(job_field($node, $job, 'chunks_done'), '0', 'its one nullable column was searched for nulls in the index, not in chunks');
 is(leftovers(), 'constraint:kt_pkey kt_pkey:i', 'the primary key is there, on its index, and no helper');
 is( $node->safe_psql('postgres',
 		"SELECT attnotnull FROM pg_attribute WHERE attrelid = 'kt'::regclass AND attname = 'id'"),
@@ -178,8 +172,8 @@ $node->safe_psql('postgres', "UPDATE kt SET u = 5 WHERE id = 10");
 $holder->query_safe('COMMIT');
 $holder->quit;
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-is(job_field($job, 'error'), 'could not create unique index "kt_u_key"', "with PostgreSQL's error");
-is(job_field($job, 'error_detail'), 'Key (u)=(5) is duplicated.', 'naming the duplicated key');
+is(job_field($node, $job, 'error'), 'could not create unique index "kt_u_key"', "with PostgreSQL's error");
+is(job_field($node, $job, 'error_detail'), 'Key (u)=(5) is duplicated.', 'naming the duplicated key');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_class WHERE relname = 'kt_u_key'"),
 	'its index is dropped');
 is(leftovers(), 'constraint:kt_pkey kt_pkey:i', 'and nothing else is left');

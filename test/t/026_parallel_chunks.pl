@@ -46,26 +46,13 @@ CREATE FUNCTION checked_unsafe(x int) RETURNS bool LANGUAGE sql IMMUTABLE PARALL
   $$ SELECT checked(x) $$;
 });
 
-sub job_field
-{
-	my ($job, $field) = @_;
-	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
-}
-
-sub constraint_state
-{
-	my ($name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT coalesce((SELECT convalidated::text FROM pg_constraint WHERE conname = '$name'), 'absent')");
-}
-
 # 1. Parallel workers check chunks, as the submitting role.
 my $job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_checked CHECK (checked(a))',
 	user => 'alice', before => 'SET bgddl_test.refuse_parallel = on; SET bgddl_test.slow = on;');
 ok(wait_job_state($node, $job, 'failed'), 'a job whose check refuses parallel workers fails');
-like(job_field($job, 'error'), qr/^row \d+ checked by a parallel worker as alice$/,
+like(job_field($node, $job, 'error'), qr/^row \d+ checked by a parallel worker as alice$/,
 	'a parallel worker checked rows, as the submitting role');
-is(constraint_state('small_checked'), 'absent', 'the constraint is dropped');
+is(constraint_state($node, 'small_checked'), 'absent', 'the constraint is dropped');
 
 # 2. None when the settings allow none, or the check is not parallel safe.
 $job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_checked CHECK (checked(a))',
@@ -73,7 +60,7 @@ $job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_checked CHECK (
 	before => 'SET bgddl_test.refuse_parallel = on; SET bgddl_test.slow = on;'
 	  . ' SET max_parallel_maintenance_workers = 0;');
 ok(wait_job_state($node, $job, 'succeeded'), 'with max_parallel_maintenance_workers = 0, none');
-is(constraint_state('small_checked'), 'true', 'the constraint is valid');
+is(constraint_state($node, 'small_checked'), 'true', 'the constraint is valid');
 $node->safe_psql('postgres', 'ALTER TABLE small DROP CONSTRAINT small_checked');
 $job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_unsafe CHECK (checked_unsafe(a))',
 	user => 'alice', before => 'SET bgddl_test.refuse_parallel = on; SET bgddl_test.slow = on;');
@@ -114,8 +101,8 @@ $node->poll_query_until('postgres', 'SELECT true');
 cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
 	'>=', $done_before, 'the checkpoint survived the crash');
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
-is(constraint_state('t_checked'), 'true', 'the constraint is valid');
-is(job_field($job, 'rows_done'), '30000', 'every row was checked');
+is(constraint_state($node, 't_checked'), 'true', 'the constraint is valid');
+is(job_field($node, $job, 'rows_done'), '30000', 'every row was checked');
 $node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_checked');
 
 # 4. Violating rows found by any of the processes: PostgreSQL's error.
@@ -123,10 +110,10 @@ $node->safe_psql('postgres', 'UPDATE small SET a = -a WHERE a IN (3333, 6666)');
 $job = submit_job($node, 'ALTER TABLE small ADD CONSTRAINT small_positive CHECK (checked(a))',
 	user => 'alice', before => 'SET bgddl_test.slow = on;');
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-is( job_field($job, q{error || ' ' || error_sqlstate}),
+is( job_field($node, $job, q{error || ' ' || error_sqlstate}),
 	'check constraint "small_positive" of relation "small" is violated by some row 23514',
 	"with PostgreSQL's error");
-is(constraint_state('small_positive'), 'absent', 'and dropped its constraint');
+is(constraint_state($node, 'small_positive'), 'absent', 'and dropped its constraint');
 
 # 5. A foreign key: parallel workers find the unmatched rows, the worker
 # checks them.  A table big enough for chunks worth parallel workers.
@@ -144,17 +131,17 @@ ok(wait_job_state($node, $job, 'succeeded'), 'the foreign key job succeeded');
 ok($node->log_contains(qr/background DDL job $job checked blocks \d+ to \d+ of "c", processes: 2/,
 		$log_offset),
 	'with chunks checked by two processes');
-is(constraint_state('c_parent'), 'true', 'the foreign key is valid');
+is(constraint_state($node, 'c_parent'), 'true', 'the foreign key is valid');
 $node->safe_psql('postgres', q{
 ALTER TABLE c DROP CONSTRAINT c_parent;
 UPDATE c SET parent = -5 WHERE id = 900000;
 });
 $job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
 ok(wait_job_state($node, $job, 'failed'), 'with an unmatched row, the job failed');
-is( job_field($job, q{error || ' / ' || error_detail || ' / ' || error_sqlstate}),
+is( job_field($node, $job, q{error || ' / ' || error_detail || ' / ' || error_sqlstate}),
 	'insert or update on table "c" violates foreign key constraint "c_parent" / Key (parent)=(-5) is not present in table "p". / 23503',
 	"with PostgreSQL's error");
-is(constraint_state('c_parent'), 'absent', 'and dropped its constraint');
+is(constraint_state($node, 'c_parent'), 'absent', 'and dropped its constraint');
 
 # More unmatched rows than the processes report (1024): the worker checks
 # the chunk again alone, and fails.
@@ -165,8 +152,8 @@ UPDATE c SET parent = -7 WHERE id BETWEEN 500000 AND 502999;
 $job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p',
 	before => 'SET log_min_messages = debug1;');
 ok(wait_job_state($node, $job, 'failed'), 'with 3,000 unmatched rows, the job failed');
-like(job_field($job, 'error_detail'), qr/^Key \(parent\)=\(-7\) is not present in table "p"\.$/,
+like(job_field($node, $job, 'error_detail'), qr/^Key \(parent\)=\(-7\) is not present in table "p"\.$/,
 	"with PostgreSQL's error");
-is(constraint_state('c_parent'), 'absent', 'and dropped its constraint');
+is(constraint_state($node, 'c_parent'), 'absent', 'and dropped its constraint');
 
 done_testing();
