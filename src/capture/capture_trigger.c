@@ -14,7 +14,9 @@
  * table by an equality (query_decompose.c: QueryJoinKeys) appends the text of
  * its join key, OLD and NEW: it stands for the driving rows that join to
  * it.  A change the log cannot pin to rows (a row of another base table, a
- * TRUNCATE) appends one whole_table mark.  Since
+ * TRUNCATE) appends one whole_table mark.  A foreign key's job needs less
+ * (kind_constraint.c): the NEW version of each updated row only, the one
+ * write PostgreSQL may leave unchecked against a NOT VALID key.  Since
  * the marks commit or abort with the change itself, a mark is visible in a
  * snapshot exactly when its change is.  query_catchup.c consumes them.
  *
@@ -101,6 +103,9 @@
 #include "pg/pg_compat.h"
 
 PG_FUNCTION_INFO_V1(capture_changes);
+
+/* The role of a foreign key's capture trigger (CaptureInstallUpdatedRows) */
+#define CAPTURE_UPDATED_ROWS	"updated"
 
 /* Row marks one transaction logs for a job before it logs a whole_table mark */
 #define CAPTURE_ROW_MARKS_PER_TRANSACTION	100000
@@ -378,8 +383,9 @@ LogDrivingRow(int64 job_id, const CaptureSegment *segment, ItemPointer tid)
  * on the driving table), "driving BASE BLOCKS BEYOND BEYOND_BLOCKS" (row
  * trigger on a partition of a partitioned driving table: its CaptureSegment),
  * "join N" (row trigger on a table joined to it on its column N, see
- * QueryJoinKeys), "other" (row trigger on another base table) or "truncate"
- * (statement trigger on any base table).
+ * QueryJoinKeys), "other" (row trigger on another base table), "updated"
+ * (row trigger on UPDATE only: the new versions of the updated rows) or
+ * "truncate" (statement trigger on any base table).
  */
 Datum
 capture_changes(PG_FUNCTION_ARGS)
@@ -418,6 +424,8 @@ capture_changes(PG_FUNCTION_ARGS)
 		if (TRIGGER_FIRED_BY_UPDATE(event))
 			LogJoinKey(job_id, trigdata->tg_relation, trigdata->tg_newslot, attnum);
 	}
+	else if (strcmp(trigger->tgargs[1], CAPTURE_UPDATED_ROWS) == 0 && TRIGGER_FIRED_BY_UPDATE(event))
+		LogDirtyMark(job_id, &trigdata->tg_newslot->tts_tid, InvalidOid, NULL, false);
 	else if (strncmp(trigger->tgargs[1], "driving", 7) != 0 || TRIGGER_FIRED_BY_TRUNCATE(event))
 		LogDirtyMark(job_id, NULL, InvalidOid, NULL, false);
 	else
@@ -539,6 +547,7 @@ CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
 	stmt->row = !truncate;
 	stmt->timing = TRIGGER_TYPE_AFTER;
 	stmt->events = truncate ? TRIGGER_TYPE_TRUNCATE :
+		strcmp(role, CAPTURE_UPDATED_ROWS) == 0 ? TRIGGER_TYPE_UPDATE :
 		(TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
 
 	trigger = CreateTriggerFiringOn(stmt, "background_ddl capture", relid, InvalidOid,
@@ -566,31 +575,27 @@ CaptureRole(Oid relid, int join_attnum, Oid driving_oid, const CaptureSegment *s
 }
 
 /*
- * Create the capture triggers of a job on its base relations (the driving
- * table among them, or, for a partitioned one, the partitions of segments),
- * and record them with their row versions and the relations' relfilenodes
- * in the job's capture.  join_attnums gives, for each relation, the column
- * of its join key to log (0: none, see QueryJoinKeys).  Caller is in a step,
- * as a superuser, holds SHARE ROW EXCLUSIVE on each relation (CREATE
- * TRIGGER's lock), and has checked CaptureRefusal for each.
+ * Create the capture triggers of a job on relids, each logging as its
+ * role in roles says (see capture_changes), and record them with their
+ * row versions and the relations' relfilenodes in the job's capture.
+ * Caller holds SHARE ROW EXCLUSIVE on each relation (CREATE TRIGGER's
+ * lock), and has checked CaptureRefusal for each.
  */
-void
-CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, Oid driving_oid,
-			   const CaptureSegment *segments, int nsegments, Capture *capture)
+static void
+InstallTriggers(int64 job_id, Oid target_oid, List *relids, List *roles, Oid driving_oid,
+				Capture *capture)
 {
 	Relation	pg_trigger;
 	ListCell   *lc;
-	ListCell   *attnum_cell;
+	ListCell   *role_cell;
 
 	memset(capture, 0, sizeof(Capture));
 	capture->job_id = job_id;
 	capture->driving_oid = driving_oid;
 	capture->relids = list_copy(relids);
-	forboth(lc, relids, attnum_cell, join_attnums)
+	forboth(lc, relids, role_cell, roles)
 	{
 		Oid			relid = lfirst_oid(lc);
-		const char *role = CaptureRole(relid, lfirst_int(attnum_cell), driving_oid, segments,
-									   nsegments);
 
 		/*
 		 * A partition can be dropped while the partitioned table's view is
@@ -607,10 +612,10 @@ CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, O
 		relation_close(rel, NoLock);
 		capture->triggers = lappend_oid(capture->triggers,
 										CreateCaptureTrigger(job_id, target_oid, relid, false,
-															 role, dependency));
+															 lfirst(role_cell), dependency));
 		capture->triggers = lappend_oid(capture->triggers,
 										CreateCaptureTrigger(job_id, target_oid, relid, true,
-															 role, dependency));
+															 lfirst(role_cell), dependency));
 	}
 	CommandCounterIncrement();
 
@@ -625,6 +630,45 @@ CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, O
 	}
 	table_close(pg_trigger, AccessShareLock);
 	CaptureRowInsert(capture);
+}
+
+/*
+ * Create the capture triggers of a job on its base relations (the driving
+ * table among them, or, for a partitioned one, the partitions of segments),
+ * and record them (InstallTriggers).  join_attnums gives, for each
+ * relation, the column of its join key to log (0: none, see
+ * QueryJoinKeys).  Caller is in a step, as a superuser, holds SHARE ROW
+ * EXCLUSIVE on each relation, and has checked CaptureRefusal for each.
+ */
+void
+CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums, Oid driving_oid,
+			   const CaptureSegment *segments, int nsegments, Capture *capture)
+{
+	List	   *roles = NIL;
+	ListCell   *lc;
+	ListCell   *attnum_cell;
+
+	forboth(lc, relids, attnum_cell, join_attnums)
+		roles = lappend(roles, unconstify(char *, CaptureRole(lfirst_oid(lc),
+															   lfirst_int(attnum_cell),
+															   driving_oid, segments,
+															   nsegments)));
+	InstallTriggers(job_id, target_oid, relids, roles, driving_oid, capture);
+}
+
+/*
+ * A foreign key's capture (kind_constraint.c) on its table relid, the
+ * job's target: the tuple id of the new version of every row an UPDATE
+ * writes there (an INSERT, and an UPDATE of the key, are checked by the
+ * NOT VALID key itself; a DELETE leaves no row to check), and a
+ * whole_table mark for a TRUNCATE.  Caller holds SHARE ROW EXCLUSIVE on
+ * relid, and has checked CaptureRefusal.
+ */
+void
+CaptureInstallUpdatedRows(int64 job_id, Oid relid, Capture *capture)
+{
+	InstallTriggers(job_id, relid, list_make1_oid(relid),
+					list_make1(pstrdup(CAPTURE_UPDATED_ROWS)), relid, capture);
 }
 
 /*

@@ -21,6 +21,7 @@ extern char *CaptureRefusal(Oid relid, Oid roleid);
 extern void CaptureInstall(int64 job_id, Oid target_oid, List *relids, List *join_attnums,
 						   Oid driving_oid, const CaptureSegment *segments, int nsegments,
 						   Capture *capture);
+extern void CaptureInstallUpdatedRows(int64 job_id, Oid relid, Capture *capture);
 extern bool CaptureIntact(const Capture *capture);
 extern void CaptureDetach(int64 job_id, Oid target_oid);
 extern List *CaptureTables(int64 job_id, Oid *driving_oid);

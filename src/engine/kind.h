@@ -154,6 +154,12 @@ typedef struct KindRoutine
 	bool		(*validates_against_keys) (Node *parsetree);
 	void		(*validate) (KindSubmit *submit);	/* the blocking statement's errors */
 	void		(*reserve) (KindSubmit *submit);	/* create the placeholder */
+	/*
+	 * optional: once the job row is inserted, in the submitting transaction,
+	 * what needs the job's id (a foreign key's capture triggers, under the
+	 * statement's own lock)
+	 */
+	void		(*submitted) (KindSubmit *submit, int64 job_id);
 	/* optional: explain_ddl's strategy for a raw statement, or NULL if not ours */
 	const char *(*explain) (Node *raw_statement, const char *query_string);
 	/*

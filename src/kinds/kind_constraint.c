@@ -40,8 +40,9 @@
  * again.  Each chunk holds ACCESS SHARE on the table, so no rewrite happens
  * in the middle of one.  A foreign key is not checked by an UPDATE that
  * keeps the key: such a row may move unchecked into blocks checked already,
- * so the job captures the changed rows (capture_trigger.c) and checks them
- * after the chunks, the last ones under SHARE at the cut-over.
+ * so the job captures the rows updates write (capture_trigger.c: from the
+ * submit on, for ADD) and checks them after the chunks, the last ones at
+ * the cut-over, which drops the capture under the same lock.
  *
  * A job that fails or is cancelled drops the constraint it added (a
  * moment of ACCESS EXCLUSIVE again, taken as a job takes such locks): the
@@ -185,6 +186,7 @@ typedef struct CheckedPart
 
 static List *AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode);
 static void MarkValid(List *carriers);
+static void ConstraintCleanup(const BgddlJob *job);
 
 static List *ConstraintCarriers(Oid relid, HeapTuple constraint, LOCKMODE mode);
 
@@ -966,6 +968,9 @@ ConstraintValidate(KindSubmit *submit)
 		 */
 		submit->sources = list_make1_oid(((Form_pg_constraint) GETSTRUCT(tuple))->confrelid);
 		submit->source_effects = REL_ADDS_ROWS | REL_REMOVES_ROWS | REL_REDEFINES;
+		/* ADD FOREIGN KEY holds CREATE TRIGGER's lock: the capture comes with the submit */
+		if (cmd->subtype == AT_AddConstraint && CaptureRefusal(relid, GetUserId()) == NULL)
+			CatalogKindStateSetInt(&submit->kind_state, STATE_CAPTURED, 1);
 	}
 	ReleaseSysCache(tuple);
 	/*
@@ -1001,6 +1006,25 @@ ConstraintReserve(KindSubmit *submit)
 	submit->target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(submit->target_oid)),
 													 get_rel_name(submit->target_oid));
 	submit->strategy = pstrdup(StateStrategy(submit->kind_state));
+}
+
+/*
+ * ADD FOREIGN KEY: its capture (InstallCaptureStep) installed with the job
+ * row, under the statement's SHARE ROW EXCLUSIVE lock on the table, which
+ * is CREATE TRIGGER's: the worker need not ask writers for it again.  (A
+ * VALIDATE job, whose statement takes a weaker lock, has its worker
+ * install it.)
+ */
+static void
+ConstraintSubmitted(KindSubmit *submit, int64 job_id)
+{
+	Capture		capture;
+
+	if (CatalogKindStateInt(submit->kind_state, STATE_CAPTURED) == 0)
+		return;
+	Assert(CheckRelationOidLockedByMe(submit->target_oid, ShareRowExclusiveLock, true));
+	CaptureInstallUpdatedRows(job_id, submit->target_oid, &capture);
+	CatalogJobSetCleanupPending(job_id, true);
 }
 
 /* Is the job's constraint a foreign key? */
@@ -1350,10 +1374,12 @@ PartRowCheck(const BgddlJob *job, Relation rel, HeapTuple part_constraint, RowCh
  * A foreign key's capture: an UPDATE that leaves a row's key as it was is
  * not checked by PostgreSQL (RI_FKey_fk_upd_check_required), and may move a
  * row that never was valid into blocks the job has checked already.  So,
- * before the first chunk, the job installs capture triggers
- * (capture_trigger.c) that log the tuple id of every changed row, and
- * checks those rows after the chunks (the catch-up) and, under a lock that
- * keeps writers out, at the cut-over.  A LockingStep: CREATE TRIGGER's lock.
+ * before the first chunk, the job has capture triggers (capture_trigger.c)
+ * that log the tuple id of every row an UPDATE writes, and checks those
+ * rows after the chunks (the catch-up) and, under a lock that keeps
+ * writers out, at the cut-over.  ADD FOREIGN KEY installs them at submit
+ * (ConstraintSubmitted); a VALIDATE job's worker, here.  A LockingStep:
+ * CREATE TRIGGER's lock.
  */
 static void
 InstallCaptureStep(JobRun *run, void *arg)
@@ -1369,8 +1395,7 @@ InstallCaptureStep(JobRun *run, void *arg)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("background DDL job %lld cannot capture the changes of its table: %s",
 						(long long) run->job.id, refusal)));
-	CaptureInstall(run->job.id, relid, list_make1_oid(relid), list_make1_int(0), relid, NULL, 0,
-				   &capture);
+	CaptureInstallUpdatedRows(run->job.id, relid, &capture);
 	CatalogJobSetCleanupPending(run->job.id, true);
 	run->job.cleanup_pending = true;
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_CAPTURED, 1);
@@ -1394,6 +1419,15 @@ RestartCheck(JobRun *run, HeapTuple constraint, const char *why)
 	CatalogJobRestartBuild(&run->job);
 }
 
+/* Does the job's capture still log every change (CheckChangedRows)? */
+static bool
+CaptureTrusted(int64 job_id)
+{
+	Capture		capture;
+
+	return CaptureRowLoad(job_id, &capture) && CaptureIntact(&capture) && !capture.stopped;
+}
+
 /*
  * In a step: check the foreign key's rows changed since the capture began,
  * up to max_marks of them, as the submitting role, and forget them.
@@ -1409,13 +1443,12 @@ CheckChangedRows(JobRun *run, HeapTuple constraint, int max_marks, bool writers_
 {
 	Relation	rel = table_open(run->job.target_oid, NoLock);
 	CapturedMarks marks;
-	Capture		capture = {0};
 	bool		trusted;
 	ItemPointerData *tids;
 	MarkId	   *ids;
 	JobStepResult result = JOB_STEP_DONE;
 
-	trusted = CaptureRowLoad(run->job.id, &capture) && CaptureIntact(&capture) && !capture.stopped;
+	trusted = CaptureTrusted(run->job.id);
 	PushActiveSnapshot(GetLatestSnapshot());
 	CaptureMarksScan(run->job.id, max_marks, &marks);
 	PopActiveSnapshot();
@@ -1896,14 +1929,31 @@ ConstraintCutOver(JobRun *run)
 {
 	AttrNumber	column = JobNotNullColumn(&run->job);
 	bool		key = OidIsValid(JobKeyIndexOf(run->job.kind_state));
-	LOCKMODE	mode = column != InvalidAttrNumber || key ? AccessExclusiveLock :
-		JobIsForeignKey(&run->job) ? ShareLock : ShareUpdateExclusiveLock;
+	bool		drops_capture;
+	LOCKMODE	mode;
 	HeapTuple	constraint;
 	List	   *carriers;
 
 	JobStepHoldPoint("cutting over");
 	if (JobIsAttach(&run->job))
 		return AttachCutOver(run);
+
+	/*
+	 * A foreign key's cut-over checks the last changed rows with writers
+	 * kept out (SHARE).  With a capture that logs every change, it takes
+	 * ACCESS EXCLUSIVE instead and drops the capture triggers too (DROP
+	 * TRIGGER's lock): one moment of a strong lock at the end, not two.
+	 * (Without one, it may have to check every row: readers keep reading.)
+	 */
+	drops_capture = false;
+	if (JobIsForeignKey(&run->job))
+	{
+		JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
+		drops_capture = CaptureTrusted(run->job.id);
+		JobStepEnd();
+	}
+	mode = column != InvalidAttrNumber || key || drops_capture ? AccessExclusiveLock :
+		JobIsForeignKey(&run->job) ? ShareLock : ShareUpdateExclusiveLock;
 	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode);
 	if (constraint == NULL)
 		return JOB_STEP_TARGET_GONE;
@@ -1924,6 +1974,12 @@ ConstraintCutOver(JobRun *run)
 		}
 	}
 	MarkValid(carriers);
+	if (drops_capture)
+	{
+		ConstraintCleanup(&run->job);
+		CatalogJobSetCleanupPending(run->job.id, false);
+		run->job.cleanup_pending = false;
+	}
 	if (column != InvalidAttrNumber)
 	{
 		CommandCounterIncrement();
@@ -2421,6 +2477,7 @@ const KindRoutine kind_constraint_routine = {
 	.validates_against_keys = ConstraintValidatesAgainstKeys,
 	.validate = ConstraintValidate,
 	.reserve = ConstraintReserve,
+	.submitted = ConstraintSubmitted,
 	.explain = ConstraintExplain,
 	.estimate = ConstraintEstimate,
 	.start = ConstraintStart,

@@ -15,7 +15,8 @@
  *	3. The job row is persisted, in the same transaction: a rolled-back
  *	   submit leaves neither job nor placeholder.  It records the statement
  *	   alone (not the rest of the query string it came in), and the
- *	   session's identity and settings (job_identity.c).
+ *	   session's identity and settings (job_identity.c).  What the kind
+ *	   needs the job's id for comes with it (a foreign key's capture).
  *	4. After commit, the scheduler of this database is woken
  *	   (job_xact.c).
  *
@@ -269,6 +270,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.after = JobsToStartAfter(&submit);
 	submission.idempotency_key = next_idempotency_key;
 	job_id = CatalogJobInsert(&submission);
+	if (routine->submitted != NULL)
+		routine->submitted(&submit, job_id);
 	JobXactNotify(job_id, JOB_STATE_QUEUED);
 	SessionSubmitWith(NULL, NIL);
 	order.job_id = job_id;

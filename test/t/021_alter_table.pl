@@ -225,24 +225,37 @@ like(job_field($node, $job, 'error_detail'), qr/Key \(parent\)=\(-5\) is not pre
 	'on the row captured before the crash');
 is(constraint_state($node, 'c2_parent'), 'absent', 'and dropped its constraint');
 
-# The same job under writers, with the orphan fixed: it succeeds, and the
-# capture triggers are dropped.
+# The same job under writers, with the orphan fixed: it succeeds.  Its
+# capture comes with the submit (the statement holds CREATE TRIGGER's lock)
+# and logs the new version of each updated row, nothing of an INSERT (the
+# key checks it) or a DELETE; its cut-over drops the capture triggers in
+# the transaction that marks the key valid.
 $node->safe_psql('postgres', "UPDATE c SET parent = 5 WHERE id = 0");
 $hold = hold_at($node, 'chunk 1');
 $job = submit_job($node, 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
 ok(held_at_hold($node), 'held after its first chunk');
+is( $node->safe_psql('postgres', qq{
+SELECT string_agg(t.tgtype || ' ' || (t.xmin = c.xmin), ', ' ORDER BY t.tgtype)
+  FROM pg_trigger t, pg_constraint c
+ WHERE t.tgname LIKE 'background_ddl_capture_${job}%' AND c.conname = 'c_parent'}),
+	'17 true, 32 true',
+	'its capture triggers (AFTER UPDATE FOR EACH ROW, and TRUNCATE) came with the submit');
+my $updated = $node->safe_psql('postgres', 'SELECT count(*) FROM c WHERE id % 7 = 0');
 $node->safe_psql('postgres', q{
 UPDATE c SET pad = 'again' WHERE id % 7 = 0;
 DELETE FROM c WHERE id % 11 = 0;
 INSERT INTO c SELECT g, g % 1000 + 1, 'new' FROM generate_series(40001, 41000) g;
 });
+is($node->safe_psql('postgres', "SELECT count(*) FROM background_ddl.dirty WHERE job_id = $job"),
+	$updated, 'one mark per updated row, none for the rows inserted or deleted');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
 is(constraint_state($node, 'c_parent'), 'true', 'the foreign key is valid');
-ok( $node->poll_query_until('postgres',
-		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
-	'its capture triggers are gone');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
+	'0', 'its capture triggers went with the cut-over');
 is($node->safe_psql('postgres', "SELECT count(*) FROM background_ddl.dirty"), '0', 'and its marks');
+is(job_field($node, $job, 'phase'), '', 'nothing left to clean up');
 
 # ADD PRIMARY KEY USING INDEX of an index whose columns allow nulls: killed
 # (kill -9) while held after its second chunk, the job resumes from its
