@@ -234,7 +234,12 @@ static void
 CheckSlices(Relation rel, const RowCheck *check, SharedChunk *shared, Snapshot snapshot)
 {
 	BlockNumber blocks = shared->end - shared->start;
+	ForeignKeyScan *unmatched = NULL;
 
+	/* (ForeignKeyParallelSafe said the role may run the query) */
+	if (check->foreign_key &&
+		(unmatched = ForeignKeyScanBegin(rel, check->constraint, snapshot, blocks)) == NULL)
+		elog(ERROR, "foreign key \"%s\" cannot be checked by its query", check->name);
 	for (;;)
 	{
 		uint32		offset = pg_atomic_fetch_add_u32(&shared->next, shared->slice);
@@ -251,15 +256,16 @@ CheckSlices(Relation rel, const RowCheck *check, SharedChunk *shared, Snapshot s
 			ItemPointerData *found;
 			int			nfound;
 
-			ForeignKeyUnmatchedBlocks(rel, check->constraint, snapshot, first, last,
-									  &found, &nfound);
+			rows = ForeignKeyScanBlocks(unmatched, first, last, &found, &nfound);
 			AddFound(shared, found, nfound);
-			rows = ForeignKeyBlockRows(rel, first, last);
+			pfree(found);
 		}
 		else
 			rows = CheckBlocks(rel, check, snapshot, first, last, NULL);
 		pg_atomic_fetch_add_u64(&shared->rows, rows);
 	}
+	if (unmatched != NULL)
+		ForeignKeyScanEnd(unmatched);
 }
 
 /* A parallel worker of a chunk: the leader's check, on the slices it takes */

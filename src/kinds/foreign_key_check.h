@@ -18,10 +18,15 @@
 extern uint64 ForeignKeyCheckBlocks(Relation rel, HeapTuple constraint, BlockNumber start,
 									BlockNumber end);
 extern bool ForeignKeyParallelSafe(Relation rel, HeapTuple constraint);
-extern void ForeignKeyUnmatchedBlocks(Relation rel, HeapTuple constraint, Snapshot snapshot,
-									  BlockNumber start, BlockNumber end,
-									  ItemPointerData **found, int *nfound);
-extern uint64 ForeignKeyBlockRows(Relation rel, BlockNumber start, BlockNumber end);
+
+/* The rows of ranges of a table's blocks without a referenced row, found with one snapshot */
+typedef struct ForeignKeyScan ForeignKeyScan;
+
+extern ForeignKeyScan *ForeignKeyScanBegin(Relation rel, HeapTuple constraint, Snapshot snapshot,
+										   BlockNumber blocks);
+extern uint64 ForeignKeyScanBlocks(ForeignKeyScan *scan, BlockNumber start, BlockNumber end,
+								   ItemPointerData **found, int *nfound);
+extern void ForeignKeyScanEnd(ForeignKeyScan *scan);
 extern void ForeignKeyCheckRows(Relation rel, HeapTuple constraint, const ItemPointerData *tids,
 								int ntids);
 

@@ -5,7 +5,8 @@
 # the job with PostgreSQL's error; a foreign key's unmatched rows found by
 # them are checked by the worker (more than they report: the chunk again, by
 # the worker alone); pause, kill -9 of a parallel worker in the middle of a
-# chunk, resume from the checkpoint.
+# chunk, resume from the checkpoint; a foreign key's rows looked up in the
+# referenced keys in memory, as the query would find them.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -131,6 +132,8 @@ ok(wait_job_state($node, $job, 'succeeded'), 'the foreign key job succeeded');
 ok($node->log_contains(qr/background DDL job $job checked blocks \d+ to \d+ of "c", processes: 2/,
 		$log_offset),
 	'with chunks checked by two processes');
+ok($node->log_contains(qr/foreign key "c_parent": 1000 keys of "p" read into memory/, $log_offset),
+	'which looked the rows up in the referenced keys, read into memory');
 is(constraint_state($node, 'c_parent'), 'true', 'the foreign key is valid');
 $node->safe_psql('postgres', q{
 ALTER TABLE c DROP CONSTRAINT c_parent;
@@ -155,5 +158,56 @@ ok(wait_job_state($node, $job, 'failed'), 'with 3,000 unmatched rows, the job fa
 like(job_field($node, $job, 'error_detail'), qr/^Key \(parent\)=\(-7\) is not present in table "p"\.$/,
 	"with PostgreSQL's error");
 is(constraint_state($node, 'c_parent'), 'absent', 'and dropped its constraint');
+
+# 6. The referenced keys in memory find what the query finds: a key of two
+# columns, one of them text, MATCH FULL (all nulls pass; one null fails; a
+# text that differs in case is not the key); a key whose type is not the
+# referenced column's (bigint to int) is looked up by the query.
+$node->safe_psql('postgres', q{
+CREATE TABLE p2 (a int, b text, PRIMARY KEY (a, b));
+INSERT INTO p2 SELECT g, 'k' || g FROM generate_series(1, 1000) g;
+CREATE TABLE c2 (a int, b text) WITH (autovacuum_enabled = off);
+INSERT INTO c2 SELECT g % 1000 + 1, 'k' || (g % 1000 + 1) FROM generate_series(1, 300000) g;
+INSERT INTO c2 VALUES (NULL, NULL);
+VACUUM ANALYZE c2;
+});
+my $full = 'ALTER TABLE c2 ADD CONSTRAINT c2_p2 FOREIGN KEY (a, b) REFERENCES p2 MATCH FULL';
+$log_offset = -s $node->logfile;
+$job = submit_job($node, $full, before => 'SET log_min_messages = debug1;');
+ok(wait_job_state($node, $job, 'succeeded'), 'a MATCH FULL key of two columns: the job succeeded');
+ok($node->log_contains(qr/foreign key "c2_p2": 1000 keys of "p2" read into memory/, $log_offset),
+	'its rows looked up in the referenced keys in memory');
+$node->safe_psql('postgres', q{
+ALTER TABLE c2 DROP CONSTRAINT c2_p2;
+UPDATE c2 SET b = NULL WHERE a = 500 AND ctid > '(1000,0)';
+});
+$job = submit_job($node, $full);
+ok(wait_job_state($node, $job, 'failed'), 'with a row whose key is half null, the job failed');
+is( job_field($node, $job, q{error || ' / ' || error_detail}),
+	'insert or update on table "c2" violates foreign key constraint "c2_p2" / MATCH FULL does not allow mixing of null and nonnull key values.',
+	"with PostgreSQL's error");
+$node->safe_psql('postgres', q{
+UPDATE c2 SET b = 'k500' WHERE a = 500 AND b IS NULL;
+UPDATE c2 SET b = 'K7' WHERE a = 7 AND ctid > '(1500,0)';
+});
+$job = submit_job($node, $full);
+ok(wait_job_state($node, $job, 'failed'), 'with a key that differs in case, the job failed');
+is(job_field($node, $job, 'error_detail'), 'Key (a, b)=(7, K7) is not present in table "p2".',
+	"with PostgreSQL's error");
+
+$node->safe_psql('postgres', q{
+CREATE TABLE c3 (parent bigint) WITH (autovacuum_enabled = off);
+INSERT INTO c3 SELECT g % 1000 + 1 FROM generate_series(1, 1000000) g;
+UPDATE c3 SET parent = -9 WHERE ctid = '(3000,1)';
+VACUUM ANALYZE c3;
+});
+$log_offset = -s $node->logfile;
+$job = submit_job($node, 'ALTER TABLE c3 ADD CONSTRAINT c3_parent FOREIGN KEY (parent) REFERENCES p',
+	before => 'SET log_min_messages = debug1;');
+ok(wait_job_state($node, $job, 'failed'), 'a bigint key to an int column: the job failed');
+is(job_field($node, $job, 'error_detail'), 'Key (parent)=(-9) is not present in table "p".',
+	"with PostgreSQL's error");
+ok(!$node->log_contains(qr/keys of "p" read into memory/, $log_offset),
+	'found by the query, the types differing');
 
 done_testing();
