@@ -225,6 +225,36 @@ like(job_field($node, $job, 'error_detail'), qr/Key \(parent\)=\(-5\) is not pre
 	'on the row captured before the crash');
 is(constraint_state($node, 'c2_parent'), 'absent', 'and dropped its constraint');
 
+# A capture that stopped (its backlog outgrew its bound: set here by hand)
+# is not trusted: the cut-over checks every row, under SHARE, and finds the
+# row moved into a checked block; with no such row the job succeeds, and
+# its capture triggers are dropped after it.
+($job, $checked) = orphan_table_job('c4');
+$node->safe_psql('postgres', "UPDATE c4 SET pad = 'moved' WHERE id = 0");
+cmp_ok($node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM c4 WHERE id = 0"),
+	'<', $checked, 'the orphan row moved into a checked block');
+$node->safe_psql('postgres', "UPDATE background_ddl.capture SET stopped = true WHERE job_id = $job");
+$log_offset = -s $node->logfile;
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'with its capture stopped, the job failed');
+like(job_field($node, $job, 'error_detail'), qr/Key \(parent\)=\(-5\) is not present in table "p"/,
+	'on the row its cut-over found');
+ok( $node->log_contains(
+		qr/job $job: the changes to "c4" were not all captured; its cut-over checks every row/,
+		$log_offset),
+	'its cut-over checked every row');
+$node->safe_psql('postgres', "UPDATE c4 SET parent = 5 WHERE id = 0");
+$hold = hold_at($node, 'chunk 1');
+$job = submit_job($node, 'ALTER TABLE c4 ADD CONSTRAINT c4_parent FOREIGN KEY (parent) REFERENCES p');
+ok(held_at_hold($node), 'again, held after its first chunk');
+$node->safe_psql('postgres', "UPDATE background_ddl.capture SET stopped = true WHERE job_id = $job");
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'with no such row, it succeeded');
+is(constraint_state($node, 'c4_parent'), 'true', 'the foreign key is valid');
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_trigger WHERE tgname LIKE 'background_ddl_capture%'"),
+	'its capture triggers are dropped after it');
+
 # The same job under writers, with the orphan fixed: it succeeds.  Its
 # capture comes with the submit (the statement holds CREATE TRIGGER's lock)
 # and logs the new version of each updated row, nothing of an INSERT (the
