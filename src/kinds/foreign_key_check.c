@@ -95,9 +95,6 @@ struct ForeignKeyScan
 	TupleHashTable keys;		/* the referenced keys, or NULL: by the query */
 	TupleTableSlot *key_slot;	/* a key, its columns in the key's order */
 	MemoryContext lookup_context;	/* the hash functions' memory, per row */
-	ItemPointerData *found;		/* the range's unmatched rows */
-	int			nfound;
-	int			found_capacity;
 };
 
 static void
@@ -461,17 +458,6 @@ LoadKeys(ForeignKeyScan *scan, Relation referenced)
 	ExecDropSingleTupleTableSlot(slot);
 }
 
-static void
-AddFound(ForeignKeyScan *scan, ItemPointer tid)
-{
-	if (scan->nfound == scan->found_capacity)
-	{
-		scan->found_capacity *= 2;
-		scan->found = repalloc(scan->found, sizeof(ItemPointerData) * scan->found_capacity);
-	}
-	scan->found[scan->nfound++] = *tid;
-}
-
 /*
  * Begin finding the rows of rel that have no referenced row by its
  * foreign key constraint, with snapshot, as the current role, in ranges of
@@ -500,8 +486,6 @@ ForeignKeyScanBegin(Relation rel, HeapTuple constraint, Snapshot snapshot, Block
 	scan->context = AllocSetContextCreate(CurrentMemoryContext, "foreign key scan",
 										  ALLOCSET_DEFAULT_SIZES);
 	caller_context = MemoryContextSwitchTo(scan->context);
-	scan->found_capacity = 64;
-	scan->found = palloc(sizeof(ItemPointerData) * scan->found_capacity);
 	if (SetUpKeys(scan, referenced, blocks))
 	{
 		LoadKeys(scan, referenced);
@@ -527,6 +511,7 @@ ForeignKeyScanBlocks(ForeignKeyScan *scan, BlockNumber start, BlockNumber end,
 	TupleTableSlot *slot;
 	TableScanDesc heap_scan;
 	uint64		rows = 0;
+	int			capacity = 64;
 	MemoryContext caller_context;
 
 	if (scan->keys == NULL)
@@ -536,8 +521,9 @@ ForeignKeyScanBlocks(ForeignKeyScan *scan, BlockNumber start, BlockNumber end,
 			elog(ERROR, "foreign key \"%s\" cannot be checked by its query", scan->key.name);
 		return BlockRows(scan->rel, start, end);
 	}
+	*nfound = 0;
+	*found = palloc(sizeof(ItemPointerData) * capacity);
 	caller_context = MemoryContextSwitchTo(scan->context);
-	scan->nfound = 0;
 	slot = table_slot_create(scan->rel, NULL);
 	/* A sequential scan of the blocks, with a bulk-read ring, as ALTER TABLE's */
 	heap_scan = table_beginscan_strat(scan->rel, scan->snapshot, 0, NULL, true, false);
@@ -550,16 +536,18 @@ ForeignKeyScanBlocks(ForeignKeyScan *scan, BlockNumber start, BlockNumber end,
 		if (row_key == ROW_KEY_NEEDS_ONE ||
 			(row_key == ROW_KEY_COMPLETE &&
 			 LookupTupleHashEntry(scan->keys, scan->key_slot, NULL, NULL) == NULL))
-			AddFound(scan, &slot->tts_tid);
+		{
+			/* (repalloc keeps it in the caller's memory) */
+			if (*nfound == capacity)
+				*found = repalloc(*found, sizeof(ItemPointerData) * (capacity *= 2));
+			(*found)[(*nfound)++] = slot->tts_tid;
+		}
 		MemoryContextReset(scan->lookup_context);
 		rows++;
 	}
 	table_endscan(heap_scan);
 	ExecDropSingleTupleTableSlot(slot);
 	MemoryContextSwitchTo(caller_context);
-	*nfound = scan->nfound;
-	*found = palloc(sizeof(ItemPointerData) * Max(scan->nfound, 1));
-	memcpy(*found, scan->found, sizeof(ItemPointerData) * scan->nfound);
 	return rows;
 }
 
