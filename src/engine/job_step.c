@@ -340,10 +340,12 @@ JobStepInProgress(void)
 /*
  * Lock a relation that other roles' sessions use, in a job's step, without
  * making them wait for us more than background_ddl.lock_timeout: asked for
- * without queueing, again and again, for as long as patience_ms
- * (PgLockRelationWithin); if it stays busy, then in the queue, for at most
- * lock_timeout (so a steady stream of short transactions cannot starve the
- * job, and nobody queued behind it waits longer than that).  If it
+ * without queueing, again and again, for as long as patience_ms or until
+ * the transactions that held it have all ended while others hold it now
+ * (PgLockRelationWithin: a steady stream of short transactions, which never
+ * leaves it free); then in the queue, for at most lock_timeout (so such a
+ * stream cannot starve the job, and nobody queued behind it waits longer
+ * than that).  If it
  * still does not come, the step fails with ERRCODE_LOCK_NOT_AVAILABLE and
  * JobStepLockWaitFailed() says so: the caller tries again later
  * (JobRunLockingStep), or the worker gives its slot back.  The job shows
@@ -358,7 +360,7 @@ JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms)
 {
 	if (step_in_progress)
 		JobPublishLockWait(relid, mode);
-	if (!PgLockRelationWithin(relid, mode, patience_ms))
+	if (!PgLockRelationWithin(relid, mode, patience_ms, true))
 	{
 		int			nest_level = NewGUCNestLevel();
 

@@ -338,7 +338,7 @@ DefineIndexUntilCreated(void *arg)
 	DefineIndexDryRun *dry = arg;
 
 	if (!PgLockRelationWithin(dry->relid, dry->partitioned ? ShareLock : ShareUpdateExclusiveLock,
-							  background_ddl_lock_timeout_ms))
+							  background_ddl_lock_timeout_ms, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("could not lock relation %u for a dry run", dry->relid)));

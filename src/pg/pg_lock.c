@@ -13,6 +13,14 @@
  * waits for a lock the job has not got.  (What it does then is the
  * caller's: job_step.c queues for a short while.)
  *
+ * Under a steady stream of short writes the lock is never free when asked:
+ * some writer always holds it, though none for long.  Asking again is then
+ * no use, and queueing costs the writers behind the job only what is left
+ * of the transactions that hold it.  So a caller may ask to give up as soon
+ * as every transaction that held the lock at the first try has ended while
+ * others hold it now (holders that come and go), instead of at the end of
+ * its patience.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,6 +30,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -33,15 +42,43 @@
 #define LOCK_RETRY_LONGEST_MS	100
 
 /*
+ * The transactions that hold a lock on relid conflicting with mode, or NULL
+ * if there are none.
+ */
+static VirtualTransactionId *
+LockHolders(Oid relid, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+	VirtualTransactionId *holders;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	holders = GetLockConflicts(&tag, mode, NULL);
+	return VirtualTransactionIdIsValid(holders[0]) ? holders : NULL;
+}
+
+/* Have all of these transactions ended? (The array ends with an invalid one) */
+static bool
+AllEnded(VirtualTransactionId *transactions)
+{
+	for (; VirtualTransactionIdIsValid(*transactions); transactions++)
+		if (!VirtualXactLock(*transactions, false))
+			return false;
+	return true;
+}
+
+/*
  * Take a lock on a relation if it comes free within patience_ms: asked for
  * without queueing, again after 1, 2, 4 ... (at most 100) milliseconds.
- * Returns false if it never came free; interrupts are served meanwhile.
+ * Returns false if it never came free; and, with until_holders_change, as
+ * soon as every transaction that held it at the first try has ended while
+ * the lock is still taken (by others).  Interrupts are served meanwhile.
  */
 bool
-PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms)
+PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms, bool until_holders_change)
 {
 	TimestampTz give_up_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), patience_ms);
 	long		pause_ms = LOCK_RETRY_FIRST_MS;
+	VirtualTransactionId *first_holders = NULL;
 
 	while (!ConditionalLockRelationOid(relid, mode))
 	{
@@ -49,6 +86,13 @@ PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms)
 
 		if (left_ms <= 0)
 			return false;
+		if (until_holders_change)
+		{
+			if (first_holders == NULL)
+				first_holders = LockHolders(relid, mode);
+			else if (AllEnded(first_holders))
+				return false;
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Min(pause_ms, left_ms), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -12,7 +12,8 @@
 #include "nodes/pg_list.h"
 #include "storage/lockdefs.h"
 
-extern bool PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms);
+extern bool PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms,
+								 bool until_holders_change);
 extern List *PgBlockingPids(int pid);
 
 #endif							/* BGDDL_PG_LOCK_H */
