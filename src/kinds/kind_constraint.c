@@ -839,6 +839,46 @@ RunPrimaryKeyRolledBack(void *arg)
 }
 
 /*
+ * Fail as ALTER TABLE fails for a second primary key if an unfinished job
+ * adds one to table relid (ADD PRIMARY KEY, of columns or USING INDEX):
+ * the table has no primary key before that job's end, so PostgreSQL's own
+ * check does not see it.  The caller holds the submit's ACCESS EXCLUSIVE
+ * lock, which that job's submit held too: it has committed, and the fresh
+ * snapshot the job catalog is read with sees it.
+ */
+void
+ConstraintCheckNoPrimaryKeyJob(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, CatalogJobsBuilding(relid))
+	{
+		BgddlJob	job;
+		RawStmt    *raw;
+		ListCell   *cmd;
+
+		if (!CatalogJobLoad(*(int64 *) lfirst(lc), &job, true) ||
+			strcmp(job.kind, kind_constraint_routine.name) != 0)
+			continue;
+		raw = linitial_node(RawStmt, raw_parser(job.command, RAW_PARSE_DEFAULT));
+		foreach(cmd, CheckedNode(AlterTableStmt, raw->stmt)->cmds)
+		{
+			AlterTableCmd *subcommand = lfirst_node(AlterTableCmd, cmd);
+
+			if (subcommand->subtype == AT_AddConstraint && IsA(subcommand->def, Constraint) &&
+				((Constraint *) subcommand->def)->contype == CONSTR_PRIMARY)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+						 errmsg("multiple primary keys for table \"%s\" are not allowed",
+								get_rel_name(relid)),
+						 errdetail("Background DDL job %lld adds a primary key to the table.",
+								   (long long) job.id),
+						 errhint("Wait for the job (wait_ddl) or cancel it (cancel_ddl).")));
+		}
+	}
+}
+
+/*
  * ADD PRIMARY KEY USING INDEX of an index whose key has columns that allow
  * nulls: PostgreSQL sets each NOT NULL, which reads every row under ACCESS
  * EXCLUSIVE.  A helper CHECK (a IS NOT NULL AND ...) NOT VALID of those
@@ -859,6 +899,7 @@ AddPrimaryKeyHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	PrimaryKeyDryRun dry_run = {.relid = relid, .cmd = cmd, .query_string = submit->query_string};
 
 	ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+	ConstraintCheckNoPrimaryKeyJob(relid);
 	index = PrimaryKeyIndex(relid, cmd);
 	if (!OidIsValid(index))
 		ereport(ERROR,

@@ -29,6 +29,7 @@
 /* kind_constraint.c */
 extern bool ConstraintColumnNotNull(Oid relid, AttrNumber attnum);
 extern void ConstraintLockForSubmit(RangeVar *relation, Oid relid, LOCKMODE mode);
+extern void ConstraintCheckNoPrimaryKeyJob(Oid relid);
 extern Oid	ConstraintAddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid,
 								  Constraint *constraint);
 extern Node *ConstraintKeyIsNotNull(Oid relid, List *columns);

@@ -349,6 +349,8 @@ KeyConstraintSubmit(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));
 	ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
+	if (constraint->contype == CONSTR_PRIMARY)
+		ConstraintCheckNoPrimaryKeyJob(relid);
 	name = IndexDryRun(RunKeyUntilIndexCreated, &dry, &error);
 	if (name == NULL)
 		ReThrowError(error);

@@ -9,7 +9,8 @@
 # tuple.  A duplicate committed by a writer during the build fails the job
 # with PostgreSQL's error; a cancel in the middle of the build leaves
 # nothing.  Builds are held in the middle by a writer's open transaction,
-# which CREATE INDEX CONCURRENTLY waits for.
+# which CREATE INDEX CONCURRENTLY waits for.  A second primary key while a
+# job adds one is refused at submit.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -189,6 +190,25 @@ ok(wait_job_state($node, $job, 'cancelled'), 'cancelled');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_class WHERE relname = 'kt_key'"),
 	'its index is dropped');
 is(leftovers(), 'none', 'and its helper: the table is as it was');
+
+# 5. A second primary key while a job adds one (its index built, the job
+# held before its cut-over): refused at submit with ALTER TABLE's error for
+# a second one, as the blocking statement refuses it after the first.
+$node->safe_psql('postgres', 'CREATE UNIQUE INDEX kt_id_b ON kt (id, b)');
+$hold = hold_at($node, 'cutting over');
+$job = submit_job($node, 'ALTER TABLE kt ADD PRIMARY KEY (id)', user => 'alice');
+ok(held_at_hold($node), 'a primary key job held before its cut-over');
+foreach my $second ('PRIMARY KEY (u)', 'PRIMARY KEY USING INDEX kt_id_b')
+{
+	($ret, $out, $err) = $node->psql('postgres',
+		"SET ROLE alice; SET background_ddl = on; ALTER TABLE kt ADD $second");
+	like($err, qr/ERROR:  multiple primary keys for table "kt" are not allowed/,
+		"a second primary key is refused at submit: $second");
+}
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the first succeeded');
+$node->safe_psql('postgres', 'DROP INDEX kt_id_b');
+is(leftovers(), 'constraint:kt_pkey kt_pkey:i', 'and it is the only key');
 
 $writers->kill_kill;
 $writers->finish;
