@@ -135,6 +135,7 @@
 
 /* The job's kind_state */
 #define STATE_CONSTRAINT_OID	"constraint_oid"
+#define STATE_CONSTRAINT_NAME	"constraint_name"	/* its name (created again: a new OID) */
 #define STATE_ADDED				"added"	/* 1: the job added the constraint */
 #define STATE_PARTS				"parts"	/* the tables the chunks check (JobParts) */
 #define STATE_NOT_NULL_ATTNUM	"not_null_attnum"	/* SET NOT NULL: the column */
@@ -185,6 +186,7 @@ typedef struct CheckedPart
 } CheckedPart;
 
 static List *AddHelperCarrier(List *carriers, Oid relid, Oid conoid, LOCKMODE mode);
+static void RestartCheck(JobRun *run, HeapTuple constraint, const char *why);
 static void MarkValid(List *carriers);
 static void ConstraintCleanup(const BgddlJob *job);
 
@@ -949,6 +951,15 @@ ValidatableCheck(AlterTableStmt *stmt, Oid relid)
 	return conoid;
 }
 
+/* Record conoid (if valid) as the job's constraint, by OID and by name */
+static void
+SetJobConstraint(Jsonb **kind_state, Oid conoid)
+{
+	CatalogKindStateSetInt(kind_state, STATE_CONSTRAINT_OID, conoid);
+	if (OidIsValid(conoid))
+		CatalogKindStateSetText(kind_state, STATE_CONSTRAINT_NAME, get_constraint_name(conoid));
+}
+
 static void
 ConstraintValidate(KindSubmit *submit)
 {
@@ -962,8 +973,7 @@ ConstraintValidate(KindSubmit *submit)
 	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, cmd->subtype != AT_ValidateConstraint);
 	if (cmd->subtype == AT_AttachPartition)
 	{
-		CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID,
-							   AddAttachHelpers(submit, stmt, relid));
+		SetJobConstraint(&submit->kind_state, AddAttachHelpers(submit, stmt, relid));
 		return;
 	}
 	if (cmd->subtype == AT_SetNotNull)
@@ -983,8 +993,7 @@ ConstraintValidate(KindSubmit *submit)
 		 * that references the key, and a statement that names its index
 		 * (session_order.c); a read, or naming the table, does not
 		 */
-		conoid = KeyConstraintSubmit(submit, stmt, relid);
-		CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
+		SetJobConstraint(&submit->kind_state, KeyConstraintSubmit(submit, stmt, relid));
 		submit->target_effects = REL_ADDS_ROWS | REL_UPDATES_ROWS | REL_REMOVES_ROWS |
 			REL_REDEFINES | REL_REFERENCES;
 		submit->key_table = relid;
@@ -995,7 +1004,7 @@ ConstraintValidate(KindSubmit *submit)
 		conoid = ConstraintAddNotValid(submit, stmt, relid, (Constraint *) cmd->def);
 	else
 		conoid = ValidatableCheck(stmt, relid);
-	CatalogKindStateSetInt(&submit->kind_state, STATE_CONSTRAINT_OID, conoid);
+	SetJobConstraint(&submit->kind_state, conoid);
 	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for constraint %u", conoid);
@@ -1122,22 +1131,63 @@ JobConstraintTuple(const BgddlJob *job)
 }
 
 /*
+ * The job's constraint created again: ALTER TABLE ... ALTER COLUMN ... TYPE
+ * drops each constraint over the column and adds it again, as it was (NOT
+ * VALID), under its name and a new OID.  A constraint of that name and
+ * type on the job's table that is not valid is taken for it, copied, and
+ * its OID recorded as the job's; NULL if there is none.
+ */
+static HeapTuple
+JobConstraintCreatedAgain(JobRun *run)
+{
+	const char *name = CatalogKindStateText(run->job.kind_state, STATE_CONSTRAINT_NAME);
+	Oid			conoid;
+	HeapTuple	tuple;
+
+	if (name == NULL)
+		return NULL;
+	conoid = get_relation_constraint_oid(JobConstraintTable(&run->job), name, true);
+	if (!OidIsValid(conoid))
+		return NULL;
+	tuple = SearchSysCacheCopy1(CONSTROID, ObjectIdGetDatum(conoid));
+	if (!HeapTupleIsValid(tuple) || ((Form_pg_constraint) GETSTRUCT(tuple))->convalidated ||
+		(((Form_pg_constraint) GETSTRUCT(tuple))->contype == CONSTRAINT_FOREIGN) !=
+		JobIsForeignKey(&run->job))
+		return NULL;
+	SetJobConstraint(&run->job.kind_state, conoid);
+	CatalogJobRecordKindState(&run->job);
+	return tuple;
+}
+
+/*
  * Begin a step that locks the job's table in mode (as a job takes a lock
  * that others use), and return the job's constraint; or, if the table or
  * the constraint is gone, end the step and return NULL (run->gone_reason
- * says which).
+ * says which).  A constraint created again (JobConstraintCreatedAgain) is
+ * the job's from now on; if the job had begun to check rows (a caller
+ * passes restarted), its check starts over, with the constraint as it is
+ * now, the step ends, and NULL is returned with *restarted set.
  */
 static HeapTuple
-BeginConstraintStep(JobRun *run, const char *activity, LOCKMODE mode)
+BeginConstraintStep(JobRun *run, const char *activity, LOCKMODE mode, bool *restarted)
 {
 	HeapTuple	constraint = NULL;
 
 	JobStepBegin(activity, STEP_READ_COMMITTED);
 	JobStepLockRelation(run->job.target_oid, mode, background_ddl_lock_timeout_ms);
+	if (restarted != NULL)
+		*restarted = false;
 	if (JobRunTargetExists(run))
 	{
 		constraint = JobConstraintTuple(&run->job);
-		if (constraint == NULL)
+		if (constraint == NULL && (constraint = JobConstraintCreatedAgain(run)) != NULL &&
+			restarted != NULL)
+		{
+			RestartCheck(run, constraint, "its constraint was created again (a type change of its columns)");
+			*restarted = true;
+			constraint = NULL;
+		}
+		else if (constraint == NULL)
 			run->gone_reason = "the constraint was dropped";
 	}
 	if (constraint == NULL)
@@ -1371,7 +1421,7 @@ ConstraintPlan(JobRun *run)
 {
 	HeapTuple	constraint;
 
-	constraint = BeginConstraintStep(run, "background_ddl: planning", AccessShareLock);
+	constraint = BeginConstraintStep(run, "background_ddl: planning", AccessShareLock, NULL);
 	if (constraint == NULL)
 		return;					/* the first step says that it is gone */
 	MeasureParts(run, constraint);
@@ -1536,14 +1586,16 @@ static JobStepResult
 ConstraintCatchUp(JobRun *run)
 {
 	HeapTuple	constraint;
+	bool		restarted;
 	JobStepResult result;
 
 	if (!JobIsForeignKey(&run->job))
 		return JOB_STEP_DONE;
 	JobStepHoldPoint("catching up");
-	constraint = BeginConstraintStep(run, "background_ddl: checking changed rows", AccessShareLock);
+	constraint = BeginConstraintStep(run, "background_ddl: checking changed rows", AccessShareLock,
+									 &restarted);
 	if (constraint == NULL)
-		return JOB_STEP_TARGET_GONE;
+		return restarted ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
 	result = CheckChangedRows(run, constraint, CATCH_UP_MARKS, false);
 	JobStepEnd();
 	return result;
@@ -1618,6 +1670,7 @@ ConstraintBackfillStep(JobRun *run)
 	ConstraintRun *c = run->kind_run;
 	Relation	rel;
 	HeapTuple	constraint;
+	bool		restarted;
 	HeapTuple	part_constraint;
 	CheckedPart *parts;
 	int			nparts;
@@ -1642,9 +1695,10 @@ ConstraintBackfillStep(JobRun *run)
 		return JOB_STEP_MORE;
 	}
 	JobStepHoldAtChunk(run->job.chunks_done);
-	constraint = BeginConstraintStep(run, "background_ddl: checking a chunk of rows", AccessShareLock);
+	constraint = BeginConstraintStep(run, "background_ddl: checking a chunk of rows", AccessShareLock,
+									 &restarted);
 	if (constraint == NULL)
-		return JOB_STEP_TARGET_GONE;
+		return restarted ? JOB_STEP_MORE : JOB_STEP_TARGET_GONE;
 	parts = JobParts(&run->job, &nparts);
 	part = PartAt(parts, nparts, run->job.work_done, &offset);
 	if ((!JobIsAttach(&run->job) && ((Form_pg_constraint) GETSTRUCT(constraint))->convalidated) ||
@@ -1949,11 +2003,13 @@ static JobStepResult
 AttachCutOver(JobRun *run)
 {
 	HeapTuple	constraint;
+	bool		restarted;
 	List	   *carriers;
 
-	constraint = BeginConstraintStep(run, "background_ddl: cutting over", ShareUpdateExclusiveLock);
+	constraint = BeginConstraintStep(run, "background_ddl: cutting over", ShareUpdateExclusiveLock,
+									 &restarted);
 	if (constraint == NULL)
-		return JOB_STEP_TARGET_GONE;
+		return restarted ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
 	carriers = JobCarriers(&run->job, constraint, AccessExclusiveLock);
 	AttachSaysWhatItReads(&run->job);
 	MarkValid(carriers);
@@ -1973,6 +2029,7 @@ ConstraintCutOver(JobRun *run)
 	bool		drops_capture;
 	LOCKMODE	mode;
 	HeapTuple	constraint;
+	bool		restarted;
 	List	   *carriers;
 
 	JobStepHoldPoint("cutting over");
@@ -1995,9 +2052,9 @@ ConstraintCutOver(JobRun *run)
 	}
 	mode = column != InvalidAttrNumber || key || drops_capture ? AccessExclusiveLock :
 		JobIsForeignKey(&run->job) ? ShareLock : ShareUpdateExclusiveLock;
-	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode);
+	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode, &restarted);
 	if (constraint == NULL)
-		return JOB_STEP_TARGET_GONE;
+		return restarted ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
 	/* The tables below, locked as VALIDATE locks them: any added meanwhile is checked first */
 	carriers = ConstraintCarriers(run->job.target_oid, constraint, mode);
 	if (AddNewParts(run, carriers))

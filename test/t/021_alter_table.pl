@@ -322,4 +322,38 @@ is( $node->safe_psql('postgres',
 		  . " WHERE attrelid = 'k'::regclass AND attnum > 0"),
 	'a:true b:true pad:false', 'its columns are NOT NULL');
 
+# A type change of a constraint's column in the middle of its job: ALTER
+# COLUMN ... TYPE drops the constraint and adds it again, NOT VALID, under a
+# new OID, and its rewrite does not check it.  The job takes the new one and
+# checks every row again from the first block: here the USING expression
+# made a row already checked violate it, and the job fails on it (without
+# that, it would end saying the constraint was dropped, and leave it NOT
+# VALID).  A SET NOT NULL job whose column changes type before its cut-over
+# ends as the two statements would: the column NOT NULL, of the new type,
+# and no helper left.
+$node->safe_psql('postgres', 'CREATE TABLE ty AS SELECT g AS a, g AS n FROM generate_series(1, 200000) g');
+$hold = hold_at($node, 'chunk 2');
+$job = submit_job($node, 'ALTER TABLE ty ADD CONSTRAINT ty_pos CHECK (a > 0)');
+ok(held_at_hold($node), 'the CHECK job is held after its second chunk');
+$node->safe_psql('postgres',
+	'ALTER TABLE ty ALTER COLUMN a TYPE bigint USING CASE WHEN a = 1 THEN -1 ELSE a END');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the CHECK job failed');
+like(job_field($node, $job, 'error'), qr/check constraint "ty_pos" of relation "ty" is violated by some row/,
+	'on the row the type change made violate its constraint');
+like(slurp_file($node->logfile), qr/job $job: its constraint was created again \(a type change of its columns\)/,
+	'after checking every row again');
+
+$hold = hold_at($node, 'cutting over');
+$job = submit_job($node, 'ALTER TABLE ty ALTER COLUMN n SET NOT NULL');
+ok(held_at_hold($node), 'the SET NOT NULL job is held before its cut-over');
+$node->safe_psql('postgres', 'ALTER TABLE ty ALTER COLUMN n TYPE bigint');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the SET NOT NULL job succeeded');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(attname || ':' || atttypid::regtype || ':' || attnotnull, ' ' ORDER BY attnum)"
+		  . " FROM pg_attribute WHERE attrelid = 'ty'::regclass AND attnum > 0"),
+	'a:bigint:false n:bigint:true', 'n is NOT NULL, of its new type');
+is(constraint_state($node, 'ty_n_not_null'), 'absent', 'and the helper is gone');
+
 done_testing();
