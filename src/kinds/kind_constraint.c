@@ -2509,11 +2509,12 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 	{
 		estimate->strategy = pstrdup(STRATEGY_FOREIGN_KEY);
 		estimate->locks = psprintf("SHARE ROW EXCLUSIVE on \"%s\" and the referenced table for a moment "
-								   "at submit (ADD; SHARE UPDATE EXCLUSIVE for VALIDATE), asked for without "
-								   "queueing first; SHARE ROW EXCLUSIVE for a moment to install and ACCESS "
-								   "EXCLUSIVE to drop its capture triggers; ACCESS SHARE while each chunk is "
-								   "checked; SHARE (writers wait) while the last changed rows are checked at "
-								   "the end; not measured",
+								   "at submit, which installs the capture triggers (VALIDATE: SHARE UPDATE "
+								   "EXCLUSIVE, then SHARE ROW EXCLUSIVE for a moment to install them), asked "
+								   "for without queueing first; ACCESS SHARE while each chunk is checked; "
+								   "ACCESS EXCLUSIVE for a moment at the end, to check the last changed rows "
+								   "and drop the triggers (SHARE, and later ACCESS EXCLUSIVE to drop them, if "
+								   "the capture stopped); not measured",
 								   RelationGetRelationName(rel));
 		table_close(rel, NoLock);
 		return true;
