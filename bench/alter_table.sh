@@ -5,7 +5,9 @@
 # updates and inserts rows of `events` (CLIENTS clients, full speed) throughout.  From pgbench's
 # per-transaction log it reports, as medians over the rounds: the statement's time (for the job,
 # submitted to succeeded), the writers' throughput during it, and the longest single write during
-# it (how long writers were blocked), with the time ratios to the blocking statement.  The job runs
+# it (how long writers were blocked), with the time ratios to the blocking statement, and the longest
+# time the statement held a snapshot (sampled every 100 ms: its session's transactions, or the
+# job's worker's; what holds back VACUUM).  The job runs
 # twice: with its defaults (a chunk checked by its worker and parallel workers), and with
 # max_parallel_maintenance_workers = 0 (one_process: its worker alone).
 #
@@ -69,7 +71,8 @@ if [ "$CONSTRAINT" = PRIMARY ]; then
         -c "CREATE INDEX events_id ON events (id)" -c "VACUUM ANALYZE events"
 fi
 
-# measure MODE ROUND: run pgbench around one ALTER TABLE; print "tps_during max_latency_ms ms"
+# measure MODE ROUND: run pgbench around one ALTER TABLE; print "tps_during max_latency_ms ms
+# snapshot_held_s" (its session, named bench_build, or the job's worker)
 measure() {
     local mode=$1 round=$2 name="c_${1}_$2" t0 t1
     rm -f "$B"/pgbench_log_"$mode".*
@@ -77,6 +80,8 @@ measure() {
         >"$B/pgbench_$mode.out" 2>&1) &
     local writer=$!
     sleep 3
+    export PGAPPNAME=bench_build
+    bench_snapshot_start "$B/snapshot_$mode" 0.1
     t0=$(date +%s%N)
     local attach="ALTER TABLE pev ATTACH PARTITION pev_new FOR VALUES FROM ($ROWS) TO ($((2 * ROWS)))"
     case $CONSTRAINT-$mode in
@@ -103,6 +108,7 @@ measure() {
                            bench_background "ALTER TABLE events ADD CONSTRAINT $name $CONSTRAINT" >/dev/null ;;
     esac
     t1=$(date +%s%N)
+    bench_snapshot_stop "$B/snapshot_$mode"
     if [ "$CONSTRAINT" = ATTACH ]; then
         [ "$(sql -c "SELECT relispartition FROM pg_class WHERE relname = 'pev_new'")" = t ] ||
             { echo "pev_new is not attached after $mode" >&2; exit 1; }
@@ -124,7 +130,8 @@ measure() {
         { end_ns = ($5 * 1000000 + $6) * 1000
           if (end_ns >= t0 && end_ns <= t1) during++
           if (end_ns >= t0 && end_ns - $3 * 1000 <= t1 && $3 > max) max = $3 }
-        END { printf "%.0f %.1f %.0f\n", during / ((t1 - t0) / 1e9), max / 1000, (t1 - t0) / 1e6 }'
+        END { printf "%.0f %.1f %.0f\n", during / ((t1 - t0) / 1e9), max / 1000, (t1 - t0) / 1e6 }' |
+        sed "s/\$/ $BENCH_SNAPSHOT_HELD/"
 }
 
 : >"$B/results"
@@ -134,9 +141,9 @@ modes=(blocking recipe background)
 for round in $(seq "$ROUNDS"); do
     for i in "${!modes[@]}"; do
         mode=${modes[$(((i + round - 1) % ${#modes[@]}))]}
-        read -r during max ms <<<"$(measure "$mode" "$round")"
-        echo "$mode $during $max $ms" >>"$B/results"
-        echo "== round $round: $mode $ms ms; writers $during tx/s during it; longest write $max ms"
+        read -r during max ms held <<<"$(measure "$mode" "$round")"
+        echo "$mode $during $max $ms $held" >>"$B/results"
+        echo "== round $round: $mode $ms ms; writers $during tx/s during it; longest write $max ms; snapshot held up to $held s"
     done
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -159,3 +166,4 @@ row "median time (ms)" bench_col_of 4
 row "time / blocking" time_ratio
 row "median writer tx/s during it" bench_col_of 2
 row "longest write during it (ms)" bench_colmax_of 3
+row "longest snapshot held (s)" bench_colmax_of 5

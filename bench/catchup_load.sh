@@ -35,26 +35,10 @@ mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
 bench_server "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 30min" "${extra_conf[@]}"
 sql -q -c "CREATE EXTENSION background_ddl"
 
-# Longest snapshot held by the build's processes, sampled until the file $B/stop_sampling exists
-sample_xmin() {
-    local who=$1
-    : >"$B/xmin_$who"
-    while [ ! -e "$B/stop_sampling" ]; do
-        sql -c "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)
-                  FROM pg_stat_activity
-                 WHERE backend_xmin IS NOT NULL AND xact_start IS NOT NULL
-                   AND (backend_type = 'background_ddl worker' OR application_name = 'bench_build')" \
-            >>"$B/xmin_$who" 2>/dev/null || true
-        sleep 0.02
-    done
-}
-
 # build VIEW MODE NAME: build under the running load; prints "ms max_xmin_s recomputed passes"
 build() {
     local query=$1 mode=$2 name=$3 t0 t1 job state out=""
-    rm -f "$B/stop_sampling"
-    sample_xmin "$mode" &
-    local sampler=$!
+    bench_snapshot_start "$B/xmin_$mode"
     t0=$(date +%s%N)
     if [ "$mode" = blocking ]; then
         PGAPPNAME=bench_build sql -q -c "CREATE MATERIALIZED VIEW $name AS $query"
@@ -67,9 +51,8 @@ build() {
                               FROM pg_stat_background_ddl WHERE id = $job" 2>/dev/null || echo "- - - - -")
     fi
     t1=$(date +%s%N)
-    touch "$B/stop_sampling"
-    wait "$sampler"
-    echo "$(( (t1 - t0) / 1000000 )) $(sort -g "$B/xmin_$mode" | tail -n1) ${out:-- - - - -}"
+    bench_snapshot_stop "$B/xmin_$mode"
+    echo "$(( (t1 - t0) / 1000000 )) $BENCH_SNAPSHOT_HELD ${out:-- - - - -}"
 }
 
 : >"$B/results"

@@ -113,6 +113,26 @@ INSERT INTO events (account, payload) VALUES (:acc, 'new');
 EOS
 }
 
+# Sample every $2 seconds (default 0.02), until bench_snapshot_stop, how long the statement's
+# processes have held a snapshot: the longest open transaction with an xmin of a background_ddl
+# worker or of a session named bench_build (PGAPPNAME), one line per sample into file $1; one psql
+# session (\watch).  Each sample is a query that takes its share of the CPU.
+bench_snapshot_start() {
+    (exec "$PGBIN/psql" -X -At >"$1" 2>/dev/null <<<"SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)
+          FROM pg_stat_activity
+         WHERE backend_xmin IS NOT NULL AND xact_start IS NOT NULL
+           AND (backend_type = 'background_ddl worker' OR application_name = 'bench_build') \\watch ${2:-0.02}") &
+    BENCH_SAMPLER=$!
+}
+
+# Stop the sampler (SIGINT ends psql's \watch, and psql) started with file $1; the longest time it
+# saw (s) in BENCH_SNAPSHOT_HELD.  Not in a subshell: it waits for its child.
+bench_snapshot_stop() {
+    kill -INT "$BENCH_SAMPLER" 2>/dev/null || true
+    wait "$BENCH_SAMPLER" 2>/dev/null || true
+    BENCH_SNAPSHOT_HELD=$(sort -g "$1" | tail -n1)
+}
+
 bench_col() { awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$B/results" | median; }
 bench_colmax() { awk -v m="$1" -v c="$2" '$1 == m && $c + 0 > x { x = $c + 0 } END { print x }' "$B/results"; }
 
