@@ -217,6 +217,15 @@ OnlyCommand(AlterTableStmt *stmt)
 	return list_length(stmt->cmds) == 1 ? linitial_node(AlterTableCmd, stmt->cmds) : NULL;
 }
 
+/* The subcommand of a job of this kind (its statement's only one), parsed again */
+AlterTableCmd *
+ConstraintJobCommand(const BgddlJob *job)
+{
+	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
+
+	return CheckedNode(AlterTableCmd, linitial(CheckedNode(AlterTableStmt, raw->stmt)->cmds));
+}
+
 /* ADD CHECK that PostgreSQL would validate (not NOT VALID) */
 static bool
 AddsValidatedCheck(AlterTableCmd *cmd)
@@ -856,27 +865,21 @@ ConstraintCheckNoPrimaryKeyJob(Oid relid)
 	foreach(lc, CatalogJobsBuilding(relid))
 	{
 		BgddlJob	job;
-		RawStmt    *raw;
-		ListCell   *cmd;
+		AlterTableCmd *cmd;
 
 		if (!CatalogJobLoad(*(int64 *) lfirst(lc), &job, true) ||
 			strcmp(job.kind, kind_constraint_routine.name) != 0)
 			continue;
-		raw = linitial_node(RawStmt, raw_parser(job.command, RAW_PARSE_DEFAULT));
-		foreach(cmd, CheckedNode(AlterTableStmt, raw->stmt)->cmds)
-		{
-			AlterTableCmd *subcommand = lfirst_node(AlterTableCmd, cmd);
-
-			if (subcommand->subtype == AT_AddConstraint && IsA(subcommand->def, Constraint) &&
-				((Constraint *) subcommand->def)->contype == CONSTR_PRIMARY)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-						 errmsg("multiple primary keys for table \"%s\" are not allowed",
-								get_rel_name(relid)),
-						 errdetail("Background DDL job %lld adds a primary key to the table.",
-								   (long long) job.id),
-						 errhint("Wait for the job (wait_ddl) or cancel it (cancel_ddl).")));
-		}
+		cmd = ConstraintJobCommand(&job);
+		if (cmd->subtype == AT_AddConstraint && IsA(cmd->def, Constraint) &&
+			((Constraint *) cmd->def)->contype == CONSTR_PRIMARY)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("multiple primary keys for table \"%s\" are not allowed",
+							get_rel_name(relid)),
+					 errdetail("Background DDL job %lld adds a primary key to the table.",
+							   (long long) job.id),
+					 errhint("Wait for the job (wait_ddl) or cancel it (cancel_ddl).")));
 	}
 }
 
@@ -1902,9 +1905,7 @@ DropHelpers(const BgddlJob *job, List *carriers)
 void
 ConstraintRunKey(const BgddlJob *job)
 {
-	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
-	AlterTableStmt *stmt = CheckedNode(AlterTableStmt, raw->stmt);
-	AlterTableCmd *cmd = CheckedNode(AlterTableCmd, linitial(stmt->cmds));
+	AlterTableCmd *cmd = ConstraintJobCommand(job);
 	Constraint *constraint = CheckedNode(Constraint, cmd->def);
 	char	   *index_name = get_rel_name(JobKeyIndexOf(job->kind_state));
 

@@ -30,6 +30,7 @@
 extern bool ConstraintColumnNotNull(Oid relid, AttrNumber attnum);
 extern void ConstraintLockForSubmit(RangeVar *relation, Oid relid, LOCKMODE mode);
 extern void ConstraintCheckNoPrimaryKeyJob(Oid relid);
+extern AlterTableCmd *ConstraintJobCommand(const BgddlJob *job);
 extern Oid	ConstraintAddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid relid,
 								  Constraint *constraint);
 extern Node *ConstraintKeyIsNotNull(Oid relid, List *columns);

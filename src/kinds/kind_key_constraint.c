@@ -142,16 +142,6 @@ KeyConstraintStrategy(Oid relid, AlterTableCmd *cmd)
 	return STRATEGY_KEY_INDEX;
 }
 
-/* The key's subcommand of the job's statement, parsed again */
-static AlterTableCmd *
-KeyCommandOf(const BgddlJob *job)
-{
-	RawStmt    *raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
-	AlterTableStmt *stmt = CheckedNode(AlterTableStmt, raw->stmt);
-
-	return CheckedNode(AlterTableCmd, linitial(stmt->cmds));
-}
-
 /* The attnums of table relid's columns named in names (String), in their order */
 static List *
 ColumnNumbers(Oid relid, List *names)
@@ -439,7 +429,7 @@ BuildKeyIndex(JobRun *run)
 				 errmsg("the placeholder that reserves the name of the index of background DDL job %lld was dropped",
 						(long long) run->job.id)));
 	PushActiveSnapshot(GetTransactionSnapshot());
-	stmt = KeyIndexStatement(table, CheckedNode(Constraint, KeyCommandOf(&run->job)->def),
+	stmt = KeyIndexStatement(table, CheckedNode(Constraint, ConstraintJobCommand(&run->job)->def),
 							 KeyColumns(&run->job, STATE_KEY_COLUMNS),
 							 KeyColumns(&run->job, STATE_KEY_INCLUDED), get_rel_name(placeholder));
 	PgRelationDrop(placeholder);
@@ -632,7 +622,7 @@ KeyBuildHere(const BgddlJob *job)
 	PgRelationDrop(KeyIndex(job));
 	CommandCounterIncrement();
 	/* (its columns as they are named now) */
-	cmd = KeyCommandOf(job);
+	cmd = ConstraintJobCommand(job);
 	((Constraint *) cmd->def)->keys = KeyColumns(job, STATE_KEY_COLUMNS);
 	((Constraint *) cmd->def)->including = KeyColumns(job, STATE_KEY_INCLUDED);
 	ConstraintRunAlterTable(job->target_oid, job->identity.owner_oid, cmd,
