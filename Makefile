@@ -84,7 +84,7 @@ PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains session_order alter_table
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
-ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races
+ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races submit_privileges
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check_iso
 
 # The parity suite (test/parity): the same scripts run with background_ddl off

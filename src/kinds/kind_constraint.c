@@ -800,9 +800,6 @@ AddNotNullHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	Constraint *helper = makeNode(Constraint);
 
 	ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
-					   get_rel_name(relid));
 	if (NotNullColumn(relid, cmd) == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -930,7 +927,8 @@ AddPrimaryKeyHelper(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 
 /*
  * VALIDATE CONSTRAINT: what PostgreSQL checks before it reads a row (the
- * table's owner, the constraint), under the statement's lock
+ * constraint; the owner was checked before the lock), under the
+ * statement's lock
  */
 static Oid
 ValidatableCheck(AlterTableStmt *stmt, Oid relid)
@@ -941,9 +939,6 @@ ValidatableCheck(AlterTableStmt *stmt, Oid relid)
 	Oid			conoid;
 
 	ConstraintLockForSubmit(stmt->relation, relid, ShareUpdateExclusiveLock);
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
-					   get_rel_name(relid));
 	conoid = ConstraintToValidate(relid, cmd->name, &contype, &referenced);
 	if (!OidIsValid(conoid) || (contype != CONSTRAINT_CHECK && contype != CONSTRAINT_FOREIGN))
 		ereport(ERROR,
@@ -972,6 +967,16 @@ ConstraintValidate(KindSubmit *submit)
 	Oid			conoid;
 	HeapTuple	tuple;
 
+	/*
+	 * As ALTER TABLE (RangeVarCallbackForAlterRelation): the table's owner
+	 * only, checked before its lock is asked for, so that no other role
+	 * queues for a lock of a table it does not own.  (The table attached,
+	 * and a foreign key's referenced table, are locked first, as
+	 * PostgreSQL locks them.)
+	 */
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
+					   get_rel_name(relid));
 	submit->target_oid = relid;
 	CatalogKindStateSetInt(&submit->kind_state, STATE_ADDED, cmd->subtype != AT_ValidateConstraint);
 	if (cmd->subtype == AT_AttachPartition)
@@ -2464,10 +2469,9 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 
 	if (acceptance == KIND_NOT_ACCEPTED)
 		return false;
-	rel = table_openrv(stmt->relation, AccessShareLock);
-	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
+	rel = table_open(RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
+											  RangeVarCallbackOwnsRelation, NULL),
+					 NoLock);
 	cmd = OnlyCommand(stmt);
 	tables = EstimatedTables(RelationGetRelid(rel), cmd, &total);
 	estimate->total_blocks = total;

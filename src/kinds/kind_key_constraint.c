@@ -334,10 +334,6 @@ KeyConstraintSubmit(KindSubmit *submit, AlterTableStmt *stmt, Oid relid)
 	ListCell   *lc;
 	Oid			helper = InvalidOid;
 
-	/* (as ALTER TABLE: the owner's, before the lock) */
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
-					   get_rel_name(relid));
 	ConstraintLockForSubmit(stmt->relation, relid, AccessExclusiveLock);
 	if (constraint->contype == CONSTR_PRIMARY)
 		ConstraintCheckNoPrimaryKeyJob(relid);
