@@ -124,6 +124,10 @@ measure() {
     else
         sql -q -c "ALTER TABLE events DROP CONSTRAINT $name"
     fi
+    # the next way starts from a vacuumed database, as autovacuum (off here, for steady timings)
+    # would leave it: else each round reads more dead row versions of the writers than the last,
+    # in the table and in the job's capture log
+    sql -q -c "VACUUM"
     # per-transaction log: client tx latency_us script epoch_s epoch_us (end of the transaction);
     # a write that ended after t0 and had started before t1
     cat "$B"/pgbench_log_"$mode".* | awk -v t0="$t0" -v t1="$t1" '
