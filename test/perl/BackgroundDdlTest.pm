@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
-  held_at_hold release_hold check_no_leftovers differences write_some chunks_kept
+  held_at_hold submit_held release_hold check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state);
 
@@ -131,6 +131,18 @@ sub held_at_hold
 	$count //= 1;
 	return $node->poll_query_until('postgres',
 		"SELECT count(*) = $count FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted");
+}
+
+# Submit a job (submit_job's arguments) whose worker is held at a hold
+# point, and check that it waits there; returns the job and the session that
+# holds it (for release_hold)
+sub submit_held
+{
+	my ($node, $point, $statement, %opts) = @_;
+	my $hold = hold_at($node, $point);
+	my $job = submit_job($node, $statement, %opts);
+	ok(held_at_hold($node), "job $job is held at '$point': $statement");
+	return ($job, $hold);
 }
 
 # Let held workers go on (and stop holding new ones)
