@@ -7,9 +7,10 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
-  held_at_hold submit_held release_hold check_no_leftovers differences write_some chunks_kept
+  held_at_hold submit_held release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state);
 
@@ -143,6 +144,40 @@ sub submit_held
 	my $job = submit_job($node, $statement, %opts);
 	ok(held_at_hold($node), "job $job is held at '$point': $statement");
 	return ($job, $hold);
+}
+
+# Start pgbench in the background on database postgres of $node: 2
+# clients for up to 15 minutes, running $script (its text) with more options
+# @args (-U alice, say).  Returns its IPC::Run handle and a reference to its
+# standard error, where a client that failed says so.
+sub start_pgbench
+{
+	my ($node, $script, @args) = @_;
+	my $file = PostgreSQL::Test::Utils::tempdir . '/writes.sql';
+	my ($out, $err) = ('', '');
+
+	open my $fh, '>', $file or die "could not write $file: $!";
+	print $fh $script;
+	close $fh;
+	my $handle = IPC::Run::start(
+		[
+			$ENV{PGBENCH} // 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '900', '-f', $file,
+			'-h', $node->host, '-p', $node->port, @args, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+	return ($handle, \$err);
+}
+
+# Stop a pgbench of start_pgbench and return what it wrote to standard
+# error.  (SIGTERM, then its output read to the end: IPC::Run's kill_kill
+# drops what was not read yet.)
+sub stop_pgbench
+{
+	my ($handle, $err) = @_;
+
+	$handle->signal('TERM');
+	eval { $handle->finish };
+	return $$err;
 }
 
 # Let held workers go on (and stop holding new ones)

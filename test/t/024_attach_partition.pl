@@ -58,9 +58,7 @@ sub bound_of
 # Writers: the old partition, the default partition (out of every new
 # bound) and the table attached (in its bound), by updates, deletes and
 # inserts; any error aborts a client, and is looked for at the end.
-my $dir = PostgreSQL::Test::Utils::tempdir;
-open my $fh, '>', "$dir/writes.sql" or die;
-print $fh <<'EOS';
+my $script = <<'EOS';
 \set id random(0, 99999)
 \set far random(1000000, 1009999)
 \set nid random(100000, 129999)
@@ -71,10 +69,7 @@ DELETE FROM ev_new WHERE id = :nid + 1 AND :id < 2000;
 INSERT INTO ev_new VALUES (:nid, 0, 'inserted');
 INSERT INTO ev VALUES (:far + 100000, 0, 'inserted');
 EOS
-close $fh;
-my @pgbench = ($ENV{PGBENCH} // 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '900', '-f', "$dir/writes.sql",
-	'-h', $node->host, '-p', $node->port, 'postgres');
-my $writers = IPC::Run::start(\@pgbench, '>', \my $writers_out, '2>', \my $writers_err);
+my ($writers, $writers_err) = start_pgbench($node, $script);
 ok( $node->poll_query_until('postgres', "SELECT count(*) > 50 FROM ev_new WHERE payload = 'inserted'"),
 	'the writers write');
 
@@ -98,6 +93,8 @@ ok( $node->poll_query_until('postgres',
 	'resumed: it checkpointed more chunks');
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 kill_and_recover($node, job_field($node, $job, 'pid'));
+$writers->finish;    # the crash ended the writers' connections
+($writers, $writers_err) = start_pgbench($node, $script);
 my $done_after = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_after, '>=', $done_before, "the checkpoint survived the crash ($done_before blocks)");
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
@@ -178,9 +175,8 @@ ok(wait_job_state($node, $job, 'succeeded'), "the role's job succeeded");
 is(bound_of('ev_bad'), 'ev FOR VALUES FROM (300000) TO (400000)', 'the table is attached');
 is(helpers(), 'none', 'the helpers are dropped');
 
-$writers->kill_kill;
-$writers->finish;
-unlike($writers_err // '', qr/ERROR|aborted/, 'no writer failed') or diag($writers_err);
+my $writers_said = stop_pgbench($writers, $writers_err);
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 
 # 6. (Without writers, whose rows the default partition takes.) The tree
 # changes while a job runs: a partition created and one

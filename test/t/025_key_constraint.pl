@@ -74,9 +74,7 @@ sub building
 # Writers: inserts of new keys, updates of a column no index has (HOT) and
 # of an indexed one, deletes, and a savepoint rolled back; any error aborts
 # a client, and is looked for at the end.
-my $dir = PostgreSQL::Test::Utils::tempdir;
-open my $fh, '>', "$dir/writes.sql" or die;
-print $fh <<'EOS';
+my $script = <<'EOS';
 \set id random(1, 200000)
 UPDATE kt SET pad = md5(random()::text) WHERE id = :id;
 UPDATE kt SET b = b + 1 WHERE id = :id + 1;
@@ -89,15 +87,12 @@ ROLLBACK TO s;
 UPDATE kt SET pad = 'savepoint' WHERE id = :id + 3;
 COMMIT;
 EOS
-close $fh;
-my @pgbench = ($ENV{PGBENCH} // 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '900', '-f', "$dir/writes.sql",
-	'-h', $node->host, '-p', $node->port, '-U', 'alice', 'postgres');
-my ($writers, $writers_out, $writers_err);
+my ($writers, $writers_err);
 
 sub start_writers
 {
 	$node->safe_psql('postgres', "UPDATE kt SET pad = 'old' WHERE pad = 'inserted'");
-	$writers = IPC::Run::start(\@pgbench, '>', \$writers_out, '2>', \$writers_err);
+	($writers, $writers_err) = start_pgbench($node, $script, '-U', 'alice');
 	ok($node->poll_query_until('postgres', "SELECT count(*) > 50 FROM kt WHERE pad = 'inserted'"),
 		'the writers write');
 }
@@ -206,8 +201,7 @@ ok(wait_job_state($node, $job, 'succeeded'), 'the first succeeded');
 $node->safe_psql('postgres', 'DROP INDEX kt_id_b');
 is(leftovers(), 'constraint:kt_pkey kt_pkey:i', 'and it is the only key');
 
-$writers->kill_kill;
-$writers->finish;
-unlike($writers_err // '', qr/ERROR|aborted/, 'no writer failed') or diag($writers_err);
+my $writers_said = stop_pgbench($writers, $writers_err);
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 
 done_testing();
