@@ -10,7 +10,7 @@ use Test::More;
 use IPC::Run;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
-  held_at_hold submit_held release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
+  held_at_hold submit_held_at release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state);
 
@@ -137,7 +137,7 @@ sub held_at_hold
 # Submit a job (submit_job's arguments) whose worker is held at a hold
 # point, and check that it waits there; returns the job and the session that
 # holds it (for release_hold)
-sub submit_held
+sub submit_held_at
 {
 	my ($node, $point, $statement, %opts) = @_;
 	my $hold = hold_at($node, $point);

@@ -85,7 +85,7 @@ CREATE TABLE r AS SELECT g AS a FROM generate_series(1, 20000) g;
 INSERT INTO r VALUES (0);
 ALTER TABLE r ADD CONSTRAINT r_not_zero CHECK (slow(a) <> 0) NOT VALID;
 });
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE r VALIDATE CONSTRAINT r_not_zero',
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE r VALIDATE CONSTRAINT r_not_zero',
 	before => 'SET bgddl_test.slow = on;');
 my $checked = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 my $row_block = $node->safe_psql('postgres', "SELECT (ctid::text::point)[0] FROM r WHERE a = 0");
@@ -105,7 +105,7 @@ like(slurp_file($node->logfile), qr/"r" was rewritten; its rows are checked agai
 is(constraint_state($node, 'r_not_zero'), 'false', 'the constraint stays NOT VALID, as after a failed VALIDATE');
 
 # 4. Paused and resumed; then cancelled: the constraint is dropped.
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE t ADD CONSTRAINT t_paused CHECK (slow(a) > -100)',
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE t ADD CONSTRAINT t_paused CHECK (slow(a) > -100)',
 	before => 'SET bgddl_test.slow = on;');
 $node->safe_psql('postgres', "SELECT pause_ddl($job)");
 release_hold($node, $hold);
@@ -116,14 +116,14 @@ ok(wait_job_state($node, $job, 'succeeded'), 'resumed, and succeeded');
 is(constraint_state($node, 't_paused'), 'true', 'the constraint is valid');
 cmp_ok($paused_at, '>', 0, "it resumed from block $paused_at");
 
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE t ADD CONSTRAINT t_cancelled CHECK (a > -100)');
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE t ADD CONSTRAINT t_cancelled CHECK (a > -100)');
 $node->safe_psql('postgres', "SELECT cancel_ddl($job)");
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'cancelled');
 is(constraint_state($node, 't_cancelled'), 'absent', 'and its constraint dropped');
 
 # 5. The constraint dropped by another session: the job ends, cancelled.
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE t ADD CONSTRAINT t_dropped CHECK (a > -100)');
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE t ADD CONSTRAINT t_dropped CHECK (a > -100)');
 $node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_dropped');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job ended');
@@ -236,7 +236,7 @@ ok( $node->log_contains(
 		$log_offset),
 	'its cut-over checked every row');
 $node->safe_psql('postgres', "UPDATE c4 SET parent = 5 WHERE id = 0");
-($job, $hold) = submit_held($node, 'chunk 1', 'ALTER TABLE c4 ADD CONSTRAINT c4_parent FOREIGN KEY (parent) REFERENCES p');
+($job, $hold) = submit_held_at($node, 'chunk 1', 'ALTER TABLE c4 ADD CONSTRAINT c4_parent FOREIGN KEY (parent) REFERENCES p');
 $node->safe_psql('postgres', "UPDATE background_ddl.capture SET stopped = true WHERE job_id = $job");
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'with no such row, it succeeded');
@@ -251,7 +251,7 @@ ok( $node->poll_query_until('postgres',
 # key checks it) or a DELETE; its cut-over drops the capture triggers in
 # the transaction that marks the key valid.
 $node->safe_psql('postgres', "UPDATE c SET parent = 5 WHERE id = 0");
-($job, $hold) = submit_held($node, 'chunk 1', 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
+($job, $hold) = submit_held_at($node, 'chunk 1', 'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p');
 is( $node->safe_psql('postgres', qq{
 SELECT string_agg(t.tgtype || ' ' || (t.xmin = c.xmin), ', ' ORDER BY t.tgtype)
   FROM pg_trigger t, pg_constraint c
@@ -283,7 +283,7 @@ $node->safe_psql('postgres', q{
 CREATE TABLE k AS SELECT g AS a, g % 10 AS b, md5(g::text) AS pad FROM generate_series(1, 60000) g;
 CREATE UNIQUE INDEX k_ab ON k (a, b);
 });
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE k ADD CONSTRAINT k_pkey PRIMARY KEY USING INDEX k_ab');
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE k ADD CONSTRAINT k_pkey PRIMARY KEY USING INDEX k_ab');
 ($ret, $out, $err) = $node->psql('postgres', q{
 SET lock_timeout = '5s';
 UPDATE k SET pad = 'w' WHERE a % 100 = 0;
@@ -318,7 +318,7 @@ is( $node->safe_psql('postgres',
 # ends as the two statements would: the column NOT NULL, of the new type,
 # and no helper left.
 $node->safe_psql('postgres', 'CREATE TABLE ty AS SELECT g AS a, g AS n FROM generate_series(1, 200000) g');
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE ty ADD CONSTRAINT ty_pos CHECK (a > 0)');
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE ty ADD CONSTRAINT ty_pos CHECK (a > 0)');
 $node->safe_psql('postgres',
 	'ALTER TABLE ty ALTER COLUMN a TYPE bigint USING CASE WHEN a = 1 THEN -1 ELSE a END');
 release_hold($node, $hold);
@@ -328,7 +328,7 @@ like(job_field($node, $job, 'error'), qr/check constraint "ty_pos" of relation "
 like(slurp_file($node->logfile), qr/job $job: its constraint was created again \(a type change of its columns\)/,
 	'after checking every row again');
 
-($job, $hold) = submit_held($node, 'cutting over', 'ALTER TABLE ty ALTER COLUMN n SET NOT NULL');
+($job, $hold) = submit_held_at($node, 'cutting over', 'ALTER TABLE ty ALTER COLUMN n SET NOT NULL');
 $node->safe_psql('postgres', 'ALTER TABLE ty ALTER COLUMN n TYPE bigint');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'the SET NOT NULL job succeeded');

@@ -46,7 +46,7 @@ sub constraint_states
 # constraint at its end, and a crash in the middle resumes from the
 # checkpoint.
 my $offset = -s $node->logfile;
-my ($job, $hold) = submit_held($node, 'chunk 1', 'ALTER TABLE pt ADD CONSTRAINT v_small CHECK (slow(v) < 100)',
+my ($job, $hold) = submit_held_at($node, 'chunk 1', 'ALTER TABLE pt ADD CONSTRAINT v_small CHECK (slow(v) < 100)',
 	before => 'SET bgddl_test.slow = on;');
 is(constraint_states('v_small'), 'pt:false pt1:false pt2:false pt2a:false pt2b:false',
 	'the constraint is NOT VALID on every table while the job runs');
@@ -81,7 +81,7 @@ $node->safe_psql('postgres', 'ALTER TABLE pt DROP CONSTRAINT v_small; ALTER TABL
 # finds it, the job checks it and fails with PostgreSQL's error, and the
 # constraint is dropped from the tree (the attached table's copy too: ATTACH
 # PARTITION made it the parent's).
-($job, $hold) = submit_held($node, 'cutting over', 'ALTER TABLE pt ADD CONSTRAINT v_chk CHECK (v < 100)');
+($job, $hold) = submit_held_at($node, 'cutting over', 'ALTER TABLE pt ADD CONSTRAINT v_chk CHECK (v < 100)');
 $node->safe_psql('postgres', q{
 CREATE TABLE pt4 (id int, v int);
 INSERT INTO pt4 VALUES (95000, 500);
@@ -155,7 +155,7 @@ $job = submit_job($node, 'ALTER TABLE ih VALIDATE CONSTRAINT ih_pos');
 ok(wait_job_state($node, $job, 'succeeded'), 'the VALIDATE job succeeded');
 is(constraint_states('ih_pos'), 'ih:true ih_c1:true ih_c2:true', 'valid on the parent and its children');
 
-($job, $hold) = submit_held($node, 'chunk 1', 'ALTER TABLE pt ADD CONSTRAINT v_cancel CHECK (v < 100)');
+($job, $hold) = submit_held_at($node, 'chunk 1', 'ALTER TABLE pt ADD CONSTRAINT v_cancel CHECK (v < 100)');
 $node->safe_psql('postgres', "SELECT cancel_ddl($job)");
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'cancelled');

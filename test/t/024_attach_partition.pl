@@ -76,7 +76,7 @@ ok( $node->poll_query_until('postgres', "SELECT count(*) > 50 FROM ev_new WHERE 
 # 1. Held, paused, resumed and killed in the middle; it succeeds.
 my $offset = -s $node->logfile;
 $node->safe_psql('postgres', "ALTER SYSTEM SET log_min_messages = debug1; SELECT pg_reload_conf();");
-my ($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE ev ATTACH PARTITION ev_new FOR VALUES FROM (100000) TO (300000)',
+my ($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE ev ATTACH PARTITION ev_new FOR VALUES FROM (100000) TO (300000)',
 	before => 'SET bgddl_test.slow = on;');
 is(helpers(), 'ev_def:false ev_new:false', 'the helpers are NOT VALID on the table attached and the default partition');
 my ($ret, $out, $err) = $node->psql('postgres', 'INSERT INTO ev_new VALUES (5, 0, NULL)');
@@ -147,7 +147,7 @@ is(helpers(), 'none', 'the helpers are dropped');
 $node->safe_psql('postgres', 'DELETE FROM ev WHERE id = 350000');
 
 # 4. Cancelled in the middle: both tables as they were.
-($job, $hold) = submit_held($node, 'chunk 1', 'ALTER TABLE ev ATTACH PARTITION ev_bad FOR VALUES FROM (300000) TO (400000)');
+($job, $hold) = submit_held_at($node, 'chunk 1', 'ALTER TABLE ev ATTACH PARTITION ev_bad FOR VALUES FROM (300000) TO (400000)');
 $node->safe_psql('postgres', "SELECT cancel_ddl($job)");
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'cancelled');
@@ -190,7 +190,7 @@ CREATE TABLE ev_six (id int, account int, payload text);
 INSERT INTO ev_six SELECT g, g % 100, md5(g::text) FROM generate_series(600000, 619999) g;
 CREATE INDEX ev_six_account ON ev_six (account);
 });
-($job, $hold) = submit_held($node, 'chunk 1', 'ALTER TABLE ev ATTACH PARTITION ev_six FOR VALUES FROM (600000) TO (700000)',
+($job, $hold) = submit_held_at($node, 'chunk 1', 'ALTER TABLE ev ATTACH PARTITION ev_six FOR VALUES FROM (600000) TO (700000)',
 	before => 'SET bgddl_test.slow = on;');
 release_hold($node, $hold);
 ($ret, $out, $err) = $node->psql('postgres', q{
@@ -209,7 +209,7 @@ CREATE TABLE ev_eight (id int, account int, payload text);
 INSERT INTO ev_eight SELECT g, g % 100, md5(g::text) FROM generate_series(800000, 819999) g;
 CREATE INDEX ev_eight_account ON ev_eight (account);
 });
-($job, $hold) = submit_held($node, 'chunk 1', 'ALTER TABLE ev ATTACH PARTITION ev_eight FOR VALUES FROM (800000) TO (900000)');
+($job, $hold) = submit_held_at($node, 'chunk 1', 'ALTER TABLE ev ATTACH PARTITION ev_eight FOR VALUES FROM (800000) TO (900000)');
 $node->safe_psql('postgres', 'DROP TABLE ev_eight');
 release_hold($node, $hold);
 ok( $node->poll_query_until('postgres',

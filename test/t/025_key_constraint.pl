@@ -55,7 +55,7 @@ SELECT coalesce(string_agg(x, ' ' ORDER BY x), 'none') FROM (
 sub submit_held_build
 {
 	my ($sql, %opts) = @_;
-	my ($job, $hold) = submit_held($node, 'building the index', $sql, %opts);
+	my ($job, $hold) = submit_held_at($node, 'building the index', $sql, %opts);
 	my $holder = $node->background_psql('postgres');
 	$holder->query_safe("BEGIN; INSERT INTO kt VALUES (nextval('kt_ids'), 0, 'holder')");
 	release_hold($node, $hold);
@@ -188,7 +188,7 @@ is(leftovers(), 'none', 'and its helper: the table is as it was');
 # held before its cut-over): refused at submit with ALTER TABLE's error for
 # a second one, as the blocking statement refuses it after the first.
 $node->safe_psql('postgres', 'CREATE UNIQUE INDEX kt_id_b ON kt (id, b)');
-($job, $hold) = submit_held($node, 'cutting over', 'ALTER TABLE kt ADD PRIMARY KEY (id)', user => 'alice');
+($job, $hold) = submit_held_at($node, 'cutting over', 'ALTER TABLE kt ADD PRIMARY KEY (id)', user => 'alice');
 foreach my $second ('PRIMARY KEY (u)', 'PRIMARY KEY USING INDEX kt_id_b')
 {
 	($ret, $out, $err) = $node->psql('postgres',

@@ -74,7 +74,7 @@ sub orphans
 }
 
 # 1. A foreign key, killed after its second chunk.
-my ($job, $hold) = submit_held($node, 'chunk 2',
+my ($job, $hold) = submit_held_at($node, 'chunk 2',
 	'ALTER TABLE c ADD CONSTRAINT c_parent FOREIGN KEY (parent) REFERENCES p', user => 'alice');
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_before, '>', 0, "held after $done_before blocks checked");
@@ -93,7 +93,7 @@ is(orphans(), '0', 'no row lacks its referenced row');
 check_no_leftovers($node, $job);
 
 # 2. A CHECK, paused and resumed.
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE c ADD CONSTRAINT c_v CHECK (v > 0)',
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE c ADD CONSTRAINT c_v CHECK (v > 0)',
 	user => 'alice');
 $node->safe_psql('postgres', "SELECT pause_ddl($job)");
 release_hold($node, $hold);
@@ -114,7 +114,7 @@ is( $node->safe_psql('postgres',
 	'0', 'its helper is dropped');
 
 # 4. Cancelled.
-($job, $hold) = submit_held($node, 'chunk 2', 'ALTER TABLE c ADD CONSTRAINT c_cancelled CHECK (v < 0 OR v > 0)',
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE c ADD CONSTRAINT c_cancelled CHECK (v < 0 OR v > 0)',
 	user => 'alice');
 $node->safe_psql('postgres', "SELECT cancel_ddl($job)");
 release_hold($node, $hold);
