@@ -21,6 +21,7 @@ OBJS = \
 	src/pg/pg_subxact.o \
 	src/pg/pg_parallel.o \
 	src/pg/pg_relation.o \
+	src/pg/pg_scan_ring.o \
 	src/citus/pg_citus.o \
 	src/citus/citus_nodes.o \
 	src/catalog/settings.o \

@@ -49,6 +49,7 @@
 
 #include "engine/job_shmem.h"
 #include "pg/pg_compat.h"
+#include "pg/pg_scan_ring.h"
 #include "query/query_backfill.h"
 #include "query/query_driving.h"
 #include "query/query_functions.h"
@@ -421,6 +422,7 @@ RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bo
 	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
 								 InvalidSnapshot, (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(query_desc, 0);
+	PgTidRangeScansUseRing(query_desc->planstate);
 	ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
 	ExecutorFinish(query_desc);
 	ExecutorEnd(query_desc);
