@@ -50,37 +50,41 @@ start_sampler() { touch "$B/sampling"; sample_xmin "$B/sampling" >"$B/$1.samples
 stop_sampler() { rm -f "$B/sampling"; wait "$SAMPLER"; }
 warm() { sql -q -c "SELECT count(*) FROM events" -c "CHECKPOINT" >/dev/null; }
 
+# What pg_stat_background_ddl shows as the progress of job $1, every 20 ms, into file $2 (one
+# session, a transaction per look; a prepared statement, so that the view's planning is not paid
+# 50 times a second), until stop_progress_watch.  It runs during both builds (for the blocking
+# one, of no job), so that both pay for it.
+start_progress_watch() {
+    printf '%s\n' "PREPARE progress AS SELECT progress FROM pg_stat_background_ddl WHERE id = \$1;" \
+        "EXECUTE progress($1) \\watch 0.02" | "$PGBIN/psql" -X -At >"$2" 2>/dev/null &
+    PROGRESS_WATCH=$!
+}
+stop_progress_watch() { kill "$PROGRESS_WATCH" 2>/dev/null || true; wait "$PROGRESS_WATCH" 2>/dev/null || true; }
+
 # build_blocking ROUND: prints the build time in ms
 build_blocking() {
     warm
     start_sampler "block$1"
+    start_progress_watch 0 /dev/null
     sql -c '\timing on' -c "CREATE MATERIALIZED VIEW mv_block AS $QUERY" | timing_ms
+    stop_progress_watch
     stop_sampler
 }
 
 # build_background ROUND: prints "submit_ms build_ms breakdown" (build: submit to finished_at)
 build_background() {
-    local out job state deadline
+    local out job state
     warm
     start_sampler "bg$1"
     out=$(sql -c "SET background_ddl = on" -c '\timing on' -c "CREATE MATERIALIZED VIEW mv_bg AS $QUERY" \
               -c '\timing off' -c "SELECT 'job=' || last_ddl_job()")
     job=$(sed -n 's/^job=//p' <<<"$out")
-    # What the view shows as progress, every 20 ms (one session, a transaction per look; a
-    # prepared statement, so that the view's planning is not paid 50 times a second)
-    printf '%s\n' "PREPARE progress AS SELECT progress FROM pg_stat_background_ddl WHERE id = \$1;" \
-        "EXECUTE progress($job) \\watch 0.02" | "$PGBIN/psql" -X -At >"$B/progress$1" 2>/dev/null &
-    PROGRESS_WATCH=$!
-    # Poll (not wait_ddl: a waiting session would hold an xmin and spoil the measurement).
-    deadline=$(( $(date +%s) + 3600 ))
-    while :; do
-        state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
-        case $state in succeeded|failed|cancelled) break ;; esac
-        [ "$(date +%s)" -lt "$deadline" ] || { echo "background job $job still $state after 1 hour" >&2; exit 1; }
-        sleep 0.1
-    done
-    kill "$PROGRESS_WATCH" 2>/dev/null || true
-    wait "$PROGRESS_WATCH" 2>/dev/null || true
+    start_progress_watch "$job" "$B/progress$1"
+    # Wait with await_ddl: one session, which holds no snapshot while it sleeps (polling from new
+    # psql processes took a good part of a core from the job, and not from the blocking build)
+    sql -q -c "CALL await_ddl($job, '1 hour')" 2>/dev/null || true
+    state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
+    stop_progress_watch
     stop_sampler
     if [ "$state" != succeeded ]; then
         sql -c "SELECT 'job $job $state: ' || coalesce(error, '') FROM pg_stat_background_ddl WHERE id = $job" >&2
