@@ -141,11 +141,16 @@ is( $node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WH
 for my $name (sort keys %query)
 {
 	check_exact_at_cutover($node, $name, $job{$name}, sprintf($query{$name}, 'events_at(SNAP)'), 400);
-	# (the aggregate's units all change: its cut-over may take them all)
+	# (the aggregate's units all change: its cut-over may take them all; on
+	# a slow machine the writers can spread their changes over the whole
+	# table before another job's second chunk too, which the job logs)
 	next if $name eq 'mv_agg';
 	my $chunks = $node->safe_psql('postgres',
 		"SELECT chunks_done FROM pg_stat_background_ddl WHERE id = $job{$name}");
-	cmp_ok($chunks, '>', 1, "$name: computed in $chunks chunks");
+	ok( $chunks > 1
+		  || slurp_file($node->logfile) =~
+		  /job $job{$name}: the changed rows are spread over most of the table/,
+		"$name: computed in $chunks chunks, or left the spread changes to its cut-over");
 }
 check_no_leftovers($node, $job{$_}) for sort keys %job;
 ok( $node->safe_psql('postgres',
