@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # bench/capture_cost.sh -- benchmark (not a test): what a job's capture trigger alone costs the
 # writers of its table, without a build competing with them for the CPU.  pgbench updates and
-# inserts rows of `events` (CLIENTS clients, full speed, SECONDS seconds) with no job, then while a
+# inserts rows of `events` (CLIENTS clients, full speed, WRITE_SECONDS seconds) with no job, then while a
 # materialized view job over `events` is kept in its backfill by max_rate => 1 (alter_ddl: one row
 # a second, so its capture trigger is in place and its worker hardly runs), ROUNDS times in turn;
 # the table is vacuumed before each run.  Prints the median transactions per second each way and
-# their ratio, and how many marks the capture logged per transaction.
+# their ratio, and per round how many marks the capture logged for how many transactions.
 #
 # Usage: bench/capture_cost.sh [ROWS]   (env ROWS, default 1000000; ROUNDS, default 3; WRITE_SECONDS,
 #        default 10; CLIENTS, default 4)
