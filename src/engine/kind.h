@@ -75,6 +75,11 @@ typedef struct KindSubmit
 	 */
 	Oid			key_table;
 	Oid			key_placeholder;
+	/*
+	 * set by validate: the statement is not a job after all, and runs as
+	 * PostgreSQL runs it (what accepts could not tell without its checks)
+	 */
+	bool		declined;
 } KindSubmit;
 
 /*

@@ -28,7 +28,10 @@
  * shows it, and so does pg_stat_background_ddl.
  *
  * After a crash, the invalid index left behind is dropped and the name
- * reserved again in one transaction, and the build restarts.  A failed or
+ * reserved again in one transaction, and the build restarts.  An invalid
+ * index that CREATE INDEX IF NOT EXISTS finds under its name, with the
+ * statement's own definition (an interrupted CREATE INDEX CONCURRENTLY left
+ * it), is the job's target from its submit, and rebuilt the same way.  A failed or
  * cancelled job drops the index (or the placeholder), with the short lock
  * timeout and retries, and leaves no invalid index.  On a partitioned table,
  * which CREATE INDEX CONCURRENTLY cannot index, the job is of the variant in
@@ -46,6 +49,7 @@
 #include "catalog/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/heap.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
@@ -68,6 +72,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/resowner.h"
@@ -89,11 +94,13 @@
 
 /* The strategy of an index job on a table */
 #define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
+#define STRATEGY_REBUILD_INVALID_INDEX	"concurrent rebuild of an invalid index"
 
 /* The job's kind_state: the indexed table, and the resolved parts */
 #define STATE_TABLE_OID		"table_oid"
 #define STATE_PARTS			"parts"
 #define STATE_NAMESPACE_OID	"namespace_oid"	/* of a table that does not exist yet */
+#define STATE_REBUILDS		"rebuilds"	/* the invalid index the job rebuilds */
 
 static IndexStmt *
 IndexStatement(KindSubmit *submit)
@@ -121,7 +128,30 @@ RunUtilityInWorker(KindSubmit *submit, PlannedStmt *pstmt)
 }
 
 /*
- * CREATE INDEX, unless IF NOT EXISTS finds the name, or the table is a
+ * The index that CREATE INDEX IF NOT EXISTS finds under its name, if it is
+ * an invalid index of the same table (not a partition's index, attached to
+ * its parent's): what an interrupted CREATE INDEX CONCURRENTLY leaves.
+ * Whether it has the statement's definition, validation decides.
+ */
+static Oid
+InvalidIndexOfName(IndexStmt *stmt, Oid relid)
+{
+	Oid			existing;
+	bool		valid;
+
+	if (!stmt->if_not_exists || stmt->idxname == NULL)
+		return InvalidOid;
+	existing = get_relname_relid(stmt->idxname, get_rel_namespace(relid));
+	if (!OidIsValid(existing) || get_rel_relkind(existing) != RELKIND_INDEX ||
+		!IndexBuildIsIndex(existing, &valid) || valid ||
+		IndexGetRelation(existing, false) != relid || get_rel_relispartition(existing))
+		return InvalidOid;
+	return existing;
+}
+
+/*
+ * CREATE INDEX, unless IF NOT EXISTS finds the name (but for an invalid
+ * index to rebuild: InvalidIndexOfName), or the table is a
  * job's placeholder: empty, so the blocking statement is instant (and
  * kind_placeholder.c decides whether it may run at all).  In the session: an
  * index on a temporary table (the session's own), ON ONLY a partitioned
@@ -148,7 +178,8 @@ IndexAccepts(Node *parsetree, const char **reason)
 		return KIND_ACCEPTED;
 	if (placeholder_job != 0 ||
 		(stmt->if_not_exists && stmt->idxname != NULL &&
-		 OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid)))))
+		 OidIsValid(get_relname_relid(stmt->idxname, get_rel_namespace(relid))) &&
+		 !OidIsValid(InvalidIndexOfName(stmt, relid))))
 		return KIND_NOT_ACCEPTED;
 	if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
 		*reason = "The table is temporary: it belongs to this session.";
@@ -256,6 +287,28 @@ static object_access_hook_type prev_object_access_hook = NULL;
 static bool dry_run_active = false;
 static MemoryContext dry_run_context = NULL;
 static char *dry_run_index_name = NULL;
+static bool dry_run_wants_definition = false;
+static char *dry_run_definition = NULL;
+
+/*
+ * An index's definition as pg_get_indexdef_string prints it (the table
+ * schema-qualified, the tablespace if not the database's), without its own
+ * name: two indexes of a table are the same index under another name if and
+ * only if these are equal.  NULL if the text is not as expected.
+ */
+static char *
+DefinitionWithoutName(Oid index_oid)
+{
+	char	   *definition = pg_get_indexdef_string(index_oid);
+	const char *name = quote_identifier(get_rel_name(index_oid));
+	char	   *after_keyword = strstr(definition, " INDEX ");
+
+	if (after_keyword == NULL ||
+		strncmp(after_keyword + strlen(" INDEX "), name, strlen(name)) != 0)
+		return NULL;
+	return psprintf("%.*s%s", (int) (after_keyword - definition + strlen(" INDEX")),
+					definition, after_keyword + strlen(" INDEX ") + strlen(name));
+}
 
 static void
 StopDryRunAtIndex(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
@@ -271,6 +324,16 @@ StopDryRunAtIndex(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 	index = RelationIdGetRelation(objectId);
 	dry_run_index_name = MemoryContextStrdup(dry_run_context, RelationGetRelationName(index));
 	RelationClose(index);
+	if (dry_run_wants_definition)
+	{
+		char	   *definition;
+
+		/* (index_create makes its catalog rows visible so right after) */
+		CommandCounterIncrement();
+		definition = DefinitionWithoutName(objectId);
+		if (definition != NULL)
+			dry_run_definition = MemoryContextStrdup(dry_run_context, definition);
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_QUERY_CANCELED),
 			 errmsg("background_ddl: the definition of index \"%s\" was checked",
@@ -299,6 +362,7 @@ IndexDryRun(void (*define) (void *arg), void *arg, ErrorData **error)
 
 	dry_run_context = caller_context;
 	dry_run_index_name = NULL;
+	dry_run_definition = NULL;
 	*error = NULL;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(caller_context);
@@ -362,7 +426,7 @@ DefineIndexUntilCreated(void *arg)
  * then checks what it can by itself).
  */
 static char *
-DryRunDefineIndex(Oid relid, IndexStmt *stmt)
+DryRunDefineIndex(Oid relid, IndexStmt *stmt, char **definition)
 {
 	DefineIndexDryRun dry = {.relid = relid, .stmt = copyObject(stmt)};
 	ErrorData  *error;
@@ -379,7 +443,11 @@ DryRunDefineIndex(Oid relid, IndexStmt *stmt)
 	dry.partitioned = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE;
 	dry.stmt->concurrent = dry.partitioned ? stmt->concurrent : true;
 	dry.stmt->if_not_exists = false;
+	dry_run_wants_definition = definition != NULL;
 	name = IndexDryRun(DefineIndexUntilCreated, &dry, &error);
+	dry_run_wants_definition = false;
+	if (definition != NULL)
+		*definition = dry_run_definition;
 	if (name != NULL)
 		return name;
 	if (!dry.locked && error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
@@ -521,6 +589,35 @@ CheckDefinitionAlone(Relation rel, IndexStmt *stmt)
 }
 
 /*
+ * Does the statement define the invalid index that it finds under its name
+ * (InvalidIndexOfName)?  The two definitions are compared without their
+ * names, the statement's made by a dry run under a name of its own: every
+ * error the statement would raise before it skipped the name, it raises
+ * here.  If the dry run cannot lock the table (a VACUUM or another build
+ * holds it for longer than lock_timeout), no, saying so: the statement then
+ * skips the name, as PostgreSQL does.
+ */
+static bool
+DefinesIndex(Oid relid, IndexStmt *stmt, Oid index_oid)
+{
+	IndexStmt  *unnamed = copyObject(stmt);
+	char	   *definition = NULL;
+	char	   *existing = DefinitionWithoutName(index_oid);
+
+	unnamed->idxname = NULL;
+	if (DryRunDefineIndex(relid, unnamed, &definition) == NULL)
+	{
+		ereport(NOTICE,
+				(errmsg("invalid index \"%s\" is not rebuilt in the background",
+						get_rel_name(index_oid)),
+				 errdetail("Another session (a VACUUM, an ANALYZE or an index build) held the table's SHARE UPDATE EXCLUSIVE lock for longer than background_ddl.lock_timeout."),
+				 errhint("Run the statement again when it is done.")));
+		return false;
+	}
+	return definition != NULL && existing != NULL && strcmp(definition, existing) == 0;
+}
+
+/*
  * The blocking statement's checks, in its order: CONCURRENTLY outside a
  * transaction block, the table (owned by the caller), the statement as
  * CREATE INDEX transforms it, then everything DefineIndex checks (by
@@ -538,6 +635,7 @@ IndexValidate(KindSubmit *submit)
 	ListCell   *lc;
 	Oid			future_table;
 	int64		ctas_job;
+	Oid			rebuilt;
 
 	if (stmt->concurrent)
 		PreventInTransactionBlock(submit->context == PROCESS_UTILITY_TOPLEVEL,
@@ -550,7 +648,19 @@ IndexValidate(KindSubmit *submit)
 	relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock, 0,
 									 RangeVarCallbackOwnsRelation, NULL);
 	stmt = transformIndexStmt(relid, stmt, submit->query_string);
-	name = DryRunDefineIndex(relid, stmt);
+	rebuilt = InvalidIndexOfName(stmt, relid);
+	if (OidIsValid(rebuilt))
+	{
+		if (!DefinesIndex(relid, stmt, rebuilt))
+		{
+			submit->declined = true;
+			return;
+		}
+		CatalogKindStateSetInt(&submit->kind_state, STATE_REBUILDS, rebuilt);
+		name = stmt->idxname;
+	}
+	else
+		name = DryRunDefineIndex(relid, stmt, NULL);
 	rel = table_open(relid, NoLock);
 	if (name == NULL)
 		name = CheckDefinitionAlone(rel, stmt);
@@ -703,11 +813,19 @@ IndexReserve(KindSubmit *submit)
 	Oid			namespace_oid = CatalogKindStateInt(submit->kind_state, STATE_NAMESPACE_OID) != 0 ?
 		(Oid) CatalogKindStateInt(submit->kind_state, STATE_NAMESPACE_OID) :
 		get_rel_namespace(table_oid);
+	Oid			rebuilt = (Oid) CatalogKindStateInt(submit->kind_state, STATE_REBUILDS);
 
-	submit->target_oid = IndexReserveName(submit, table_oid, namespace_oid, stmt->idxname);
+	/*
+	 * An invalid index to rebuild is the job's target from the start, as if
+	 * the job's own build had been interrupted: its worker drops it and
+	 * reserves its name again in one transaction, then builds it.
+	 */
+	submit->target_oid = OidIsValid(rebuilt) ? rebuilt :
+		IndexReserveName(submit, table_oid, namespace_oid, stmt->idxname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 stmt->idxname);
-	submit->strategy = pstrdup(STRATEGY_CONCURRENT_INDEX);
+	submit->strategy = pstrdup(OidIsValid(rebuilt) ? STRATEGY_REBUILD_INVALID_INDEX :
+							   STRATEGY_CONCURRENT_INDEX);
 	CatalogKindStateSetText(&submit->kind_state, STATE_PARTS, ResolvedParts(stmt));
 }
 

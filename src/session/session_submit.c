@@ -219,8 +219,11 @@ JobsToStartAfter(const KindSubmit *submit)
 	return WithoutImpliedJobs(after);
 }
 
-/* Run a statement that a kind accepts as a background job */
-static void
+/*
+ * Run a statement that a kind accepts as a background job.  False if its
+ * validation declined it (it runs as PostgreSQL runs it).
+ */
+static bool
 Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	   ProcessUtilityContext context, ParamListInfo params,
 	   QueryEnvironment *queryEnv, QueryCompletion *qc)
@@ -257,6 +260,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		routine->validates_against_keys(pstmt->utilityStmt))
 		SessionOrderAwaitKeys(pstmt->utilityStmt);
 	routine->validate(&submit);
+	if (submit.declined)
+		return false;
 	routine->reserve(&submit);
 
 	memset(&submission, 0, sizeof(submission));
@@ -309,6 +314,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		ereport(NOTICE,
 				(errmsg("background DDL job %lld submitted for %s",
 						(long long) job_id, submit.target_name)));
+	return true;
 }
 
 /*
@@ -490,11 +496,9 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 		const char *in_session_reason;
 		const KindRoutine *routine = KindForStatement(parsetree, &in_session_reason);
 
-		if (routine != NULL)
-		{
-			Submit(routine, pstmt, queryString, context, params, queryEnv, qc);
+		if (routine != NULL &&
+			Submit(routine, pstmt, queryString, context, params, queryEnv, qc))
 			return;
-		}
 		if (in_session_reason != NULL)
 			ereport(NOTICE,
 					(errmsg("this statement runs in this session, not as a background job"),

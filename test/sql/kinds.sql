@@ -198,6 +198,41 @@ CREATE UNIQUE INDEX k_grp ON k (grp);
 CALL await_ddl(last_ddl_job(), '60s');
 SELECT state, error, error_sqlstate, error_detail FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 SELECT count(*) AS invalid_left FROM pg_class WHERE relname = 'k_grp';
+-- CREATE INDEX IF NOT EXISTS that finds under its name an invalid index of
+-- the same definition (what an interrupted CREATE INDEX CONCURRENTLY leaves:
+-- here one that failed on duplicates) is a job that rebuilds it; another
+-- definition, or a valid index, is skipped as PostgreSQL skips it; errors
+-- are PostgreSQL's.  A failed rebuild, as any failed job, leaves no index.
+CREATE TABLE k_left (id int, v int);
+INSERT INTO k_left SELECT g, g % 10 FROM generate_series(1, 100) g;
+SET background_ddl = off;
+CREATE UNIQUE INDEX CONCURRENTLY k_left_v ON k_left (v);
+SET background_ddl = on;
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_v ON k_left (id);
+CREATE INDEX IF NOT EXISTS k_left_v ON k_left (v);
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_v ON k_left (v) WHERE v > 0;
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_v ON k_left (v DESC);
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_v ON k_left (nosuchcolumn);
+SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE target = 'public.k_left_v';
+BEGIN;
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_v ON k_left (v);
+SELECT kind, target, strategy FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+ROLLBACK;
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'k_left_v'::regclass;
+CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS k_left_v ON k_left (v);
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT count(*) AS left_over FROM pg_class WHERE relname = 'k_left_v';
+SET background_ddl = off;
+CREATE UNIQUE INDEX CONCURRENTLY k_left_v ON k_left (v);
+SET background_ddl = on;
+UPDATE k_left SET v = id;
+CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS k_left_v ON k_left (v);
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, strategy FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT indisvalid, pg_get_indexdef(indexrelid) FROM pg_index WHERE indexrelid = 'k_left_v'::regclass;
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_v ON k_left (v);
+SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE target = 'public.k_left_v';
+DROP TABLE k_left;
 -- Refused at submit, with the blocking statement's errors.
 CREATE INDEX k_bad ON k (random());
 CREATE INDEX k_bad ON k (nosuchcolumn);

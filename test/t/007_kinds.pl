@@ -7,7 +7,9 @@
 #    queued behind the swap while it waits for its lock;
 #  - CREATE INDEX, interrupted in the middle of its build (killed, crashed,
 #    cancelled) leaves no invalid index, and a rebuilt index is complete
-#    under concurrent writes; two index jobs on one table do not deadlock;
+#    under concurrent writes; CREATE INDEX IF NOT EXISTS rebuilds the invalid
+#    index an interrupted CREATE INDEX CONCURRENTLY left, if it has the same
+#    definition; two index jobs on one table do not deadlock;
 #    an index job whose table is dropped ends cancelled.
 use strict;
 use warnings;
@@ -273,6 +275,85 @@ for my $fault ('kill', 'immediate', 'cancel')
 	is(invalid_indexes(), '0', "$label: no invalid index left");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'events_paused'"),
 		'1', "$label: one index of that name");
+}
+
+# What an interrupted CREATE INDEX CONCURRENTLY leaves (run with the setting
+# off, cancelled in its build): an invalid index.  CREATE INDEX IF NOT EXISTS
+# of another definition skips it, as PostgreSQL does; of the same definition
+# it becomes a job that rebuilds it (here killed in the middle of that
+# build, under writes), and the index is valid and complete.
+{
+	my $label = 'CREATE INDEX IF NOT EXISTS, over an invalid index';
+	my $gate = $node->background_psql('postgres');
+	$gate->set_query_timer_restart;
+	$gate->query_safe('SELECT pg_advisory_lock(77)');
+	my $builder = $node->background_psql('postgres', on_error_stop => 0);
+	$builder->query_until(qr/building/, q{
+		\echo building
+		CREATE INDEX CONCURRENTLY events_left ON events (gate(id));
+	});
+	ok(held(77), "$label: a blocking CREATE INDEX CONCURRENTLY is held in its build");
+	$node->safe_psql('postgres', q{
+		SELECT pg_cancel_backend(pid) FROM pg_stat_progress_create_index
+		 WHERE relid = 'events'::regclass});
+	ok($node->poll_query_until('postgres',
+			"SELECT NOT indisvalid FROM pg_index WHERE indexrelid = 'events_left'::regclass
+			   AND NOT EXISTS (SELECT FROM pg_stat_progress_create_index)"),
+		"$label: it was cancelled, and left its index invalid");
+	$builder->quit;
+	my $left_oid = $node->safe_psql('postgres', "SELECT 'events_left'::regclass::oid");
+	my $jobs = $node->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_background_ddl');
+
+	my ($ret, $out, $err) = $node->psql('postgres',
+		'SET background_ddl = on; CREATE INDEX IF NOT EXISTS events_left ON events (gate(account))');
+	like($err, qr/relation "events_left" already exists, skipping/,
+		"$label: another definition skips the name, as PostgreSQL does");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_background_ddl'), $jobs,
+		"$label: and submits no job");
+
+	# The definitions are compared by a dry run, which needs the table's
+	# SHARE UPDATE EXCLUSIVE lock: if another session holds it for longer
+	# than lock_timeout, the statement says so and skips the name as
+	# PostgreSQL does (after waiting for that lock, as PostgreSQL does).
+	my $locker = $node->background_psql('postgres');
+	$locker->query_safe('BEGIN; LOCK events IN SHARE UPDATE EXCLUSIVE MODE');
+	my $skipper = $node->background_psql('postgres', on_error_stop => 0);
+	$skipper->query_until(qr/submitting/, q{
+		\echo submitting
+		SET background_ddl = on;
+		CREATE INDEX CONCURRENTLY IF NOT EXISTS events_left ON events (gate(id));
+	});
+	ok($node->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM pg_locks WHERE relation = 'events'::regclass AND NOT granted"),
+		"$label: with the table locked elsewhere, the statement waits for it");
+	$locker->query_safe('COMMIT');
+	$locker->quit;
+	$skipper->query("SELECT 1");
+	like($skipper->{stderr}, qr/invalid index "events_left" is not rebuilt in the background.*relation "events_left" already exists, skipping/s,
+		"$label: then skips the name, saying why it was not rebuilt");
+	$skipper->quit;
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_background_ddl'), $jobs,
+		"$label: no job");
+
+	my $job = submit_job($node,
+		'CREATE INDEX CONCURRENTLY IF NOT EXISTS events_left ON events (gate(id))');
+	ok($job > 0, "$label: the same definition is a job");
+	is(job_field($node, $job, 'strategy'), 'concurrent rebuild of an invalid index',
+		"$label: the job says what it does");
+	ok(held(77), "$label: its rebuild is held in its build");
+	isnt($node->safe_psql('postgres', "SELECT 'events_left'::regclass::oid"), $left_oid,
+		"$label: the invalid index was dropped and its name taken by the rebuild");
+	write_some($node, ++$round, 200000);
+	crash('kill', $job, $gate);
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	is($node->safe_psql('postgres',
+			"SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_left'::regclass"),
+		't', "$label: the index is valid");
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT bt_index_parent_check('events_left'::regclass, true)) c"),
+		'1', "$label: consistent, and holds every row");
+	is(invalid_indexes(), '0', "$label: no invalid index left");
+	$node->safe_psql('postgres', 'DROP INDEX events_left');
 }
 
 # Two index jobs on one table: the second is submitted while the first
