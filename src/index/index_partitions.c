@@ -30,6 +30,11 @@
  *	   invalid, as it does after CREATE INDEX: the job succeeds with them so
  *	   (STATE_LEFT_INVALID).
  *
+ * A job that rebuilds an invalid partitioned index (that CREATE INDEX IF
+ * NOT EXISTS found under its name) starts at step 2 with that index, and
+ * drops (detached first) each invalid leaf index attached in its tree, to
+ * build it again.
+ *
  * What is done is read from the catalogs (which partition has an index
  * attached to the job's), never kept in memory: after a crash, a restart
  * or a pause only the partition that was being built starts over (its
@@ -110,6 +115,7 @@ typedef struct PartitionStep
 	Oid			parent_index;
 	Oid			index;
 	bool		built;			/* the index is the one the job built */
+	bool		attached;		/* to drop: an invalid leaf index attached in the tree */
 } PartitionStep;
 
 /*
@@ -499,7 +505,22 @@ DecideStep(JobRun *run, Oid table_oid)
 
 		if (BelowAdoptedIndex(&run->job, partitions, partition))
 			continue;
-		/* A partition attached meanwhile with an invalid index of its own */
+		/*
+		 * An invalid leaf index attached in the tree: the job rebuilds it if
+		 * it rebuilds the invalid index above it; otherwise it came with a
+		 * partition attached meanwhile, and would keep the index invalid.
+		 */
+		if (OidIsValid(partition->index) && !partition->valid &&
+			partition->relkind == RELKIND_RELATION &&
+			CatalogKindStateInt(run->job.kind_state, INDEX_STATE_REBUILDS) != 0)
+		{
+			step.kind = PARTITION_STEP_DROP;
+			step.table = partition->table;
+			step.index = partition->index;
+			step.attached = true;
+			SetStateText(run, STATE_PARTITION, get_rel_name(partition->table));
+			return step;
+		}
 		if (OidIsValid(partition->index) && !partition->valid &&
 			partition->relkind == RELKIND_RELATION)
 			ereport(ERROR,
@@ -627,13 +648,43 @@ AttachStep(JobRun *run, void *arg)
 	}
 }
 
-/* Drop the index an interrupted build left (invalid, or its leaf gone) */
+/* Detach a partition's index from its parent index (the inverse of AttachStep) */
+static void
+Detach(Oid index_oid)
+{
+	Relation	index = index_open(index_oid, AccessExclusiveLock);
+
+	IndexSetParentIndex(index, InvalidOid);
+	index_close(index, NoLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Drop the index an interrupted build left (invalid, or its leaf gone), or
+ * an invalid leaf index attached in the tree of an index the job rebuilds:
+ * detached first (its table locked before it, as DROP INDEX locks them),
+ * if it is still invalid and attached.
+ */
 static void
 DropStep(JobRun *run, void *arg)
 {
 	const PartitionStep *step = arg;
 	char	   *name = get_rel_name(step->index);
+	bool		valid;
 
+	if (step->attached)
+	{
+		JobStepLockRelation(step->table, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+		if (!IndexBuildIsIndex(step->index, &valid) || valid ||
+			!get_rel_relispartition(step->index))
+			return;
+		Detach(step->index);
+		IndexBuildDrop(step->index);
+		ereport(LOG,
+				(errmsg("background DDL job %lld: dropped the invalid index \"%s\" of partition \"%s\"; it is built again",
+						(long long) run->job.id, name, get_rel_name(step->table))));
+		return;
+	}
 	IndexBuildDrop(step->index);
 	SetState(run, STATE_BUILDING_INDEX, 0);
 	CatalogJobRecordKindState(&run->job);
@@ -870,17 +921,6 @@ IndexPartitionsStep(JobRun *run, Oid table_oid)
 	(void) IndexBuildIsIndex(run->job.target_oid, &valid);
 	JobStepEnd();
 	return IndexPartitionsDone(&run->job, valid) ? JOB_STEP_DONE : JOB_STEP_MORE;
-}
-
-/* Detach a partition's index from its parent index (the inverse of AttachStep) */
-static void
-Detach(Oid index_oid)
-{
-	Relation	index = index_open(index_oid, AccessExclusiveLock);
-
-	IndexSetParentIndex(index, InvalidOid);
-	index_close(index, NoLock);
-	CommandCounterIncrement();
 }
 
 /*

@@ -16,6 +16,8 @@
 
 /* The job's kind_state says it indexes a partitioned table */
 #define INDEX_STATE_PARTITIONED		"partitioned"
+/* ... and the invalid index it rebuilds (CREATE INDEX IF NOT EXISTS found it) */
+#define INDEX_STATE_REBUILDS		"rebuilds"
 
 extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
 extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);

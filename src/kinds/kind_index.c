@@ -94,13 +94,11 @@
 
 /* The strategy of an index job on a table */
 #define STRATEGY_CONCURRENT_INDEX	"concurrent index build"
-#define STRATEGY_REBUILD_INVALID_INDEX	"concurrent rebuild of an invalid index"
 
 /* The job's kind_state: the indexed table, and the resolved parts */
 #define STATE_TABLE_OID		"table_oid"
 #define STATE_PARTS			"parts"
 #define STATE_NAMESPACE_OID	"namespace_oid"	/* of a table that does not exist yet */
-#define STATE_REBUILDS		"rebuilds"	/* the invalid index the job rebuilds */
 
 static IndexStmt *
 IndexStatement(KindSubmit *submit)
@@ -130,8 +128,10 @@ RunUtilityInWorker(KindSubmit *submit, PlannedStmt *pstmt)
 /*
  * The index that CREATE INDEX IF NOT EXISTS finds under its name, if it is
  * an invalid index of the same table (not a partition's index, attached to
- * its parent's): what an interrupted CREATE INDEX CONCURRENTLY leaves.
- * Whether it has the statement's definition, validation decides.
+ * its parent's): what an interrupted CREATE INDEX CONCURRENTLY leaves, or,
+ * on a partitioned table, the recipe of CREATE INDEX ON ONLY and a
+ * concurrent build per partition left unfinished.  Whether it has the
+ * statement's definition, validation decides.
  */
 static Oid
 InvalidIndexOfName(IndexStmt *stmt, Oid relid)
@@ -142,7 +142,9 @@ InvalidIndexOfName(IndexStmt *stmt, Oid relid)
 	if (!stmt->if_not_exists || stmt->idxname == NULL)
 		return InvalidOid;
 	existing = get_relname_relid(stmt->idxname, get_rel_namespace(relid));
-	if (!OidIsValid(existing) || get_rel_relkind(existing) != RELKIND_INDEX ||
+	if (!OidIsValid(existing) ||
+		get_rel_relkind(existing) != (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+									  RELKIND_PARTITIONED_INDEX : RELKIND_INDEX) ||
 		!IndexBuildIsIndex(existing, &valid) || valid ||
 		IndexGetRelation(existing, false) != relid || get_rel_relispartition(existing))
 		return InvalidOid;
@@ -610,7 +612,9 @@ DefinesIndex(Oid relid, IndexStmt *stmt, Oid index_oid)
 		ereport(NOTICE,
 				(errmsg("invalid index \"%s\" is not rebuilt in the background",
 						get_rel_name(index_oid)),
-				 errdetail("Another session (a VACUUM, an ANALYZE or an index build) held the table's SHARE UPDATE EXCLUSIVE lock for longer than background_ddl.lock_timeout."),
+				 errdetail("Comparing its definition with the statement's needs the table's %s lock, which another session held for longer than background_ddl.lock_timeout.",
+						   get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+						   "SHARE" : "SHARE UPDATE EXCLUSIVE"),
 				 errhint("Run the statement again when it is done.")));
 		return false;
 	}
@@ -656,7 +660,7 @@ IndexValidate(KindSubmit *submit)
 			submit->declined = true;
 			return;
 		}
-		CatalogKindStateSetInt(&submit->kind_state, STATE_REBUILDS, rebuilt);
+		CatalogKindStateSetInt(&submit->kind_state, INDEX_STATE_REBUILDS, rebuilt);
 		name = stmt->idxname;
 	}
 	else
@@ -813,7 +817,7 @@ IndexReserve(KindSubmit *submit)
 	Oid			namespace_oid = CatalogKindStateInt(submit->kind_state, STATE_NAMESPACE_OID) != 0 ?
 		(Oid) CatalogKindStateInt(submit->kind_state, STATE_NAMESPACE_OID) :
 		get_rel_namespace(table_oid);
-	Oid			rebuilt = (Oid) CatalogKindStateInt(submit->kind_state, STATE_REBUILDS);
+	Oid			rebuilt = (Oid) CatalogKindStateInt(submit->kind_state, INDEX_STATE_REBUILDS);
 
 	/*
 	 * An invalid index to rebuild is the job's target from the start, as if
@@ -824,8 +828,9 @@ IndexReserve(KindSubmit *submit)
 		IndexReserveName(submit, table_oid, namespace_oid, stmt->idxname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 stmt->idxname);
-	submit->strategy = pstrdup(OidIsValid(rebuilt) ? STRATEGY_REBUILD_INVALID_INDEX :
-							   STRATEGY_CONCURRENT_INDEX);
+	submit->strategy = pstrdup(!OidIsValid(rebuilt) ? STRATEGY_CONCURRENT_INDEX :
+							   get_rel_relkind(rebuilt) == RELKIND_PARTITIONED_INDEX ?
+							   STRATEGY_REBUILD_PARTITIONS : STRATEGY_REBUILD_INVALID_INDEX);
 	CatalogKindStateSetText(&submit->kind_state, STATE_PARTS, ResolvedParts(stmt));
 }
 

@@ -19,6 +19,9 @@
 
 /* The strategy of an index job on a partitioned table */
 #define STRATEGY_PARTITIONS		"concurrent index build, partition by partition"
+/* ... of an invalid index that CREATE INDEX IF NOT EXISTS found under its name */
+#define STRATEGY_REBUILD_INVALID_INDEX	"concurrent rebuild of an invalid index"
+#define STRATEGY_REBUILD_PARTITIONS	"concurrent rebuild of an invalid index, partition by partition"
 
 extern Oid	IndexedTable(const BgddlJob *job);
 extern IndexStmt *IndexStatementToRun(const BgddlJob *job, const char *name);

@@ -39,7 +39,8 @@ PartitionedIndexPlan(JobRun *run)
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
 	run->job.planned = true;
 	IndexPartitionsPlan(run, IndexedTable(&run->job));
-	run->job.strategy = MemoryContextStrdup(JobContext(), STRATEGY_PARTITIONS);
+	if (CatalogKindStateInt(run->job.kind_state, INDEX_STATE_REBUILDS) == 0)
+		run->job.strategy = MemoryContextStrdup(JobContext(), STRATEGY_PARTITIONS);
 	CatalogJobRecordPlan(&run->job);
 	JobStepEnd();
 }

@@ -233,6 +233,33 @@ SELECT indisvalid, pg_get_indexdef(indexrelid) FROM pg_index WHERE indexrelid = 
 CREATE UNIQUE INDEX IF NOT EXISTS k_left_v ON k_left (v);
 SELECT count(*) AS jobs FROM pg_stat_background_ddl WHERE target = 'public.k_left_v';
 DROP TABLE k_left;
+-- On a partitioned table, the recipe done by hand and left unfinished: the
+-- index ON ONLY the table, one partition's index attached, another's
+-- attached invalid (its build failed on duplicates, removed since).  The
+-- job rebuilds the invalid one, indexes the partitions without one, and the
+-- index is valid.
+CREATE TABLE k_left_parted (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE k_left_parted_1 PARTITION OF k_left_parted FOR VALUES FROM (0) TO (100);
+CREATE TABLE k_left_parted_2 PARTITION OF k_left_parted FOR VALUES FROM (100) TO (200);
+CREATE TABLE k_left_parted_3 PARTITION OF k_left_parted FOR VALUES FROM (200) TO (300);
+INSERT INTO k_left_parted SELECT g, g FROM generate_series(0, 299) g;
+INSERT INTO k_left_parted VALUES (150, 0);
+SET background_ddl = off;
+CREATE UNIQUE INDEX k_left_parted_a ON ONLY k_left_parted (a);
+CREATE UNIQUE INDEX CONCURRENTLY k_left_parted_1_a ON k_left_parted_1 (a);
+ALTER INDEX k_left_parted_a ATTACH PARTITION k_left_parted_1_a;
+CREATE UNIQUE INDEX CONCURRENTLY k_left_parted_2_a ON k_left_parted_2 (a);
+ALTER INDEX k_left_parted_a ATTACH PARTITION k_left_parted_2_a;
+SET background_ddl = on;
+DELETE FROM k_left_parted WHERE a = 150 AND b = 0;
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_parted_a ON k_left_parted (a, b);
+CREATE UNIQUE INDEX IF NOT EXISTS k_left_parted_a ON k_left_parted (a);
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, strategy FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT c.relname, i.indisvalid, h.inhparent::regclass AS attached_to, pg_get_indexdef(i.indexrelid)
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid LEFT JOIN pg_inherits h ON h.inhrelid = c.oid
+ WHERE i.indrelid IN (SELECT relid FROM pg_partition_tree('k_left_parted')) ORDER BY 1;
+DROP TABLE k_left_parted;
 -- Refused at submit, with the blocking statement's errors.
 CREATE INDEX k_bad ON k (random());
 CREATE INDEX k_bad ON k (nosuchcolumn);
