@@ -3,8 +3,9 @@
  * index_build.c
  *	  PostgreSQL's index definition code (DefineIndex), run for a job: as the
  *	  role that submitted it, under statement_timeout, with the messages it
- *	  raises kept with the job; the progress it reports; and the drop of a
- *	  job's index.
+ *	  raises kept with the job, and an expression index's statistics
+ *	  collected as it becomes valid; the progress it reports; and the drop
+ *	  of a job's index.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,12 +21,15 @@
 #include "commands/defrem.h"
 #include "commands/progress.h"
 #include "commands/tablespace.h"
+#include "commands/vacuum.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lockdefs.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/backend_status.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timeout.h"
 
@@ -33,6 +37,7 @@
 #include "engine/job_messages.h"
 #include "engine/job_step.h"
 #include "index/index_build.h"
+#include "pg/pg_lock.h"
 #include "pg/pg_relation.h"
 
 /*
@@ -51,6 +56,62 @@ IndexBuildNewOid(Oid table_oid, const char *tablespace)
 
 	table_close(pg_class, RowExclusiveLock);
 	return index_oid;
+}
+
+/*
+ * The statistics of a concurrently built expression index, collected by an
+ * ANALYZE of its table (as the job's role: ANALYZE evaluates the
+ * expressions as the table's owner, as always) in the transaction that
+ * marks the index valid, which DefineIndex leaves open: the first queries
+ * that can use the index are planned with them, where after CREATE INDEX
+ * CONCURRENTLY they have none until the next ANALYZE.  (ANALYZE computes an
+ * index's expressions only along with every column of the table.)  Its
+ * SHARE UPDATE EXCLUSIVE lock, which CREATE INDEX CONCURRENTLY has just
+ * released, is tried without queueing for lock_timeout: another build that
+ * took it meanwhile may wait for this transaction's snapshot.  If it does
+ * not come, the index goes without, and the log says so.
+ */
+static void
+AnalyzeExpressions(const BgddlJob *job, Oid table_oid, Oid index_oid)
+{
+	VacuumParams params = {
+		.options = VACOPT_ANALYZE,
+		.freeze_min_age = -1,
+		.freeze_table_age = -1,
+		.multixact_freeze_min_age = -1,
+		.multixact_freeze_table_age = -1,
+		.log_min_duration = -1,
+		.index_cleanup = VACOPTVALUE_UNSPECIFIED,
+		.truncate = VACOPTVALUE_UNSPECIFIED,
+	};
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
+	bool		expressions;
+	Oid			saved_userid;
+	int			saved_sec_context;
+
+	if (!HeapTupleIsValid(tuple))
+		return;
+	expressions = !heap_attisnull(tuple, Anum_pg_index_indexprs, NULL);
+	ReleaseSysCache(tuple);
+	if (!expressions)
+		return;
+	if (!PgLockRelationWithin(table_oid, ShareUpdateExclusiveLock, background_ddl_lock_timeout_ms,
+							  false))
+	{
+		ereport(LOG,
+				(errmsg("background DDL job %lld: index \"%s\" is valid without the statistics of its expressions",
+						(long long) job->id, get_rel_name(index_oid)),
+				 errdetail("Another session held the SHARE UPDATE EXCLUSIVE lock of table \"%s\" for longer than background_ddl.lock_timeout.",
+						   get_rel_name(table_oid))));
+		return;
+	}
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(job->identity.owner_oid,
+						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	analyze_rel(table_oid, NULL, &params, NIL, true, GetAccessStrategy(BAS_VACUUM));
+	PopActiveSnapshot();
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
 }
 
 /*
@@ -84,6 +145,8 @@ IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt, Oid index_
 	JobMessagesCatch(false);
 	disable_timeout(STATEMENT_TIMEOUT, false);
 	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	if (stmt->concurrent)
+		AnalyzeExpressions(job, table_oid, address.objectId);
 	return address;
 }
 

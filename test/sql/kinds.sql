@@ -183,6 +183,11 @@ CREATE UNIQUE INDEX k_id ON k (id) INCLUDE (grp) WHERE id > 0;
 CALL await_ddl(last_ddl_job(), '60s');
 CREATE INDEX k_lower ON k (lower(payload) COLLATE "C" text_pattern_ops);
 CALL await_ddl(last_ddl_job(), '60s');
+-- An expression index has the statistics of its expressions from the moment
+-- it is valid: ANALYZE ran in the transaction that marked it valid.
+SELECT (SELECT xmin FROM pg_index WHERE indexrelid = 'k_lower'::regclass) =
+       (SELECT DISTINCT xmin FROM pg_statistic WHERE starelid = 'k_lower'::regclass)
+       AS analyzed_as_it_became_valid;
 CREATE INDEX CONCURRENTLY k_hash ON k USING hash (payload);
 CALL await_ddl(last_ddl_job(), '60s');
 CREATE INDEX k_brin ON k USING brin (id);
