@@ -116,9 +116,12 @@ EOS
 # Sample every $2 seconds (default 0.02), until bench_snapshot_stop, how long the statement's
 # processes have held a snapshot: the longest open transaction with an xmin of a background_ddl
 # worker or of a session named bench_build (PGAPPNAME), one line per sample into file $1; one psql
-# session (\watch).  Each sample is a query that takes its share of the CPU.
+# session (\watch).  Each sample is a query that takes its share of the CPU.  With $3, the
+# largest of that expression over those processes instead (age(backend_xmin): how many
+# transactions behind the VACUUM horizon they hold; a statement that commits inside, as CREATE
+# INDEX CONCURRENTLY, keeps its statement's start as xact_start, so the time overstates it).
 bench_snapshot_start() {
-    (exec "$PGBIN/psql" -X -At >"$1" 2>/dev/null <<<"SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)
+    (exec "$PGBIN/psql" -X -At >"$1" 2>/dev/null <<<"SELECT coalesce(max(${3:-extract(epoch FROM clock_timestamp() - xact_start)}), 0)
           FROM pg_stat_activity
          WHERE backend_xmin IS NOT NULL AND xact_start IS NOT NULL
            AND (backend_type = 'background_ddl worker' OR application_name = 'bench_build') \\watch ${2:-0.02}") &
