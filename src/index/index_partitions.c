@@ -33,7 +33,7 @@
  * A job that rebuilds an invalid partitioned index (that CREATE INDEX IF
  * NOT EXISTS found under its name) starts at step 2 with that index, and
  * drops (detached first) each invalid leaf index attached in its tree, to
- * build it again.
+ * build it again under its name.
  *
  * What is done is read from the catalogs (which partition has an index
  * attached to the job's), never kept in memory: after a crash, a restart
@@ -85,6 +85,8 @@
 #define STATE_DONE				"partitions_done"	/* leaves with a valid index */
 #define STATE_TOTAL				"partitions_total"	/* leaves */
 #define STATE_LEFT_INVALID		"left_invalid"	/* done; an adopted index keeps it invalid */
+#define STATE_REBUILT_TABLE		"rebuilt_table" /* a leaf whose invalid index was dropped */
+#define STATE_REBUILT_NAME		"rebuilt_name"	/* ... and that index's name, for its rebuild */
 
 /* A partition (at any level) of the indexed table, and the job's indexes */
 typedef struct TreePartition
@@ -680,6 +682,9 @@ DropStep(JobRun *run, void *arg)
 			return;
 		Detach(step->index);
 		IndexBuildDrop(step->index);
+		SetState(run, STATE_REBUILT_TABLE, step->table);
+		SetStateText(run, STATE_REBUILT_NAME, name);
+		CatalogJobRecordKindState(&run->job);
 		ereport(LOG,
 				(errmsg("background DDL job %lld: dropped the invalid index \"%s\" of partition \"%s\"; it is built again",
 						(long long) run->job.id, name, get_rel_name(step->table))));
@@ -725,6 +730,15 @@ BuildStep(JobRun *run, const PartitionStep *step)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	stmt = ClonedStatement(step->table, step->parent_index);
 	stmt->concurrent = true;
+	/* The index of a leaf whose invalid index the job dropped keeps its name, if still free */
+	if (StateOid(&run->job, STATE_REBUILT_TABLE) == step->table)
+	{
+		char	   *name = CatalogKindStateText(run->job.kind_state, STATE_REBUILT_NAME);
+
+		if (name != NULL &&
+			!OidIsValid(get_relname_relid(name, get_rel_namespace(step->table))))
+			stmt->idxname = name;
+	}
 	index_oid = IndexBuildNewOid(step->table, stmt->tableSpace);
 	SetState(run, STATE_BUILDING_INDEX, index_oid);
 	SetState(run, STATE_BUILDING_TABLE, step->table);

@@ -13,7 +13,9 @@
 #  - a partition's matching index is attached instead of built, and cancel
 #    detaches it again and leaves nothing the job created;
 #  - a unique violation in one partition fails the job with PostgreSQL's
-#    error and leaves no invalid index.
+#    error and leaves no invalid index;
+#  - CREATE INDEX IF NOT EXISTS rebuilds the invalid index that the recipe
+#    done by hand left, and survives a kill in the middle.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -258,6 +260,66 @@ like( $node->safe_psql('postgres', "SELECT error_sqlstate || ' ' || error FROM p
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_index WHERE NOT indisvalid OR indexrelid::regclass::text LIKE 'events%id_at%'"),
 	'0', 'and leaves no index, valid or not');
+
+# 5. PostgreSQL's recipe done by hand and left unfinished: the index ON ONLY
+# the table, one leaf's index built and attached, another's build cancelled
+# and its invalid index attached.  CREATE INDEX IF NOT EXISTS of the same
+# definition rebuilds it; killed in the middle, it resumes, and the whole
+# tree is valid.  gated() holds a build at one row of the second leaf while
+# advisory lock 78 is held.
+my ($leaf1, $leaf2) = split /\n/, $node->safe_psql('postgres',
+	"SELECT relid::regclass FROM pg_partition_tree('events') WHERE isleaf ORDER BY relid LIMIT 2");
+my $gated_id = $node->safe_psql('postgres', "SELECT min(id) FROM $leaf2");
+$node->safe_psql('postgres', qq{
+CREATE FUNCTION gated(x bigint) RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS
+  \$\$ BEGIN IF x = $gated_id THEN PERFORM pg_advisory_xact_lock_shared(78); END IF; RETURN x; END \$\$;
+CREATE INDEX events_by_hand ON ONLY events (gated(id));
+});
+$node->safe_psql('postgres', "CREATE INDEX CONCURRENTLY by_hand_1 ON $leaf1 (gated(id))");
+my $gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(78)');
+my $builder = $node->background_psql('postgres', on_error_stop => 0);
+$builder->query_until(qr/building/, qq{
+	\\echo building
+	CREATE INDEX CONCURRENTLY by_hand_2 ON $leaf2 (gated(id));
+});
+sub gate_held
+{
+	return $node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 78 AND NOT granted");
+}
+ok(gate_held(), "a partition's concurrent build is held in its build");
+$node->safe_psql('postgres',
+	"SELECT pg_cancel_backend(pid) FROM pg_stat_progress_create_index WHERE relid = '$leaf2'::regclass");
+ok($node->poll_query_until('postgres', 'SELECT NOT EXISTS (SELECT FROM pg_stat_progress_create_index)'),
+	'and cancelled');
+$builder->quit;
+$node->safe_psql('postgres', 'ALTER INDEX events_by_hand ATTACH PARTITION by_hand_1');
+$node->safe_psql('postgres', 'ALTER INDEX events_by_hand ATTACH PARTITION by_hand_2');
+is( $node->safe_psql('postgres', q{
+		SELECT string_agg(relid::regclass || ' ' || indisvalid, ', ' ORDER BY relid::regclass::text)
+		  FROM pg_partition_tree('events_by_hand') JOIN pg_index ON indexrelid = relid}),
+	'by_hand_1 true, by_hand_2 false, events_by_hand false',
+	'the tree left by hand: an invalid index attached to an invalid one');
+my $kept = $node->safe_psql('postgres', "SELECT 'by_hand_1'::regclass::oid");
+$job = submit_job($node, 'CREATE INDEX IF NOT EXISTS events_by_hand ON events (gated(id))');
+is(job_field($node, $job, 'strategy'),
+	'concurrent rebuild of an invalid index, partition by partition',
+	'the same definition is a job that rebuilds the index');
+ok(gate_held(), "the rebuild of the second leaf's index is held in its build");
+kill_and_recover($node, $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job"));
+eval { $gate->quit };    # its session died with the crash
+ok(wait_job_state($node, $job, 'succeeded'), 'killed in the middle, the rebuild succeeded');
+check_index_tree('events_by_hand', 'the rebuilt index');
+is($node->safe_psql('postgres', "SELECT 'by_hand_1'::regclass::oid"), $kept,
+	'the valid partition index is kept');
+ok($node->log_contains("background DDL job $job: dropped the invalid index \"by_hand_2\" of partition"),
+	'the invalid one was dropped, to be built again');
+is( $node->safe_psql('postgres', qq{
+		SELECT indisvalid AND inhparent = 'events_by_hand'::regclass
+		  FROM pg_index JOIN pg_inherits ON inhrelid = indexrelid
+		 WHERE indexrelid = 'by_hand_2'::regclass AND indrelid = '$leaf2'::regclass}),
+	't', 'it was built again under its name, valid and attached');
 
 $node->stop;
 done_testing();
