@@ -58,6 +58,7 @@ OBJS = \
 	src/index/index_estimate.o \
 	src/kinds/kind_matview.o \
 	src/kinds/kind_ctas.o \
+	src/kinds/kind_reindex.o \
 	src/kinds/kind_refresh.o \
 	src/kinds/kind_index.o \
 	src/kinds/kind_citus_index.o \
@@ -82,7 +83,7 @@ EXTENSION = background_ddl
 DATA = background_ddl--1.0.sql
 PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 
-REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains session_order alter_table
+REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains session_order alter_table reindex
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
 ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races submit_privileges

@@ -79,6 +79,7 @@ _PG_init(void)
 	KindRegister(&kind_index_routine);
 	KindRegister(&kind_key_constraint_routine);
 	KindRegister(&kind_constraint_routine);
+	KindRegister(&kind_reindex_routine);
 
 	JobLauncherRegister();
 }

@@ -158,6 +158,41 @@ JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,
 	JobXactNotify(run->job.id, JOB_STATE_SUCCEEDED);
 }
 
+/*
+ * Set a value in the job's kind_state, which lives as long as the job (the
+ * state replaced is freed: a job may set values thousands of times)
+ */
+void
+JobRunSetStateText(JobRun *run, const char *key, const char *value)
+{
+	char	   *current = CatalogKindStateText(run->job.kind_state, key);
+	Jsonb	   *old_state = run->job.kind_state;
+	MemoryContext old_context;
+
+	if (current != NULL && strcmp(current, value) == 0)
+		return;
+	old_context = MemoryContextSwitchTo(JobContext());
+	CatalogKindStateSetText(&run->job.kind_state, key, value);
+	MemoryContextSwitchTo(old_context);
+	if (old_state != NULL && old_state != run->job.kind_state)
+		pfree(old_state);
+}
+
+void
+JobRunSetStateInt(JobRun *run, const char *key, int64 value)
+{
+	Jsonb	   *old_state = run->job.kind_state;
+	MemoryContext old_context;
+
+	if (CatalogKindStateHas(old_state, key) && CatalogKindStateInt(old_state, key) == value)
+		return;
+	old_context = MemoryContextSwitchTo(JobContext());
+	CatalogKindStateSetInt(&run->job.kind_state, key, value);
+	MemoryContextSwitchTo(old_context);
+	if (old_state != NULL && old_state != run->job.kind_state)
+		pfree(old_state);
+}
+
 /* The job's target batch time: its own (alter_ddl), or the server's */
 int
 JobRunBatchTimeMs(const BgddlJob *job)

@@ -43,6 +43,8 @@ extern void JobRunRecordPhase(const JobRun *run, JobPhase phase);
 extern bool JobRunTargetExists(const JobRun *run);
 extern void JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,
 							int64 rows);
+extern void JobRunSetStateText(JobRun *run, const char *key, const char *value);
+extern void JobRunSetStateInt(JobRun *run, const char *key, int64 value);
 extern int	JobRunBatchTimeMs(const BgddlJob *job);
 extern double JobRunBatchScale(const BgddlJob *job, double seconds);
 extern double JobRunRowsPerBatch(const BgddlJob *job);

@@ -131,18 +131,25 @@ KindStandsFor(ObjectType type)
 	return false;
 }
 
-/* The statements that become jobs, for a message: "A, B, C or D" */
+/*
+ * The statements that become jobs (estimated: those estimate_ddl can
+ * estimate), for a message: "A, B, C or D"
+ */
 char *
-KindNames(void)
+KindNames(bool estimated)
 {
-	StringInfoData names;
+	List	   *names = NIL;
+	StringInfoData text;
 
-	initStringInfo(&names);
 	for (int i = 0; i < nkinds; i++)
-		if (kinds[i]->variant_key == NULL)
-			appendStringInfo(&names, "%s%s", i == 0 ? "" : i == nkinds - 1 ? " or " : ", ",
-							 kinds[i]->name);
-	return names.data;
+		if (kinds[i]->variant_key == NULL && (!estimated || kinds[i]->estimate != NULL) &&
+			!list_member(names, makeString((char *) kinds[i]->name)))
+			names = lappend(names, makeString((char *) kinds[i]->name));
+	initStringInfo(&text);
+	for (int i = 0; i < list_length(names); i++)
+		appendStringInfo(&text, "%s%s", i == 0 ? "" : i == list_length(names) - 1 ? " or " : ", ",
+						 strVal(list_nth(names, i)));
+	return text.data;
 }
 
 /*

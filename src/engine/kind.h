@@ -250,7 +250,7 @@ extern const KindRoutine *KindRoutineForJob(const BgddlJob *job);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
 extern bool KindEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate);
-extern char *KindNames(void);
+extern char *KindNames(bool estimated);
 extern bool KindStandsFor(ObjectType type);
 extern void KindJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress);
 extern Oid	KindBuildHere(int64 job_id, const char *why);

@@ -23,6 +23,7 @@
 #include "commands/tablespace.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
+#include "parser/parse_node.h"
 #include "storage/bufmgr.h"
 #include "storage/lockdefs.h"
 #include "storage/proc.h"
@@ -115,39 +116,72 @@ AnalyzeExpressions(const BgddlJob *job, Oid table_oid, Oid index_oid)
 }
 
 /*
- * DefineIndex for the statement (concurrent or not, as it says), as the
- * job's role, with statement_timeout armed for the whole build and the
- * messages it raises caught for the job.  Not concurrently, in a restricted
- * security context; concurrently, DefineIndex commits and starts
- * transactions itself, which must begin outside any such context (it
- * evaluates the index's expressions as the table's owner in one of its own,
- * as it always does), and an error in one of them leaves the job's role
- * current (JobStepAbort restores the worker's).
+ * What PostgreSQL's index code runs under for a job: the job's role,
+ * statement_timeout armed for the whole build, the messages it raises
+ * caught for the job.  Not concurrently, in a restricted security context;
+ * concurrently, the code commits and starts transactions itself, which must
+ * begin outside any such context (it evaluates the index's expressions as
+ * the table's owner in one of its own, as it always does), and an error in
+ * one of them leaves the job's role current (JobStepAbort restores the
+ * worker's).
  */
-ObjectAddress
-IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt, Oid index_oid,
-				 Oid parent_index_oid)
+typedef struct IndexCodeContext
 {
 	Oid			saved_userid;
 	int			saved_sec_context;
-	ObjectAddress address;
+} IndexCodeContext;
 
-	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+static void
+IndexCodeBegin(const BgddlJob *job, bool concurrent, IndexCodeContext *context)
+{
+	GetUserIdAndSecContext(&context->saved_userid, &context->saved_sec_context);
 	SetUserIdAndSecContext(job->identity.owner_oid,
-						   stmt->concurrent ? saved_sec_context :
-						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   concurrent ? context->saved_sec_context :
+						   context->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	if (StatementTimeout > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, StatementTimeout);
 	JobMessagesCatch(true);
-	address = DefineIndex(table_oid, stmt, index_oid, parent_index_oid, InvalidOid,
-						  false, true, false, false, true);
+}
+
+static void
+IndexCodeEnd(IndexCodeContext *context)
+{
 	JobMessagesCatch(false);
 	disable_timeout(STATEMENT_TIMEOUT, false);
-	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	SetUserIdAndSecContext(context->saved_userid, context->saved_sec_context);
+}
+
+/* DefineIndex for the statement (concurrent or not, as it says), for a job */
+ObjectAddress
+IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt, Oid index_oid,
+				 Oid parent_index_oid)
+{
+	IndexCodeContext context;
+	ObjectAddress address;
+
+	IndexCodeBegin(job, stmt->concurrent, &context);
+	address = DefineIndex(table_oid, stmt, index_oid, parent_index_oid, InvalidOid,
+						  false, true, false, false, true);
+	IndexCodeEnd(&context);
 	if (stmt->concurrent)
 		AnalyzeExpressions(job, table_oid, address.objectId);
 	return address;
+}
+
+/*
+ * REINDEX of one index, for a job, as the statement (REINDEX INDEX ...
+ * CONCURRENTLY) says: it commits and starts transactions itself, and leaves
+ * the last one open.
+ */
+void
+IndexBuildReindex(const BgddlJob *job, ReindexStmt *stmt)
+{
+	IndexCodeContext context;
+
+	IndexCodeBegin(job, true, &context);
+	ExecReindex(make_parsestate(NULL), stmt, true);
+	IndexCodeEnd(&context);
 }
 
 /* Is the relation an index (of any kind); if so, is it valid? */

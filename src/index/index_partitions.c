@@ -120,41 +120,6 @@ typedef struct PartitionStep
 	bool		attached;		/* to drop: an invalid leaf index attached in the tree */
 } PartitionStep;
 
-/*
- * Set a value in the job's kind_state, which lives as long as the job (the
- * state replaced is freed: a job may set values thousands of times)
- */
-static void
-SetStateText(JobRun *run, const char *key, const char *value)
-{
-	char	   *current = CatalogKindStateText(run->job.kind_state, key);
-	Jsonb	   *old_state = run->job.kind_state;
-	MemoryContext old_context;
-
-	if (current != NULL && strcmp(current, value) == 0)
-		return;
-	old_context = MemoryContextSwitchTo(JobContext());
-	CatalogKindStateSetText(&run->job.kind_state, key, value);
-	MemoryContextSwitchTo(old_context);
-	if (old_state != NULL && old_state != run->job.kind_state)
-		pfree(old_state);
-}
-
-static void
-SetState(JobRun *run, const char *key, int64 value)
-{
-	Jsonb	   *old_state = run->job.kind_state;
-	MemoryContext old_context;
-
-	if (CatalogKindStateHas(old_state, key) && CatalogKindStateInt(old_state, key) == value)
-		return;
-	old_context = MemoryContextSwitchTo(JobContext());
-	CatalogKindStateSetInt(&run->job.kind_state, key, value);
-	MemoryContextSwitchTo(old_context);
-	if (old_state != NULL && old_state != run->job.kind_state)
-		pfree(old_state);
-}
-
 static Oid
 StateOid(const BgddlJob *job, const char *key)
 {
@@ -187,7 +152,7 @@ AddCreated(JobRun *run, Oid table_oid)
 	char	   *created = CatalogKindStateText(run->job.kind_state, STATE_CREATED);
 
 	if (!Created(&run->job, table_oid))
-		SetStateText(run, STATE_CREATED, created && created[0] ?
+		JobRunSetStateText(run, STATE_CREATED, created && created[0] ?
 					 psprintf("%s %u", created, table_oid) : psprintf("%u", table_oid));
 }
 
@@ -406,8 +371,8 @@ IndexPartitionsPlan(JobRun *run, Oid table_oid)
 	CountLeaves(JobTree(table_oid, InvalidOid), &done, &total, &rows_done, &rows_total);
 	run->job.work_total = total;
 	run->job.rows_total = (int64) rows_total;
-	SetState(run, STATE_TOTAL, total);
-	SetState(run, STATE_DONE, 0);
+	JobRunSetStateInt(run, STATE_TOTAL, total);
+	JobRunSetStateInt(run, STATE_DONE, 0);
 }
 
 /*
@@ -473,8 +438,8 @@ DecideStep(JobRun *run, Oid table_oid)
 	CountLeaves(partitions, &done, &total, &rows_done, &rows_total);
 	CatalogJobSetBackfillTotals(&run->job, done, (int64) rows_done, done);
 	run->job.rows_total = (int64) rows_total;
-	SetState(run, STATE_DONE, done);
-	SetState(run, STATE_TOTAL, total);
+	JobRunSetStateInt(run, STATE_DONE, done);
+	JobRunSetStateInt(run, STATE_TOTAL, total);
 
 	if (OidIsValid(building))
 	{
@@ -499,7 +464,7 @@ DecideStep(JobRun *run, Oid table_oid)
 		/* attached meanwhile (its partition detached and attached again), or gone */
 		if (partition != NULL && partition->index == building)
 			AddCreated(run, partition->table);
-		SetState(run, STATE_BUILDING_INDEX, 0);
+		JobRunSetStateInt(run, STATE_BUILDING_INDEX, 0);
 	}
 	foreach(lc, partitions)
 	{
@@ -520,7 +485,7 @@ DecideStep(JobRun *run, Oid table_oid)
 			step.table = partition->table;
 			step.index = partition->index;
 			step.attached = true;
-			SetStateText(run, STATE_PARTITION, get_rel_name(partition->table));
+			JobRunSetStateText(run, STATE_PARTITION, get_rel_name(partition->table));
 			return step;
 		}
 		if (OidIsValid(partition->index) && !partition->valid &&
@@ -537,7 +502,7 @@ DecideStep(JobRun *run, Oid table_oid)
 			continue;
 		step.table = partition->table;
 		step.parent_index = partition->parent_index;
-		SetStateText(run, STATE_PARTITION, get_rel_name(partition->table));
+		JobRunSetStateText(run, STATE_PARTITION, get_rel_name(partition->table));
 		step.index = MatchingIndex(partition);
 		if (OidIsValid(step.index))
 			step.kind = PARTITION_STEP_ATTACH;
@@ -644,7 +609,7 @@ AttachStep(JobRun *run, void *arg)
 		if (step->built)
 		{
 			AddCreated(run, step->table);
-			SetState(run, STATE_BUILDING_INDEX, 0);
+			JobRunSetStateInt(run, STATE_BUILDING_INDEX, 0);
 		}
 		CatalogJobRecordKindState(&run->job);
 	}
@@ -682,8 +647,8 @@ DropStep(JobRun *run, void *arg)
 			return;
 		Detach(step->index);
 		IndexBuildDrop(step->index);
-		SetState(run, STATE_REBUILT_TABLE, step->table);
-		SetStateText(run, STATE_REBUILT_NAME, name);
+		JobRunSetStateInt(run, STATE_REBUILT_TABLE, step->table);
+		JobRunSetStateText(run, STATE_REBUILT_NAME, name);
 		CatalogJobRecordKindState(&run->job);
 		ereport(LOG,
 				(errmsg("background DDL job %lld: dropped the invalid index \"%s\" of partition \"%s\"; it is built again",
@@ -691,7 +656,7 @@ DropStep(JobRun *run, void *arg)
 		return;
 	}
 	IndexBuildDrop(step->index);
-	SetState(run, STATE_BUILDING_INDEX, 0);
+	JobRunSetStateInt(run, STATE_BUILDING_INDEX, 0);
 	CatalogJobRecordKindState(&run->job);
 	ereport(LOG,
 			(errmsg("background DDL job %lld: dropped the index \"%s\" left by an interrupted build of a partition's index",
@@ -740,8 +705,8 @@ BuildStep(JobRun *run, const PartitionStep *step)
 			stmt->idxname = name;
 	}
 	index_oid = IndexBuildNewOid(step->table, stmt->tableSpace);
-	SetState(run, STATE_BUILDING_INDEX, index_oid);
-	SetState(run, STATE_BUILDING_TABLE, step->table);
+	JobRunSetStateInt(run, STATE_BUILDING_INDEX, index_oid);
+	JobRunSetStateInt(run, STATE_BUILDING_TABLE, step->table);
 	CatalogJobRecordKindState(&run->job);
 	(void) IndexBuildDefine(&run->job, step->table, stmt, index_oid, InvalidOid);
 	JobStepEnd();
@@ -842,7 +807,7 @@ FinishStep(JobRun *run, void *arg)
 		}
 		foreach(lc, to_mark)
 			MarkValid(lfirst_oid(lc));
-		SetState(run, STATE_LEFT_INVALID, 1);
+		JobRunSetStateInt(run, STATE_LEFT_INVALID, 1);
 		CatalogJobRecordKindState(&run->job);
 		return;
 	}

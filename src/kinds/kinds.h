@@ -19,5 +19,6 @@ extern const KindRoutine kind_citus_index_routine;
 extern const KindRoutine kind_partitioned_index_routine;
 extern const KindRoutine kind_key_constraint_routine;
 extern const KindRoutine kind_constraint_routine;
+extern const KindRoutine kind_reindex_routine;
 
 #endif							/* BGDDL_KINDS_H */

@@ -70,7 +70,7 @@ RefuseStatement(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("explain_ddl takes one %s statement, or a query", KindNames())));
+			 errmsg("explain_ddl takes one %s statement, or a query", KindNames(false))));
 }
 
 /* explain_ddl(statement text) returns text: each kind explains its own */
@@ -143,7 +143,7 @@ estimate_ddl(PG_FUNCTION_ARGS)
 	if (!estimated)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("estimate_ddl takes one %s statement, or a query", KindNames()),
+				 errmsg("estimate_ddl takes one %s statement, or a query", KindNames(true)),
 				 errhint("explain_ddl says how the other statements would run.")));
 	error_context_stack = error_context.previous;
 

@@ -356,6 +356,101 @@ for my $fault ('kill', 'immediate', 'cancel')
 	$node->safe_psql('postgres', 'DROP INDEX events_left');
 }
 
+# REINDEX TABLE as a job, one index at a time: killed in the middle of its
+# third index's rebuild, under writes, it resumes there (the two indexes
+# rebuilt before are not rebuilt again; the new index the interrupted
+# rebuild left is dropped), and every index ends valid and complete.
+# Cancelled in the middle of a rebuild, it drops what that rebuild left and
+# the index stays as it was.
+{
+	my $label = 'REINDEX TABLE';
+	$node->safe_psql('postgres', q{
+		CREATE TABLE rx (id int PRIMARY KEY, account int NOT NULL);
+		INSERT INTO rx SELECT g, g % 100 FROM generate_series(1, 100000) g;
+		CREATE INDEX rx_account ON rx (account);
+		CREATE INDEX rx_gate ON rx (gate(id));
+	});
+	my $oids = sub {
+		return $node->safe_psql('postgres',
+			"SELECT string_agg(relname || '=' || oid, ' ' ORDER BY relname) FROM pg_class
+			  WHERE relname IN ('rx_pkey', 'rx_account', 'rx_gate')");
+	};
+	my $before = $oids->();
+	my $gate = $node->background_psql('postgres');
+	$gate->set_query_timer_restart;
+	$gate->query_safe('SELECT pg_advisory_lock(77)');
+	my $job = submit_job($node, 'REINDEX TABLE rx');
+	ok(held(77), "$label: the rebuild of the third index is held");
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_class WHERE relname LIKE 'rx\\_gate\\_ccnew%'"),
+		'1', "$label: its new index exists meanwhile");
+	like(job_field($node, $job, 'phase'), qr/\(index rx_gate, 3 of 3\)$/,
+		"$label: the view names the index being rebuilt");
+	my $held_at = $oids->();
+	isnt($held_at, $before, "$label: the first two indexes were rebuilt ($held_at)");
+	$node->safe_psql('postgres',
+		'INSERT INTO rx SELECT g, g % 100 FROM generate_series(100001, 110000) g;
+		 UPDATE rx SET account = account + 1 WHERE id % 7 = 0; DELETE FROM rx WHERE id % 11 = 0');
+	crash('kill', $job, $gate);
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: killed, it succeeded");
+	like(slurp_file($node->logfile),
+		qr/background DDL job $job: dropped the invalid index "rx_gate_ccnew" left by an interrupted rebuild of "rx_gate"/,
+		"$label: the new index of the interrupted rebuild was dropped");
+	my ($account) = $held_at =~ /rx_account=(\d+)/;
+	my ($pkey) = $held_at =~ /rx_pkey=(\d+)/;
+	my ($gate_oid) = $before =~ /rx_gate=(\d+)/;
+	like($oids->(), qr/rx_account=$account rx_gate=\d+ rx_pkey=$pkey$/,
+		"$label: the indexes rebuilt before the crash were not rebuilt again");
+	unlike($oids->(), qr/rx_gate=$gate_oid /, "$label: the third was rebuilt");
+	is( $node->safe_psql('postgres', q{
+			SELECT count(*) FROM (SELECT bt_index_parent_check(c.oid::regclass, true)
+			  FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+			 WHERE i.indrelid = 'rx'::regclass AND i.indisvalid) c}),
+		'3', "$label: three valid indexes, each consistent and holding every row");
+	is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname ~ '^rx_.*_cc(new|old)'"),
+		'0', "$label: nothing left of the rebuilds");
+
+	# Killed after the swap (the new index valid under the name, the old
+	# one invalid, named _ccold), while the rebuild waits for a reader of
+	# the table before it drops the old one: the old one is dropped, and
+	# the index is done.
+	my $reader = $node->background_psql('postgres');
+	$reader->query_safe('BEGIN; SELECT count(*) FROM rx WHERE id = 1');
+	$job = submit_job($node, 'REINDEX INDEX rx_account');
+	ok( $node->poll_query_until('postgres', qq{
+			SELECT phase LIKE 'waiting for readers before marking dead%'
+			  FROM pg_stat_background_ddl WHERE id = $job}),
+		"$label, after the swap: the rebuild waits for a reader before it drops the old index");
+	my $swapped = $node->safe_psql('postgres', "SELECT 'rx_account'::regclass::oid");
+	is( $node->safe_psql('postgres',
+			"SELECT indisvalid FROM pg_index WHERE indexrelid = 'rx_account_ccold'::regclass"),
+		'f', "$label, after the swap: the old index is invalid, named _ccold");
+	crash('kill', $job, $reader);
+	ok(wait_job_state($node, $job, 'succeeded'), "$label, after the swap: killed, it succeeded");
+	like(slurp_file($node->logfile),
+		qr/background DDL job $job: dropped index "rx_account_ccold", which an interrupted rebuild had replaced/,
+		"$label, after the swap: the old index was dropped");
+	is( $node->safe_psql('postgres',
+			"SELECT indexrelid = $swapped AND indisvalid FROM pg_index WHERE indexrelid = 'rx_account'::regclass"),
+		't', "$label, after the swap: the new index is the one, valid, not rebuilt again");
+	is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname ~ '^rx_.*_cc(new|old)'"),
+		'0', "$label, after the swap: nothing left of the rebuild");
+
+	$before = $oids->();
+	$gate = $node->background_psql('postgres');
+	$gate->set_query_timer_restart;
+	$gate->query_safe('SELECT pg_advisory_lock(77)');
+	$job = submit_job($node, 'REINDEX INDEX rx_gate');
+	ok(held(77), "$label, cancelled: the rebuild is held");
+	is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', "$label, cancelled: cancel_ddl");
+	$gate->quit;
+	ok(wait_job_state($node, $job, 'cancelled'), "$label, cancelled: it ended cancelled");
+	is($oids->(), $before, "$label, cancelled: the index is the one it was");
+	is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname ~ '^rx_.*_cc(new|old)'"),
+		'0', "$label, cancelled: nothing left of the rebuild");
+	$node->safe_psql('postgres', 'DROP TABLE rx');
+}
+
 # Two index jobs on one table: the second is submitted while the first
 # builds, and waits for it; neither deadlocks.
 {
