@@ -248,7 +248,33 @@ ReindexValidate(KindSubmit *submit)
 	}
 	table = ReindexedTable(stmt, relid);
 	indexes = IndexesToRebuild(stmt, relid, table);
-	/* A table without indexes: PostgreSQL's NOTICE says so */
+	/*
+	 * REINDEX TABLE CONCURRENTLY skips invalid indexes, with PostgreSQL's
+	 * WARNING.  A table without indexes to rebuild: PostgreSQL's NOTICE (and
+	 * WARNINGs) say so.
+	 */
+	if (concurrently && stmt->kind == REINDEX_OBJECT_TABLE)
+	{
+		List	   *valid_indexes = NIL;
+
+		foreach(lc, indexes)
+		{
+			bool		valid;
+
+			if (IndexBuildIsIndex(lfirst_oid(lc), &valid) && valid)
+				valid_indexes = lappend_oid(valid_indexes, lfirst_oid(lc));
+		}
+		foreach(lc, valid_indexes != NIL ? indexes : NIL)
+		{
+			if (!list_member_oid(valid_indexes, lfirst_oid(lc)))
+				ereport(WARNING,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("cannot reindex invalid index \"%s.%s\" concurrently, skipping",
+								get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
+								get_rel_name(lfirst_oid(lc)))));
+		}
+		indexes = valid_indexes;
+	}
 	if (indexes == NIL)
 	{
 		submit->declined = true;

@@ -27,6 +27,16 @@ SELECT c.relname, c.oid <> b.oid AS rebuilt, i.indisvalid
   FROM ri_before b JOIN pg_class c ON c.relname = b.relname JOIN pg_index i ON i.indexrelid = c.oid
  ORDER BY 1;
 SELECT count(*) AS left_over FROM pg_class WHERE relname LIKE '%\_cc%';
+-- REINDEX TABLE CONCURRENTLY skips an invalid index (what a failed CREATE
+-- UNIQUE INDEX CONCURRENTLY left), with PostgreSQL's WARNING.
+SET background_ddl = off;
+CREATE UNIQUE INDEX CONCURRENTLY ri_w_unique ON ri (w);
+SET background_ddl = on;
+REINDEX TABLE CONCURRENTLY ri;
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT chunks_done FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'ri_w_unique'::regclass;
+DROP INDEX ri_w_unique;
 -- The index of a job of this session not built yet (its name a
 -- placeholder): REINDEX waits for the job, then runs as PostgreSQL runs it.
 CREATE INDEX ri_w ON ri (w);
