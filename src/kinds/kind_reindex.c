@@ -21,9 +21,11 @@
  * if the two were not swapped yet, and the rebuild starts again; the old one
  * (named _ccold, invalid) if they were, and that index is done.
  *
- * Whatever REINDEX ... CONCURRENTLY cannot do runs in the session, as with
- * the setting off: a system catalog's or a temporary table's indexes, a
- * partitioned table's, an exclusion constraint's, and a Citus table's.
+ * Of a partitioned table or index, the leaves' indexes are rebuilt, one at a
+ * time, as REINDEX rebuilds them.  Whatever REINDEX ... CONCURRENTLY cannot
+ * do runs in the session, as with the setting off: a system catalog's or a
+ * temporary table's indexes, an exclusion constraint's, and a Citus
+ * table's.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +37,7 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_tablespace.h"
 #include "commands/defrem.h"
@@ -69,6 +72,7 @@
 #define STATE_DONE			"done"	/* how many of them are done */
 #define STATE_REBUILDING	"rebuilding"	/* the one being rebuilt (0: none) */
 #define STATE_NAME			"name"	/* ... its name */
+#define STATE_INDEX_NAME	"index_name"	/* REINDEX INDEX: the index it names */
 
 static ReindexStmt *
 Statement(KindSubmit *submit)
@@ -90,20 +94,15 @@ ReindexedTable(ReindexStmt *stmt, Oid relid)
 		relid : InvalidOid;
 }
 
-/* The indexes REINDEX would rebuild: the index, or the table's and its TOAST table's */
+/* A table's indexes, and its TOAST table's */
 static List *
-IndexesToRebuild(ReindexStmt *stmt, Oid relid, Oid table)
+TableIndexes(Oid table)
 {
-	Relation	rel;
-	List	   *indexes;
-	Oid			toast;
+	Relation	rel = table_open(table, AccessShareLock);
+	List	   *indexes = list_copy(RelationGetIndexList(rel));
+	Oid			toast = rel->rd_rel->reltoastrelid;
 
-	if (stmt->kind == REINDEX_OBJECT_INDEX)
-		return list_make1_oid(relid);
-	rel = table_open(table, NoLock);
-	indexes = list_copy(RelationGetIndexList(rel));
-	toast = rel->rd_rel->reltoastrelid;
-	table_close(rel, NoLock);
+	table_close(rel, AccessShareLock);
 	if (OidIsValid(toast))
 	{
 		Relation	toast_rel = table_open(toast, AccessShareLock);
@@ -111,6 +110,35 @@ IndexesToRebuild(ReindexStmt *stmt, Oid relid, Oid table)
 		indexes = list_concat(indexes, RelationGetIndexList(toast_rel));
 		table_close(toast_rel, AccessShareLock);
 	}
+	return indexes;
+}
+
+/*
+ * The indexes REINDEX would rebuild: the index, or the table's and its
+ * TOAST table's; of a partitioned index or table, those of its leaves
+ * (a partitioned index has no storage), as REINDEX rebuilds them
+ */
+static List *
+IndexesToRebuild(ReindexStmt *stmt, Oid relid, Oid table)
+{
+	List	   *indexes = NIL;
+	ListCell   *lc;
+
+	if (stmt->kind == REINDEX_OBJECT_INDEX)
+	{
+		if (get_rel_relkind(relid) != RELKIND_PARTITIONED_INDEX)
+			return list_make1_oid(relid);
+		foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_INDEX)
+				indexes = lappend_oid(indexes, lfirst_oid(lc));
+		return indexes;
+	}
+	if (get_rel_relkind(table) != RELKIND_PARTITIONED_TABLE)
+		return TableIndexes(table);
+	foreach(lc, find_all_inheritors(table, AccessShareLock, NULL))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION ||
+			get_rel_relkind(lfirst_oid(lc)) == RELKIND_MATVIEW)
+			indexes = list_concat(indexes, TableIndexes(lfirst_oid(lc)));
 	return indexes;
 }
 
@@ -164,8 +192,6 @@ ReindexAccepts(Node *parsetree, const char **reason)
 		*reason = "The table is temporary: it belongs to this session.";
 	else if (IsCatalogRelationOid(table) || IsToastNamespace(get_rel_namespace(table)))
 		*reason = "The indexes are a system catalog's, which REINDEX ... CONCURRENTLY cannot rebuild.";
-	else if (get_rel_relkind(table) == RELKIND_PARTITIONED_TABLE)
-		*reason = "The table is partitioned: its partitions' indexes are not rebuilt as a job yet.";
 	else if (PgCitusTable(table))
 		*reason = PgCitusInSessionReason(table);
 	else if (HasExclusionIndex(IndexesToRebuild(stmt, relid, table)))
@@ -247,6 +273,10 @@ ReindexValidate(KindSubmit *submit)
 				 errmsg("only shared relations can be placed in pg_global tablespace")));
 	}
 	table = ReindexedTable(stmt, relid);
+	/* (REINDEX of a partitioned table or index commits once per partition) */
+	if (get_rel_relkind(table) == RELKIND_PARTITIONED_TABLE)
+		PreventInTransactionBlock(submit->context == PROCESS_UTILITY_TOPLEVEL,
+								  stmt->kind == REINDEX_OBJECT_TABLE ? "REINDEX TABLE" : "REINDEX INDEX");
 	indexes = IndexesToRebuild(stmt, relid, table);
 	/*
 	 * REINDEX TABLE CONCURRENTLY skips invalid indexes, with PostgreSQL's
@@ -284,6 +314,8 @@ ReindexValidate(KindSubmit *submit)
 	foreach(lc, indexes)
 		appendStringInfo(&oids, "%s%u", oids.len > 0 ? " " : "", lfirst_oid(lc));
 	CatalogKindStateSetText(&submit->kind_state, STATE_INDEXES, oids.data);
+	if (stmt->kind == REINDEX_OBJECT_INDEX)
+		CatalogKindStateSetText(&submit->kind_state, STATE_INDEX_NAME, get_rel_name(relid));
 	submit->target_oid = table;
 	submit->target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 													 get_rel_name(relid));
@@ -343,14 +375,17 @@ ReindexPlan(JobRun *run)
  * first (dropping an index locks it).
  */
 static bool
-DropInterruptedRebuild(const BgddlJob *job, Oid table, Oid index, const char *name)
+DropInterruptedRebuild(const BgddlJob *job, Oid index, const char *name)
 {
 	bool		valid;
 	char	   *prefix = psprintf("%s_ccnew", name);
+	Oid			table = IndexGetRelation(index, true);
 	ListCell   *lc;
 	Relation	rel;
 	List	   *indexes;
 
+	if (!OidIsValid(table))
+		return true;
 	JobStepLockRelation(table, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	if (!IndexBuildIsIndex(index, &valid))
 		return true;
@@ -365,7 +400,7 @@ DropInterruptedRebuild(const BgddlJob *job, Oid table, Oid index, const char *na
 						(long long) job->id, old_name)));
 		return true;
 	}
-	rel = table_open(IndexGetRelation(index, false), NoLock);
+	rel = table_open(table, NoLock);
 	indexes = list_copy(RelationGetIndexList(rel));
 	table_close(rel, NoLock);
 	foreach(lc, indexes)
@@ -390,7 +425,7 @@ RecoverStep(JobRun *run, void *arg)
 {
 	Oid			index = (Oid) CatalogKindStateInt(run->job.kind_state, STATE_REBUILDING);
 
-	if (DropInterruptedRebuild(&run->job, run->job.target_oid, index,
+	if (DropInterruptedRebuild(&run->job, index,
 							   CatalogKindStateText(run->job.kind_state, STATE_NAME)))
 		JobRunSetStateInt(run, STATE_DONE, CatalogKindStateInt(run->job.kind_state, STATE_DONE) + 1);
 	JobRunSetStateInt(run, STATE_REBUILDING, 0);
@@ -478,12 +513,16 @@ ReindexBackfillStep(JobRun *run)
 	return JOB_STEP_MORE;
 }
 
-/* Every index is rebuilt: the job succeeded, named as the statement named it */
+/*
+ * Every index is rebuilt: the job succeeded, its object the index that
+ * REINDEX INDEX named (rebuilt under that name in the table's schema), or
+ * the table
+ */
 static JobStepResult
 ReindexCutOver(JobRun *run)
 {
-	ReindexStmt *stmt;
-	Oid			named;
+	char	   *index_name = CatalogKindStateText(run->job.kind_state, STATE_INDEX_NAME);
+	Oid			named = InvalidOid;
 
 	JobStepHoldPoint("cutting over");
 	JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
@@ -492,12 +531,8 @@ ReindexCutOver(JobRun *run)
 		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
 	}
-	stmt = CheckedNode(ReindexStmt,
-					   linitial_node(RawStmt, raw_parser(run->job.command, RAW_PARSE_DEFAULT))->stmt);
-	named = stmt->kind == REINDEX_OBJECT_INDEX ?
-		get_relname_relid(CatalogKindStateText(run->job.kind_state, STATE_NAME) ?
-						  CatalogKindStateText(run->job.kind_state, STATE_NAME) : "",
-						  get_rel_namespace(run->job.target_oid)) : InvalidOid;
+	if (index_name != NULL)
+		named = get_relname_relid(index_name, get_rel_namespace(run->job.target_oid));
 	JobRunSucceeded(run, OidIsValid(named) ? named : run->job.target_oid, false, -1);
 	JobStepEnd();
 	return JOB_STEP_DONE;
@@ -510,7 +545,7 @@ ReindexDiscard(const BgddlJob *job, bool keep_target)
 	Oid			index = (Oid) CatalogKindStateInt(job->kind_state, STATE_REBUILDING);
 
 	if (OidIsValid(index) && SearchSysCacheExists1(RELOID, ObjectIdGetDatum(job->target_oid)))
-		(void) DropInterruptedRebuild(job, job->target_oid, index,
+		(void) DropInterruptedRebuild(job, index,
 									  CatalogKindStateText(job->kind_state, STATE_NAME));
 }
 

@@ -37,6 +37,32 @@ CALL await_ddl(last_ddl_job(), '60s');
 SELECT chunks_done FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 SELECT indisvalid FROM pg_index WHERE indexrelid = 'ri_w_unique'::regclass;
 DROP INDEX ri_w_unique;
+-- A partitioned table: its leaves' indexes, each rebuilt and still attached
+-- to its parent's index; REINDEX of the parent's index does the same.
+CREATE TABLE ri_parted (a int, b text) PARTITION BY RANGE (a);
+CREATE TABLE ri_parted_1 PARTITION OF ri_parted FOR VALUES FROM (0) TO (100);
+CREATE TABLE ri_parted_2 PARTITION OF ri_parted FOR VALUES FROM (100) TO (200) PARTITION BY LIST (b);
+CREATE TABLE ri_parted_2_x PARTITION OF ri_parted_2 FOR VALUES IN ('x');
+INSERT INTO ri_parted SELECT g, 'x' FROM generate_series(0, 199) g;
+SET background_ddl = off;
+CREATE INDEX ri_parted_a ON ri_parted (a);
+SET background_ddl = on;
+CREATE TEMP TABLE ri_parted_before AS
+  SELECT indexrelid::regclass::text AS name, indexrelid AS oid FROM pg_index
+   WHERE indrelid IN (SELECT relid FROM pg_partition_tree('ri_parted'));
+BEGIN;
+REINDEX TABLE ri_parted;
+ROLLBACK;
+REINDEX TABLE ri_parted;
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, target, chunks_done FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+SELECT b.name, i.indexrelid <> b.oid AS rebuilt, i.indisvalid,
+       (SELECT inhparent::regclass FROM pg_inherits WHERE inhrelid = i.indexrelid) AS attached_to
+  FROM ri_parted_before b JOIN pg_index i ON i.indexrelid = b.name::regclass ORDER BY 1;
+REINDEX INDEX ri_parted_a;
+CALL await_ddl(last_ddl_job(), '60s');
+SELECT state, target, chunks_done FROM pg_stat_background_ddl WHERE id = last_ddl_job();
+DROP TABLE ri_parted;
 -- The index of a job of this session not built yet (its name a
 -- placeholder): REINDEX waits for the job, then runs as PostgreSQL runs it.
 CREATE INDEX ri_w ON ri (w);
