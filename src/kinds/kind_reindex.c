@@ -367,6 +367,25 @@ ReindexPlan(JobRun *run)
 }
 
 /*
+ * Is other a name that REINDEX CONCURRENTLY gives the new index of index
+ * name (as ChooseRelationName chooses it: name_ccnew, name_ccnew1, ...,
+ * name truncated to fit)?
+ */
+static bool
+IsRebuildName(const char *other, const char *name)
+{
+	for (int i = 0; i < 100; i++)
+	{
+		char		label[NAMEDATALEN];
+
+		snprintf(label, sizeof(label), i == 0 ? "ccnew" : "ccnew%d", i);
+		if (strcmp(other, makeObjectName(name, NULL, label)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Drop what an interrupted rebuild of the index left, and say whether that
  * index is done.  Its old index, still under its OID: under its name if the
  * two were not swapped (the new one, an invalid index of the table named
@@ -378,7 +397,6 @@ static bool
 DropInterruptedRebuild(const BgddlJob *job, Oid index, const char *name)
 {
 	bool		valid;
-	char	   *prefix = psprintf("%s_ccnew", name);
 	Oid			table = IndexGetRelation(index, true);
 	ListCell   *lc;
 	Relation	rel;
@@ -407,7 +425,7 @@ DropInterruptedRebuild(const BgddlJob *job, Oid index, const char *name)
 	{
 		char	   *other = get_rel_name(lfirst_oid(lc));
 
-		if (other != NULL && strncmp(other, prefix, strlen(prefix)) == 0 &&
+		if (other != NULL && IsRebuildName(other, name) &&
 			IndexBuildIsIndex(lfirst_oid(lc), &valid) && !valid)
 		{
 			IndexBuildDrop(lfirst_oid(lc));
