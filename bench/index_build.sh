@@ -27,12 +27,7 @@ export PGPORT=${PGPORT:-54335}
 
 bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
 bench_writes_setup "$ROWS"
-sql -q -c "CREATE TABLE bench_stop (x int)"
-# The writers stop (their clients error out, and pgbench ends, its log complete) once
-# bench_stop has a row.
-cat >>"$B/writes.sql" <<EOS
-SELECT 1 / (1 - count(*))::int FROM bench_stop;
-EOS
+bench_stoppable_writes
 
 # build METHOD COLUMN NAME: one build; prints its time in ms
 build() {
@@ -47,13 +42,9 @@ build() {
 # measure METHOD COLUMN CLIENTS: one build, with CLIENTS writers around it (0: none); prints
 # "build_ms longest_write_ms xmin_age wal_mb"
 measure() {
-    local method=$1 column=$2 clients=$3 name=idx_$1 t0 t1 ms lsn0 wal max=0
-    sql -q -c "TRUNCATE bench_stop" -c "CHECKPOINT"
-    rm -f "$B"/pgbench_log.*
-    if [ "$clients" -gt 0 ]; then
-        bench_writer writers -n -c "$clients" -j 2 -T 3600 -f writes.sql -l --log-prefix=pgbench_log
-        sleep 2
-    fi
+    local method=$1 column=$2 clients=$3 name=idx_$1 t0 t1 ms lsn0 wal max
+    sql -q -c "CHECKPOINT"
+    bench_logged_writers_start "$clients"
     lsn0=$(sql -c "SELECT pg_current_wal_insert_lsn()")
     bench_snapshot_start "$B/snapshots" 0.02 "age(backend_xmin)"
     t0=$(date +%s%N)
@@ -61,17 +52,9 @@ measure() {
     t1=$(date +%s%N)
     bench_snapshot_stop "$B/snapshots"
     wal=$(sql -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0') / 1048576.0)")
-    if [ "$clients" -gt 0 ]; then
-        sql -q -c "INSERT INTO bench_stop VALUES (1)"
-        for pid in "${BENCH_WRITERS[@]}"; do wait "$pid" 2>/dev/null || true; done
-        BENCH_WRITERS=()
-        # per-transaction log: client tx latency_us script epoch_s epoch_us (end of the transaction)
-        max=$(cat "$B"/pgbench_log.* | awk -v t0="$t0" -v t1="$t1" '
-            { end_ns = ($5 * 1000000 + $6) * 1000
-              if (end_ns >= t0 && end_ns <= t1 && $3 > max) max = $3 }
-            END { printf "%.1f", max / 1000 }')
-        wal=-
-    fi
+    bench_logged_writers_stop "$t0" "$t1"
+    max=$BENCH_LONGEST_WRITE
+    [ "$clients" = 0 ] || wal=-
     [ "$(sql -c "SELECT indisvalid FROM pg_index WHERE indexrelid = '$name'::regclass")" = t ] ||
         { echo "index $name ($method) is not valid" >&2; exit 1; }
     sql -q -c "DROP INDEX $name"

@@ -136,6 +136,39 @@ bench_snapshot_stop() {
     BENCH_SNAPSHOT_HELD=$(sort -g "$1" | tail -n1)
 }
 
+# Writers that a build's measure starts and stops (bench_writes_setup first): bench_stoppable_writes
+# makes writes.sql end its clients (pgbench then ends, its per-transaction log complete) once
+# bench_stop has a row; bench_logged_writers_start CLIENTS starts them (none if 0), logging every
+# transaction; bench_logged_writers_stop T0_NS T1_NS stops them and sets BENCH_LONGEST_WRITE to the
+# longest write (ms) that ended between the two times (date +%s%N), 0 without writers.  Not in a
+# subshell: it waits for its children.
+bench_stoppable_writes() {
+    sql -q -c "CREATE TABLE bench_stop (x int)"
+    echo 'SELECT 1 / (1 - count(*))::int FROM bench_stop;' >>"$B/writes.sql"
+}
+
+bench_logged_writers_start() {
+    sql -q -c "TRUNCATE bench_stop"
+    rm -f "$B"/pgbench_log.*
+    [ "$1" -gt 0 ] || return 0
+    bench_writer writers -n -c "$1" -j 2 -T 3600 -f writes.sql -l --log-prefix=pgbench_log
+    sleep 2
+}
+
+bench_logged_writers_stop() {
+    local pid
+    BENCH_LONGEST_WRITE=0
+    [ ${#BENCH_WRITERS[@]} -gt 0 ] || return 0
+    sql -q -c "INSERT INTO bench_stop VALUES (1)"
+    for pid in "${BENCH_WRITERS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    BENCH_WRITERS=()
+    # per-transaction log: client tx latency_us script epoch_s epoch_us (end of the transaction)
+    BENCH_LONGEST_WRITE=$(cat "$B"/pgbench_log.* | awk -v t0="$1" -v t1="$2" '
+        { end_ns = ($5 * 1000000 + $6) * 1000
+          if (end_ns >= t0 && end_ns <= t1 && $3 > max) max = $3 }
+        END { printf "%.1f", max / 1000 }')
+}
+
 bench_col() { awk -v m="$1" -v c="$2" '$1 == m { print $c }' "$B/results" | median; }
 bench_colmax() { awk -v m="$1" -v c="$2" '$1 == m && $c + 0 > x { x = $c + 0 } END { print x }' "$B/results"; }
 

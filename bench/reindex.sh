@@ -19,21 +19,14 @@ export PGPORT=${PGPORT:-54336}
 
 bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
 bench_writes_setup "$ROWS"
-sql -q -c "CREATE INDEX events_account ON events (account)" -c "CREATE INDEX events_payload ON events (payload)" \
-    -c "CREATE TABLE bench_stop (x int)"
-# The writers stop (their clients error out, and pgbench ends, its log complete) once
-# bench_stop has a row.
-echo 'SELECT 1 / (1 - count(*))::int FROM bench_stop;' >>"$B/writes.sql"
+sql -q -c "CREATE INDEX events_account ON events (account)" -c "CREATE INDEX events_payload ON events (payload)"
+bench_stoppable_writes
 
 # measure METHOD: one rebuild with the writers around it; prints "ms longest_write_ms"
 measure() {
-    local method=$1 t0 t1 ms max=0 pid
-    sql -q -c "TRUNCATE bench_stop" -c "CHECKPOINT"
-    rm -f "$B"/pgbench_log.*
-    if [ "$CLIENTS" -gt 0 ]; then
-        bench_writer writers -n -c "$CLIENTS" -j 2 -T 3600 -f writes.sql -l --log-prefix=pgbench_log
-        sleep 2
-    fi
+    local method=$1 t0 t1 ms max
+    sql -q -c "CHECKPOINT"
+    bench_logged_writers_start "$CLIENTS"
     t0=$(date +%s%N)
     case $method in
         blocking) ms=$(sql -c '\timing on' -c "REINDEX TABLE events" | timing_ms) ;;
@@ -41,15 +34,8 @@ measure() {
         job) ms=$(bench_background_ms "REINDEX TABLE events") ;;
     esac
     t1=$(date +%s%N)
-    if [ "$CLIENTS" -gt 0 ]; then
-        sql -q -c "INSERT INTO bench_stop VALUES (1)"
-        for pid in "${BENCH_WRITERS[@]}"; do wait "$pid" 2>/dev/null || true; done
-        BENCH_WRITERS=()
-        max=$(cat "$B"/pgbench_log.* | awk -v t0="$t0" -v t1="$t1" '
-            { end_ns = ($5 * 1000000 + $6) * 1000
-              if (end_ns >= t0 && end_ns <= t1 && $3 > max) max = $3 }
-            END { printf "%.1f", max / 1000 }')
-    fi
+    bench_logged_writers_stop "$t0" "$t1"
+    max=$BENCH_LONGEST_WRITE
     [ "$(sql -c "SELECT bool_and(indisvalid) AND count(*) = 3 FROM pg_index WHERE indrelid = 'events'::regclass")" = t ] ||
         { echo "after $method, the indexes of events are not three valid ones" >&2; exit 1; }
     echo "$ms $max"
