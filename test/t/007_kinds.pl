@@ -448,6 +448,25 @@ for my $fault ('kill', 'immediate', 'cancel')
 	is($oids->(), $before, "$label, cancelled: the index is the one it was");
 	is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname ~ '^rx_.*_cc(new|old)'"),
 		'0', "$label, cancelled: nothing left of the rebuild");
+
+	# Paused in the middle of a rebuild: resumed, it drops what the rebuild
+	# left and rebuilds the index again.
+	$gate = $node->background_psql('postgres');
+	$gate->set_query_timer_restart;
+	$gate->query_safe('SELECT pg_advisory_lock(77)');
+	$job = submit_job($node, 'REINDEX INDEX rx_gate');
+	ok(held(77), "$label, paused: the rebuild is held");
+	is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', "$label, paused: pause_ddl");
+	ok(wait_job_state($node, $job, 'paused'), "$label, paused: paused");
+	$gate->quit;
+	is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', "$label, paused: resume_ddl");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label, paused: resumed, it succeeded");
+	my ($paused_oid) = $before =~ /rx_gate=(\d+)/;
+	unlike($oids->(), qr/rx_gate=$paused_oid /, "$label, paused: the index was rebuilt");
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_class WHERE relname ~ '^rx_.*_cc(new|old)'
+			 UNION ALL SELECT count(*) FROM (SELECT bt_index_parent_check('rx_gate'::regclass, true)) c"),
+		"0\n1", "$label, paused: nothing left of the interrupted rebuild; the index consistent");
 	$node->safe_psql('postgres', 'DROP TABLE rx');
 }
 
