@@ -38,7 +38,7 @@ CLIENTS=${CLIENTS:-4}
 CONSTRAINT=${CONSTRAINT:-"CHECK (account >= 0 AND length(payload) <= 64)"}
 export PGPORT=${PGPORT:-54332}
 
-bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
+bench_server "${BENCH_CONF[@]}"
 
 bench_writes_setup "$ROWS"
 sql -q -c "CREATE TABLE accounts (account int PRIMARY KEY)" \

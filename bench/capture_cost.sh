@@ -20,7 +20,7 @@ CLIENTS=${CLIENTS:-4}
 QUERY="SELECT id, account, upper(payload) AS p FROM events WHERE account < 500"
 export PGPORT=${PGPORT:-54333}
 
-bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
+bench_server "${BENCH_CONF[@]}"
 bench_writes_setup "$ROWS"
 
 # writes MODE: one pgbench run after a vacuum; appends "MODE tps" to $B/results

@@ -25,7 +25,7 @@ ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-4}
 export PGPORT=${PGPORT:-54335}
 
-bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
+bench_server "${BENCH_CONF[@]}"
 bench_writes_setup "$ROWS"
 bench_stoppable_writes
 

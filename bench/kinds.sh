@@ -29,7 +29,7 @@ READ_RATE=${READ_RATE:-200}
 QUERY="SELECT id, account, upper(payload) AS p FROM events WHERE account < 500"
 export PGPORT=${PGPORT:-54332}
 
-bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
+bench_server "${BENCH_CONF[@]}"
 
 echo "== loading $ROWS rows into events, building mv"
 sql -q -c "CREATE EXTENSION background_ddl" \

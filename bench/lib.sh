@@ -27,6 +27,10 @@
 #   median                    the median of the numbers on stdin, one per line
 #   timing_ms                 the first "Time: N ms" of psql's \timing output on stdin, in ms
 
+# The settings most benchmarks measure under (bench_server "${BENCH_CONF[@]}" ...): enough shared
+# buffers for the tables, no checkpoint and no autovacuum in the middle of a build
+BENCH_CONF=("shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off")
+
 BENCH_WRITERS=()
 BENCH_DATABASE=
 

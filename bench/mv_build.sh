@@ -27,7 +27,7 @@ export PGPORT=${PGPORT:-54330}
 mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
 # autovacuum off: its vacuum/analyze of the view just built would compete with the next build
 # for the two cores (and hold an xmin the sampler would see); both ways are measured alike.
-bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
+bench_server "${BENCH_CONF[@]}" "${extra_conf[@]}"
 
 sql -q -c "CREATE EXTENSION background_ddl"
 bench_fill_events "$ROWS"

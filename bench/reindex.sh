@@ -17,7 +17,7 @@ ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-4}
 export PGPORT=${PGPORT:-54336}
 
-bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off"
+bench_server "${BENCH_CONF[@]}"
 bench_writes_setup "$ROWS"
 sql -q -c "CREATE INDEX events_account ON events (account)" -c "CREATE INDEX events_payload ON events (payload)"
 bench_stoppable_writes

@@ -22,7 +22,7 @@ export PGPORT=${PGPORT:-54331}
 
 # EXTRA_CONF: more postgresql.conf lines, one per line (e.g. "background_ddl.max_workers_per_job = 1")
 mapfile -t extra_conf <<<"${EXTRA_CONF:-}"
-bench_server "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" "autovacuum = off" "${extra_conf[@]}"
+bench_server "${BENCH_CONF[@]}" "${extra_conf[@]}"
 
 bench_writes_setup "$ROWS"
 
