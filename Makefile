@@ -55,9 +55,11 @@ OBJS = \
 	src/query/query_functions.o \
 	src/index/index_build.o \
 	src/index/index_partitions.o \
+	src/index/index_chunked.o \
 	src/index/index_estimate.o \
 	src/kinds/kind_matview.o \
 	src/kinds/kind_ctas.o \
+	src/kinds/kind_chunked_index.o \
 	src/kinds/kind_reindex.o \
 	src/kinds/kind_refresh.o \
 	src/kinds/kind_index.o \

@@ -83,10 +83,13 @@ CREATE TABLE background_ddl.chunk (
 	done_at			timestamptz NOT NULL DEFAULT clock_timestamp(),
 	/* (source tid, output tid) pairs of the chunk, sorted by source (tid_map.c) */
 	tid_map			bytea,
+	/* the index entries of the chunk, of an index build of our own (index_chunked.c) */
+	index_entries	bytea,
 	PRIMARY KEY (job_id, start_block)
 );
-/* Already compact; compressing it again would cost more than it saves */
+/* Already compact; compressing them again would cost more than it saves */
 ALTER TABLE background_ddl.chunk ALTER COLUMN tid_map SET STORAGE EXTERNAL;
+ALTER TABLE background_ddl.chunk ALTER COLUMN index_entries SET STORAGE EXTERNAL;
 
 /*
  * The capture of a job (capture_trigger.c): its triggers on the base tables,

@@ -76,6 +76,7 @@ _PG_init(void)
 	KindRegister(&kind_refresh_routine);
 	KindRegister(&kind_citus_index_routine);
 	KindRegister(&kind_partitioned_index_routine);
+	KindRegister(&kind_chunked_index_routine);
 	KindRegister(&kind_index_routine);
 	KindRegister(&kind_key_constraint_routine);
 	KindRegister(&kind_constraint_routine);

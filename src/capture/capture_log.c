@@ -174,24 +174,43 @@ CaptureStop(int64 job_id)
 	CatalogJobSetDirtyRows(job_id, 0);
 }
 
-/* Checkpoint a chunk: its range, rows, and tid map */
-void
-CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,
-			double seconds, bytea *tid_map)
+/* Checkpoint a chunk: its range, rows, and tid map or index entries */
+static void
+ChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt, double seconds,
+			bytea *tid_map, bytea *index_entries)
 {
 	CatalogAccess access;
-	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID, BYTEAOID};
+	Oid			argtypes[] = {INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, FLOAT8OID, BYTEAOID,
+	BYTEAOID};
 	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(range->start_block),
 		Int64GetDatum(range->end_block), Int64GetDatum(rows), Int32GetDatum(attempt),
-	Float8GetDatum(seconds), PointerGetDatum(tid_map)};
-	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', tid_map ? ' ' : 'n'};
+		Float8GetDatum(seconds), PointerGetDatum(tid_map), PointerGetDatum(index_entries)};
+	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', tid_map ? ' ' : 'n',
+	index_entries ? ' ' : 'n'};
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.chunk "
-				   "(job_id, start_block, end_block, rows_done, attempt, duration, tid_map) "
-				   "VALUES ($1, $2, $3, $4, $5, make_interval(secs => $6), $7)",
+				   "(job_id, start_block, end_block, rows_done, attempt, duration, tid_map, "
+				   "index_entries) "
+				   "VALUES ($1, $2, $3, $4, $5, make_interval(secs => $6), $7, $8)",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT);
 	CatalogAccessEnd(&access);
+}
+
+/* Checkpoint a chunk of a query's backfill: its range, rows, and tid map */
+void
+CaptureChunkRecord(int64 job_id, const ChunkRange *range, int64 rows, int32 attempt,
+				   double seconds, bytea *tid_map)
+{
+	ChunkRecord(job_id, range, rows, attempt, seconds, tid_map, NULL);
+}
+
+/* Checkpoint a chunk of an index build: its range, rows, and index entries */
+void
+CaptureChunkRecordEntries(int64 job_id, const ChunkRange *range, int64 rows, double seconds,
+						  bytea *index_entries)
+{
+	ChunkRecord(job_id, range, rows, 1, seconds, NULL, index_entries);
 }
 
 /* The block ranges of a job's chunks, ordered, as a List of ChunkRange */
@@ -244,27 +263,48 @@ CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks)
 	CatalogAccessEnd(&access);
 }
 
-/* A chunk's tid map (detoasted, in the caller's context), or NULL */
-bytea *
-CaptureChunkTidMap(int64 job_id, int64 start_block)
+/* A bytea column of a chunk (detoasted, in the caller's context), or NULL */
+static bytea *
+ChunkColumn(int64 job_id, int64 start_block, const char *query)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID, INT8OID};
 	Datum		values[] = {Int64GetDatum(job_id), Int64GetDatum(start_block)};
-	bytea	   *map = NULL;
+	bytea	   *column = NULL;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT tid_map FROM background_ddl.chunk WHERE job_id = $1 AND start_block = $2",
-				   2, argtypes, values, NULL, SPI_OK_SELECT);
+	CatalogExecute(query, 2, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1 && !CatalogColumnIsNull(0, 1))
 	{
 		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
 
-		map = DatumGetByteaPCopy(CatalogColumn(0, 1, (Datum) 0));
+		column = DatumGetByteaPCopy(CatalogColumn(0, 1, (Datum) 0));
 		MemoryContextSwitchTo(spi_context);
 	}
 	CatalogAccessEnd(&access);
-	return map;
+	return column;
+}
+
+/* A chunk's tid map, or NULL */
+bytea *
+CaptureChunkTidMap(int64 job_id, int64 start_block)
+{
+	return ChunkColumn(job_id, start_block,
+					   "SELECT tid_map FROM background_ddl.chunk WHERE job_id = $1 AND start_block = $2");
+}
+
+/* A chunk's index entries (an index build of our own) */
+bytea *
+CaptureChunkEntries(int64 job_id, int64 start_block)
+{
+	bytea	   *entries = ChunkColumn(job_id, start_block,
+									  "SELECT index_entries FROM background_ddl.chunk "
+									  "WHERE job_id = $1 AND start_block = $2");
+
+	if (entries == NULL)
+		elog(ERROR, "chunk at block " INT64_FORMAT " of background DDL job " INT64_FORMAT " has no index entries",
+			 start_block, job_id);
+	return entries;
 }
 
 /* Replace a chunk's tid map: its rows were all recomputed */

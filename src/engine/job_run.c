@@ -17,6 +17,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "catalog/catalog_job.h"
 #include "catalog/settings.h"
 #include "engine/job_messages.h"
 #include "engine/job_run.h"
@@ -223,6 +224,25 @@ JobRunRowsPerBatch(const BgddlJob *job)
 		return 0;
 	return job->max_rate * Max(JobRunBatchTimeMs(job) / 1000.0, 0.25) /
 		Max(JobWorkerCount(), 1);
+}
+
+/*
+ * A chunk of blocks blocks and rows rows, that took seconds, is done (in the
+ * current step): the next chunk's size grows or shrinks toward the batch
+ * time, and the rows a rate limit allows, within max_blocks (*chunk_blocks);
+ * the job row and the shared progress follow.
+ */
+void
+JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows,
+				int64 blocks, double seconds)
+{
+	double		allowed_rows = JobRunRowsPerBatch(&run->job);
+
+	*chunk_blocks = Min(max_blocks, Max(1.0, *chunk_blocks * JobRunBatchScale(&run->job, seconds)));
+	if (allowed_rows > 0 && rows > 0)
+		*chunk_blocks = Max(1.0, Min(*chunk_blocks, allowed_rows / ((double) rows / blocks)));
+	CatalogJobRecordChunk(&run->job, rows, blocks, (int64) *chunk_blocks, seconds / blocks);
+	JobPublishChunkDone(run->job.chunks_done, run->job.progress);
 }
 
 /*

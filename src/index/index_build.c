@@ -72,8 +72,8 @@ IndexBuildNewOid(Oid table_oid, const char *tablespace)
  * took it meanwhile may wait for this transaction's snapshot.  If it does
  * not come, the index goes without, and the log says so.
  */
-static void
-AnalyzeExpressions(const BgddlJob *job, Oid table_oid, Oid index_oid)
+void
+IndexBuildAnalyzeExpressions(const BgddlJob *job, Oid table_oid, Oid index_oid)
 {
 	VacuumParams params = {
 		.options = VACOPT_ANALYZE,
@@ -165,7 +165,7 @@ IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt, Oid index_
 						  false, true, false, false, true);
 	IndexCodeEnd(&context);
 	if (stmt->concurrent)
-		AnalyzeExpressions(job, table_oid, address.objectId);
+		IndexBuildAnalyzeExpressions(job, table_oid, address.objectId);
 	return address;
 }
 

@@ -26,6 +26,7 @@ typedef struct IndexBuildProgress
 extern Oid	IndexBuildNewOid(Oid table_oid, const char *tablespace);
 extern ObjectAddress IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexStmt *stmt,
 									  Oid index_oid, Oid parent_index_oid);
+extern void IndexBuildAnalyzeExpressions(const BgddlJob *job, Oid table_oid, Oid index_oid);
 extern void IndexBuildReindex(const BgddlJob *job, ReindexStmt *stmt);
 extern bool IndexBuildIsIndex(Oid relid, bool *valid);
 extern void IndexBuildDrop(Oid index_oid);

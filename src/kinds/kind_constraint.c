@@ -1688,7 +1688,6 @@ ConstraintBackfillStep(JobRun *run)
 	BlockNumber end;
 	uint64		rows;
 	double		seconds;
-	double		allowed_rows;
 	instr_time	start_time;
 	instr_time	duration;
 	RowCheck	check;
@@ -1767,16 +1766,7 @@ ConstraintBackfillStep(JobRun *run)
 							 (long long) run->job.id, start, end, RelationGetRelationName(rel),
 							 processes)));
 
-	/* Chunks grow or shrink toward the batch time, and the rows a rate limit allows */
-	c->chunk_blocks = Min((double) CHUNK_BLOCKS_MAX,
-						  Max(1.0, c->chunk_blocks * JobRunBatchScale(&run->job, seconds)));
-	allowed_rows = JobRunRowsPerBatch(&run->job);
-	if (allowed_rows > 0 && rows > 0)
-		c->chunk_blocks = Max(1.0, Min(c->chunk_blocks,
-									   allowed_rows / ((double) rows / (end - start))));
-	CatalogJobRecordChunk(&run->job, rows, end - start, (int64) c->chunk_blocks,
-						  seconds / (end - start));
-	JobPublishChunkDone(run->job.chunks_done, run->job.progress);
+	JobRunChunkDone(run, &c->chunk_blocks, CHUNK_BLOCKS_MAX, rows, end - start, seconds);
 	table_close(rel, NoLock);
 	JobStepEnd();
 	JobRunPace(run, rows, seconds);

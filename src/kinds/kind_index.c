@@ -83,6 +83,7 @@
 #include "citus/pg_citus.h"
 #include "engine/job_step.h"
 #include "index/index_build.h"
+#include "index/index_chunked.h"
 #include "index/index_estimate.h"
 #include "index/index_partitions.h"
 #include "kinds/kind_index.h"
@@ -291,6 +292,8 @@ static MemoryContext dry_run_context = NULL;
 static char *dry_run_index_name = NULL;
 static bool dry_run_wants_definition = false;
 static char *dry_run_definition = NULL;
+static bool dry_run_wants_copy = false;
+static IndexDefinition *dry_run_copy = NULL;
 
 /*
  * An index's definition as pg_get_indexdef_string prints it (the table
@@ -336,6 +339,11 @@ StopDryRunAtIndex(ObjectAccessType access, Oid classId, Oid objectId, int subId,
 		if (definition != NULL)
 			dry_run_definition = MemoryContextStrdup(dry_run_context, definition);
 	}
+	if (dry_run_wants_copy)
+	{
+		CommandCounterIncrement();
+		dry_run_copy = IndexDefinitionCopy(objectId, dry_run_context);
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_QUERY_CANCELED),
 			 errmsg("background_ddl: the definition of index \"%s\" was checked",
@@ -365,6 +373,7 @@ IndexDryRun(void (*define) (void *arg), void *arg, ErrorData **error)
 	dry_run_context = caller_context;
 	dry_run_index_name = NULL;
 	dry_run_definition = NULL;
+	dry_run_copy = NULL;
 	*error = NULL;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(caller_context);
@@ -455,6 +464,28 @@ DryRunDefineIndex(Oid relid, IndexStmt *stmt, char **definition)
 	if (!dry.locked && error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		return NULL;
 	ReThrowError(error);
+}
+
+/*
+ * In a job's worker: the index of the statement on the table (locked SHARE
+ * UPDATE EXCLUSIVE), as PostgreSQL's DefineIndex defines it when run now as
+ * the current user, copied from the catalog rows of its dry run (which is
+ * rolled back), or the error it raises.
+ */
+IndexDefinition *
+IndexDryRunDefinition(Oid relid, IndexStmt *stmt)
+{
+	DefineIndexDryRun dry = {.relid = relid, .stmt = copyObject(stmt)};
+	ErrorData  *error;
+
+	dry.stmt->concurrent = true;
+	dry.stmt->if_not_exists = false;
+	dry_run_wants_copy = true;
+	(void) IndexDryRun(DefineIndexUntilCreated, &dry, &error);
+	dry_run_wants_copy = false;
+	if (dry_run_copy == NULL)
+		ReThrowError(error);
+	return dry_run_copy;
 }
 
 /* As DefineIndex: no system column in the columns, expressions or predicate */
@@ -705,6 +736,8 @@ IndexValidate(KindSubmit *submit)
 		relid = future_table;
 	}
 	CatalogKindStateSetInt(&submit->kind_state, STATE_TABLE_OID, relid);
+	if (IndexChunkedSupports(relid, stmt))
+		CatalogKindStateSetInt(&submit->kind_state, INDEX_STATE_CHUNKED, 1);
 	KindIndexSources(submit, relid, stmt->unique);
 }
 
@@ -828,9 +861,13 @@ IndexReserve(KindSubmit *submit)
 		IndexReserveName(submit, table_oid, namespace_oid, stmt->idxname);
 	submit->target_name = quote_qualified_identifier(get_namespace_name(namespace_oid),
 													 stmt->idxname);
-	submit->strategy = pstrdup(!OidIsValid(rebuilt) ? STRATEGY_CONCURRENT_INDEX :
-							   get_rel_relkind(rebuilt) == RELKIND_PARTITIONED_INDEX ?
-							   STRATEGY_REBUILD_PARTITIONS : STRATEGY_REBUILD_INVALID_INDEX);
+	if (CatalogKindStateInt(submit->kind_state, INDEX_STATE_CHUNKED) != 0)
+		submit->strategy = pstrdup(!OidIsValid(rebuilt) ? STRATEGY_CHUNKED_INDEX :
+								   STRATEGY_CHUNKED_REBUILD);
+	else
+		submit->strategy = pstrdup(!OidIsValid(rebuilt) ? STRATEGY_CONCURRENT_INDEX :
+								   get_rel_relkind(rebuilt) == RELKIND_PARTITIONED_INDEX ?
+								   STRATEGY_REBUILD_PARTITIONS : STRATEGY_REBUILD_INVALID_INDEX);
 	CatalogKindStateSetText(&submit->kind_state, STATE_PARTS, ResolvedParts(stmt));
 }
 
@@ -1081,8 +1118,10 @@ IndexExplain(Node *raw_statement, const char *query_string)
 	if (!IsA(raw_statement, IndexStmt))
 		return NULL;
 	relid = RangeVarGetRelid(((IndexStmt *) raw_statement)->relation, NoLock, true);
-	return OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
-		STRATEGY_PARTITIONS : STRATEGY_CONCURRENT_INDEX;
+	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		return STRATEGY_PARTITIONS;
+	return OidIsValid(relid) && IndexChunkedSupports(relid, (IndexStmt *) raw_statement) ?
+		STRATEGY_CHUNKED_INDEX : STRATEGY_CONCURRENT_INDEX;
 }
 
 /* estimate_ddl: a rolled-back build on a sample of the table (index_estimate.c) */

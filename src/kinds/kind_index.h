@@ -16,12 +16,17 @@
 
 #include "engine/job_run.h"
 #include "engine/kind.h"
+#include "index/index_chunked.h"
 
 /* The strategy of an index job on a partitioned table */
 #define STRATEGY_PARTITIONS		"concurrent index build, partition by partition"
 /* ... of an invalid index that CREATE INDEX IF NOT EXISTS found under its name */
 #define STRATEGY_REBUILD_INVALID_INDEX	"concurrent rebuild of an invalid index"
 #define STRATEGY_REBUILD_PARTITIONS	"concurrent rebuild of an invalid index, partition by partition"
+/* ... built by our own build (kind_chunked_index.c), and its job's kind_state key */
+#define STRATEGY_CHUNKED_INDEX	"index built chunk by chunk"
+#define STRATEGY_CHUNKED_REBUILD	"rebuild of an invalid index, chunk by chunk"
+#define INDEX_STATE_CHUNKED		"chunked"
 
 extern Oid	IndexedTable(const BgddlJob *job);
 extern IndexStmt *IndexStatementToRun(const BgddlJob *job, const char *name);
@@ -36,5 +41,6 @@ extern char *IndexDryRun(void (*define) (void *arg), void *arg, ErrorData **erro
 extern Oid	IndexReserveName(KindSubmit *submit, Oid table_oid, Oid namespace_oid,
 							 const char *name);
 extern Oid	IndexRestartBuild(const BgddlJob *job, Oid index, Oid table_oid);
+extern IndexDefinition *IndexDryRunDefinition(Oid relid, IndexStmt *stmt);
 
 #endif							/* BGDDL_KIND_INDEX_H */

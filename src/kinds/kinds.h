@@ -17,6 +17,7 @@ extern const KindRoutine kind_refresh_routine;
 extern const KindRoutine kind_index_routine;
 extern const KindRoutine kind_citus_index_routine;
 extern const KindRoutine kind_partitioned_index_routine;
+extern const KindRoutine kind_chunked_index_routine;
 extern const KindRoutine kind_key_constraint_routine;
 extern const KindRoutine kind_constraint_routine;
 extern const KindRoutine kind_reindex_routine;

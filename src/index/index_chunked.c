@@ -1,0 +1,566 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_chunked.c
+ *	  An index build of our own, for a btree on a heap table, in the steps
+ *	  of CREATE INDEX CONCURRENTLY but with its first scan in chunks:
+ *
+ *	  1. The index is created as CREATE INDEX CONCURRENTLY's first phase
+ *		 creates it (not ready for inserts, not valid), from the definition
+ *		 PostgreSQL's own DefineIndex wrote in a dry run
+ *		 (IndexDefinitionCopy, IndexDefinitionCreate).
+ *	  2. Once every transaction that could write the table without knowing
+ *		 the index has ended (so no new HOT chain breaks its key), the
+ *		 table is scanned a chunk of blocks at a time, each chunk in a
+ *		 transaction of its own under a snapshot of its own: the entries of
+ *		 the rows that snapshot sees, with their HOT chains' root tids, are
+ *		 formed as the index will hold them and persisted with the chunk's
+ *		 checkpoint (IndexChunkedScan).  Nothing is written to the index:
+ *		 a crash loses the chunk in flight, never the chunks before it.
+ *	  3. One transaction sorts the entries of every chunk into the index,
+ *		 with the access method's own build (the table access method's
+ *		 index build scan replaced by a reader of the persisted entries),
+ *		 and marks the index ready for inserts (IndexChunkedWrite).
+ *	  4. Once every writer inserts into it, PostgreSQL's validate_index
+ *		 adds what no chunk's snapshot saw, as CREATE INDEX CONCURRENTLY's
+ *		 second phase adds it, under a reference snapshot
+ *		 (IndexChunkedValidate); the index is valid once the transactions
+ *		 older than that snapshot have ended.
+ *
+ *	  Why it is exact: every entry is a root tid with the key of the chain
+ *	  member a snapshot saw, taken after the wait of step 2, as CREATE INDEX
+ *	  CONCURRENTLY's build takes its one snapshot; each root is in one
+ *	  chunk and so entered once; validate_index adds the rows it sees
+ *	  whose root is not in the index, whichever snapshot missed them.  The
+ *	  chunks' tids stay those of the same rows only while VACUUM cannot
+ *	  reclaim them: the job holds the table's SHARE UPDATE EXCLUSIVE lock
+ *	  across its steps, and its caller starts the chunks over after a time
+ *	  without it in which VACUUM may have run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/itup.h"
+#include "access/tableam.h"
+#include "access/visibilitymap.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "commands/defrem.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "capture/block_space.h"
+#include "index/index_chunked.h"
+
+/*
+ * Can the index be built this way?  A btree (the access method whose build
+ * sorts what it is given), not unique (the chunks' snapshots differ: two
+ * rows with one key, each seen by another chunk's snapshot, are no
+ * violation if one was deleted in between; CREATE INDEX CONCURRENTLY
+ * checks that), on a heap table.
+ */
+bool
+IndexChunkedSupports(Oid table_oid, IndexStmt *stmt)
+{
+	HeapTuple	tuple;
+	Form_pg_class table;
+	bool		heap;
+
+	if (stmt->unique || stmt->primary || stmt->isconstraint || stmt->excludeOpNames != NIL ||
+		get_index_am_oid(stmt->accessMethod, true) != BTREE_AM_OID)
+		return false;
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(table_oid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	table = (Form_pg_class) GETSTRUCT(tuple);
+	heap = table->relkind == RELKIND_RELATION && table->relam == HEAP_TABLE_AM_OID &&
+		table->relpersistence == RELPERSISTENCE_PERMANENT;
+	ReleaseSysCache(tuple);
+	return heap;
+}
+
+/*
+ * The definition of an index whose catalog rows the current command has
+ * just written (and made visible), copied into context: what index_create
+ * needs to create it again, as it was, under another transaction.
+ */
+IndexDefinition *
+IndexDefinitionCopy(Oid index_oid, MemoryContext context)
+{
+	MemoryContext old_context = MemoryContextSwitchTo(context);
+	IndexDefinition *definition = palloc0(sizeof(IndexDefinition));
+	Relation	index = RelationIdGetRelation(index_oid);
+	TupleDesc	desc = RelationGetDescr(index);
+
+	definition->index_tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(index_oid));
+	definition->class_tuple = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(index_oid));
+	if (!HeapTupleIsValid(definition->index_tuple) || !HeapTupleIsValid(definition->class_tuple))
+		elog(ERROR, "cache lookup failed for index %u", index_oid);
+	for (int i = 0; i < desc->natts; i++)
+		definition->column_names = lappend(definition->column_names,
+										   pstrdup(NameStr(TupleDescAttr(desc, i)->attname)));
+	RelationClose(index);
+	MemoryContextSwitchTo(old_context);
+	return definition;
+}
+
+/* A node tree of an index's pg_index row, as index_create wrote it, or NULL */
+static Node *
+IndexColumnNode(HeapTuple index_tuple, AttrNumber attnum)
+{
+	bool		isnull;
+	Datum		value = SysCacheGetAttr(INDEXRELID, index_tuple, attnum, &isnull);
+
+	return isnull ? NULL : stringToNode(TextDatumGetCString(value));
+}
+
+/*
+ * Create the index of the definition on heap (locked SHARE UPDATE
+ * EXCLUSIVE), with that name and OID, as CREATE INDEX CONCURRENTLY's first
+ * phase creates it: not ready for inserts, not valid, empty.
+ */
+void
+IndexDefinitionCreate(Relation heap, const IndexDefinition *definition, const char *name,
+					  Oid index_oid)
+{
+	Form_pg_index form = (Form_pg_index) GETSTRUCT(definition->index_tuple);
+	Form_pg_class class_form = (Form_pg_class) GETSTRUCT(definition->class_tuple);
+	Node	   *predicate = IndexColumnNode(definition->index_tuple, Anum_pg_index_indpred);
+	IndexInfo  *info;
+	bool		isnull;
+	oidvector  *collations;
+	oidvector  *classes;
+	int2vector *options;
+	Datum		reloptions;
+
+	info = makeIndexInfo(form->indnatts, form->indnkeyatts, class_form->relam,
+						 (List *) IndexColumnNode(definition->index_tuple, Anum_pg_index_indexprs),
+						 predicate ? make_ands_implicit((Expr *) predicate) : NIL,
+						 form->indisunique, form->indnullsnotdistinct, false, true);
+	for (int i = 0; i < form->indnatts; i++)
+		info->ii_IndexAttrNumbers[i] = form->indkey.values[i];
+	collations = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, definition->index_tuple,
+															   Anum_pg_index_indcollation, &isnull));
+	classes = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, definition->index_tuple,
+															Anum_pg_index_indclass, &isnull));
+	options = (int2vector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, definition->index_tuple,
+															 Anum_pg_index_indoption, &isnull));
+	reloptions = SysCacheGetAttr(RELOID, definition->class_tuple, Anum_pg_class_reloptions,
+								 &isnull);
+	if (isnull)
+		reloptions = (Datum) 0;
+	(void) index_create(heap, name, index_oid, InvalidOid, InvalidOid, InvalidOid, info,
+						definition->column_names, class_form->relam, class_form->reltablespace,
+						collations->values, classes->values, options->values, reloptions,
+						INDEX_CREATE_SKIP_BUILD | INDEX_CREATE_CONCURRENT, 0, false, false, NULL);
+}
+
+/*
+ * What the table's owner runs the index's expressions and predicate as,
+ * as index_build does: the owner, in a restricted security context, with
+ * the settings it changes undone after.
+ */
+typedef struct OwnerContext
+{
+	Oid			saved_userid;
+	int			saved_sec_context;
+	int			nest_level;
+} OwnerContext;
+
+static void
+OwnerContextBegin(Relation heap, OwnerContext *context)
+{
+	GetUserIdAndSecContext(&context->saved_userid, &context->saved_sec_context);
+	SetUserIdAndSecContext(heap->rd_rel->relowner,
+						   context->saved_sec_context | SECURITY_RESTRICTED_OPERATION);
+	context->nest_level = NewGUCNestLevel();
+}
+
+static void
+OwnerContextEnd(OwnerContext *context)
+{
+	AtEOXact_GUC(false, context->nest_level);
+	SetUserIdAndSecContext(context->saved_userid, context->saved_sec_context);
+}
+
+/* The entries of a chunk, as the scan forms them */
+typedef struct ChunkEntries
+{
+	StringInfoData buffer;		/* a bytea's header, then the index tuples */
+	int64		rows;
+} ChunkEntries;
+
+static void
+KeepEntry(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool alive, void *state)
+{
+	ChunkEntries *entries = state;
+	IndexTuple	tuple = index_form_tuple(RelationGetDescr(index), values, isnull);
+
+	tuple->t_tid = *tid;
+	appendBinaryStringInfo(&entries->buffer, (char *) tuple, IndexTupleSize(tuple));
+	pfree(tuple);
+	entries->rows++;
+}
+
+/*
+ * The entries of the rows in blocks [start, end) of heap that the
+ * transaction's snapshot sees (one per HOT chain, with its root's tid), as
+ * index tuples one after the other in a bytea; *rows, how many.  The
+ * expressions and predicate are evaluated as the table's owner.
+ */
+bytea *
+IndexChunkedScan(Relation heap, Relation index, BlockNumber start, BlockNumber end, int64 *rows)
+{
+	IndexInfo  *info = BuildIndexInfo(index);
+	ChunkEntries entries = {0};
+	OwnerContext owner;
+	bytea	   *result;
+
+	/* A concurrent build scans under the transaction's snapshot */
+	info->ii_Concurrent = true;
+	initStringInfo(&entries.buffer);
+	appendStringInfoSpaces(&entries.buffer, VARHDRSZ);
+	OwnerContextBegin(heap, &owner);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	(void) table_index_build_range_scan(heap, index, info, false, false, false, start,
+										end - start, KeepEntry, &entries, NULL);
+	PopActiveSnapshot();
+	OwnerContextEnd(&owner);
+	result = (bytea *) entries.buffer.data;
+	SET_VARSIZE(result, entries.buffer.len);
+	*rows = entries.rows;
+	return result;
+}
+
+/* The persisted entries that the index build reads instead of the table */
+static struct
+{
+	List	   *chunks;
+	int64		job_id;
+	IndexEntriesReader read;
+	double		tuples;			/* read so far */
+}			entries_source;
+
+/*
+ * The table access method's index build scan, for the index build of
+ * IndexChunkedWrite: hands the access method's callback every persisted
+ * entry, chunk by chunk, as live rows.
+ */
+static double
+ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, bool anyvisible,
+			bool progress, BlockNumber start, BlockNumber numblocks,
+			IndexBuildCallback callback, void *state, TableScanDesc scan)
+{
+	TupleDesc	desc = RelationGetDescr(index);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	ListCell   *lc;
+
+	foreach(lc, entries_source.chunks)
+	{
+		bytea	   *entries;
+		Size		size;
+		char	   *aligned;
+		char	   *next;
+
+		/* A snapshot for the read alone: the sort holds back no VACUUM */
+		PushActiveSnapshot(GetTransactionSnapshot());
+		entries = entries_source.read(entries_source.job_id,
+									  ((ChunkRange *) lfirst(lc))->start_block);
+		PopActiveSnapshot();
+		size = VARSIZE(entries) - VARHDRSZ;
+		/* index tuples are read where they are MAXALIGNed */
+		aligned = palloc(Max(size, 1));
+		next = aligned;
+		memcpy(aligned, VARDATA(entries), size);
+		pfree(entries);
+		while (next < aligned + size)
+		{
+			IndexTuple	tuple = (IndexTuple) next;
+
+			CHECK_FOR_INTERRUPTS();
+			index_deform_tuple(tuple, desc, values, isnull);
+			callback(index, &tuple->t_tid, values, isnull, true, state);
+			entries_source.tuples++;
+			next += IndexTupleSize(tuple);
+		}
+		pfree(aligned);
+	}
+	return entries_source.tuples;
+}
+
+/*
+ * Write the index from the persisted entries of the chunks (ChunkRange),
+ * read by read(job_id, start_block): the access
+ * method's own build (sort, then pages written bottom up, WAL-logged),
+ * into new storage if an interrupted attempt left some; then mark it ready
+ * for inserts.  Caller holds SHARE UPDATE EXCLUSIVE on heap, and has no
+ * snapshot: each chunk's read takes one of its own.  The number of
+ * entries.
+ */
+double
+IndexChunkedWrite(Relation heap, Relation index, List *chunks, int64 job_id,
+				  IndexEntriesReader read)
+{
+	static TableAmRoutine entries_am;
+	const TableAmRoutine *heap_am = heap->rd_tableam;
+	IndexInfo  *info = BuildIndexInfo(index);
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+	{
+		RelationSetNewRelfilenode(index, index->rd_rel->relpersistence);
+		CommandCounterIncrement();
+	}
+	info->ii_Concurrent = true;
+	entries_am = *heap_am;
+	entries_am.index_build_range_scan = ReadEntries;
+	entries_source.chunks = chunks;
+	entries_source.job_id = job_id;
+	entries_source.read = read;
+	entries_source.tuples = 0;
+	heap->rd_tableam = &entries_am;
+	PG_TRY();
+	{
+		index_build(heap, index, info, false, false);
+	}
+	PG_FINALLY();
+	{
+		heap->rd_tableam = heap_am;
+		entries_source.chunks = NIL;
+	}
+	PG_END_TRY();
+	index_set_state_flags(RelationGetRelid(index), INDEX_CREATE_SET_READY);
+	CacheInvalidateRelcacheByRelid(RelationGetRelid(heap));
+	return entries_source.tuples;
+}
+
+/* The roots of the rows to validate, in tid order, and which are indexed */
+typedef struct Candidates
+{
+	ItemPointerData *tids;
+	bool	   *indexed;
+	int			count;
+	int			max;
+} Candidates;
+
+static int
+CompareTids(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/* The index's bulk-delete callback: note which candidates it holds, delete none */
+static bool
+NoteIndexed(ItemPointer tid, void *state)
+{
+	Candidates *candidates = state;
+	ItemPointer found = bsearch(tid, candidates->tids, candidates->count,
+								sizeof(ItemPointerData), CompareTids);
+
+	if (found != NULL)
+		candidates->indexed[found - candidates->tids] = true;
+	return false;
+}
+
+/*
+ * The roots of the HOT chains that snapshot sees in the blocks of heap that
+ * are not all-visible, sorted; false (and none) if there are more than
+ * maintenance_work_mem holds.  A block all-visible now was so before the
+ * chunks' scan began (only VACUUM sets the bit, and it did not run since:
+ * see above), and has not changed since (any change clears it): every row
+ * in it is one a chunk's snapshot saw.
+ */
+static bool
+CollectCandidates(Relation heap, Snapshot snapshot, Candidates *candidates)
+{
+	BlockNumber blocks = RelationGetNumberOfBlocks(heap);
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	Buffer		vm_buffer = InvalidBuffer;
+	OffsetNumber roots[MaxHeapTuplesPerPage];
+	int			capacity;
+
+	candidates->max = (int) Min((double) maintenance_work_mem * 1024L /
+								(sizeof(ItemPointerData) + sizeof(bool)),
+								MaxAllocSize / sizeof(ItemPointerData));
+	candidates->count = 0;
+	capacity = Min(candidates->max, 1024);
+	candidates->tids = palloc(sizeof(ItemPointerData) * capacity);
+	for (BlockNumber block = 0; block < blocks; block++)
+	{
+		Buffer		buffer;
+		Page		page;
+		OffsetNumber max_offset;
+
+		CHECK_FOR_INTERRUPTS();
+		if (VM_ALL_VISIBLE(heap, block, &vm_buffer))
+			continue;
+		buffer = ReadBufferExtended(heap, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buffer);
+		heap_get_root_tuples(page, roots);
+		max_offset = PageGetMaxOffsetNumber(page);
+		for (OffsetNumber offset = FirstOffsetNumber; offset <= max_offset; offset++)
+		{
+			ItemId		item = PageGetItemId(page, offset);
+			HeapTupleData tuple;
+
+			if (!ItemIdIsNormal(item))
+				continue;
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, item);
+			tuple.t_len = ItemIdGetLength(item);
+			tuple.t_tableOid = RelationGetRelid(heap);
+			ItemPointerSet(&tuple.t_self, block, offset);
+			if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buffer))
+				continue;
+			if (!OffsetNumberIsValid(roots[offset - 1]))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg_internal("failed to find parent tuple for heap-only tuple at (%u,%u) in table \"%s\"",
+										 block, offset, RelationGetRelationName(heap))));
+			if (candidates->count == candidates->max)
+			{
+				UnlockReleaseBuffer(buffer);
+				if (vm_buffer != InvalidBuffer)
+					ReleaseBuffer(vm_buffer);
+				pfree(candidates->tids);
+				candidates->count = 0;
+				return false;
+			}
+			if (candidates->count == capacity)
+			{
+				capacity = Min(candidates->max, 2 * capacity);
+				candidates->tids = repalloc(candidates->tids, sizeof(ItemPointerData) * capacity);
+			}
+			ItemPointerSet(&candidates->tids[candidates->count], block, roots[offset - 1]);
+			candidates->count++;
+		}
+		UnlockReleaseBuffer(buffer);
+	}
+	if (vm_buffer != InvalidBuffer)
+		ReleaseBuffer(vm_buffer);
+	qsort(candidates->tids, candidates->count, sizeof(ItemPointerData), CompareTids);
+	return true;
+}
+
+/*
+ * Insert the candidates the index does not hold: the member of each chain
+ * that snapshot sees, under its root's tid, if the predicate admits it;
+ * expressions evaluated as the table's owner.  How many.
+ */
+static int64
+InsertMissing(Relation heap, Relation index, Snapshot snapshot, Candidates *candidates)
+{
+	IndexInfo  *info = BuildIndexInfo(index);
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	ExprState  *predicate = ExecPrepareQual(info->ii_Predicate, estate);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	OwnerContext owner;
+	int64		inserted = 0;
+
+	econtext->ecxt_scantuple = slot;
+	OwnerContextBegin(heap, &owner);
+	for (int i = 0; i < candidates->count; i++)
+	{
+		ItemPointerData tid = candidates->tids[i];
+		HeapTupleData tuple;
+		Buffer		buffer;
+		bool		found;
+
+		if (candidates->indexed[i])
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(&tid));
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		found = heap_hot_search_buffer(&tid, heap, buffer, snapshot, &tuple, NULL, true);
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+		if (found)
+		{
+			ResetPerTupleExprContext(estate);
+			ExecStoreBufferHeapTuple(&tuple, slot, buffer);
+			if (predicate == NULL || ExecQual(predicate, econtext))
+			{
+				FormIndexDatum(info, slot, estate, values, isnull);
+				index_insert(index, values, isnull, &candidates->tids[i], heap,
+							 UNIQUE_CHECK_NO, false, info);
+				inserted++;
+			}
+			ExecClearTuple(slot);
+		}
+		ReleaseBuffer(buffer);
+	}
+	OwnerContextEnd(&owner);
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+	return inserted;
+}
+
+/*
+ * Add to the index (ready for inserts, and every writer of the table
+ * knowing it) the rows that a new reference snapshot sees and it lacks:
+ * what CREATE INDEX CONCURRENTLY's validate_index adds, read only from the
+ * blocks that are not all-visible (CollectCandidates).  The index is read
+ * whole only if there are any.  With more than maintenance_work_mem of
+ * them, or whole_table (VACUUM may have set blocks all-visible since the
+ * chunks' scan), validate_index itself does it.  Returns the snapshot's xmin: the
+ * transactions older than that must end before the index is valid.
+ * Caller is in a transaction that has no snapshot of its own, and holds
+ * SHARE UPDATE EXCLUSIVE on the table.
+ */
+TransactionId
+IndexChunkedValidate(Oid table_oid, Oid index_oid, bool whole_table, int64 *inserted)
+{
+	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	TransactionId limit_xmin = snapshot->xmin;
+	Relation	heap = table_open(table_oid, ShareUpdateExclusiveLock);
+	Relation	index = index_open(index_oid, RowExclusiveLock);
+	Candidates	candidates = {0};
+
+	PushActiveSnapshot(snapshot);
+	*inserted = 0;
+	if (whole_table || !CollectCandidates(heap, snapshot, &candidates))
+	{
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
+		validate_index(table_oid, index_oid, snapshot);
+		*inserted = -1;
+	}
+	else
+	{
+		if (candidates.count > 0)
+		{
+			IndexVacuumInfo vacuum = {
+				.index = index,
+				.estimated_count = true,
+				.message_level = DEBUG2,
+				.num_heap_tuples = heap->rd_rel->reltuples,
+				.strategy = GetAccessStrategy(BAS_VACUUM),
+			};
+
+			candidates.indexed = palloc0(sizeof(bool) * candidates.count);
+			(void) index_bulk_delete(&vacuum, NULL, NoteIndexed, &candidates);
+			*inserted = InsertMissing(heap, index, snapshot, &candidates);
+		}
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
+	}
+	PopActiveSnapshot();
+	UnregisterSnapshot(snapshot);
+	return limit_xmin;
+}

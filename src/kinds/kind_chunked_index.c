@@ -1,0 +1,578 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_chunked_index.c
+ *	  Background CREATE INDEX built by our own build (index_chunked.c),
+ *	  checkpointed chunk by chunk: a variant of the index kind
+ *	  (kind_index.c), which its submit chooses for a btree that is not
+ *	  unique, on a heap table.
+ *
+ * The steps, and what each commits (the stage in the job's kind_state):
+ *
+ *	creating		the placeholder dropped; the index created, not ready, not
+ *					valid, from PostgreSQL's own definition of it (a dry run
+ *					of DefineIndex); its OID with the job (STAGE_CREATED)
+ *	waiting			for the transactions that could write the table without
+ *					knowing the index; the table's size then, the blocks to
+ *					scan (STAGE_SCANNING)
+ *	scanning		a chunk of blocks per step, under its own snapshot: its
+ *					index entries, persisted with its checkpoint (a row of
+ *					background_ddl.chunk); its size follows batch_time and
+ *					max_rate, and pause_ddl stops the job between two chunks
+ *	writing			every chunk's entries sorted into the index, which is
+ *					then ready for inserts; the entries deleted (STAGE_READY)
+ *	validating		once every writer inserts into it, the rows no chunk's
+ *					snapshot saw added (validate_index), and its reference
+ *					snapshot's xmin kept (STAGE_VALIDATED)
+ *	marking valid	once the transactions older than that have ended; an
+ *					expression index's statistics collected
+ *
+ * A crash or a restart resumes at the stage, the scan at its last chunk.
+ * From the first step to the last, the worker holds the table's SHARE
+ * UPDATE EXCLUSIVE lock (a session lock, as CREATE INDEX CONCURRENTLY does):
+ * VACUUM cannot reclaim the rows whose tids the persisted entries hold.  A
+ * worker that did not hold it (a new one, after a crash, a pause, an
+ * error) takes it again, and starts the scan over if VACUUM ran meanwhile
+ * or the table was rewritten.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "capture/capture_log.h"
+#include "catalog/catalog_job.h"
+#include "engine/job_run.h"
+#include "engine/job_shmem.h"
+#include "engine/job_step.h"
+#include "index/index_build.h"
+#include "index/index_chunked.h"
+#include "kinds/kind_index.h"
+#include "kinds/kinds.h"
+#include "pg/pg_relation.h"
+
+/* The job's kind_state: its stage, and what the stages record */
+#define STATE_STAGE			"stage"
+#define STATE_BLOCKS		"blocks"	/* to scan */
+#define STATE_FILENODE		"filenode"	/* the table's, when the scan began */
+#define STATE_SCAN_SINCE	"scan_since"	/* when it began */
+#define STATE_LIMIT_XMIN	"limit_xmin"	/* of validate_index's snapshot */
+
+typedef enum ChunkedStage
+{
+	STAGE_NONE,					/* the target is a placeholder (or an invalid
+								 * index that a rebuild replaces) */
+	STAGE_CREATED,
+	STAGE_SCANNING,
+	STAGE_READY,
+	STAGE_VALIDATED
+} ChunkedStage;
+
+/*
+ * The first chunk's blocks; then chunks follow batch_time and max_rate,
+ * within 128 MB of the table, and 64 MB of entries (an expression's can be
+ * larger than the row)
+ */
+#define CHUNK_BLOCKS_FIRST	256
+#define CHUNK_BLOCKS_MAX	(1 << 14)
+#define CHUNK_ENTRIES_MAX	(64 * 1024 * 1024)
+
+/* A worker's own state of the job */
+typedef struct ChunkedRun
+{
+	double		chunk_blocks;	/* the next chunk's */
+} ChunkedRun;
+
+static ChunkedStage
+Stage(const BgddlJob *job)
+{
+	return (ChunkedStage) CatalogKindStateInt(job->kind_state, STATE_STAGE);
+}
+
+/* Go on to the next stage: recorded in the current step's transaction */
+static void
+SetStage(JobRun *run, ChunkedStage stage)
+{
+	JobRunSetStateInt(run, STATE_STAGE, stage);
+	CatalogJobRecordKindState(&run->job);
+}
+
+/*
+ * Does the worker hold the table's session lock (between steps: its steps'
+ * own locks are gone)?  A transaction that aborts releases it too.
+ */
+static bool
+HoldsTable(Oid table_oid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, table_oid);
+	return LockHeldByMe(&tag, ShareUpdateExclusiveLock);
+}
+
+/*
+ * At the worker's exit: release the table's session lock, which (unlike a
+ * transaction's) a process that exits between transactions would leave
+ * behind in the lock table
+ */
+static void
+ReleaseTable(int code, Datum table_oid)
+{
+	LockRelId	relid = {.relId = DatumGetObjectId(table_oid), .dbId = MyDatabaseId};
+
+	if (HoldsTable(relid.relId))
+		UnlockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
+}
+
+static void
+HoldTableForSession(Oid table_oid)
+{
+	static bool release_registered = false;
+	LockRelId	relid = {.relId = table_oid, .dbId = MyDatabaseId};
+
+	if (!release_registered)
+	{
+		before_shmem_exit(ReleaseTable, ObjectIdGetDatum(table_oid));
+		release_registered = true;
+	}
+	LockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
+}
+
+/* The scan (re)starts: at block 0 of the table as it is now */
+static void
+BeginScan(JobRun *run, Relation heap)
+{
+	JobRunSetStateInt(run, STATE_BLOCKS, RelationGetNumberOfBlocks(heap));
+	JobRunSetStateInt(run, STATE_FILENODE, heap->rd_node.relNode);
+	JobRunSetStateInt(run, STATE_SCAN_SINCE, GetCurrentTimestamp());
+	JobRunSetStateInt(run, STATE_STAGE, STAGE_SCANNING);
+	run->job.work_total = RelationGetNumberOfBlocks(heap);
+}
+
+/*
+ * May VACUUM have reclaimed rows of the table since the scan began?  It
+ * cannot while the job holds the table's lock; a VACUUM that ended after
+ * the scan began ran when it did not.  The statistics say when VACUUM ran,
+ * if they are counted (after a crash they start empty, and say so of any
+ * VACUUM since).
+ */
+static bool
+VacuumedSinceScan(const BgddlJob *job, Oid table_oid)
+{
+	TimestampTz since = (TimestampTz) CatalogKindStateInt(job->kind_state, STATE_SCAN_SINCE);
+	PgStat_StatTabEntry *stats;
+
+	if (!pgstat_track_counts)
+		return true;
+	stats = pgstat_fetch_stat_tabentry(table_oid);
+	return stats != NULL &&
+		(stats->vacuum_timestamp > since || stats->autovac_vacuum_timestamp > since);
+}
+
+/*
+ * Before a step of the scan or the write: hold the table's lock across
+ * steps; if the worker did not, take it (in a step of its own, without a
+ * snapshot, which another index build on the table may be waiting for),
+ * and start the scan over if the persisted entries may name rows that are
+ * no longer theirs: VACUUM ran meanwhile, or the table was rewritten.
+ * False if the scan starts over.
+ */
+static bool
+KeepTableLocked(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	Relation	heap;
+	bool		rewritten;
+	bool		vacuumed;
+
+	if (HoldsTable(table_oid))
+		return true;
+	JobStepBegin("background_ddl: locking the table", STEP_NO_SNAPSHOT);
+	HoldTableForSession(table_oid);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	heap = table_open(table_oid, NoLock);
+	rewritten = heap->rd_node.relNode != (Oid) CatalogKindStateInt(run->job.kind_state,
+																   STATE_FILENODE);
+	vacuumed = !rewritten && run->job.work_done > 0 && VacuumedSinceScan(&run->job, table_oid);
+	if (rewritten || vacuumed)
+	{
+		ereport(LOG,
+				(errmsg("background DDL job %lld: the scan of table \"%s\" for index \"%s\" starts over",
+						(long long) run->job.id, RelationGetRelationName(heap),
+						get_rel_name(run->job.target_oid)),
+				 errdetail(rewritten ? "The table was rewritten." :
+						   "VACUUM may have reclaimed rows of the table while the job did not hold its lock.")));
+		CaptureForget(run->job.id, true);
+		BeginScan(run, heap);
+		CatalogJobRestartBuild(&run->job);
+	}
+	table_close(heap, NoLock);
+	PopActiveSnapshot();
+	JobStepEnd();
+	return !(rewritten || vacuumed);
+}
+
+/*
+ * The index, created in the placeholder's place as CREATE INDEX
+ * CONCURRENTLY's first transaction creates it, from the definition that
+ * PostgreSQL's DefineIndex gives the statement now, as the job's role (a
+ * dry run, rolled back); its OID recorded with the job.
+ */
+static JobStepResult
+CreateStep(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	IndexStmt  *stmt;
+	IndexDefinition *definition;
+	Relation	heap;
+	Oid			index_oid;
+	char	   *name;
+	Oid			saved_userid;
+	int			saved_sec_context;
+
+	/* As BuildIndex: the lock first, and no snapshot while waiting for it */
+	JobStepBegin("background_ddl: creating the index", STEP_NO_SNAPSHOT);
+	HoldTableForSession(table_oid);
+	if (!IndexTableExists(run))
+	{
+		JobStepEnd();
+		return JOB_STEP_TARGET_GONE;
+	}
+	PushActiveSnapshot(GetTransactionSnapshot());
+	name = get_rel_name(run->job.target_oid);
+	stmt = IndexStatementToRun(&run->job, name);
+	PgRelationDrop(run->job.target_oid);
+	CommandCounterIncrement();
+	GetUserIdAndSecContext(&saved_userid, &saved_sec_context);
+	SetUserIdAndSecContext(run->job.identity.owner_oid,
+						   saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	definition = IndexDryRunDefinition(table_oid, stmt);
+	SetUserIdAndSecContext(saved_userid, saved_sec_context);
+	index_oid = IndexBuildNewOid(table_oid, stmt->tableSpace);
+	heap = table_open(table_oid, NoLock);
+	IndexDefinitionCreate(heap, definition, name, index_oid);
+	table_close(heap, NoLock);
+	run->job.target_oid = index_oid;
+	CatalogJobRecordTarget(run->job.id, index_oid);
+	SetStage(run, STAGE_CREATED);
+	PopActiveSnapshot();
+	JobStepEnd();
+	return JOB_STEP_MORE;
+}
+
+/* Wait, as CREATE INDEX CONCURRENTLY waits, for the writers of the table */
+static void
+WaitForWriters(Oid table_oid, const char *what)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, table_oid);
+	JobStepWaitingFor(what);
+	WaitForLockers(tag, ShareLock, false);
+	JobStepWaitingFor(NULL);
+}
+
+/*
+ * Once no transaction can write the table without knowing the index (no
+ * new HOT chain breaks its key), the scan begins: its blocks are the
+ * table's now; rows added after are validate_index's.
+ */
+static JobStepResult
+WaitStep(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	Relation	heap;
+
+	JobStepBegin("background_ddl: waiting for the writers of the table", STEP_NO_SNAPSHOT);
+	if (!HoldsTable(table_oid))
+		HoldTableForSession(table_oid);
+	WaitForWriters(table_oid, "transactions that write the table without knowing the index");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	heap = table_open(table_oid, NoLock);
+	BeginScan(run, heap);
+	CatalogJobRecordKindState(&run->job);
+	table_close(heap, NoLock);
+	PopActiveSnapshot();
+	JobStepEnd();
+	return JOB_STEP_MORE;
+}
+
+/* The next chunk of blocks, under a snapshot of its own, with its checkpoint */
+static JobStepResult
+ScanStep(JobRun *run)
+{
+	ChunkedRun *c = run->kind_run;
+	Oid			table_oid = IndexedTable(&run->job);
+	int64		blocks = CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS);
+	ChunkRange	range;
+	Relation	heap;
+	Relation	index;
+	bytea	   *entries;
+	int64		rows;
+	double		seconds;
+	instr_time	start_time;
+	instr_time	duration;
+
+	JobStepHoldAtChunk(run->job.chunks_done);
+	range.start_block = run->job.work_done;
+	range.end_block = Min(blocks, range.start_block + (int64) c->chunk_blocks);
+	JobStepBegin("background_ddl: scanning a chunk of the table", STEP_READ_COMMITTED);
+	heap = table_open(table_oid, NoLock);
+	index = index_open(run->job.target_oid, AccessShareLock);
+	INSTR_TIME_SET_CURRENT(start_time);
+	entries = IndexChunkedScan(heap, index, (BlockNumber) range.start_block,
+							   (BlockNumber) range.end_block, &rows);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start_time);
+	seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
+	CaptureChunkRecordEntries(run->job.id, &range, rows, seconds, entries);
+
+	JobRunChunkDone(run, &c->chunk_blocks, CHUNK_BLOCKS_MAX, rows,
+					range.end_block - range.start_block, seconds);
+	if (VARSIZE(entries) > CHUNK_ENTRIES_MAX)
+		c->chunk_blocks = Max(1.0, Min(c->chunk_blocks,
+									   (double) (range.end_block - range.start_block) *
+									   CHUNK_ENTRIES_MAX / VARSIZE(entries)));
+	pfree(entries);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	JobStepEnd();
+	JobRunPace(run, rows, seconds);
+	return JOB_STEP_MORE;
+}
+
+/*
+ * Every chunk's entries, sorted into the index, which is then ready for
+ * inserts; the entries are deleted in the same transaction
+ */
+static JobStepResult
+WriteStep(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	Relation	heap;
+	Relation	index;
+	List	   *chunks;
+
+	JobStepHoldPoint("writing the index");
+	JobStepBegin("background_ddl: writing the index", STEP_NO_SNAPSHOT);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	/* The job row's counts lag behind the chunks' (CatalogJobRecordChunk) */
+	CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
+								run->job.work_done);
+	chunks = CaptureChunkRanges(run->job.id);
+	PopActiveSnapshot();
+	heap = table_open(table_oid, NoLock);
+	index = index_open(run->job.target_oid, RowExclusiveLock);
+	(void) IndexChunkedWrite(heap, index, chunks, run->job.id, CaptureChunkEntries);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	CaptureForget(run->job.id, true);
+	SetStage(run, STAGE_READY);
+	PopActiveSnapshot();
+	JobStepEnd();
+	return JOB_STEP_MORE;
+}
+
+/*
+ * Once every writer of the table inserts into the index, add what no
+ * chunk's snapshot saw (validate_index), and keep its snapshot's xmin
+ */
+static JobStepResult
+ValidateStep(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	TransactionId limit_xmin;
+	int64		inserted;
+	bool		whole_table = false;
+
+	JobStepHoldPoint("validating the index");
+	JobStepBegin("background_ddl: validating the index", STEP_NO_SNAPSHOT);
+	if (!HoldsTable(table_oid))
+	{
+		HoldTableForSession(table_oid);
+		PushActiveSnapshot(GetTransactionSnapshot());
+		whole_table = VacuumedSinceScan(&run->job, table_oid);
+		PopActiveSnapshot();
+	}
+	WaitForWriters(table_oid, "transactions that write the table without inserting into the index");
+	limit_xmin = IndexChunkedValidate(table_oid, run->job.target_oid, whole_table, &inserted);
+	ereport(DEBUG1,
+			(errmsg_internal("background DDL job %lld: validation added " INT64_FORMAT " rows to index \"%s\"%s",
+							 (long long) run->job.id, Max(inserted, 0),
+							 get_rel_name(run->job.target_oid),
+							 inserted < 0 ? " (validate_index)" : "")));
+	PushActiveSnapshot(GetTransactionSnapshot());
+	JobRunSetStateInt(run, STATE_LIMIT_XMIN, limit_xmin);
+	SetStage(run, STAGE_VALIDATED);
+	PopActiveSnapshot();
+	JobStepEnd();
+	return JOB_STEP_MORE;
+}
+
+/*
+ * Once the transactions whose snapshots are older than validate_index's
+ * have ended (they could miss rows it did not add), mark the index valid,
+ * and collect an expression index's statistics
+ */
+static JobStepResult
+MarkValidStep(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+
+	JobStepBegin("background_ddl: marking the index valid", STEP_NO_SNAPSHOT);
+	if (!HoldsTable(table_oid))
+		HoldTableForSession(table_oid);
+	InvalidateCatalogSnapshot();
+	JobStepWaitingFor("transactions with snapshots older than the index");
+	WaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
+															  STATE_LIMIT_XMIN), false);
+	JobStepWaitingFor(NULL);
+	index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
+	CacheInvalidateRelcacheByRelid(table_oid);
+	CommandCounterIncrement();
+	IndexBuildAnalyzeExpressions(&run->job, table_oid, run->job.target_oid);
+	JobStepEnd();
+	return JOB_STEP_MORE;
+}
+
+/* What an interrupted CREATE INDEX CONCURRENTLY left, for a rebuild */
+static void
+ReplaceInvalidIndexStep(JobRun *run, void *arg)
+{
+	run->job.target_oid = IndexRestartBuild(&run->job, run->job.target_oid,
+											IndexedTable(&run->job));
+	CatalogJobRecordTarget(run->job.id, run->job.target_oid);
+}
+
+/* The next step of the stage the job is at, until the index is valid */
+static JobStepResult
+ChunkedIndexBackfillStep(JobRun *run)
+{
+	bool		valid;
+	bool		is_index;
+
+	if (!IndexCheck(run, &is_index, &valid))
+		return JOB_STEP_TARGET_GONE;
+	if (is_index && valid)
+		return JOB_STEP_DONE;
+	switch (Stage(&run->job))
+	{
+		case STAGE_NONE:
+			JobStepHoldPoint("chunk 0");
+			if (!is_index)
+				return CreateStep(run);
+			JobRunLockingStep(run, ReplaceInvalidIndexStep, NULL, JOB_PHASE_BACKFILLING,
+							  "background_ddl: dropping an invalid index");
+			return JOB_STEP_MORE;
+		case STAGE_CREATED:
+			return WaitStep(run);
+		case STAGE_SCANNING:
+			if (!KeepTableLocked(run))
+				return JOB_STEP_MORE;
+			if (run->job.work_done < CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS))
+				return ScanStep(run);
+			return WriteStep(run);
+		case STAGE_READY:
+			return ValidateStep(run);
+		case STAGE_VALIDATED:
+			return MarkValidStep(run);
+	}
+	elog(ERROR, "background DDL job %lld is at an unknown stage", (long long) run->job.id);
+}
+
+/*
+ * A worker's start: the scan resumes after its last persisted chunk (the
+ * job row's counts may lag behind)
+ */
+static void
+ChunkedIndexStart(JobRun *run)
+{
+	ChunkedRun *c = MemoryContextAllocZero(JobContext(), sizeof(ChunkedRun));
+	int64		chunks;
+	int64		rows;
+	int64		blocks;
+
+	c->chunk_blocks = CHUNK_BLOCKS_FIRST;
+	run->kind_run = c;
+	if (Stage(&run->job) != STAGE_SCANNING)
+		return;
+	JobStepBegin("background_ddl: reading the checkpoint", STEP_READ_COMMITTED);
+	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
+	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
+	JobStepEnd();
+}
+
+static void
+ChunkedIndexPlan(JobRun *run)
+{
+	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
+	run->job.planned = true;
+	CatalogJobRecordPlan(&run->job);
+	JobStepEnd();
+}
+
+static JobStepResult
+ChunkedIndexCutOver(JobRun *run)
+{
+	return IndexPublish(run, false);
+}
+
+/* The view's progress: the stage, and the scan's blocks (the job row's) */
+static void
+ChunkedIndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
+{
+	static const char *const stages[] = {
+		[STAGE_NONE] = "creating the index",
+		[STAGE_CREATED] = "waiting for writers that do not know the index",
+		[STAGE_SCANNING] = "scanning the table",
+		[STAGE_READY] = "validating the index",
+		[STAGE_VALIDATED] = "waiting for older snapshots",
+	};
+	ChunkedStage stage = Stage(job);
+
+	if (stage > STAGE_VALIDATED)
+		return;
+	progress->phase = pstrdup(stage == STAGE_SCANNING && job->work_total > 0 &&
+							  job->work_done >= job->work_total ?
+							  "writing the index" : stages[stage]);
+}
+
+/* Drop the index (or the placeholder), and the chunks' entries */
+static void
+ChunkedIndexDiscard(const BgddlJob *job, bool keep_target)
+{
+	CaptureForget(job->id, true);
+	if (!keep_target)
+		IndexBuildDrop(job->target_oid);
+}
+
+const KindRoutine kind_chunked_index_routine = {
+	.name = "CREATE INDEX",
+	.variant_key = INDEX_STATE_CHUNKED,
+	.stands_for = OBJECT_INDEX,
+	.replaces_placeholder = true,
+	.waits_for_older_snapshots = true,
+	.start = ChunkedIndexStart,
+	.plan = ChunkedIndexPlan,
+	.backfill_step = ChunkedIndexBackfillStep,
+	.cut_over = ChunkedIndexCutOver,
+	.progress = ChunkedIndexProgress,
+	.gone_reason = IndexGoneReason,
+	.discard = ChunkedIndexDiscard,
+	.discards_in_any_transaction = IndexDiscardsInAnyTransaction,
+	.build_here = IndexBuildHere,
+};

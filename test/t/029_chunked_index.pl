@@ -1,0 +1,223 @@
+# The index build of our own (kind_chunked_index.c), for a btree that is not
+# unique on a heap table, checkpointed chunk by chunk, under writers that
+# insert, update (HOT and not), delete and roll savepoints back:
+#  - a kill -9 of the worker or an immediate shutdown in the middle of the
+#    scan resumes from the last checkpoint (at most one chunk lost), and one
+#    at the write or the validation resumes there; each ends with an index
+#    that amcheck finds consistent and holding every row (heapallindexed),
+#    and an index scan finds what a sequential scan finds;
+#  - the planner cannot use the index before it is valid;
+#  - a pause in the middle keeps the checkpoints; a VACUUM while it is
+#    paused (it may reclaim the rows whose tids the entries hold) makes the
+#    scan start over, and the index is exact still;
+#  - cancel_ddl leaves no index and no persisted entries.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('chunked_index', q{
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+
+# autovacuum off for the table: a VACUUM while the job's worker is down
+# makes its scan start over (tested below), which the crash tests must not
+# depend on.  The table starts all-visible (the validation reads only the
+# blocks that are not); the writers clear that of the blocks they change.
+$node->safe_psql('postgres', q{
+CREATE EXTENSION amcheck;
+CREATE TABLE w (id int PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
+  WITH (autovacuum_enabled = off);
+INSERT INTO w SELECT g, g % 5000, md5(g::text) FROM generate_series(1, 600000) g;
+CREATE SEQUENCE w_new START 1000000;
+VACUUM w;
+});
+
+# Writers: HOT updates (payload is in no index of the jobs but one),
+# updates of the indexed column, deletes, inserts, and writes rolled back.
+# A crash ends their sessions: they start again after it.
+my $writes = q{
+\set id random(1, 600000)
+BEGIN;
+UPDATE w SET payload = md5(random()::text) WHERE id = :id;
+UPDATE w SET account = account + 1 WHERE id = :id + 1;
+SAVEPOINT s;
+UPDATE w SET account = -1 WHERE id = :id + 2;
+INSERT INTO w VALUES (nextval('w_new'), -2, 'rolled back');
+ROLLBACK TO SAVEPOINT s;
+DELETE FROM w WHERE id = :id + 3;
+INSERT INTO w VALUES (nextval('w_new'), :id % 5000, md5(:id::text));
+COMMIT;
+};
+
+sub inserted
+{
+	return $node->safe_psql('postgres', 'SELECT count(*) FROM w WHERE id >= 1000000');
+}
+
+sub chunks
+{
+	my ($job) = @_;
+	return $node->safe_psql('postgres', "SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job");
+}
+
+# The index holds every row, consistently, and scans find what the table has
+sub check_index
+{
+	my ($label, $name, $column) = @_;
+	is($node->safe_psql('postgres', "SELECT indisvalid AND indisready FROM pg_index WHERE indexrelid = '$name'::regclass"),
+		't', "$label: the index is valid");
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT bt_index_parent_check('$name'::regclass, true)) c"),
+		'1', "$label: amcheck finds the index consistent, holding every row");
+	is( $node->safe_psql('postgres',
+			"SET enable_seqscan = off; SET enable_bitmapscan = off;
+			 SELECT count(*), sum(id) FROM w WHERE $column IS NOT NULL"),
+		$node->safe_psql('postgres', "SELECT count(*), sum(id) FROM w WHERE $column IS NOT NULL"),
+		"$label: an index scan finds every row");
+	return;
+}
+
+sub crash
+{
+	my ($fault, $job, $hold) = @_;
+	if ($fault eq 'kill')
+	{
+		kill_and_recover($node, job_field($node, $job, 'pid'));
+	}
+	else
+	{
+		$node->stop('immediate');
+		$node->start;
+	}
+	eval { $hold->quit };    # its session died with the crash
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+	return;
+}
+
+# Crashes in the middle of the scan, at the write, at the validation
+my $round = 0;
+for my $case ([ 'chunk 2', 'kill' ], [ 'chunk 2', 'immediate' ], [ 'writing the index', 'kill' ],
+	[ 'validating the index', 'immediate' ])
+{
+	my ($point, $fault) = @$case;
+	my $label = "$point / $fault";
+	my $name = 'w_account_' . ++$round;
+	my $offset = -s $node->logfile;
+	my @writers = start_pgbench($node, $writes);
+	my $inserted = inserted();
+	my ($job, $hold) = submit_held_at($node, $point, "CREATE INDEX $name ON w (account)");
+	is(job_field($node, $job, 'strategy'), 'index built chunk by chunk', "$label: our own build");
+	is($node->safe_psql('postgres', "SELECT indisvalid FROM pg_index WHERE indexrelid = '$name'::regclass"),
+		'f', "$label: the planner cannot use the index yet");
+	my $before = chunks($job);
+	ok($point !~ /^chunk/ || $before >= 2, "$label: chunks checkpointed before the crash ($before)");
+	crash($fault, $job, $hold);
+	stop_pgbench(@writers);
+	@writers = start_pgbench($node, $writes);
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	unlike(stop_pgbench(@writers), qr/aborted/, "$label: the writers ran after the crash");
+	ok(inserted() > $inserted, "$label: rows were written during the job");
+	my $log = slurp_file($node->logfile, $offset);
+	unlike($log, qr/starts over/, "$label: the scan did not start over");
+	is(job_field($node, $job, 'attempts'), '2', "$label: two attempts");
+	ok(job_field($node, $job, 'chunks_done') >= $before, "$label: chunks_done did not go back")
+	  if $point =~ /^chunk/;
+	check_index($label, $name, 'account');
+	is(chunks($job), '0', "$label: the entries are deleted");
+}
+
+# An expression index with a predicate, built while rows are written
+{
+	my $label = 'an expression index with a predicate';
+	my @writers = start_pgbench($node, $writes);
+	my $job = submit_job($node, 'CREATE INDEX w_lower ON w (lower(payload)) WHERE account % 2 = 0');
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	unlike(stop_pgbench(@writers), qr/aborted/, "$label: the writers ran throughout");
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT bt_index_parent_check('w_lower'::regclass, true)) c"),
+		'1', "$label: amcheck finds it consistent, holding every row");
+	is( $node->safe_psql('postgres',
+			"SET enable_seqscan = off; SET enable_bitmapscan = off;
+			 SELECT count(*) FROM w WHERE lower(payload) > '' AND account % 2 = 0"),
+		$node->safe_psql('postgres', "SELECT count(*) FROM w WHERE lower(payload) > '' AND account % 2 = 0"),
+		"$label: an index scan finds every row");
+}
+
+# Paused in the middle: the checkpoints are kept; with a VACUUM while it is
+# paused, the scan starts over.
+for my $vacuum (0, 1)
+{
+	my $label = 'paused in the scan' . ($vacuum ? ', VACUUM meanwhile' : '');
+	my $name = 'w_paused_' . ++$round;
+	my $offset = -s $node->logfile;
+	my @writers = start_pgbench($node, $writes);
+	my ($job, $hold) = submit_held_at($node, 'chunk 2', "CREATE INDEX $name ON w (account)");
+	is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', "$label: pause_ddl");
+	release_hold($node, $hold);
+	ok(wait_job_state($node, $job, 'paused'), "$label: paused");
+	my $before = chunks($job);
+	ok($before >= 2, "$label: its checkpoints are there ($before)");
+	$node->safe_psql('postgres', 'VACUUM w') if $vacuum;
+	is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', "$label: resume_ddl");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	unlike(stop_pgbench(@writers), qr/aborted/, "$label: the writers ran throughout");
+	my $log = slurp_file($node->logfile, $offset);
+	if ($vacuum)
+	{
+		like($log, qr/background DDL job $job: the scan of table "w" for index "$name" starts over/,
+			"$label: the scan started over");
+	}
+	else
+	{
+		unlike($log, qr/starts over/, "$label: the scan went on from its checkpoint");
+	}
+	check_index($label, $name, 'account');
+}
+
+# Paused before the validation, with a VACUUM meanwhile: rows that no chunk
+# saw (added in one transaction during the scan, after its blocks) are in
+# blocks that VACUUM sets all-visible, and the validation reads them all the
+# same.  (Paused twice: in the scan, to hold it at the validation next.)
+{
+	my $label = 'paused before the validation, VACUUM meanwhile';
+	my $offset = -s $node->logfile;
+	$node->safe_psql('postgres', 'VACUUM w');
+	my ($job, $hold) = submit_held_at($node, 'chunk 2', 'CREATE INDEX w_unseen ON w (account)');
+	$node->safe_psql('postgres',
+		"INSERT INTO w SELECT nextval('w_new'), g % 5000, 'unseen' FROM generate_series(1, 20000) g");
+	is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', "$label: pause_ddl in the scan");
+	release_hold($node, $hold);
+	ok(wait_job_state($node, $job, 'paused'), "$label: paused in the scan");
+	$hold = hold_at($node, 'validating the index');
+	is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', "$label: resume_ddl");
+	ok(held_at_hold($node), "$label: held before the validation");
+	is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', "$label: pause_ddl");
+	release_hold($node, $hold);
+	ok(wait_job_state($node, $job, 'paused'), "$label: paused before the validation");
+	$node->safe_psql('postgres', 'VACUUM w');
+	is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', "$label: resume_ddl again");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	unlike(slurp_file($node->logfile, $offset), qr/starts over/, "$label: the scan did not start over");
+	check_index($label, 'w_unseen', 'account');
+}
+
+# Cancelled in the middle: nothing left
+{
+	my $label = 'cancelled';
+	my ($job, $hold) = submit_held_at($node, 'chunk 2', 'CREATE INDEX w_cancelled ON w (account)');
+	is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', "$label: cancel_ddl");
+	release_hold($node, $hold);
+	ok(wait_job_state($node, $job, 'cancelled'), "$label: cancelled");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'w_cancelled'"),
+		'0', "$label: no index left");
+	is(chunks($job), '0', "$label: no entries left");
+}
+
+$node->stop;
+done_testing();
