@@ -27,6 +27,7 @@ char	   *background_ddl_test_hold_point = NULL;
 char	   *background_ddl_after = NULL;
 int			background_ddl_max_replica_lag_ms = 0;
 int			background_ddl_citus_jobs_per_node = 2;
+bool		background_ddl_chunked_index_build = true;
 
 /*
  * The job ids of a list like background_ddl.after's ("41, 42"), as int64 *;
@@ -106,6 +107,16 @@ SettingsDefine(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("background_ddl.chunked_index_build",
+							 "Builds a background btree index that is not unique, on a heap table, chunk by chunk.",
+							 "Its scan is checkpointed and throttled chunk by chunk; off, such an index is "
+							 "built by CREATE INDEX CONCURRENTLY, which starts over after a crash.",
+							 &background_ddl_chunked_index_build,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.citus_jobs_per_node",
 							"Maximum number of shard index builds of one job running at once on each Citus node.",

@@ -24,6 +24,7 @@ extern char *background_ddl_test_hold_point;
 extern char *background_ddl_after;
 extern int	background_ddl_max_replica_lag_ms;
 extern int	background_ddl_citus_jobs_per_node;
+extern bool background_ddl_chunked_index_build;
 
 /* The range of a batch time, for background_ddl.batch_time and alter_ddl */
 #define BGDDL_BATCH_TIME_MIN_MS	10

@@ -124,9 +124,9 @@ HoldsTable(Oid table_oid)
 }
 
 /*
- * At the worker's exit: release the table's session lock, which (unlike a
- * transaction's) a process that exits between transactions would leave
- * behind in the lock table
+ * Release the table's session lock, if held: once the index is valid, and
+ * at the worker's exit (a process that exits between transactions would
+ * leave a session lock behind in the lock table)
  */
 static void
 ReleaseTable(int code, Datum table_oid)
@@ -468,7 +468,11 @@ ChunkedIndexBackfillStep(JobRun *run)
 	if (!IndexCheck(run, &is_index, &valid))
 		return JOB_STEP_TARGET_GONE;
 	if (is_index && valid)
+	{
+		/* The table's lock is not needed for the cut-over (nor held into it) */
+		ReleaseTable(0, ObjectIdGetDatum(IndexedTable(&run->job)));
 		return JOB_STEP_DONE;
+	}
 	switch (Stage(&run->job))
 	{
 		case STAGE_NONE:
