@@ -15,7 +15,8 @@
 # Each index is checked valid, then dropped; a checkpoint before every build.
 #
 # Usage: bench/index_build.sh [ROWS]   (env ROWS, default 5000000; ROUNDS, default 3; CLIENTS,
-#        default 4)
+#        default 4; JOB_SETTINGS, SQL run before the job's statement in its session, e.g.
+#        'SET background_ddl.chunked_index_build = on;')
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -35,7 +36,7 @@ build() {
     case $method in
         create) PGAPPNAME=bench_build sql -c '\timing on' -c "CREATE INDEX $name ON events ($column)" | timing_ms ;;
         cic) PGAPPNAME=bench_build sql -c '\timing on' -c "CREATE INDEX CONCURRENTLY $name ON events ($column)" | timing_ms ;;
-        job) bench_background_ms "CREATE INDEX $name ON events ($column)" ;;
+        job) bench_background_ms "${JOB_SETTINGS:-}CREATE INDEX $name ON events ($column)" ;;
     esac
 }
 

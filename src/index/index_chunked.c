@@ -282,6 +282,7 @@ ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, boo
 		entries = entries_source.read(entries_source.job_id,
 									  ((ChunkRange *) lfirst(lc))->start_block);
 		PopActiveSnapshot();
+		InvalidateCatalogSnapshot();
 		size = VARSIZE(entries) - VARHDRSZ;
 		/* index tuples are read where they are MAXALIGNed */
 		aligned = palloc(Max(size, 1));

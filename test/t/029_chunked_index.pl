@@ -21,6 +21,7 @@ use lib "$FindBin::RealBin/../perl";
 use BackgroundDdlTest;
 
 my $node = bgddl_node('chunked_index', q{
+background_ddl.chunked_index_build = on
 background_ddl.batch_time = '20ms'
 restart_after_crash = on
 });
