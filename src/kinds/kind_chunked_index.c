@@ -535,7 +535,7 @@ ChunkedIndexCutOver(JobRun *run)
 	return IndexPublish(run, false);
 }
 
-/* The view's progress: the stage, and the scan's blocks (the job row's) */
+/* The view's phase of a running job: its stage (its blocks are the job row's progress) */
 static void
 ChunkedIndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
 {
@@ -548,7 +548,8 @@ ChunkedIndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
 	};
 	ChunkedStage stage = Stage(job);
 
-	if (stage > STAGE_VALIDATED)
+	/* Only while a worker runs it: the job row says what a finished job did */
+	if (pid == 0 || stage > STAGE_VALIDATED)
 		return;
 	progress->phase = pstrdup(stage == STAGE_SCANNING && job->work_total > 0 &&
 							  job->work_done >= job->work_total ?
