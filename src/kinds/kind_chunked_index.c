@@ -137,18 +137,25 @@ ReleaseTable(int code, Datum table_oid)
 		UnlockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
 }
 
-static void
+/*
+ * Hold the table's session lock: true if the worker held it already (since
+ * before this step), false if it takes it now (waiting for it)
+ */
+static bool
 HoldTableForSession(Oid table_oid)
 {
 	static bool release_registered = false;
 	LockRelId	relid = {.relId = table_oid, .dbId = MyDatabaseId};
 
+	if (HoldsTable(table_oid))
+		return true;
 	if (!release_registered)
 	{
 		before_shmem_exit(ReleaseTable, ObjectIdGetDatum(table_oid));
 		release_registered = true;
 	}
 	LockRelationIdForSession(&relid, ShareUpdateExclusiveLock);
+	return false;
 }
 
 /* The scan (re)starts: at block 0 of the table as it is now */
@@ -201,7 +208,7 @@ KeepTableLocked(JobRun *run)
 	if (HoldsTable(table_oid))
 		return true;
 	JobStepBegin("background_ddl: locking the table", STEP_NO_SNAPSHOT);
-	HoldTableForSession(table_oid);
+	(void) HoldTableForSession(table_oid);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	heap = table_open(table_oid, NoLock);
 	rewritten = heap->rd_node.relNode != (Oid) CatalogKindStateInt(run->job.kind_state,
@@ -245,7 +252,7 @@ CreateStep(JobRun *run)
 
 	/* As BuildIndex: the lock first, and no snapshot while waiting for it */
 	JobStepBegin("background_ddl: creating the index", STEP_NO_SNAPSHOT);
-	HoldTableForSession(table_oid);
+	(void) HoldTableForSession(table_oid);
 	if (!IndexTableExists(run))
 	{
 		JobStepEnd();
@@ -297,8 +304,7 @@ WaitStep(JobRun *run)
 	Relation	heap;
 
 	JobStepBegin("background_ddl: waiting for the writers of the table", STEP_NO_SNAPSHOT);
-	if (!HoldsTable(table_oid))
-		HoldTableForSession(table_oid);
+	(void) HoldTableForSession(table_oid);
 	WaitForWriters(table_oid, "transactions that write the table without knowing the index");
 	PushActiveSnapshot(GetTransactionSnapshot());
 	heap = table_open(table_oid, NoLock);
@@ -401,9 +407,8 @@ ValidateStep(JobRun *run)
 
 	JobStepHoldPoint("validating the index");
 	JobStepBegin("background_ddl: validating the index", STEP_NO_SNAPSHOT);
-	if (!HoldsTable(table_oid))
+	if (!HoldTableForSession(table_oid))
 	{
-		HoldTableForSession(table_oid);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		whole_table = VacuumedSinceScan(&run->job, table_oid);
 		PopActiveSnapshot();
@@ -434,8 +439,7 @@ MarkValidStep(JobRun *run)
 	Oid			table_oid = IndexedTable(&run->job);
 
 	JobStepBegin("background_ddl: marking the index valid", STEP_NO_SNAPSHOT);
-	if (!HoldsTable(table_oid))
-		HoldTableForSession(table_oid);
+	(void) HoldTableForSession(table_oid);
 	InvalidateCatalogSnapshot();
 	JobStepWaitingFor("transactions with snapshots older than the index");
 	WaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
@@ -447,15 +451,6 @@ MarkValidStep(JobRun *run)
 	IndexBuildAnalyzeExpressions(&run->job, table_oid, run->job.target_oid);
 	JobStepEnd();
 	return JOB_STEP_MORE;
-}
-
-/* What an interrupted CREATE INDEX CONCURRENTLY left, for a rebuild */
-static void
-ReplaceInvalidIndexStep(JobRun *run, void *arg)
-{
-	run->job.target_oid = IndexRestartBuild(&run->job, run->job.target_oid,
-											IndexedTable(&run->job));
-	CatalogJobRecordTarget(run->job.id, run->job.target_oid);
 }
 
 /* The next step of the stage the job is at, until the index is valid */
@@ -479,7 +474,7 @@ ChunkedIndexBackfillStep(JobRun *run)
 			JobStepHoldPoint("chunk 0");
 			if (!is_index)
 				return CreateStep(run);
-			JobRunLockingStep(run, ReplaceInvalidIndexStep, NULL, JOB_PHASE_BACKFILLING,
+			JobRunLockingStep(run, IndexRestartBuildStep, NULL, JOB_PHASE_BACKFILLING,
 							  "background_ddl: dropping an invalid index");
 			return JOB_STEP_MORE;
 		case STAGE_CREATED:
@@ -520,21 +515,6 @@ ChunkedIndexStart(JobRun *run)
 	JobStepEnd();
 }
 
-static void
-ChunkedIndexPlan(JobRun *run)
-{
-	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
-	run->job.planned = true;
-	CatalogJobRecordPlan(&run->job);
-	JobStepEnd();
-}
-
-static JobStepResult
-ChunkedIndexCutOver(JobRun *run)
-{
-	return IndexPublish(run, false);
-}
-
 /* The view's phase of a running job: its stage (its blocks are the job row's progress) */
 static void
 ChunkedIndexProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
@@ -572,9 +552,9 @@ const KindRoutine kind_chunked_index_routine = {
 	.replaces_placeholder = true,
 	.waits_for_older_snapshots = true,
 	.start = ChunkedIndexStart,
-	.plan = ChunkedIndexPlan,
+	.plan = IndexPlan,
 	.backfill_step = ChunkedIndexBackfillStep,
-	.cut_over = ChunkedIndexCutOver,
+	.cut_over = IndexCutOver,
 	.progress = ChunkedIndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = ChunkedIndexDiscard,

@@ -872,7 +872,7 @@ IndexReserve(KindSubmit *submit)
 }
 
 /* Nothing to decide: the statement says it all */
-static void
+void
 IndexPlan(JobRun *run)
 {
 	JobStepBegin("background_ddl: planning", STEP_READ_COMMITTED);
@@ -911,8 +911,8 @@ IndexRestartBuild(const BgddlJob *job, Oid index, Oid table_oid)
 }
 
 /* After a crash in the middle of the build (IndexRestartBuild) */
-static void
-RestartBuildStep(JobRun *run, void *arg)
+void
+IndexRestartBuildStep(JobRun *run, void *arg)
 {
 	run->job.target_oid = IndexRestartBuild(&run->job, run->job.target_oid,
 											IndexedTable(&run->job));
@@ -1006,7 +1006,7 @@ IndexBackfillStep(JobRun *run)
 		return JOB_STEP_DONE;
 	if (is_index)
 	{
-		JobRunLockingStep(run, RestartBuildStep, NULL, JOB_PHASE_BACKFILLING,
+		JobRunLockingStep(run, IndexRestartBuildStep, NULL, JOB_PHASE_BACKFILLING,
 						  "background_ddl: dropping an invalid index");
 		return JOB_STEP_MORE;
 	}
@@ -1037,7 +1037,7 @@ IndexPublish(JobRun *run, bool may_stay_invalid)
 	return JOB_STEP_DONE;
 }
 
-static JobStepResult
+JobStepResult
 IndexCutOver(JobRun *run)
 {
 	return IndexPublish(run, false);
