@@ -38,6 +38,7 @@ OBJS = \
 	src/engine/job_messages.o \
 	src/engine/job_step.o \
 	src/engine/job_run.o \
+	src/engine/job_chunks.o \
 	src/engine/job_replica_lag.o \
 	src/engine/job_launcher.o \
 	src/engine/job_scheduler.o \

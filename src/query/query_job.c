@@ -212,45 +212,6 @@ JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
 	MemoryContextSwitchTo(old_context);
 }
 
-static void CloseClaims(QueryRun *q, bool discard);
-
-/*
- * The parts of [0, end_block) that no chunk covers, given the chunks ordered
- * by start_block (several workers commit chunks out of order: a crash can
- * leave gaps below the last chunk).
- */
-static List *
-UncoveredRanges(List *chunks, int64 end_block)
-{
-	List	   *holes = NIL;
-	int64		covered = 0;
-	ListCell   *lc;
-
-	foreach(lc, chunks)
-	{
-		ChunkRange *chunk = lfirst(lc);
-
-		if (chunk->start_block > covered)
-		{
-			ChunkRange *hole = palloc(sizeof(ChunkRange));
-
-			hole->start_block = covered;
-			hole->end_block = Min(chunk->start_block, end_block);
-			holes = lappend(holes, hole);
-		}
-		covered = Max(covered, chunk->end_block);
-	}
-	if (covered < end_block)
-	{
-		ChunkRange *hole = palloc(sizeof(ChunkRange));
-
-		hole->start_block = covered;
-		hole->end_block = end_block;
-		holes = lappend(holes, hole);
-	}
-	return holes;
-}
-
 /*
  * Set up a run of a query job: the query is the view rule of rule_relid,
  * its rows go to content_oid, and it runs as query_role.  A resumed job's
@@ -262,8 +223,6 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 {
 	QueryRun   *q = MemoryContextAllocZero(JobContext(), sizeof(QueryRun));
 	BgddlJob	latest;
-	List	   *chunks;
-	ListCell   *lc;
 	MemoryContext old_context;
 
 	run->kind_run = q;
@@ -293,14 +252,9 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 		return;
 
 	/* Helpers of a worker before us may still be in their chunks */
-	CloseClaims(q, false);
+	JobChunksClose(&q->chunks, false);
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
-	chunks = CaptureChunkRanges(run->job.id);
-	foreach(lc, chunks)
-		q->next_block = Max(q->next_block, ((ChunkRange *) lfirst(lc))->end_block);
-	old_context = MemoryContextSwitchTo(JobContext());
-	q->holes = UncoveredRanges(chunks, q->next_block);
-	MemoryContextSwitchTo(old_context);
+	JobChunksResume(&q->chunks, CaptureChunkRanges(run->job.id));
 	JobStepEnd();
 	JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
 					   run->job.rows_total, false);
@@ -727,31 +681,8 @@ RestartBuild(JobRun *run)
 	WriteQueryState(run);
 	CatalogJobRestartBuild(&run->job);
 	table_close(content, NoLock);
-	q->next_block = 0;
-	q->holes = NIL;
+	JobChunksRestart(&q->chunks);
 	JobPublishProgress(0, 0, run->job.progress, run->job.rows_total, false);
-}
-
-/*
- * No more chunk claims; wait until every claimed chunk's step has ended
- * (the other workers' chunks commit, or are given up).  With discard, the
- * chunks that helpers compute now are not wanted: they stop at once.
- */
-static void
-CloseClaims(QueryRun *q, bool discard)
-{
-	JobClaimsClose();
-	if (discard)
-		JobInterruptHelpers();
-	q->build_generation = 0;
-	pgstat_report_activity(STATE_RUNNING, "background_ddl: waiting for the job's other workers");
-	while (JobChunksInFlight() > 0)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
 }
 
 /* RestartBuild as a LockingStep, unless the target is gone (the next step sees it) */
@@ -768,7 +699,7 @@ RestartBuildStep(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
 
-	CloseClaims(q, true);
+	JobChunksClose(&q->chunks, true);
 	if (q->driving != NULL && q->driving->partitioned)
 	{
 		JobRunLockingStep(run, RestartBuildLocking, NULL, JOB_PHASE_BACKFILLING,
@@ -801,7 +732,7 @@ LeaveAllToCutOver(JobRun *run)
 	ereport(LOG,
 			(errmsg("background DDL job %lld: the changed rows are spread over most of the table; the cut-over recomputes the whole result",
 					(long long) run->job.id)));
-	CloseClaims(q, true);
+	JobChunksClose(&q->chunks, true);
 	JobStepBegin("background_ddl: leaving the whole query to the cut-over", STEP_READ_COMMITTED);
 	if (!JobRunTargetExists(run))
 	{
@@ -817,29 +748,6 @@ LeaveAllToCutOver(JobRun *run)
 	CatalogJobRecordKindState(&run->job);
 	JobStepEnd();
 	return JOB_STEP_DONE;
-}
-
-/*
- * The next chunk for this worker: the first worker fills the gaps a crash
- * left first; then every worker takes the next blocks in turn.  False if
- * none is left to take.
- */
-static bool
-TakeChunk(QueryRun *q, ChunkRange *range)
-{
-	if (q->holes != NIL)
-	{
-		ChunkRange *hole = linitial(q->holes);
-
-		range->start_block = hole->start_block;
-		range->end_block = Min(hole->end_block, hole->start_block + q->chunk_blocks);
-		hole->start_block = range->end_block;
-		if (hole->start_block >= hole->end_block)
-			q->holes = list_delete_first(q->holes);
-		return true;
-	}
-	return JobClaimChunk(q->build_generation, q->chunk_blocks,
-						 &range->start_block, &range->end_block);
 }
 
 /*
@@ -928,7 +836,7 @@ ChunkStep(JobRun *run, const char *activity)
 	}
 	if (result == JOB_STEP_MORE)
 	{
-		if (TakeChunk(QueryRunOf(run), &range))
+		if (JobChunksTake(&QueryRunOf(run)->chunks, QueryRunOf(run)->chunk_blocks, &range))
 			rows = BackfillChunk(run, &range, &seconds);
 		else
 			result = JOB_STEP_DONE;
@@ -948,25 +856,18 @@ static JobStepResult
 SettleBackfill(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
-	List	   *holes;
-	MemoryContext old_context;
+	bool		covered;
 	int64		chunks;
 	int64		rows;
 	int64		blocks;
 
-	CloseClaims(q, false);
+	JobChunksClose(&q->chunks, false);
 	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
-	old_context = MemoryContextSwitchTo(JobContext());
-	holes = UncoveredRanges(CaptureChunkRanges(run->job.id), run->job.work_total);
-	MemoryContextSwitchTo(old_context);
+	covered = JobChunksSettle(&q->chunks, CaptureChunkRanges(run->job.id), run->job.work_total);
 	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
 	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
 	JobStepEnd();
-	if (holes == NIL)
-		return JOB_STEP_DONE;
-	q->holes = holes;
-	q->next_block = run->job.work_total;	/* the rest is covered */
-	return JOB_STEP_MORE;
+	return covered ? JOB_STEP_DONE : JOB_STEP_MORE;
 }
 
 static void OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target);
@@ -1045,17 +946,12 @@ QueryJobBackfillStep(JobRun *run)
 		JobRunLockingStep(run, InstallCaptureStep, NULL, JOB_PHASE_INSTALLING_CAPTURE,
 						  "background_ddl: installing capture");
 		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
-		q->next_block = 0;
-		q->holes = NIL;
+		JobChunksRestart(&q->chunks);
 		return JOB_STEP_MORE;
 	}
 	if (q->recompute_at_cutover)
 		return JOB_STEP_DONE;
-	if (q->build_generation == 0)
-	{
-		q->build_generation = JobClaimsOpen(q->next_block, run->job.work_total);
-		JobWakeScheduler(MyDatabaseId);
-	}
+	JobChunksOpen(&q->chunks, run->job.work_total);
 
 	JobStepHoldAtChunk(run->job.chunks_done);
 	CountBacklog(run);
@@ -1067,7 +963,7 @@ QueryJobBackfillStep(JobRun *run)
 	if (result == JOB_STEP_DONE)
 		return SettleBackfill(run);
 	if (result == JOB_STEP_TARGET_GONE)
-		CloseClaims(q, false);
+		JobChunksClose(&q->chunks, false);
 	return result;
 }
 
@@ -1126,9 +1022,7 @@ QueryJobHelpStep(JobRun *run)
 		JobHelpersBackOff(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HELPER_BACKOFF_MS));
 		return JOB_STEP_DONE;
 	}
-	if (q->build_generation == 0)
-		q->build_generation = JobBuildGeneration();
-	if (q->build_generation == 0)
+	if (!JobChunksJoin(&q->chunks))
 		return JOB_STEP_DONE;
 	result = ChunkStep(run, "background_ddl: backfilling a chunk (helping)");
 	return result == JOB_STEP_MORE ? JOB_STEP_MORE : JOB_STEP_DONE;

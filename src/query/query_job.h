@@ -15,6 +15,7 @@
 #include "utils/relcache.h"
 
 #include "capture/capture_log.h"
+#include "engine/job_chunks.h"
 #include "engine/job_run.h"
 #include "engine/kind.h"
 #include "query/query_driving.h"
@@ -38,9 +39,7 @@ typedef struct QueryRun
 	Capture		capture;		/* once installed (job_id set) */
 	QueryDriving *driving;		/* the driving table's blocks, once captured */
 	/* this worker's own */
-	int64		next_block;		/* first driving block no chunk has reached */
-	List	   *holes;			/* ChunkRanges below it that no chunk covers */
-	uint32		build_generation;	/* of the chunk claims; 0: not open */
+	JobChunks	chunks;			/* of the driving table, over the job's workers */
 	int32		chunk_blocks;	/* adaptive size of its chunks */
 	int64		catchup_rows;	/* adaptive size of a catch-up batch, in rows */
 	int64		catchup_blocks; /* ... or in blocks (partial aggregation, whole_table) */
