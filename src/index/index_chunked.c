@@ -13,13 +13,14 @@
  *		 table is scanned a chunk of blocks at a time, each chunk in a
  *		 transaction of its own under a snapshot of its own: the entries of
  *		 the rows that snapshot sees, with their HOT chains' root tids, are
- *		 formed as the index will hold them and persisted with the chunk's
- *		 checkpoint (IndexChunkedScan).  Nothing is written to the index:
- *		 a crash loses the chunk in flight, never the chunks before it.
- *	  3. One transaction sorts the entries of every chunk into the index,
- *		 with the access method's own build (the table access method's
- *		 index build scan replaced by a reader of the persisted entries),
- *		 and marks the index ready for inserts (IndexChunkedWrite).
+ *		 formed as the index will hold them, sorted as the btree build
+ *		 sorts them, and persisted with the chunk's checkpoint
+ *		 (IndexChunkedScan).  Nothing is written to the index: a crash
+ *		 loses the chunk in flight, never the chunks before it.
+ *	  3. One transaction merges the chunks' sorted entries into the access
+ *		 method's own build (the table access method's index build scan
+ *		 replaced by the merge), whose sort then finds them in order, and
+ *		 marks the index ready for inserts (IndexChunkedWrite).
  *	  4. Once every writer inserts into it, PostgreSQL's validate_index
  *		 adds what no chunk's snapshot saw, as CREATE INDEX CONCURRENTLY's
  *		 second phase adds it, under a reference snapshot
@@ -40,10 +41,15 @@
  */
 #include "postgres.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/itup.h"
 #include "access/tableam.h"
+#include "access/nbtree.h"
 #include "access/visibilitymap.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
@@ -54,6 +60,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "storage/buffile.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -61,10 +68,15 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/sortsupport.h"
 #include "utils/syscache.h"
+#include "utils/tuplesort.h"
 
 #include "capture/block_space.h"
 #include "index/index_chunked.h"
+
+/* What the merge of the chunks' entries needs per chunk: a temporary file's buffer, and more */
+#define MERGE_RUN_SPACE		(4 * BLCKSZ)
 
 /*
  * Can the index be built this way?  A btree (the access method whose build
@@ -170,6 +182,24 @@ IndexDefinitionCreate(Relation heap, const IndexDefinition *definition, const ch
 }
 
 /*
+ * Keep the memory that the process frees for its next chunk: each chunk's
+ * sort and entries take about as much memory as the one before, and memory
+ * returned to the operating system costs a page fault per page when taken
+ * again (a quarter of a chunk's time, measured).  glibc's malloc is told
+ * to serve blocks of up to 32 MB from its heap and to keep up to twice
+ * maintenance_work_mem, plus 256 MB, of free memory at its top.
+ */
+void
+IndexChunkedKeepFreedMemory(void)
+{
+#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+	(void) mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+	(void) mallopt(M_TRIM_THRESHOLD,
+				   (int) Min((double) INT_MAX, 2.0 * maintenance_work_mem * 1024L + 256 * 1024 * 1024));
+#endif
+}
+
+/*
  * What the table's owner runs the index's expressions and predicate as,
  * as index_build does: the owner, in a restricted security context, with
  * the settings it changes undone after.
@@ -197,10 +227,10 @@ OwnerContextEnd(OwnerContext *context)
 	SetUserIdAndSecContext(context->saved_userid, context->saved_sec_context);
 }
 
-/* The entries of a chunk, as the scan forms them */
+/* The entries of a chunk, as the scan forms them: sorted as the index holds them */
 typedef struct ChunkEntries
 {
-	StringInfoData buffer;		/* a bytea's header, then the index tuples */
+	Tuplesortstate *sort;
 	int64		rows;
 } ChunkEntries;
 
@@ -208,19 +238,18 @@ static void
 KeepEntry(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool alive, void *state)
 {
 	ChunkEntries *entries = state;
-	IndexTuple	tuple = index_form_tuple(RelationGetDescr(index), values, isnull);
 
-	tuple->t_tid = *tid;
-	appendBinaryStringInfo(&entries->buffer, (char *) tuple, IndexTupleSize(tuple));
-	pfree(tuple);
+	tuplesort_putindextuplevalues(entries->sort, index, tid, values, isnull);
 	entries->rows++;
 }
 
 /*
  * The entries of the rows in blocks [start, end) of heap that the
  * transaction's snapshot sees (one per HOT chain, with its root's tid), as
- * index tuples one after the other in a bytea; *rows, how many.  The
- * expressions and predicate are evaluated as the table's owner.
+ * index tuples one after the other in a bytea, in the index's order (its
+ * keys, then the heap tid: the btree build's sort, so that the write only
+ * merges the chunks); *rows, how many.  The expressions and predicate are
+ * evaluated as the table's owner.
  */
 bytea *
 IndexChunkedScan(Relation heap, Relation index, BlockNumber start, BlockNumber end, int64 *rows)
@@ -228,20 +257,28 @@ IndexChunkedScan(Relation heap, Relation index, BlockNumber start, BlockNumber e
 	IndexInfo  *info = BuildIndexInfo(index);
 	ChunkEntries entries = {0};
 	OwnerContext owner;
+	StringInfoData buffer;
+	IndexTuple	tuple;
 	bytea	   *result;
 
 	/* A concurrent build scans under the transaction's snapshot */
 	info->ii_Concurrent = true;
-	initStringInfo(&entries.buffer);
-	appendStringInfoSpaces(&entries.buffer, VARHDRSZ);
+	entries.sort = tuplesort_begin_index_btree(heap, index, false, false, maintenance_work_mem,
+											   NULL, TUPLESORT_NONE);
 	OwnerContextBegin(heap, &owner);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	(void) table_index_build_range_scan(heap, index, info, false, false, false, start,
 										end - start, KeepEntry, &entries, NULL);
 	PopActiveSnapshot();
 	OwnerContextEnd(&owner);
-	result = (bytea *) entries.buffer.data;
-	SET_VARSIZE(result, entries.buffer.len);
+	tuplesort_performsort(entries.sort);
+	initStringInfo(&buffer);
+	appendStringInfoSpaces(&buffer, VARHDRSZ);
+	while ((tuple = tuplesort_getindextuple(entries.sort, true)) != NULL)
+		appendBinaryStringInfo(&buffer, (char *) tuple, IndexTupleSize(tuple));
+	tuplesort_end(entries.sort);
+	result = (bytea *) buffer.data;
+	SET_VARSIZE(result, buffer.len);
 	*rows = entries.rows;
 	return result;
 }
@@ -252,18 +289,215 @@ static struct
 	List	   *chunks;
 	int64		job_id;
 	IndexEntriesReader read;
+	bool		sorted;			/* each chunk's entries in the index's order */
 	double		tuples;			/* read so far */
 }			entries_source;
 
+/* A chunk's entries, in the index's order, as the merge reads them */
+typedef struct EntryRun
+{
+	BufFile    *file;			/* the entries not read yet */
+	IndexTuple	tuple;			/* the next one (in buffer), or NULL after the last */
+	char	   *buffer;
+	Size		space;			/* allocated at buffer */
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+} EntryRun;
+
+typedef struct EntryMerge
+{
+	TupleDesc	desc;
+	int			nkeys;
+	SortSupport keys;			/* the btree build's comparisons */
+	EntryRun   *runs;
+} EntryMerge;
+
+/* The run's next entry, deformed; its tuple NULL after the last */
+static void
+EntryRunAdvance(EntryMerge *merge, EntryRun *run)
+{
+	IndexTupleData header;
+	size_t		read = BufFileRead(run->file, &header, sizeof(header));
+	Size		size;
+
+	if (read == 0)
+	{
+		run->tuple = NULL;
+		return;
+	}
+	size = IndexTupleSize(&header);
+	if (read != sizeof(header) || size < sizeof(header))
+		elog(ERROR, "could not read an index entry from a temporary file");
+	if (size > run->space)
+	{
+		run->space = Max(size, 2 * run->space);
+		run->buffer = repalloc(run->buffer, run->space);
+	}
+	run->tuple = (IndexTuple) run->buffer;
+	memcpy(run->tuple, &header, sizeof(header));
+	if (BufFileRead(run->file, (char *) run->tuple + sizeof(header), size - sizeof(header)) !=
+		size - sizeof(header))
+		elog(ERROR, "could not read an index entry from a temporary file");
+	index_deform_tuple(run->tuple, merge->desc, run->values, run->isnull);
+}
+
+/* Does run a's next entry come before run b's?  (A run at its end comes last.) */
+static bool
+EntryRunFirst(EntryMerge *merge, int a, int b)
+{
+	EntryRun   *run_a = &merge->runs[a];
+	EntryRun   *run_b = &merge->runs[b];
+
+	if (run_a->tuple == NULL || run_b->tuple == NULL)
+		return run_b->tuple == NULL && run_a->tuple != NULL;
+	for (int i = 0; i < merge->nkeys; i++)
+	{
+		int			order = ApplySortComparator(run_a->values[i], run_a->isnull[i],
+												run_b->values[i], run_b->isnull[i],
+												&merge->keys[i]);
+
+		if (order != 0)
+			return order < 0;
+	}
+	return ItemPointerCompare(&run_a->tuple->t_tid, &run_b->tuple->t_tid) < 0;
+}
+
 /*
- * The table access method's index build scan, for the index build of
- * IndexChunkedWrite: hands the access method's callback every persisted
- * entry, chunk by chunk, as live rows.
+ * The tournament of the runs' next entries (a tree of losers): the leaves,
+ * at [nruns, 2 * nruns), are the runs; each match of the nodes above keeps
+ * its loser, and tree[0] is the winner, the run whose entry comes first.
+ * Once it is taken, only the matches on the winner's path are replayed: a
+ * comparison a level, where a heap makes two.
  */
-static double
-ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, bool anyvisible,
-			bool progress, BlockNumber start, BlockNumber numblocks,
-			IndexBuildCallback callback, void *state, TableScanDesc scan)
+static int
+TournamentPlay(EntryMerge *merge, int *tree, int node, int nruns)
+{
+	int			left;
+	int			right;
+
+	if (node >= nruns)
+		return node - nruns;
+	left = TournamentPlay(merge, tree, 2 * node, nruns);
+	right = TournamentPlay(merge, tree, 2 * node + 1, nruns);
+	if (EntryRunFirst(merge, left, right))
+	{
+		tree[node] = right;
+		return left;
+	}
+	tree[node] = left;
+	return right;
+}
+
+static void
+TournamentReplay(EntryMerge *merge, int *tree, int nruns)
+{
+	int			winner = tree[0];
+
+	for (int node = (winner + nruns) / 2; node >= 1; node /= 2)
+	{
+		if (EntryRunFirst(merge, tree[node], winner))
+		{
+			int			loser = winner;
+
+			winner = tree[node];
+			tree[node] = loser;
+		}
+	}
+	tree[0] = winner;
+}
+
+/* The sort support of the index's key columns, as the btree build sorts them */
+static SortSupport
+IndexSortKeys(Relation index)
+{
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	SortSupport keys = palloc0(sizeof(SortSupportData) * nkeys);
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		int16		option = index->rd_indoption[i];
+
+		keys[i].ssup_cxt = CurrentMemoryContext;
+		keys[i].ssup_collation = index->rd_indcollation[i];
+		keys[i].ssup_nulls_first = (option & INDOPTION_NULLS_FIRST) != 0;
+		keys[i].ssup_attno = i + 1;
+		PrepareSortSupportFromIndexRel(index, (option & INDOPTION_DESC) != 0 ?
+									   BTGreaterStrategyNumber : BTLessStrategyNumber,
+									   &keys[i]);
+	}
+	return keys;
+}
+
+/* A chunk's persisted entries, read under a snapshot of the read's own */
+static bytea *
+ReadChunk(ChunkRange *chunk, Size *size)
+{
+	bytea	   *entries;
+
+	/* A snapshot for the read alone: the sort holds back no VACUUM */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	entries = entries_source.read(entries_source.job_id, chunk->start_block);
+	PopActiveSnapshot();
+	InvalidateCatalogSnapshot();
+	*size = VARSIZE(entries) - VARHDRSZ;
+	return entries;
+}
+
+/*
+ * Hand callback every entry of the chunks, in the index's order: each
+ * chunk's entries (sorted by its scan) copied to a temporary file of its
+ * own, then the files merged.  The build's sort finds them in order: each
+ * of its runs is sorted as it checks it, and only its last merge compares
+ * entries.  It sorts whatever it is given: the order spares it work, and
+ * nothing else depends on it.
+ */
+static void
+MergeEntries(Relation index, IndexBuildCallback callback, void *state)
+{
+	int			nruns = list_length(entries_source.chunks);
+	EntryMerge	merge;
+	int		   *tree;
+
+	if (nruns == 0)
+		return;
+	merge.desc = RelationGetDescr(index);
+	merge.nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+	merge.keys = IndexSortKeys(index);
+	merge.runs = palloc0(sizeof(EntryRun) * nruns);
+	for (int i = 0; i < nruns; i++)
+	{
+		EntryRun   *run = &merge.runs[i];
+		Size		size;
+		bytea	   *entries = ReadChunk(list_nth(entries_source.chunks, i), &size);
+
+		run->file = BufFileCreateTemp(false);
+		BufFileWrite(run->file, VARDATA(entries), size);
+		pfree(entries);
+		if (BufFileSeek(run->file, 0, 0, SEEK_SET) != 0)
+			elog(ERROR, "could not rewind a temporary file");
+		run->space = 1024;
+		run->buffer = palloc(run->space);
+		EntryRunAdvance(&merge, run);
+	}
+	tree = palloc(sizeof(int) * nruns);
+	tree[0] = TournamentPlay(&merge, tree, 1, nruns);
+	while (merge.runs[tree[0]].tuple != NULL)
+	{
+		EntryRun   *run = &merge.runs[tree[0]];
+
+		CHECK_FOR_INTERRUPTS();
+		callback(index, &run->tuple->t_tid, run->values, run->isnull, true, state);
+		entries_source.tuples++;
+		EntryRunAdvance(&merge, run);
+		TournamentReplay(&merge, tree, nruns);
+	}
+	for (int i = 0; i < nruns; i++)
+		BufFileClose(merge.runs[i].file);
+}
+
+/* Hand callback every entry of the chunks, chunk after chunk */
+static void
+ConcatenateEntries(Relation index, IndexBuildCallback callback, void *state)
 {
 	TupleDesc	desc = RelationGetDescr(index);
 	Datum		values[INDEX_MAX_KEYS];
@@ -272,18 +506,11 @@ ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, boo
 
 	foreach(lc, entries_source.chunks)
 	{
-		bytea	   *entries;
 		Size		size;
+		bytea	   *entries = ReadChunk(lfirst(lc), &size);
 		char	   *aligned;
 		char	   *next;
 
-		/* A snapshot for the read alone: the sort holds back no VACUUM */
-		PushActiveSnapshot(GetTransactionSnapshot());
-		entries = entries_source.read(entries_source.job_id,
-									  ((ChunkRange *) lfirst(lc))->start_block);
-		PopActiveSnapshot();
-		InvalidateCatalogSnapshot();
-		size = VARSIZE(entries) - VARHDRSZ;
 		/* index tuples are read where they are MAXALIGNed */
 		aligned = palloc(Max(size, 1));
 		next = aligned;
@@ -301,12 +528,32 @@ ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, boo
 		}
 		pfree(aligned);
 	}
+}
+
+/*
+ * The table access method's index build scan, for the index build of
+ * IndexChunkedWrite: hands the access method's callback every persisted
+ * entry, as live rows; in the index's order if the chunks' are (the
+ * build's sort then finds them sorted), unless there are more chunks than
+ * maintenance_work_mem has room for a temporary file's buffer each.
+ */
+static double
+ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, bool anyvisible,
+			bool progress, BlockNumber start, BlockNumber numblocks,
+			IndexBuildCallback callback, void *state, TableScanDesc scan)
+{
+	if (entries_source.sorted &&
+		list_length(entries_source.chunks) <= (double) maintenance_work_mem * 1024L / MERGE_RUN_SPACE)
+		MergeEntries(index, callback, state);
+	else
+		ConcatenateEntries(index, callback, state);
 	return entries_source.tuples;
 }
 
 /*
  * Write the index from the persisted entries of the chunks (ChunkRange),
- * read by read(job_id, start_block): the access
+ * read by read(job_id, start_block), each chunk's in the index's order if
+ * sorted: the access
  * method's own build (sort, then pages written bottom up, WAL-logged),
  * into new storage if an interrupted attempt left some; then mark it ready
  * for inserts.  Caller holds SHARE UPDATE EXCLUSIVE on heap, and has no
@@ -315,7 +562,7 @@ ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, boo
  */
 double
 IndexChunkedWrite(Relation heap, Relation index, List *chunks, int64 job_id,
-				  IndexEntriesReader read)
+				  IndexEntriesReader read, bool sorted)
 {
 	static TableAmRoutine entries_am;
 	const TableAmRoutine *heap_am = heap->rd_tableam;
@@ -332,6 +579,7 @@ IndexChunkedWrite(Relation heap, Relation index, List *chunks, int64 job_id,
 	entries_source.chunks = chunks;
 	entries_source.job_id = job_id;
 	entries_source.read = read;
+	entries_source.sorted = sorted;
 	entries_source.tuples = 0;
 	heap->rd_tableam = &entries_am;
 	PG_TRY();
@@ -379,14 +627,22 @@ NoteIndexed(ItemPointer tid, void *state)
 
 /*
  * The roots of the HOT chains that snapshot sees in the blocks of heap that
- * are not all-visible, sorted; false (and none) if there are more than
+ * are not all-visible, of the rows written by transactions not older than
+ * scan_xmin, sorted; false (and none) if there are more than
  * maintenance_work_mem holds.  A block all-visible now was so before the
  * chunks' scan began (only VACUUM sets the bit, and it did not run since:
  * see above), and has not changed since (any change clears it): every row
- * in it is one a chunk's snapshot saw.
+ * in it is one a chunk's snapshot saw.  So is a row that snapshot sees
+ * whose inserting transaction is older than scan_xmin, the xmin of a
+ * snapshot taken before the scan's blocks were counted: it committed before
+ * every chunk's snapshot was taken, in a block the scan covers, and no
+ * deletion of it had committed then either (snapshot sees it): the chunk of
+ * its block saw it, or another member of its HOT chain, and entered its
+ * root.  (Invalid scan_xmin: every row is a candidate.)
  */
 static bool
-CollectCandidates(Relation heap, Snapshot snapshot, Candidates *candidates)
+CollectCandidates(Relation heap, Snapshot snapshot, TransactionId scan_xmin,
+				  Candidates *candidates)
 {
 	BlockNumber blocks = RelationGetNumberOfBlocks(heap);
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
@@ -405,6 +661,7 @@ CollectCandidates(Relation heap, Snapshot snapshot, Candidates *candidates)
 		Buffer		buffer;
 		Page		page;
 		OffsetNumber max_offset;
+		bool		roots_known;
 
 		CHECK_FOR_INTERRUPTS();
 		if (VM_ALL_VISIBLE(heap, block, &vm_buffer))
@@ -412,7 +669,7 @@ CollectCandidates(Relation heap, Snapshot snapshot, Candidates *candidates)
 		buffer = ReadBufferExtended(heap, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
 		LockBuffer(buffer, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buffer);
-		heap_get_root_tuples(page, roots);
+		roots_known = false;
 		max_offset = PageGetMaxOffsetNumber(page);
 		for (OffsetNumber offset = FirstOffsetNumber; offset <= max_offset; offset++)
 		{
@@ -425,8 +682,15 @@ CollectCandidates(Relation heap, Snapshot snapshot, Candidates *candidates)
 			tuple.t_len = ItemIdGetLength(item);
 			tuple.t_tableOid = RelationGetRelid(heap);
 			ItemPointerSet(&tuple.t_self, block, offset);
-			if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buffer))
+			if ((TransactionIdIsValid(scan_xmin) &&
+				 TransactionIdPrecedes(HeapTupleHeaderGetXmin(tuple.t_data), scan_xmin)) ||
+				!HeapTupleSatisfiesVisibility(&tuple, snapshot, buffer))
 				continue;
+			if (!roots_known)
+			{
+				heap_get_root_tuples(page, roots);
+				roots_known = true;
+			}
 			if (!OffsetNumberIsValid(roots[offset - 1]))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
@@ -516,7 +780,8 @@ InsertMissing(Relation heap, Relation index, Snapshot snapshot, Candidates *cand
  * Add to the index (ready for inserts, and every writer of the table
  * knowing it) the rows that a new reference snapshot sees and it lacks:
  * what CREATE INDEX CONCURRENTLY's validate_index adds, read only from the
- * blocks that are not all-visible (CollectCandidates).  The index is read
+ * blocks that are not all-visible, of the rows written since the
+ * transactions before scan_xmin (CollectCandidates).  The index is read
  * whole only if there are any.  With more than maintenance_work_mem of
  * them, or whole_table (VACUUM may have set blocks all-visible since the
  * chunks' scan), validate_index itself does it.  Returns the snapshot's xmin: the
@@ -525,7 +790,8 @@ InsertMissing(Relation heap, Relation index, Snapshot snapshot, Candidates *cand
  * SHARE UPDATE EXCLUSIVE on the table.
  */
 TransactionId
-IndexChunkedValidate(Oid table_oid, Oid index_oid, bool whole_table, int64 *inserted)
+IndexChunkedValidate(Oid table_oid, Oid index_oid, bool whole_table, TransactionId scan_xmin,
+					 int64 *inserted)
 {
 	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	TransactionId limit_xmin = snapshot->xmin;
@@ -535,7 +801,7 @@ IndexChunkedValidate(Oid table_oid, Oid index_oid, bool whole_table, int64 *inse
 
 	PushActiveSnapshot(snapshot);
 	*inserted = 0;
-	if (whole_table || !CollectCandidates(heap, snapshot, &candidates))
+	if (whole_table || !CollectCandidates(heap, snapshot, scan_xmin, &candidates))
 	{
 		index_close(index, NoLock);
 		table_close(heap, NoLock);

@@ -27,6 +27,7 @@ typedef struct IndexDefinition
 /* Where the entries of the chunks come from, when the index is written */
 typedef bytea *(*IndexEntriesReader) (int64 job_id, int64 start_block);
 
+extern void IndexChunkedKeepFreedMemory(void);
 extern bool IndexChunkedSupports(Oid table_oid, IndexStmt *stmt);
 extern IndexDefinition *IndexDefinitionCopy(Oid index_oid, MemoryContext context);
 extern void IndexDefinitionCreate(Relation heap, const IndexDefinition *definition,
@@ -34,8 +35,8 @@ extern void IndexDefinitionCreate(Relation heap, const IndexDefinition *definiti
 extern bytea *IndexChunkedScan(Relation heap, Relation index, BlockNumber start,
 							   BlockNumber end, int64 *rows);
 extern double IndexChunkedWrite(Relation heap, Relation index, List *chunks,
-								int64 job_id, IndexEntriesReader read);
+								int64 job_id, IndexEntriesReader read, bool sorted);
 extern TransactionId IndexChunkedValidate(Oid table_oid, Oid index_oid, bool whole_table,
-										  int64 *inserted);
+										  TransactionId scan_xmin, int64 *inserted);
 
 #endif							/* BGDDL_INDEX_CHUNKED_H */

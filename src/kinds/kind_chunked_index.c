@@ -15,24 +15,28 @@
  *					knowing the index; the table's size then, the blocks to
  *					scan (STAGE_SCANNING)
  *	scanning		a chunk of blocks per step, under its own snapshot: its
- *					index entries, persisted with its checkpoint (a row of
- *					background_ddl.chunk); its size follows batch_time and
- *					max_rate, and pause_ddl stops the job between two chunks
- *	writing			every chunk's entries sorted into the index, which is
- *					then ready for inserts; the entries deleted (STAGE_READY)
+ *					index entries, sorted, persisted with its checkpoint (a
+ *					row of background_ddl.chunk); its size follows
+ *					batch_time and max_rate, and pause_ddl stops the job
+ *					between two chunks.  Helpers (max_workers_per_job) take
+ *					chunks too (job_chunks.c).
+ *	writing			every chunk's entries merged into the index's build,
+ *					which is then ready for inserts; the entries deleted
+ *					(STAGE_READY)
  *	validating		once every writer inserts into it, the rows no chunk's
  *					snapshot saw added (validate_index), and its reference
  *					snapshot's xmin kept (STAGE_VALIDATED)
  *	marking valid	once the transactions older than that have ended; an
  *					expression index's statistics collected
  *
- * A crash or a restart resumes at the stage, the scan at its last chunk.
- * From the first step to the last, the worker holds the table's SHARE
- * UPDATE EXCLUSIVE lock (a session lock, as CREATE INDEX CONCURRENTLY does):
- * VACUUM cannot reclaim the rows whose tids the persisted entries hold.  A
- * worker that did not hold it (a new one, after a crash, a pause, an
- * error) takes it again, and starts the scan over if VACUUM ran meanwhile
- * or the table was rewritten.
+ * A crash or a restart resumes at the stage, the scan after its last
+ * chunk, with the gaps below it (a helper's chunk lost) scanned first.
+ * From the first step to the last, the first worker holds the table's
+ * SHARE UPDATE EXCLUSIVE lock (a session lock, as CREATE INDEX CONCURRENTLY
+ * does): VACUUM cannot reclaim the rows whose tids the persisted entries
+ * hold.  A worker that did not hold it (a new one, after a crash, a pause,
+ * an error) takes it again, and starts the scan over if VACUUM ran
+ * meanwhile or the table was rewritten.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,6 +59,7 @@
 
 #include "capture/capture_log.h"
 #include "catalog/catalog_job.h"
+#include "engine/job_chunks.h"
 #include "engine/job_run.h"
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
@@ -69,7 +74,10 @@
 #define STATE_BLOCKS		"blocks"	/* to scan */
 #define STATE_FILENODE		"filenode"	/* the table's, when the scan began */
 #define STATE_SCAN_SINCE	"scan_since"	/* when it began */
+#define STATE_SCAN_XMIN		"scan_xmin"	/* of a snapshot taken before its blocks
+										 * were counted */
 #define STATE_LIMIT_XMIN	"limit_xmin"	/* of validate_index's snapshot */
+#define STATE_SORTED		"sorted"	/* the chunks' entries are sorted (1) */
 
 typedef enum ChunkedStage
 {
@@ -94,6 +102,8 @@ typedef enum ChunkedStage
 typedef struct ChunkedRun
 {
 	double		chunk_blocks;	/* the next chunk's */
+	JobChunks	chunks;			/* of the scan, over the job's workers */
+	bool		scanned;		/* committed chunks cover every block */
 } ChunkedRun;
 
 static ChunkedStage
@@ -158,13 +168,18 @@ HoldTableForSession(Oid table_oid)
 	return false;
 }
 
-/* The scan (re)starts: at block 0 of the table as it is now */
+/*
+ * The scan (re)starts: at block 0 of the table as it is now.  Caller has
+ * taken the active snapshot before it opened the table.
+ */
 static void
 BeginScan(JobRun *run, Relation heap)
 {
+	JobRunSetStateInt(run, STATE_SCAN_XMIN, GetActiveSnapshot()->xmin);
 	JobRunSetStateInt(run, STATE_BLOCKS, RelationGetNumberOfBlocks(heap));
 	JobRunSetStateInt(run, STATE_FILENODE, heap->rd_node.relNode);
 	JobRunSetStateInt(run, STATE_SCAN_SINCE, GetCurrentTimestamp());
+	JobRunSetStateInt(run, STATE_SORTED, 1);
 	JobRunSetStateInt(run, STATE_STAGE, STAGE_SCANNING);
 	run->job.work_total = RelationGetNumberOfBlocks(heap);
 }
@@ -200,6 +215,7 @@ VacuumedSinceScan(const BgddlJob *job, Oid table_oid)
 static bool
 KeepTableLocked(JobRun *run)
 {
+	ChunkedRun *c = run->kind_run;
 	Oid			table_oid = IndexedTable(&run->job);
 	Relation	heap;
 	bool		rewritten;
@@ -207,6 +223,8 @@ KeepTableLocked(JobRun *run)
 
 	if (HoldsTable(table_oid))
 		return true;
+	/* Helpers may still scan the chunks this worker let them claim */
+	JobChunksClose(&c->chunks, false);
 	JobStepBegin("background_ddl: locking the table", STEP_NO_SNAPSHOT);
 	(void) HoldTableForSession(table_oid);
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -226,6 +244,8 @@ KeepTableLocked(JobRun *run)
 		BeginScan(run, heap);
 		CatalogJobRestartBuild(&run->job);
 	}
+	JobChunksResume(&c->chunks, CaptureChunkRanges(run->job.id));
+	c->scanned = false;
 	table_close(heap, NoLock);
 	PopActiveSnapshot();
 	JobStepEnd();
@@ -316,41 +336,36 @@ WaitStep(JobRun *run)
 	return JOB_STEP_MORE;
 }
 
-/* The next chunk of blocks, under a snapshot of its own, with its checkpoint */
+/*
+ * Scan a chunk of blocks under the step's snapshot, checkpoint it with its
+ * entries, and end the step; the worker's next chunk grows or shrinks
+ * toward batch_time, and the rate limit paces it.  Caller has begun the
+ * step and locked the table and the index.
+ */
 static JobStepResult
-ScanStep(JobRun *run)
+ScanChunkStep(JobRun *run, const ChunkRange *range)
 {
 	ChunkedRun *c = run->kind_run;
-	Oid			table_oid = IndexedTable(&run->job);
-	int64		blocks = CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS);
-	ChunkRange	range;
-	Relation	heap;
-	Relation	index;
+	Relation	heap = table_open(IndexedTable(&run->job), NoLock);
+	Relation	index = index_open(run->job.target_oid, NoLock);
 	bytea	   *entries;
 	int64		rows;
 	double		seconds;
 	instr_time	start_time;
 	instr_time	duration;
 
-	JobStepHoldAtChunk(run->job.chunks_done);
-	range.start_block = run->job.work_done;
-	range.end_block = Min(blocks, range.start_block + (int64) c->chunk_blocks);
-	JobStepBegin("background_ddl: scanning a chunk of the table", STEP_READ_COMMITTED);
-	heap = table_open(table_oid, NoLock);
-	index = index_open(run->job.target_oid, AccessShareLock);
 	INSTR_TIME_SET_CURRENT(start_time);
-	entries = IndexChunkedScan(heap, index, (BlockNumber) range.start_block,
-							   (BlockNumber) range.end_block, &rows);
+	entries = IndexChunkedScan(heap, index, (BlockNumber) range->start_block,
+							   (BlockNumber) range->end_block, &rows);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
 	seconds = Max(INSTR_TIME_GET_DOUBLE(duration), 1e-6);
-	CaptureChunkRecordEntries(run->job.id, &range, rows, seconds, entries);
-
+	CaptureChunkRecordEntries(run->job.id, range, rows, seconds, entries);
 	JobRunChunkDone(run, &c->chunk_blocks, CHUNK_BLOCKS_MAX, rows,
-					range.end_block - range.start_block, seconds);
+					range->end_block - range->start_block, seconds);
 	if (VARSIZE(entries) > CHUNK_ENTRIES_MAX)
 		c->chunk_blocks = Max(1.0, Min(c->chunk_blocks,
-									   (double) (range.end_block - range.start_block) *
+									   (double) (range->end_block - range->start_block) *
 									   CHUNK_ENTRIES_MAX / VARSIZE(entries)));
 	pfree(entries);
 	index_close(index, NoLock);
@@ -358,6 +373,82 @@ ScanStep(JobRun *run)
 	JobStepEnd();
 	JobRunPace(run, rows, seconds);
 	return JOB_STEP_MORE;
+}
+
+/*
+ * Once no block is left to claim: wait for the helpers' chunks, then is
+ * every block covered?  If not (a helper gave its chunk up), the first
+ * worker scans what is left.
+ */
+static JobStepResult
+SettleScan(JobRun *run)
+{
+	ChunkedRun *c = run->kind_run;
+	int64		chunks;
+	int64		rows;
+	int64		blocks;
+
+	JobChunksClose(&c->chunks, false);
+	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
+	c->scanned = JobChunksSettle(&c->chunks, CaptureChunkRanges(run->job.id),
+								 CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS));
+	/* The job row's counts lag behind the chunks' (CatalogJobRecordChunk) */
+	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
+	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
+	JobStepEnd();
+	return JOB_STEP_MORE;
+}
+
+/*
+ * The first worker's next chunk of blocks, under a snapshot of its own,
+ * with its checkpoint; its claims opened to helpers first
+ */
+static JobStepResult
+ScanStep(JobRun *run)
+{
+	ChunkedRun *c = run->kind_run;
+	ChunkRange	range;
+
+	JobChunksOpen(&c->chunks, CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS));
+	JobStepHoldAtChunk(run->job.chunks_done);
+	JobStepBegin("background_ddl: scanning a chunk of the table", STEP_READ_COMMITTED);
+	if (!JobChunksTake(&c->chunks, (int32) c->chunk_blocks, &range))
+	{
+		JobStepEnd();
+		return SettleScan(run);
+	}
+	LockRelationOid(run->job.target_oid, AccessShareLock);
+	return ScanChunkStep(run, &range);
+}
+
+/*
+ * A helper's chunk, while the first worker's claims are open.  The first
+ * worker's session lock keeps VACUUM away; the helper's own locks are
+ * taken only if granted at once: a helper must never wait in a lock queue
+ * that the first worker, waiting for its chunk, holds up.  Whatever it
+ * cannot do, the first worker does.
+ */
+static JobStepResult
+ChunkedIndexHelpStep(JobRun *run)
+{
+	ChunkedRun *c = run->kind_run;
+	Oid			table_oid = IndexedTable(&run->job);
+	ChunkRange	range;
+
+	if (Stage(&run->job) != STAGE_SCANNING || JobHelpersShouldLeave() ||
+		(run->job.max_workers > 0 && JobWorkerCount() > run->job.max_workers) ||
+		!JobChunksJoin(&c->chunks))
+		return JOB_STEP_DONE;
+	JobStepBegin("background_ddl: scanning a chunk of the table (helping)", STEP_READ_COMMITTED);
+	if (!ConditionalLockRelationOid(table_oid, AccessShareLock) ||
+		!ConditionalLockRelationOid(run->job.target_oid, AccessShareLock) ||
+		!JobChunksTake(&c->chunks, (int32) c->chunk_blocks, &range))
+	{
+		JobStepEnd();
+		return JOB_STEP_DONE;
+	}
+	JobStepHoldPoint("helping");
+	return ScanChunkStep(run, &range);
 }
 
 /*
@@ -375,14 +466,12 @@ WriteStep(JobRun *run)
 	JobStepHoldPoint("writing the index");
 	JobStepBegin("background_ddl: writing the index", STEP_NO_SNAPSHOT);
 	PushActiveSnapshot(GetTransactionSnapshot());
-	/* The job row's counts lag behind the chunks' (CatalogJobRecordChunk) */
-	CatalogJobSetBackfillTotals(&run->job, run->job.chunks_done, run->job.rows_done,
-								run->job.work_done);
 	chunks = CaptureChunkRanges(run->job.id);
 	PopActiveSnapshot();
 	heap = table_open(table_oid, NoLock);
 	index = index_open(run->job.target_oid, RowExclusiveLock);
-	(void) IndexChunkedWrite(heap, index, chunks, run->job.id, CaptureChunkEntries);
+	(void) IndexChunkedWrite(heap, index, chunks, run->job.id, CaptureChunkEntries,
+							 CatalogKindStateInt(run->job.kind_state, STATE_SORTED) == 1);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -414,7 +503,10 @@ ValidateStep(JobRun *run)
 		PopActiveSnapshot();
 	}
 	WaitForWriters(table_oid, "transactions that write the table without inserting into the index");
-	limit_xmin = IndexChunkedValidate(table_oid, run->job.target_oid, whole_table, &inserted);
+	limit_xmin = IndexChunkedValidate(table_oid, run->job.target_oid, whole_table,
+									  (TransactionId) CatalogKindStateInt(run->job.kind_state,
+																		  STATE_SCAN_XMIN),
+									  &inserted);
 	ereport(DEBUG1,
 			(errmsg_internal("background DDL job %lld: validation added " INT64_FORMAT " rows to index \"%s\"%s",
 							 (long long) run->job.id, Max(inserted, 0),
@@ -482,7 +574,7 @@ ChunkedIndexBackfillStep(JobRun *run)
 		case STAGE_SCANNING:
 			if (!KeepTableLocked(run))
 				return JOB_STEP_MORE;
-			if (run->job.work_done < CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS))
+			if (!((ChunkedRun *) run->kind_run)->scanned)
 				return ScanStep(run);
 			return WriteStep(run);
 		case STAGE_READY:
@@ -494,8 +586,9 @@ ChunkedIndexBackfillStep(JobRun *run)
 }
 
 /*
- * A worker's start: the scan resumes after its last persisted chunk (the
- * job row's counts may lag behind)
+ * A worker's start.  The first worker's scan resumes after its last
+ * persisted chunk, with the gaps below it to fill first (the job row's
+ * counts may lag behind).
  */
 static void
 ChunkedIndexStart(JobRun *run)
@@ -507,9 +600,13 @@ ChunkedIndexStart(JobRun *run)
 
 	c->chunk_blocks = CHUNK_BLOCKS_FIRST;
 	run->kind_run = c;
-	if (Stage(&run->job) != STAGE_SCANNING)
+	IndexChunkedKeepFreedMemory();
+	if (Stage(&run->job) != STAGE_SCANNING || run->helper)
 		return;
+	/* Helpers of a worker before this one may still be in their chunks */
+	JobChunksClose(&c->chunks, false);
 	JobStepBegin("background_ddl: reading the checkpoint", STEP_READ_COMMITTED);
+	JobChunksResume(&c->chunks, CaptureChunkRanges(run->job.id));
 	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
 	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
 	JobStepEnd();
@@ -554,6 +651,7 @@ const KindRoutine kind_chunked_index_routine = {
 	.start = ChunkedIndexStart,
 	.plan = IndexPlan,
 	.backfill_step = ChunkedIndexBackfillStep,
+	.help_step = ChunkedIndexHelpStep,
 	.cut_over = IndexCutOver,
 	.progress = ChunkedIndexProgress,
 	.gone_reason = IndexGoneReason,

@@ -220,5 +220,72 @@ for my $vacuum (0, 1)
 	is(chunks($job), '0', "$label: no entries left");
 }
 
+# Two workers scan the chunks (whatever BGDDL_WORKERS_PER_JOB says): a
+# helper's chunk lost in a crash, below chunks committed after it, is a gap
+# that the first worker scans after the restart.  The index's expression is
+# slow (bgddl_test.slow), and a block holds 7 rows, so that the first
+# worker is still scanning when the helper comes, and holds in its chunk.
+create_slow_function($node, 'slow', 'int');
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET background_ddl.max_workers_per_job = 2;
+SELECT pg_reload_conf();
+CREATE TABLE h (id int, v int, t text);
+INSERT INTO h SELECT g, CASE WHEN g % 7 <> 0 THEN g % 1000 END, repeat(md5(g::text), 30)
+  FROM generate_series(1, 25000) g;
+VACUUM h;
+});
+{
+	my $label = "a helper's chunk lost in a crash";
+	my $offset = -s $node->logfile;
+	my ($job, $hold) = submit_held_at($node, 'helping', 'CREATE INDEX h_slow ON h (slow(id))',
+		before => 'SET bgddl_test.slow = on;');
+	ok( $node->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE query = 'background_ddl: waiting for the job''s other workers'"),
+		"$label: the first worker scanned the other chunks, and waits for the helper's");
+	my $helper = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE query LIKE '%(helping)'");
+	kill_and_recover($node, $helper);
+	eval { $hold->quit };
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	unlike(slurp_file($node->logfile, $offset), qr/starts over/, "$label: the scan did not start over");
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT bt_index_parent_check('h_slow'::regclass, true)) c"),
+		'1', "$label: amcheck finds the index consistent, holding every row");
+}
+
+# The chunks' entries, each sorted by its scan, merged for the build's sort
+# (which then finds them in order; the order only spares it work, it sorts
+# what it is given): descending, nulls first and last, several columns,
+# included columns, another collation, ties across chunks (every chunk
+# holds every value of v), no entry lost or doubled; and with more chunks
+# than a small maintenance_work_mem lets the write merge (each chunk's
+# entries handed to the build's sort one after the other), which a last key
+# column that sleeps a millisecond every 17 values makes.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION paced(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF x % 17 = 0 THEN
+    PERFORM pg_sleep(0.001);
+  END IF;
+  RETURN x;
+END $$});
+for my $case ([ 'h_desc', '(v DESC NULLS LAST, t) INCLUDE (id)', '', 3 ],
+	[ 'h_nulls_first', '(v NULLS FIRST)', '', 3 ],
+	[ 'h_collate', '(t COLLATE "C" DESC, v)', '', 3 ],
+	[ 'h_lower', '(lower(t), v DESC)', '', 3 ],
+	[ 'h_no_merge', '(v, paced(v))', q{SET maintenance_work_mem = '1MB';}, 33 ])
+{
+	my ($name, $columns, $before, $min_chunks) = @$case;
+	my $job = submit_job($node, "CREATE INDEX $name ON h $columns", before => $before);
+	ok(wait_job_state($node, $job, 'succeeded'), "$name: succeeded");
+	my $chunks = job_field($node, $job, 'chunks_done');
+	ok($chunks >= $min_chunks, "$name: in $min_chunks chunks or more ($chunks)");
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT bt_index_parent_check('$name'::regclass, true)) c"),
+		'1', "$name: amcheck finds the index in order, holding every row");
+}
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.max_workers_per_job; SELECT pg_reload_conf();');
+
 $node->stop;
 done_testing();
