@@ -27,7 +27,7 @@ char	   *background_ddl_test_hold_point = NULL;
 char	   *background_ddl_after = NULL;
 int			background_ddl_max_replica_lag_ms = 0;
 int			background_ddl_citus_jobs_per_node = 2;
-bool		background_ddl_chunked_index_build = false;
+bool		background_ddl_chunked_index_build = true;
 
 /*
  * The job ids of a list like background_ddl.after's ("41, 42"), as int64 *;
@@ -111,9 +111,9 @@ SettingsDefine(void)
 	DefineCustomBoolVariable("background_ddl.chunked_index_build",
 							 "Builds a background btree index that is not unique, on a heap table, chunk by chunk.",
 							 "Its scan is checkpointed and throttled chunk by chunk; off, such an index is "
-							 "built by CREATE INDEX CONCURRENTLY, which is faster but starts over after a crash.",
+							 "built by CREATE INDEX CONCURRENTLY, which starts over after a crash.",
 							 &background_ddl_chunked_index_build,
-							 false,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -14,8 +14,12 @@
  * scan that validates the index; so its time is two reads of the sample's
  * blocks and one build, scaled to the table's blocks; rows and bytes scale
  * with the blocks too, and the WAL is the index's size (an index build on a
- * logged table writes its pages to the WAL).  A build on the sample runs in
- * one process, where the job's may use parallel workers.
+ * logged table writes its pages to the WAL).  Our own chunked build
+ * (index_chunked.c) reads the table once, and its entries go through the
+ * chunk table's WAL before the index's: one read and one build, and twice
+ * the index's size of WAL (the entries uncompressed; lz4 makes it less).  A
+ * build on the sample runs in one process, where the job's may use parallel
+ * workers, or helpers.
  *
  * Nothing runs with more rights than CREATE INDEX would run it with: the
  * caller must own the table, as for CREATE INDEX; the sample is read as the
@@ -56,6 +60,8 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "catalog/settings.h"
+#include "index/index_chunked.h"
 #include "index/index_estimate.h"
 #include "pg/pg_relation.h"
 #include "pg/pg_subxact.h"
@@ -373,8 +379,17 @@ IndexJobEstimate(IndexStmt *raw_stmt, const char *query_string, JobEstimate *est
 		(double) estimate->total_blocks / estimate->sampled_blocks : 0;
 	estimate->rows = (int64) (sample.rows * scale);
 	estimate->bytes = (int64) (sample.bytes * scale);
-	estimate->wal_bytes = estimate->bytes;
-	estimate->seconds = (2 * sample.read_seconds + sample.build_seconds) * scale;
+	if (relkind == RELKIND_RELATION && background_ddl_chunked_index_build &&
+		IndexChunkedSupports(relid, raw_stmt))
+	{
+		estimate->wal_bytes = 2 * estimate->bytes;
+		estimate->seconds = (sample.read_seconds + sample.build_seconds) * scale;
+	}
+	else
+	{
+		estimate->wal_bytes = estimate->bytes;
+		estimate->seconds = (2 * sample.read_seconds + sample.build_seconds) * scale;
+	}
 	elog(DEBUG1, "estimate_ddl: %lld of %lld blocks read in %.3f s, the index built on them in %.3f s",
 		 (long long) estimate->sampled_blocks, (long long) estimate->total_blocks,
 		 sample.read_seconds, sample.build_seconds);

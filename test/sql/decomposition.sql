@@ -182,6 +182,9 @@ SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS ha
        sampled_blocks BETWEEN 1 AND total_blocks AS sampled,
        locks LIKE 'SHARE UPDATE EXCLUSIVE on "events" for the whole build%' AS says_its_locks
   FROM estimate_ddl('CREATE UNIQUE INDEX ON events (id, account)'), (SELECT count(*) AS n FROM events) c;
+-- our own chunked build: one read of the table, the entries' WAL too
+SELECT strategy, wal_bytes = 2 * bytes AS wal_twice_the_index
+  FROM estimate_ddl('CREATE INDEX ON events (account)');
 SELECT rows BETWEEN n / 2 AND n * 2 AS partial_rows_within_2x
   FROM estimate_ddl('CREATE INDEX ON events (id) WHERE account < 10'),
        (SELECT count(*) AS n FROM events WHERE account < 10) c;

@@ -5,7 +5,7 @@
 #    content, untouched);
 #  - readers of a view being refreshed read the old content, and are not
 #    queued behind the swap while it waits for its lock;
-#  - CREATE INDEX, interrupted in the middle of its build (killed, crashed,
+#  - CREATE UNIQUE INDEX, interrupted in the middle of its build (killed, crashed,
 #    cancelled) leaves no invalid index, and a rebuilt index is complete
 #    under concurrent writes; CREATE INDEX IF NOT EXISTS rebuilds the invalid
 #    index an interrupted CREATE INDEX CONCURRENTLY left, if it has the same
@@ -186,8 +186,10 @@ for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'catchin
 	is(differences($node, 'mv', $query), '0', "$label: content equals the query");
 }
 
-# CREATE INDEX: interrupted inside the build, while the invalid index
-# exists.  Rows are written during every build.
+# CREATE UNIQUE INDEX (built by CREATE INDEX CONCURRENTLY: a unique index
+# is not built chunk by chunk, 029_chunked_index.pl tests that build):
+# interrupted inside the build, while the invalid index exists.  Rows are
+# written during every build.
 sub invalid_indexes
 {
 	return $node->safe_psql('postgres',
@@ -201,7 +203,7 @@ for my $fault ('kill', 'immediate', 'cancel')
 	my $gate = $node->background_psql('postgres');
 	$gate->set_query_timer_restart;
 	$gate->query_safe('SELECT pg_advisory_lock(77)');
-	my $job = submit_job($node, "CREATE INDEX $name ON events (gate(id))");
+	my $job = submit_job($node, "CREATE UNIQUE INDEX $name ON events (gate(id))");
 	ok(held(77), "$label: the build is held");
 	is(invalid_indexes(), '1', "$label: the invalid index exists meanwhile");
 	like($node->safe_psql('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job"),
@@ -244,8 +246,8 @@ for my $fault ('kill', 'immediate', 'cancel')
 	is(invalid_indexes(), '0', "$label: no invalid index left");
 }
 
-# Paused in the middle: REFRESH keeps its checkpoints, CREATE INDEX drops
-# its invalid index when it resumes and builds again.
+# Paused in the middle: REFRESH keeps its checkpoints, CREATE UNIQUE INDEX
+# drops its invalid index when it resumes and builds again.
 {
 	my $label = 'REFRESH paused';
 	my $hold = hold_at($node, 'chunk 2');
@@ -265,7 +267,7 @@ for my $fault ('kill', 'immediate', 'cancel')
 	my $gate = $node->background_psql('postgres');
 	$gate->set_query_timer_restart;
 	$gate->query_safe('SELECT pg_advisory_lock(77)');
-	my $job = submit_job($node, 'CREATE INDEX events_paused ON events (gate(id))');
+	my $job = submit_job($node, 'CREATE UNIQUE INDEX events_paused ON events (gate(id))');
 	ok(held(77), "$label: the build is held");
 	is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', "$label: pause_ddl");
 	ok(wait_job_state($node, $job, 'paused'), "$label: paused");
@@ -338,7 +340,7 @@ for my $fault ('kill', 'immediate', 'cancel')
 	my $job = submit_job($node,
 		'CREATE INDEX CONCURRENTLY IF NOT EXISTS events_left ON events (gate(id))');
 	ok($job > 0, "$label: the same definition is a job");
-	is(job_field($node, $job, 'strategy'), 'concurrent rebuild of an invalid index',
+	is(job_field($node, $job, 'strategy'), 'rebuild of an invalid index, chunk by chunk',
 		"$label: the job says what it does");
 	ok(held(77), "$label: its rebuild is held in its build");
 	isnt($node->safe_psql('postgres', "SELECT 'events_left'::regclass::oid"), $left_oid,

@@ -16,15 +16,15 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use BackgroundDdlTest;
 
 my $node = bgddl_node('chunked_index', q{
-background_ddl.chunked_index_build = on
 background_ddl.batch_time = '20ms'
 restart_after_crash = on
-});
+}, allows_streaming => 1);
 
 # autovacuum off for the table: a VACUUM while the job's worker is down
 # makes its scan start over (tested below), which the crash tests must not
@@ -218,6 +218,63 @@ for my $vacuum (0, 1)
 	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname = 'w_cancelled'"),
 		'0', "$label: no index left");
 	is(chunks($job), '0', "$label: no entries left");
+}
+
+# max_rate paces the scan: the rows it scans a second, measured over a
+# window of 200,000 rows after the first 150,000 (each worker's first chunk
+# is 256 blocks, more than the limit's share of a batch: it waits after
+# it), are within 20 % of it.  The limit is set before the first chunk
+# (rows made faster before it are paid back by waiting after).
+{
+	my $label = 'max_rate';
+	my ($job, $hold) = submit_held_at($node, 'chunk 0', 'CREATE INDEX w_paced ON w (account)');
+	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 50000)");
+	release_hold($node, $hold);
+	my $rows = "SELECT rows_done FROM pg_stat_background_ddl WHERE id = $job";
+	ok($node->poll_query_until('postgres', "SELECT ($rows) >= 150000"), "$label: the scan runs");
+	my ($rows1, $time1) = ($node->safe_psql('postgres', $rows), time);
+	ok($node->poll_query_until('postgres', "SELECT ($rows) >= $rows1 + 200000"), "$label: the scan goes on");
+	my ($rows2, $time2) = ($node->safe_psql('postgres', $rows), time);
+	my $rate = ($rows2 - $rows1) / ($time2 - $time1);
+	ok(abs($rate - 50000) <= 10000, "$label: the scan's rate is within 20 % of max_rate ($rate rows/s)");
+	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 'infinity')");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded once the limit is lifted");
+	check_index($label, 'w_paced', 'account');
+}
+
+# A failover in the middle of the scan: the promoted standby resumes from
+# the chunks it received (their entries are WAL-logged), under writers
+{
+	my $label = 'failover';
+	$node->backup('failover');
+	my $standby = PostgreSQL::Test::Cluster->new('failover_standby');
+	$standby->init_from_backup($node, 'failover', has_streaming => 1);
+	$standby->start;
+	my $job = submit_job($node, 'CREATE INDEX w_failover ON w (account)');
+	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 50000)");
+	ok($node->poll_query_until('postgres', "SELECT count(*) >= 3 FROM background_ddl.chunk WHERE job_id = $job"),
+		"$label: chunks checkpointed on the primary");
+	$node->wait_for_catchup($standby);
+	my $received = $standby->safe_psql('postgres', "SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job");
+	$node->stop('immediate');
+	$standby->promote;
+	my $offset = -s $standby->logfile;
+	my @writers = start_pgbench($standby, $writes);
+	$standby->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 'infinity')");
+	ok(wait_job_state($standby, $job, 'succeeded'), "$label: the promoted standby finished the job");
+	unlike(stop_pgbench(@writers), qr/aborted/, "$label: the writers ran");
+	unlike(slurp_file($standby->logfile, $offset), qr/starts over/, "$label: the scan did not start over");
+	ok( $standby->safe_psql('postgres', "SELECT chunks_done FROM pg_stat_background_ddl WHERE id = $job") >= $received,
+		"$label: it went on from the $received chunks it had");
+	is( $standby->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT bt_index_parent_check('w_failover'::regclass, true)) c"),
+		'1', "$label: amcheck finds the index consistent, holding every row");
+	$standby->stop;
+	# The old primary, back, finishes the job it ran (nothing of the
+	# standby's timeline reaches it)
+	$node->start;
+	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 'infinity')");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: the old primary, restarted, finished its own");
 }
 
 # Two workers scan the chunks (whatever BGDDL_WORKERS_PER_JOB says): a
