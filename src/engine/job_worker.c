@@ -57,6 +57,9 @@
 #include "postgres.h"
 
 #include <signal.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -770,6 +773,24 @@ ExitForRetry(int64 job_id, const JobError *error)
 	proc_exit(1);
 }
 
+/*
+ * Keep the memory the worker frees for its next batch: each batch takes
+ * about as much memory as the one before (a chunk's sort, its rows, its
+ * entries), and memory returned to the operating system costs a page fault
+ * per page when taken again (a quarter of an index chunk's time, measured).
+ * glibc's malloc is told to serve blocks of up to 32 MB from its heap and to
+ * keep up to twice maintenance_work_mem, plus 256 MB, free at its top.
+ */
+static void
+KeepFreedMemory(void)
+{
+#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+	(void) mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+	(void) mallopt(M_TRIM_THRESHOLD,
+				   (int) Min((double) INT_MAX, 2.0 * maintenance_work_mem * 1024L + 256 * 1024 * 1024));
+#endif
+}
+
 /* Each step, before it commits: the messages its statements raised go with the job */
 static void
 WriteStepMessages(int64 job_id)
@@ -797,6 +818,7 @@ JobWorkerMain(Datum main_arg)
 	pqsignal(SIGINT, WorkerSigint);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
+	KeepFreedMemory();
 
 	my_worker_slot = DatumGetInt32(main_arg);
 	slot = &JobShared->workers[my_worker_slot];

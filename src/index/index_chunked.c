@@ -41,10 +41,6 @@
  */
 #include "postgres.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/itup.h"
@@ -179,24 +175,6 @@ IndexDefinitionCreate(Relation heap, const IndexDefinition *definition, const ch
 						definition->column_names, class_form->relam, class_form->reltablespace,
 						collations->values, classes->values, options->values, reloptions,
 						INDEX_CREATE_SKIP_BUILD | INDEX_CREATE_CONCURRENT, 0, false, false, NULL);
-}
-
-/*
- * Keep the memory that the process frees for its next chunk: each chunk's
- * sort and entries take about as much memory as the one before, and memory
- * returned to the operating system costs a page fault per page when taken
- * again (a quarter of a chunk's time, measured).  glibc's malloc is told
- * to serve blocks of up to 32 MB from its heap and to keep up to twice
- * maintenance_work_mem, plus 256 MB, of free memory at its top.
- */
-void
-IndexChunkedKeepFreedMemory(void)
-{
-#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
-	(void) mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-	(void) mallopt(M_TRIM_THRESHOLD,
-				   (int) Min((double) INT_MAX, 2.0 * maintenance_work_mem * 1024L + 256 * 1024 * 1024));
-#endif
 }
 
 /*

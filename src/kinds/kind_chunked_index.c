@@ -600,7 +600,6 @@ ChunkedIndexStart(JobRun *run)
 
 	c->chunk_blocks = CHUNK_BLOCKS_FIRST;
 	run->kind_run = c;
-	IndexChunkedKeepFreedMemory();
 	if (Stage(&run->job) != STAGE_SCANNING || run->helper)
 		return;
 	/* Helpers of a worker before this one may still be in their chunks */
