@@ -586,9 +586,10 @@ ChunkedIndexBackfillStep(JobRun *run)
 }
 
 /*
- * A worker's start.  The first worker's scan resumes after its last
- * persisted chunk, with the gaps below it to fill first (the job row's
- * counts may lag behind).
+ * A worker's start.  The first worker's progress is its committed chunks'
+ * (the job row's counts may lag behind); where its scan goes on, and the
+ * gaps below it, KeepTableLocked reads before its first chunk (a new worker
+ * does not hold the table's lock).
  */
 static void
 ChunkedIndexStart(JobRun *run)
@@ -602,10 +603,7 @@ ChunkedIndexStart(JobRun *run)
 	run->kind_run = c;
 	if (Stage(&run->job) != STAGE_SCANNING || run->helper)
 		return;
-	/* Helpers of a worker before this one may still be in their chunks */
-	JobChunksClose(&c->chunks, false);
 	JobStepBegin("background_ddl: reading the checkpoint", STEP_READ_COMMITTED);
-	JobChunksResume(&c->chunks, CaptureChunkRanges(run->job.id));
 	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
 	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
 	JobStepEnd();
