@@ -69,26 +69,28 @@
 #include "utils/tuplesort.h"
 
 #include "capture/block_space.h"
+#include "catalog/settings.h"
 #include "index/index_chunked.h"
 
 /* What the merge of the chunks' entries needs per chunk: a temporary file's buffer, and more */
 #define MERGE_RUN_SPACE		(4 * BLCKSZ)
 
 /*
- * Can the index be built this way?  A btree (the access method whose build
- * sorts what it is given), not unique (the chunks' snapshots differ: two
- * rows with one key, each seen by another chunk's snapshot, are no
- * violation if one was deleted in between; CREATE INDEX CONCURRENTLY
- * checks that), on a heap table.
+ * Is the index built this way?  With background_ddl.chunked_index_build on,
+ * a btree (the access method whose build sorts what it is given), not
+ * unique (the chunks' snapshots differ: two rows with one key, each seen by
+ * another chunk's snapshot, are no violation if one was deleted in between;
+ * CREATE INDEX CONCURRENTLY checks that), on a permanent heap table.
  */
 bool
-IndexChunkedSupports(Oid table_oid, IndexStmt *stmt)
+IndexChunkedBuilds(Oid table_oid, IndexStmt *stmt)
 {
 	HeapTuple	tuple;
 	Form_pg_class table;
 	bool		heap;
 
-	if (stmt->unique || stmt->primary || stmt->isconstraint || stmt->excludeOpNames != NIL ||
+	if (!background_ddl_chunked_index_build ||
+		stmt->unique || stmt->primary || stmt->isconstraint || stmt->excludeOpNames != NIL ||
 		get_index_am_oid(stmt->accessMethod, true) != BTREE_AM_OID)
 		return false;
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(table_oid));

@@ -27,7 +27,7 @@ typedef struct IndexDefinition
 /* Where the entries of the chunks come from, when the index is written */
 typedef bytea *(*IndexEntriesReader) (int64 job_id, int64 start_block);
 
-extern bool IndexChunkedSupports(Oid table_oid, IndexStmt *stmt);
+extern bool IndexChunkedBuilds(Oid table_oid, IndexStmt *stmt);
 extern IndexDefinition *IndexDefinitionCopy(Oid index_oid, MemoryContext context);
 extern void IndexDefinitionCreate(Relation heap, const IndexDefinition *definition,
 								  const char *name, Oid index_oid);

@@ -60,7 +60,6 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "catalog/settings.h"
 #include "index/index_chunked.h"
 #include "index/index_estimate.h"
 #include "pg/pg_relation.h"
@@ -379,8 +378,7 @@ IndexJobEstimate(IndexStmt *raw_stmt, const char *query_string, JobEstimate *est
 		(double) estimate->total_blocks / estimate->sampled_blocks : 0;
 	estimate->rows = (int64) (sample.rows * scale);
 	estimate->bytes = (int64) (sample.bytes * scale);
-	if (relkind == RELKIND_RELATION && background_ddl_chunked_index_build &&
-		IndexChunkedSupports(relid, raw_stmt))
+	if (IndexChunkedBuilds(relid, raw_stmt))
 	{
 		estimate->wal_bytes = 2 * estimate->bytes;
 		estimate->seconds = (sample.read_seconds + sample.build_seconds) * scale;

@@ -736,7 +736,7 @@ IndexValidate(KindSubmit *submit)
 		relid = future_table;
 	}
 	CatalogKindStateSetInt(&submit->kind_state, STATE_TABLE_OID, relid);
-	if (background_ddl_chunked_index_build && IndexChunkedSupports(relid, stmt))
+	if (IndexChunkedBuilds(relid, stmt))
 		CatalogKindStateSetInt(&submit->kind_state, INDEX_STATE_CHUNKED, 1);
 	KindIndexSources(submit, relid, stmt->unique);
 }
@@ -1120,8 +1120,7 @@ IndexExplain(Node *raw_statement, const char *query_string)
 	relid = RangeVarGetRelid(((IndexStmt *) raw_statement)->relation, NoLock, true);
 	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
 		return STRATEGY_PARTITIONS;
-	return OidIsValid(relid) && background_ddl_chunked_index_build &&
-		IndexChunkedSupports(relid, (IndexStmt *) raw_statement) ?
+	return OidIsValid(relid) && IndexChunkedBuilds(relid, (IndexStmt *) raw_statement) ?
 		STRATEGY_CHUNKED_INDEX : STRATEGY_CONCURRENT_INDEX;
 }
 
