@@ -57,6 +57,7 @@ OBJS = \
 	src/index/index_build.o \
 	src/index/index_partitions.o \
 	src/index/index_chunked.o \
+	src/index/index_btree_load.o \
 	src/index/index_estimate.o \
 	src/kinds/kind_matview.o \
 	src/kinds/kind_ctas.o \

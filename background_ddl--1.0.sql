@@ -90,15 +90,11 @@ CREATE TABLE background_ddl.chunk (
 /* Already compact; compressing it again would cost more than it saves */
 ALTER TABLE background_ddl.chunk ALTER COLUMN tid_map SET STORAGE EXTERNAL;
 /*
- * Index tuples, whose headers, tids and padding compress well: with lz4 where
- * the server has it (fast enough to save more WAL than it costs)
+ * Index tuples in segments that index_chunked.c compresses each on its own
+ * (with lz4 where the server has it), so that a chunk can be read a segment
+ * at a time: stored as they are, out of line
  */
-DO $$
-BEGIN
-	ALTER TABLE background_ddl.chunk ALTER COLUMN index_entries SET COMPRESSION lz4;
-EXCEPTION WHEN feature_not_supported THEN
-	ALTER TABLE background_ddl.chunk ALTER COLUMN index_entries SET STORAGE EXTERNAL;
-END $$;
+ALTER TABLE background_ddl.chunk ALTER COLUMN index_entries SET STORAGE EXTERNAL;
 
 /*
  * The capture of a job (capture_trigger.c): its triggers on the base tables,

@@ -26,6 +26,7 @@
 #include "storage/bufmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -263,9 +264,12 @@ CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks)
 	CatalogAccessEnd(&access);
 }
 
-/* A bytea column of a chunk (detoasted, in the caller's context), or NULL */
+/*
+ * A bytea column of a chunk, in the caller's context, or NULL: detoasted,
+ * or as stored (a TOAST pointer, if it was moved out of line)
+ */
 static bytea *
-ChunkColumn(int64 job_id, int64 start_block, const char *query)
+ChunkColumn(int64 job_id, int64 start_block, const char *query, bool detoast)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID, INT8OID};
@@ -278,7 +282,9 @@ ChunkColumn(int64 job_id, int64 start_block, const char *query)
 	{
 		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
 
-		column = DatumGetByteaPCopy(CatalogColumn(0, 1, (Datum) 0));
+		Datum		value = CatalogColumn(0, 1, (Datum) 0);
+
+		column = detoast ? DatumGetByteaPCopy(value) : (bytea *) DatumGetPointer(datumCopy(value, false, -1));
 		MemoryContextSwitchTo(spi_context);
 	}
 	CatalogAccessEnd(&access);
@@ -290,16 +296,20 @@ bytea *
 CaptureChunkTidMap(int64 job_id, int64 start_block)
 {
 	return ChunkColumn(job_id, start_block,
-					   "SELECT tid_map FROM background_ddl.chunk WHERE job_id = $1 AND start_block = $2");
+					   "SELECT tid_map FROM background_ddl.chunk WHERE job_id = $1 AND start_block = $2",
+					   true);
 }
 
-/* A chunk's index entries (an index build of our own) */
-bytea *
+/*
+ * A chunk's index entries (an index build of our own), as stored: a TOAST
+ * pointer if they were moved out of line, to be read in slices
+ */
+struct varlena *
 CaptureChunkEntries(int64 job_id, int64 start_block)
 {
-	bytea	   *entries = ChunkColumn(job_id, start_block,
-									  "SELECT index_entries FROM background_ddl.chunk "
-									  "WHERE job_id = $1 AND start_block = $2");
+	struct varlena *entries = ChunkColumn(job_id, start_block,
+										  "SELECT index_entries FROM background_ddl.chunk "
+										  "WHERE job_id = $1 AND start_block = $2", false);
 
 	if (entries == NULL)
 		elog(ERROR, "chunk at block " INT64_FORMAT " of background DDL job " INT64_FORMAT " has no index entries",

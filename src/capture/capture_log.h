@@ -61,7 +61,7 @@ extern void CaptureChunkRecordEntries(int64 job_id, const ChunkRange *range, int
 extern List *CaptureChunkRanges(int64 job_id);
 extern void CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks);
 extern bytea *CaptureChunkTidMap(int64 job_id, int64 start_block);
-extern bytea *CaptureChunkEntries(int64 job_id, int64 start_block);
+extern struct varlena *CaptureChunkEntries(int64 job_id, int64 start_block);
 extern void CaptureChunkReplaceTidMap(int64 job_id, int64 start_block, bytea *tid_map);
 extern void CaptureForget(int64 job_id, bool chunks_too);
 extern void CaptureRestart(int64 job_id);

@@ -14,13 +14,15 @@
  *		 transaction of its own under a snapshot of its own: the entries of
  *		 the rows that snapshot sees, with their HOT chains' root tids, are
  *		 formed as the index will hold them, sorted as the btree build
- *		 sorts them, and persisted with the chunk's checkpoint
- *		 (IndexChunkedScan).  Nothing is written to the index: a crash
- *		 loses the chunk in flight, never the chunks before it.
- *	  3. One transaction merges the chunks' sorted entries into the access
- *		 method's own build (the table access method's index build scan
- *		 replaced by the merge), whose sort then finds them in order, and
- *		 marks the index ready for inserts (IndexChunkedWrite).
+ *		 sorts them, and persisted with the chunk's checkpoint in
+ *		 compressed segments (IndexChunkedScan).  Nothing is written to the
+ *		 index: a crash loses the chunk in flight, never the chunks before
+ *		 it.
+ *	  3. One transaction merges the chunks' sorted entries, each chunk
+ *		 read a segment at a time, and writes the btree from the merge
+ *		 bottom up (index_btree_load.c, in the access method's build's
+ *		 place), then marks the index ready for inserts
+ *		 (IndexChunkedWrite).
  *	  4. Once every writer inserts into it, PostgreSQL's validate_index
  *		 adds what no chunk's snapshot saw, as CREATE INDEX CONCURRENTLY's
  *		 second phase adds it, under a reference snapshot
@@ -42,9 +44,12 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/detoast.h"
 #include "access/heapam.h"
 #include "access/itup.h"
 #include "access/tableam.h"
+#include "access/toast_compression.h"
+#include "access/toast_internals.h"
 #include "access/nbtree.h"
 #include "access/visibilitymap.h"
 #include "catalog/index.h"
@@ -56,7 +61,6 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
-#include "storage/buffile.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -70,10 +74,24 @@
 
 #include "capture/block_space.h"
 #include "catalog/settings.h"
+#include "index/index_btree_load.h"
 #include "index/index_chunked.h"
 
-/* What the merge of the chunks' entries needs per chunk: a temporary file's buffer, and more */
-#define MERGE_RUN_SPACE		(4 * BLCKSZ)
+/*
+ * A chunk's entries are persisted in segments of at most this size, each
+ * compressed on its own, so that the write's merge reads a chunk a segment
+ * at a time
+ */
+#define ENTRY_SEGMENT_SIZE	(32 * 1024)
+
+#ifdef USE_LZ4
+#define ENTRY_SEGMENT_COMPRESSION TOAST_LZ4_COMPRESSION
+#else
+#define ENTRY_SEGMENT_COMPRESSION TOAST_PGLZ_COMPRESSION
+#endif
+
+/* What the merge of the chunks' entries needs per chunk: a segment as read and decompressed */
+#define MERGE_RUN_SPACE		(2 * ENTRY_SEGMENT_SIZE + BLCKSZ)
 
 /*
  * Is the index built this way?  With background_ddl.chunked_index_build on,
@@ -224,12 +242,38 @@ KeepEntry(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool ali
 }
 
 /*
+ * Close the segment of entries being gathered: appended to stored,
+ * compressed if that makes it smaller, and padded to an int's alignment
+ * (each segment is a varlena)
+ */
+static void
+AppendSegment(StringInfo stored, StringInfo segment)
+{
+	Datum		compressed;
+
+	SET_VARSIZE(segment->data, segment->len);
+	compressed = toast_compress_datum(PointerGetDatum(segment->data), ENTRY_SEGMENT_COMPRESSION);
+	if (DatumGetPointer(compressed) != NULL)
+	{
+		appendBinaryStringInfo(stored, DatumGetPointer(compressed),
+							   VARSIZE(DatumGetPointer(compressed)));
+		pfree(DatumGetPointer(compressed));
+	}
+	else
+		appendBinaryStringInfo(stored, segment->data, segment->len);
+	appendStringInfoSpaces(stored, INTALIGN(stored->len) - stored->len);
+	resetStringInfo(segment);
+	appendStringInfoSpaces(segment, VARHDRSZ);
+}
+
+/*
  * The entries of the rows in blocks [start, end) of heap that the
  * transaction's snapshot sees (one per HOT chain, with its root's tid), as
- * index tuples one after the other in a bytea, in the index's order (its
- * keys, then the heap tid: the btree build's sort, so that the write only
- * merges the chunks); *rows, how many.  The expressions and predicate are
- * evaluated as the table's owner.
+ * index tuples one after the other, in the index's order (its keys, then
+ * the heap tid: the btree build's sort, so that the write only merges the
+ * chunks), in segments of at most ENTRY_SEGMENT_SIZE, each a varlena,
+ * compressed or not, one after the other in the bytea returned; *rows, how
+ * many.  The expressions and predicate are evaluated as the table's owner.
  */
 bytea *
 IndexChunkedScan(Relation heap, Relation index, BlockNumber start, BlockNumber end, int64 *rows)
@@ -237,7 +281,8 @@ IndexChunkedScan(Relation heap, Relation index, BlockNumber start, BlockNumber e
 	IndexInfo  *info = BuildIndexInfo(index);
 	ChunkEntries entries = {0};
 	OwnerContext owner;
-	StringInfoData buffer;
+	StringInfoData stored;
+	StringInfoData segment;
 	IndexTuple	tuple;
 	bytea	   *result;
 
@@ -252,13 +297,23 @@ IndexChunkedScan(Relation heap, Relation index, BlockNumber start, BlockNumber e
 	PopActiveSnapshot();
 	OwnerContextEnd(&owner);
 	tuplesort_performsort(entries.sort);
-	initStringInfo(&buffer);
-	appendStringInfoSpaces(&buffer, VARHDRSZ);
+	initStringInfo(&stored);
+	appendStringInfoSpaces(&stored, VARHDRSZ);
+	initStringInfo(&segment);
+	appendStringInfoSpaces(&segment, VARHDRSZ);
 	while ((tuple = tuplesort_getindextuple(entries.sort, true)) != NULL)
-		appendBinaryStringInfo(&buffer, (char *) tuple, IndexTupleSize(tuple));
+	{
+		if (segment.len > VARHDRSZ &&
+			segment.len + IndexTupleSize(tuple) > ENTRY_SEGMENT_SIZE)
+			AppendSegment(&stored, &segment);
+		appendBinaryStringInfo(&segment, (char *) tuple, IndexTupleSize(tuple));
+	}
+	if (segment.len > VARHDRSZ)
+		AppendSegment(&stored, &segment);
+	pfree(segment.data);
 	tuplesort_end(entries.sort);
-	result = (bytea *) buffer.data;
-	SET_VARSIZE(result, buffer.len);
+	result = (bytea *) stored.data;
+	SET_VARSIZE(result, stored.len);
 	*rows = entries.rows;
 	return result;
 }
@@ -269,14 +324,19 @@ static struct
 	List	   *chunks;
 	int64		job_id;
 	IndexEntriesReader read;
-	bool		sorted;			/* each chunk's entries in the index's order */
 	double		tuples;			/* read so far */
 }			entries_source;
 
 /* A chunk's entries, in the index's order, as the merge reads them */
 typedef struct EntryRun
 {
-	BufFile    *file;			/* the entries not read yet */
+	struct varlena *stored;		/* the chunk's entries as stored (not fetched) */
+	int32		stored_size;
+	int32		offset;			/* where its next segment begins */
+	int32		next_size;		/* that segment's size, or 0 if none */
+	struct varlena *fetched;	/* the segment read last (and the next one's header) */
+	struct varlena *segment;	/* that segment, decompressed */
+	char	   *next;			/* the next entry in it */
 	IndexTuple	tuple;			/* the next one (in buffer), or NULL after the last */
 	char	   *buffer;
 	Size		space;			/* allocated at buffer */
@@ -292,33 +352,107 @@ typedef struct EntryMerge
 	EntryRun   *runs;
 } EntryMerge;
 
+/*
+ * Read length bytes at offset of a chunk's entries as stored, fetching
+ * only the part of the TOAST value they are in, under a snapshot of the
+ * read's own
+ */
+static struct varlena *
+ReadStoredSlice(struct varlena *stored, int32 offset, int32 length)
+{
+	struct varlena *slice;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	slice = detoast_attr_slice(stored, offset, length);
+	PopActiveSnapshot();
+	if (VARSIZE(slice) - VARHDRSZ != length)
+		elog(ERROR, "could not read the persisted index entries at offset %d", offset);
+	return slice;
+}
+
+/* The size of the segment whose header is at header */
+static int32
+SegmentSize(const char *header)
+{
+	union
+	{
+		uint32		word;
+		char		bytes[VARHDRSZ];
+	}			aligned;
+
+	memcpy(aligned.bytes, header, VARHDRSZ);
+	return VARSIZE_ANY(aligned.bytes);
+}
+
+/* Read the run's next segment, with the header of the one after it; false if none */
+static bool
+EntryRunNextSegment(EntryRun *run)
+{
+	int32		padded = INTALIGN(run->next_size);
+	int32		length;
+
+	if (run->segment != NULL && run->segment != (struct varlena *) VARDATA(run->fetched))
+		pfree(run->segment);
+	if (run->fetched != NULL)
+		pfree(run->fetched);
+	run->segment = NULL;
+	run->fetched = NULL;
+	if (run->next_size == 0)
+		return false;
+	length = Min(padded + VARHDRSZ, run->stored_size - run->offset);
+	run->fetched = ReadStoredSlice(run->stored, run->offset, length);
+	run->segment = detoast_attr((struct varlena *) VARDATA(run->fetched));
+	run->next = VARDATA(run->segment);
+	run->offset += padded;
+	run->next_size = length > padded ? SegmentSize(VARDATA(run->fetched) + padded) : 0;
+	return true;
+}
+
 /* The run's next entry, deformed; its tuple NULL after the last */
 static void
 EntryRunAdvance(EntryMerge *merge, EntryRun *run)
 {
-	IndexTupleData header;
-	size_t		read = BufFileRead(run->file, &header, sizeof(header));
 	Size		size;
 
-	if (read == 0)
+	if (run->segment == NULL || run->next >= (char *) run->segment + VARSIZE(run->segment))
 	{
-		run->tuple = NULL;
-		return;
+		if (!EntryRunNextSegment(run))
+		{
+			run->tuple = NULL;
+			return;
+		}
 	}
-	size = IndexTupleSize(&header);
-	if (read != sizeof(header) || size < sizeof(header))
-		elog(ERROR, "could not read an index entry from a temporary file");
+	/* Copied where it is MAXALIGNed */
+	size = IndexTupleSize((IndexTuple) run->next);
 	if (size > run->space)
 	{
 		run->space = Max(size, 2 * run->space);
 		run->buffer = repalloc(run->buffer, run->space);
 	}
 	run->tuple = (IndexTuple) run->buffer;
-	memcpy(run->tuple, &header, sizeof(header));
-	if (BufFileRead(run->file, (char *) run->tuple + sizeof(header), size - sizeof(header)) !=
-		size - sizeof(header))
-		elog(ERROR, "could not read an index entry from a temporary file");
+	memcpy(run->tuple, run->next, size);
+	run->next += size;
 	index_deform_tuple(run->tuple, merge->desc, run->values, run->isnull);
+}
+
+/* Begin reading a chunk's entries, as stored */
+static void
+EntryRunBegin(EntryMerge *merge, EntryRun *run, struct varlena *stored)
+{
+	run->stored = stored;
+	run->stored_size = toast_raw_datum_size(PointerGetDatum(stored)) - VARHDRSZ;
+	run->offset = 0;
+	run->next_size = 0;
+	if (run->stored_size > 0)
+	{
+		struct varlena *header = ReadStoredSlice(stored, 0, VARHDRSZ);
+
+		run->next_size = SegmentSize(VARDATA(header));
+		pfree(header);
+	}
+	run->space = 1024;
+	run->buffer = palloc(run->space);
+	EntryRunAdvance(merge, run);
 }
 
 /* Does run a's next entry come before run b's?  (A run at its end comes last.) */
@@ -408,31 +542,27 @@ IndexSortKeys(Relation index)
 	return keys;
 }
 
-/* A chunk's persisted entries, read under a snapshot of the read's own */
-static bytea *
-ReadChunk(ChunkRange *chunk, Size *size)
+/* A chunk's persisted entries as stored (a TOAST pointer if they were moved out of line) */
+static struct varlena *
+StoredChunk(ChunkRange *chunk)
 {
-	bytea	   *entries;
+	struct varlena *stored;
 
-	/* A snapshot for the read alone: the sort holds back no VACUUM */
+	/* A snapshot for the read alone: the write holds back no VACUUM */
 	PushActiveSnapshot(GetTransactionSnapshot());
-	entries = entries_source.read(entries_source.job_id, chunk->start_block);
+	stored = entries_source.read(entries_source.job_id, chunk->start_block);
 	PopActiveSnapshot();
 	InvalidateCatalogSnapshot();
-	*size = VARSIZE(entries) - VARHDRSZ;
-	return entries;
+	return stored;
 }
 
 /*
- * Hand callback every entry of the chunks, in the index's order: each
- * chunk's entries (sorted by its scan) copied to a temporary file of its
- * own, then the files merged.  The build's sort finds them in order: each
- * of its runs is sorted as it checks it, and only its last merge compares
- * entries.  It sorts whatever it is given: the order spares it work, and
- * nothing else depends on it.
+ * Write the btree from every entry of the chunks, in the index's order:
+ * the chunks' entries (each chunk's sorted by its scan) merged, each read
+ * a segment at a time.
  */
 static void
-MergeEntries(Relation index, IndexBuildCallback callback, void *state)
+MergeEntries(Relation index, BtreeLoad *load)
 {
 	int			nruns = list_length(entries_source.chunks);
 	EntryMerge	merge;
@@ -445,20 +575,7 @@ MergeEntries(Relation index, IndexBuildCallback callback, void *state)
 	merge.keys = IndexSortKeys(index);
 	merge.runs = palloc0(sizeof(EntryRun) * nruns);
 	for (int i = 0; i < nruns; i++)
-	{
-		EntryRun   *run = &merge.runs[i];
-		Size		size;
-		bytea	   *entries = ReadChunk(list_nth(entries_source.chunks, i), &size);
-
-		run->file = BufFileCreateTemp(false);
-		BufFileWrite(run->file, VARDATA(entries), size);
-		pfree(entries);
-		if (BufFileSeek(run->file, 0, 0, SEEK_SET) != 0)
-			elog(ERROR, "could not rewind a temporary file");
-		run->space = 1024;
-		run->buffer = palloc(run->space);
-		EntryRunAdvance(&merge, run);
-	}
+		EntryRunBegin(&merge, &merge.runs[i], StoredChunk(list_nth(entries_source.chunks, i)));
 	tree = palloc(sizeof(int) * nruns);
 	tree[0] = TournamentPlay(&merge, tree, 1, nruns);
 	while (merge.runs[tree[0]].tuple != NULL)
@@ -466,13 +583,28 @@ MergeEntries(Relation index, IndexBuildCallback callback, void *state)
 		EntryRun   *run = &merge.runs[tree[0]];
 
 		CHECK_FOR_INTERRUPTS();
-		callback(index, &run->tuple->t_tid, run->values, run->isnull, true, state);
+		BtreeLoadAdd(load, run->tuple);
 		entries_source.tuples++;
 		EntryRunAdvance(&merge, run);
 		TournamentReplay(&merge, tree, nruns);
 	}
-	for (int i = 0; i < nruns; i++)
-		BufFileClose(merge.runs[i].file);
+}
+
+/*
+ * The access method's build, for IndexChunkedWrite when the chunks are
+ * merged: the btree written from the merge, with no sort of its own
+ */
+static IndexBuildResult *
+WriteMergedEntries(Relation heap, Relation index, IndexInfo *info)
+{
+	IndexBuildResult *result = palloc0(sizeof(IndexBuildResult));
+	BtreeLoad  *load = BtreeLoadBegin(heap, index);
+
+	MergeEntries(index, load);
+	BtreeLoadEnd(load);
+	result->heap_tuples = entries_source.tuples;
+	result->index_tuples = entries_source.tuples;
+	return result;
 }
 
 /* Hand callback every entry of the chunks, chunk after chunk */
@@ -486,66 +618,75 @@ ConcatenateEntries(Relation index, IndexBuildCallback callback, void *state)
 
 	foreach(lc, entries_source.chunks)
 	{
-		Size		size;
-		bytea	   *entries = ReadChunk(lfirst(lc), &size);
-		char	   *aligned;
-		char	   *next;
+		struct varlena *stored = StoredChunk(lfirst(lc));
+		struct varlena *chunk;
+		char	   *next_segment;
 
-		/* index tuples are read where they are MAXALIGNed */
-		aligned = palloc(Max(size, 1));
-		next = aligned;
-		memcpy(aligned, VARDATA(entries), size);
-		pfree(entries);
-		while (next < aligned + size)
+		PushActiveSnapshot(GetTransactionSnapshot());
+		chunk = detoast_attr(stored);
+		PopActiveSnapshot();
+		next_segment = VARDATA(chunk);
+		while (next_segment < (char *) chunk + VARSIZE(chunk))
 		{
-			IndexTuple	tuple = (IndexTuple) next;
+			struct varlena *stored_segment = (struct varlena *) next_segment;
+			struct varlena *segment = detoast_attr(stored_segment);
+			char	   *next = VARDATA(segment);
 
-			CHECK_FOR_INTERRUPTS();
-			index_deform_tuple(tuple, desc, values, isnull);
-			callback(index, &tuple->t_tid, values, isnull, true, state);
-			entries_source.tuples++;
-			next += IndexTupleSize(tuple);
+			while (next < (char *) segment + VARSIZE(segment))
+			{
+				/* index tuples are read where they are MAXALIGNed */
+				IndexTuple	tuple = CopyIndexTuple((IndexTuple) next);
+
+				CHECK_FOR_INTERRUPTS();
+				index_deform_tuple(tuple, desc, values, isnull);
+				callback(index, &tuple->t_tid, values, isnull, true, state);
+				entries_source.tuples++;
+				next += IndexTupleSize(tuple);
+				pfree(tuple);
+			}
+			if (segment != stored_segment)
+				pfree(segment);
+			next_segment += INTALIGN(VARSIZE(stored_segment));
 		}
-		pfree(aligned);
+		pfree(chunk);
 	}
 }
 
 /*
  * The table access method's index build scan, for the index build of
- * IndexChunkedWrite: hands the access method's callback every persisted
- * entry, as live rows; in the index's order if the chunks' are (the
- * build's sort then finds them sorted), unless there are more chunks than
- * maintenance_work_mem has room for a temporary file's buffer each.
+ * IndexChunkedWrite when the chunks are not merged: hands the access
+ * method's callback every persisted entry, as live rows, for its sort
  */
 static double
 ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, bool anyvisible,
 			bool progress, BlockNumber start, BlockNumber numblocks,
 			IndexBuildCallback callback, void *state, TableScanDesc scan)
 {
-	if (entries_source.sorted &&
-		list_length(entries_source.chunks) <= (double) maintenance_work_mem * 1024L / MERGE_RUN_SPACE)
-		MergeEntries(index, callback, state);
-	else
-		ConcatenateEntries(index, callback, state);
+	ConcatenateEntries(index, callback, state);
 	return entries_source.tuples;
 }
 
 /*
  * Write the index from the persisted entries of the chunks (ChunkRange),
- * read by read(job_id, start_block), each chunk's in the index's order if
- * sorted: the access
- * method's own build (sort, then pages written bottom up, WAL-logged),
- * into new storage if an interrupted attempt left some; then mark it ready
- * for inserts.  Caller holds SHARE UPDATE EXCLUSIVE on heap, and has no
+ * read by read(job_id, start_block), into new storage if an interrupted
+ * attempt left some; then mark it ready for inserts.  If
+ * maintenance_work_mem has room for a segment of each chunk, the chunks
+ * are merged (each is in the index's order), and the btree written from
+ * the merge (index_btree_load.c) in place of the access method's build;
+ * otherwise the access method's build sorts them.
+ * Either way in index_build, which keeps the statistics and the rest as
+ * for any build.  Caller holds SHARE UPDATE EXCLUSIVE on heap, and has no
  * snapshot: each chunk's read takes one of its own.  The number of
  * entries.
  */
 double
 IndexChunkedWrite(Relation heap, Relation index, List *chunks, int64 job_id,
-				  IndexEntriesReader read, bool sorted)
+				  IndexEntriesReader read)
 {
 	static TableAmRoutine entries_am;
+	static IndexAmRoutine merged_am;
 	const TableAmRoutine *heap_am = heap->rd_tableam;
+	struct IndexAmRoutine *index_am = index->rd_indam;
 	IndexInfo  *info = BuildIndexInfo(index);
 
 	if (RelationGetNumberOfBlocks(index) != 0)
@@ -554,21 +695,32 @@ IndexChunkedWrite(Relation heap, Relation index, List *chunks, int64 job_id,
 		CommandCounterIncrement();
 	}
 	info->ii_Concurrent = true;
-	entries_am = *heap_am;
-	entries_am.index_build_range_scan = ReadEntries;
 	entries_source.chunks = chunks;
 	entries_source.job_id = job_id;
 	entries_source.read = read;
-	entries_source.sorted = sorted;
 	entries_source.tuples = 0;
-	heap->rd_tableam = &entries_am;
+	if (list_length(chunks) <= (double) maintenance_work_mem * 1024L / MERGE_RUN_SPACE)
+	{
+		merged_am = *index_am;
+		merged_am.ambuild = WriteMergedEntries;
+		index->rd_indam = &merged_am;
+	}
+	else
+	{
+		entries_am = *heap_am;
+		entries_am.index_build_range_scan = ReadEntries;
+		heap->rd_tableam = &entries_am;
+	}
 	PG_TRY();
 	{
 		index_build(heap, index, info, false, false);
 	}
 	PG_FINALLY();
 	{
-		heap->rd_tableam = heap_am;
+		if (heap->rd_tableam == &entries_am)
+			heap->rd_tableam = heap_am;
+		if (index->rd_indam == &merged_am)
+			index->rd_indam = index_am;
 		entries_source.chunks = NIL;
 	}
 	PG_END_TRY();

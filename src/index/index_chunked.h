@@ -24,8 +24,11 @@ typedef struct IndexDefinition
 	List	   *column_names;
 } IndexDefinition;
 
-/* Where the entries of the chunks come from, when the index is written */
-typedef bytea *(*IndexEntriesReader) (int64 job_id, int64 start_block);
+/*
+ * Where the entries of the chunks come from, when the index is written: a
+ * chunk's, as stored (not detoasted)
+ */
+typedef struct varlena *(*IndexEntriesReader) (int64 job_id, int64 start_block);
 
 extern bool IndexChunkedBuilds(Oid table_oid, IndexStmt *stmt);
 extern IndexDefinition *IndexDefinitionCopy(Oid index_oid, MemoryContext context);
@@ -34,7 +37,7 @@ extern void IndexDefinitionCreate(Relation heap, const IndexDefinition *definiti
 extern bytea *IndexChunkedScan(Relation heap, Relation index, BlockNumber start,
 							   BlockNumber end, int64 *rows);
 extern double IndexChunkedWrite(Relation heap, Relation index, List *chunks,
-								int64 job_id, IndexEntriesReader read, bool sorted);
+								int64 job_id, IndexEntriesReader read);
 extern TransactionId IndexChunkedValidate(Oid table_oid, Oid index_oid, bool whole_table,
 										  TransactionId scan_xmin, int64 *inserted);
 

@@ -77,7 +77,14 @@
 #define STATE_SCAN_XMIN		"scan_xmin"	/* of a snapshot taken before its blocks
 										 * were counted */
 #define STATE_LIMIT_XMIN	"limit_xmin"	/* of validate_index's snapshot */
-#define STATE_SORTED		"sorted"	/* the chunks' entries are sorted (1) */
+#define STATE_ENTRIES		"entries"	/* how the chunks persist their entries */
+
+/*
+ * The chunks' entries sorted, in compressed segments (IndexChunkedScan);
+ * a job whose chunks an earlier version persisted otherwise (none, "sorted"
+ * whole values) starts its scan over
+ */
+#define ENTRIES_SEGMENTED	2
 
 typedef enum ChunkedStage
 {
@@ -179,7 +186,7 @@ BeginScan(JobRun *run, Relation heap)
 	JobRunSetStateInt(run, STATE_BLOCKS, RelationGetNumberOfBlocks(heap));
 	JobRunSetStateInt(run, STATE_FILENODE, heap->rd_node.relNode);
 	JobRunSetStateInt(run, STATE_SCAN_SINCE, GetCurrentTimestamp());
-	JobRunSetStateInt(run, STATE_SORTED, 1);
+	JobRunSetStateInt(run, STATE_ENTRIES, ENTRIES_SEGMENTED);
 	JobRunSetStateInt(run, STATE_STAGE, STAGE_SCANNING);
 	run->job.work_total = RelationGetNumberOfBlocks(heap);
 }
@@ -220,6 +227,7 @@ KeepTableLocked(JobRun *run)
 	Relation	heap;
 	bool		rewritten;
 	bool		vacuumed;
+	bool		other_format;
 
 	if (HoldsTable(table_oid))
 		return true;
@@ -232,14 +240,16 @@ KeepTableLocked(JobRun *run)
 	rewritten = heap->rd_node.relNode != (Oid) CatalogKindStateInt(run->job.kind_state,
 																   STATE_FILENODE);
 	vacuumed = !rewritten && run->job.work_done > 0 && VacuumedSinceScan(&run->job, table_oid);
-	if (rewritten || vacuumed)
+	other_format = CatalogKindStateInt(run->job.kind_state, STATE_ENTRIES) != ENTRIES_SEGMENTED;
+	if (rewritten || vacuumed || other_format)
 	{
 		ereport(LOG,
 				(errmsg("background DDL job %lld: the scan of table \"%s\" for index \"%s\" starts over",
 						(long long) run->job.id, RelationGetRelationName(heap),
 						get_rel_name(run->job.target_oid)),
 				 errdetail(rewritten ? "The table was rewritten." :
-						   "VACUUM may have reclaimed rows of the table while the job did not hold its lock.")));
+						   vacuumed ? "VACUUM may have reclaimed rows of the table while the job did not hold its lock." :
+						   "Its chunks were persisted by an earlier version of background_ddl.")));
 		CaptureForget(run->job.id, true);
 		BeginScan(run, heap);
 		CatalogJobRestartBuild(&run->job);
@@ -249,7 +259,7 @@ KeepTableLocked(JobRun *run)
 	table_close(heap, NoLock);
 	PopActiveSnapshot();
 	JobStepEnd();
-	return !(rewritten || vacuumed);
+	return !(rewritten || vacuumed || other_format);
 }
 
 /*
@@ -470,8 +480,7 @@ WriteStep(JobRun *run)
 	PopActiveSnapshot();
 	heap = table_open(table_oid, NoLock);
 	index = index_open(run->job.target_oid, RowExclusiveLock);
-	(void) IndexChunkedWrite(heap, index, chunks, run->job.id, CaptureChunkEntries,
-							 CatalogKindStateInt(run->job.kind_state, STATE_SORTED) == 1);
+	(void) IndexChunkedWrite(heap, index, chunks, run->job.id, CaptureChunkEntries);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	PushActiveSnapshot(GetTransactionSnapshot());

@@ -45,10 +45,12 @@
 /* PostgreSQL 16 renamed relfilenodes to relfilenumbers */
 #if PG_VERSION_NUM >= 160000
 #define PgRelFileNumber(rel) ((rel)->rd_locator.relNumber)
+#define PgRelFileLocator(rel) ((rel)->rd_locator)
 #define PgSetNewRelFileNumber(rel, persistence) \
 	RelationSetNewRelfilenumber((rel), (persistence))
 #else
 #define PgRelFileNumber(rel) ((rel)->rd_node.relNode)
+#define PgRelFileLocator(rel) ((rel)->rd_node)
 #define PgSetNewRelFileNumber(rel, persistence) \
 	RelationSetNewRelfilenode((rel), (persistence))
 #endif

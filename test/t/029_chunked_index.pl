@@ -311,14 +311,16 @@ VACUUM h;
 		'1', "$label: amcheck finds the index consistent, holding every row");
 }
 
-# The chunks' entries, each sorted by its scan, merged for the build's sort
-# (which then finds them in order; the order only spares it work, it sorts
-# what it is given): descending, nulls first and last, several columns,
-# included columns, another collation, ties across chunks (every chunk
-# holds every value of v), no entry lost or doubled; and with more chunks
-# than a small maintenance_work_mem lets the write merge (each chunk's
-# entries handed to the build's sort one after the other), which a last key
-# column that sleeps a millisecond every 17 values makes.
+# The chunks' entries, each sorted by its scan, merged, and the btree
+# written in the merge's order (index_btree_load.c; amcheck checks that
+# order, the pages' high keys and downlinks): descending, nulls first and
+# last, several columns, included columns, another collation, ties across
+# chunks (every chunk holds every value of v; the nulls make posting lists
+# longer than one may be), keys of 960 bytes (a tree of several levels),
+# no deduplication, a low fillfactor, no entry lost or doubled; and with
+# more chunks than a small maintenance_work_mem lets the write merge (each
+# chunk's entries handed to the btree build's sort one after the other),
+# which a last key column that sleeps a millisecond every 17 values makes.
 $node->safe_psql('postgres', q{
 CREATE FUNCTION paced(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
@@ -331,6 +333,8 @@ for my $case ([ 'h_desc', '(v DESC NULLS LAST, t) INCLUDE (id)', '', 3 ],
 	[ 'h_nulls_first', '(v NULLS FIRST)', '', 3 ],
 	[ 'h_collate', '(t COLLATE "C" DESC, v)', '', 3 ],
 	[ 'h_lower', '(lower(t), v DESC)', '', 3 ],
+	[ 'h_no_dedup', '(v) WITH (deduplicate_items = off)', '', 3 ],
+	[ 'h_fillfactor', '(t, v) WITH (fillfactor = 10)', '', 3 ],
 	[ 'h_no_merge', '(v, paced(v))', q{SET maintenance_work_mem = '1MB';}, 33 ])
 {
 	my ($name, $columns, $before, $min_chunks) = @$case;

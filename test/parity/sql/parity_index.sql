@@ -56,6 +56,11 @@ INSERT INTO pi_u SELECT g, 'v' || g FROM generate_series(1, 1000) g;
 INSERT INTO pi_u VALUES (500, 'again');
 CREATE UNIQUE INDEX pi_u_k ON pi_u (k); CALL parity_wait();
 SELECT count(*) AS indexes_left FROM pg_index WHERE indrelid = 'pi_u'::regclass;
+-- A key too large for a btree page, found as the index is written
+CREATE TABLE pi_wide (t text);
+INSERT INTO pi_wide SELECT string_agg(md5(g::text), '') FROM generate_series(1, 100) g;
+CREATE INDEX pi_wide_t ON pi_wide (t); CALL parity_wait();
+SELECT count(*) AS indexes_left FROM pg_index WHERE indrelid = 'pi_wide'::regclass;
 
 -- Temporary tables, ON ONLY, partitioned tables, materialized views.
 CREATE TEMP TABLE pi_temp (a int);
