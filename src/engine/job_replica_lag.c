@@ -25,6 +25,7 @@
 #include "executor/spi.h"
 #include "pgstat.h"
 #include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog/catalog_access.h"
@@ -135,7 +136,9 @@ FurthestBehind(StandbyLag *worst)
  * job's max_replica_lag (or the server's), saying which and how far in
  * pg_stat_background_ddl.waiting_on.  The limit is read
  * again at every look (alter_ddl takes effect at once), and a control
- * request (pause, cancel) ends the wait.
+ * request (pause, cancel) ends the wait.  Between steps, it looks in steps
+ * of its own; in the middle of a step (one that cannot be cut in batches),
+ * in the caller's, under a snapshot for the look alone.
  */
 void
 JobRunWaitForStandbys(JobRun *run)
@@ -152,9 +155,17 @@ JobRunWaitForStandbys(JobRun *run)
 
 		if (limit_ms > 0 && !JobControlPending() && !RecoveryInProgress())
 		{
-			JobStepBegin("background_ddl: looking at the standbys", STEP_READ_COMMITTED);
+			bool		own_step = !JobStepInProgress();
+
+			if (own_step)
+				JobStepBegin("background_ddl: looking at the standbys", STEP_READ_COMMITTED);
+			else
+				PushActiveSnapshot(GetTransactionSnapshot());
 			behind = FurthestBehind(&worst) && worst.seconds * 1000 > limit_ms;
-			JobStepEnd();
+			if (own_step)
+				JobStepEnd();
+			else
+				PopActiveSnapshot();
 		}
 		if (!behind)
 		{
@@ -168,8 +179,6 @@ JobRunWaitForStandbys(JobRun *run)
 		JobStepWaitingForStandby(reason, worst.name);
 		waited = true;
 		JobStepSleep(Min(limit_ms / 2, 1000) + 1);
-		JobStepBegin("background_ddl: waiting for standbys (reading the limits)", STEP_READ_COMMITTED);
-		CatalogJobReadLimits(&run->job);
-		JobStepEnd();
+		JobRunReadLimits(run, "background_ddl: waiting for standbys (reading the limits)");
 	}
 }

@@ -15,6 +15,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog/catalog_job.h"
@@ -246,6 +247,26 @@ JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows
 }
 
 /*
+ * Read the job's limits again (alter_ddl): in a step of its own (doing
+ * activity), or in the caller's, under a snapshot for the read alone
+ */
+void
+JobRunReadLimits(JobRun *run, const char *activity)
+{
+	bool		own_step = !JobStepInProgress();
+
+	if (own_step)
+		JobStepBegin(activity, STEP_READ_COMMITTED);
+	else
+		PushActiveSnapshot(GetTransactionSnapshot());
+	CatalogJobReadLimits(&run->job);
+	if (own_step)
+		JobStepEnd();
+	else
+		PopActiveSnapshot();
+}
+
+/*
  * The rate limit (alter_ddl), after a batch of rows rows that took seconds:
  * the worker keeps a schedule, its share of max_rate from the moment that
  * share was set, and waits until the rows it made since then are due, so
@@ -255,7 +276,9 @@ JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows
  * are read again every second while it waits (alter_ddl takes effect at
  * once), and a control request (pause, cancel) ends the wait.  A worker
  * that would wait longer than JOB_GIVE_BACK_SECONDS gives its slot back
- * until then: a slow job must not hold a worker that other jobs could use.
+ * until then: a slow job must not hold a worker that other jobs could use;
+ * but not in the middle of a step (one that cannot be cut in batches), where
+ * it waits in place.
  */
 void
 JobRunPace(JobRun *run, uint64 rows, double seconds)
@@ -292,7 +315,7 @@ JobRunPace(JobRun *run, uint64 rows, double seconds)
 		wait_seconds = Max(wait_seconds, (run->job.rate_not_before - now) / 1000000.0);
 		if (wait_seconds <= 0)
 			break;
-		if (wait_seconds > JOB_GIVE_BACK_SECONDS)
+		if (wait_seconds > JOB_GIVE_BACK_SECONDS && !JobStepInProgress())
 		{
 			TimestampTz until = TimestampTzPlusMilliseconds(now, (int64) (wait_seconds * 1000));
 			/* this worker only came back to look (at most every JOB_RECHECK_SECONDS) */
@@ -314,10 +337,7 @@ JobRunPace(JobRun *run, uint64 rows, double seconds)
 		JobStepWaitingFor(reason);
 		waited = true;
 		JobStepSleep((long) (Min(wait_seconds, 1.0) * 1000) + 1);
-		JobStepBegin("background_ddl: throttled by max_rate (reading the limits)",
-					 STEP_READ_COMMITTED);
-		CatalogJobReadLimits(&run->job);
-		JobStepEnd();
+		JobRunReadLimits(run, "background_ddl: throttled by max_rate (reading the limits)");
 	}
 	if (waited)
 		JobStepWaitingFor(NULL);

@@ -50,6 +50,7 @@ extern double JobRunBatchScale(const BgddlJob *job, double seconds);
 extern double JobRunRowsPerBatch(const BgddlJob *job);
 extern void JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows,
 							int64 blocks, double seconds);
+extern void JobRunReadLimits(JobRun *run, const char *activity);
 extern void JobRunPace(JobRun *run, uint64 rows, double seconds);
 
 #endif							/* BGDDL_JOB_RUN_H */

@@ -70,6 +70,7 @@
 #include "utils/snapmgr.h"
 #include "utils/sortsupport.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 #include "utils/tuplesort.h"
 
 #include "capture/block_space.h"
@@ -324,6 +325,8 @@ static struct
 	List	   *chunks;
 	int64		job_id;
 	IndexEntriesReader read;
+	IndexWritePace pace;
+	void	   *pace_arg;
 	double		tuples;			/* read so far */
 }			entries_source;
 
@@ -556,10 +559,13 @@ StoredChunk(ChunkRange *chunk)
 	return stored;
 }
 
+/* Entries written between two calls of the write's pace */
+#define WRITE_PACE_ENTRIES	16384
+
 /*
  * Write the btree from every entry of the chunks, in the index's order:
  * the chunks' entries (each chunk's sorted by its scan) merged, each read
- * a segment at a time.
+ * a segment at a time; paced every WRITE_PACE_ENTRIES entries.
  */
 static void
 MergeEntries(Relation index, BtreeLoad *load)
@@ -567,6 +573,8 @@ MergeEntries(Relation index, BtreeLoad *load)
 	int			nruns = list_length(entries_source.chunks);
 	EntryMerge	merge;
 	int		   *tree;
+	TimestampTz paced_at;
+	uint64		unpaced = 0;
 
 	if (nruns == 0)
 		return;
@@ -578,6 +586,7 @@ MergeEntries(Relation index, BtreeLoad *load)
 		EntryRunBegin(&merge, &merge.runs[i], StoredChunk(list_nth(entries_source.chunks, i)));
 	tree = palloc(sizeof(int) * nruns);
 	tree[0] = TournamentPlay(&merge, tree, 1, nruns);
+	paced_at = GetCurrentTimestamp();
 	while (merge.runs[tree[0]].tuple != NULL)
 	{
 		EntryRun   *run = &merge.runs[tree[0]];
@@ -585,6 +594,14 @@ MergeEntries(Relation index, BtreeLoad *load)
 		CHECK_FOR_INTERRUPTS();
 		BtreeLoadAdd(load, run->tuple);
 		entries_source.tuples++;
+		if (++unpaced == WRITE_PACE_ENTRIES)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			entries_source.pace(entries_source.pace_arg, unpaced, (now - paced_at) / 1000000.0);
+			paced_at = GetCurrentTimestamp();
+			unpaced = 0;
+		}
 		EntryRunAdvance(&merge, run);
 		TournamentReplay(&merge, tree, nruns);
 	}
@@ -673,7 +690,7 @@ ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, boo
  * maintenance_work_mem has room for a segment of each chunk, the chunks
  * are merged (each is in the index's order), and the btree written from
  * the merge (index_btree_load.c) in place of the access method's build;
- * otherwise the access method's build sorts them.
+ * otherwise the access method's build sorts them (and is not paced).
  * Either way in index_build, which keeps the statistics and the rest as
  * for any build.  Caller holds SHARE UPDATE EXCLUSIVE on heap, and has no
  * snapshot: each chunk's read takes one of its own.  The number of
@@ -681,7 +698,7 @@ ReadEntries(Relation heap, Relation index, IndexInfo *info, bool allow_sync, boo
  */
 double
 IndexChunkedWrite(Relation heap, Relation index, List *chunks, int64 job_id,
-				  IndexEntriesReader read)
+				  IndexEntriesReader read, IndexWritePace pace, void *pace_arg)
 {
 	static TableAmRoutine entries_am;
 	static IndexAmRoutine merged_am;
@@ -698,6 +715,8 @@ IndexChunkedWrite(Relation heap, Relation index, List *chunks, int64 job_id,
 	entries_source.chunks = chunks;
 	entries_source.job_id = job_id;
 	entries_source.read = read;
+	entries_source.pace = pace;
+	entries_source.pace_arg = pace_arg;
 	entries_source.tuples = 0;
 	if (list_length(chunks) <= (double) maintenance_work_mem * 1024L / MERGE_RUN_SPACE)
 	{

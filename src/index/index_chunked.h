@@ -30,6 +30,13 @@ typedef struct IndexDefinition
  */
 typedef struct varlena *(*IndexEntriesReader) (int64 job_id, int64 start_block);
 
+/*
+ * Called as the index is written, after every few thousand entries, in its
+ * transaction: entries, how many since the last call, in seconds; may wait
+ * (the job's limits)
+ */
+typedef void (*IndexWritePace) (void *arg, uint64 entries, double seconds);
+
 extern bool IndexChunkedBuilds(Oid table_oid, IndexStmt *stmt);
 extern IndexDefinition *IndexDefinitionCopy(Oid index_oid, MemoryContext context);
 extern void IndexDefinitionCreate(Relation heap, const IndexDefinition *definition,
@@ -37,7 +44,8 @@ extern void IndexDefinitionCreate(Relation heap, const IndexDefinition *definiti
 extern bytea *IndexChunkedScan(Relation heap, Relation index, BlockNumber start,
 							   BlockNumber end, int64 *rows);
 extern double IndexChunkedWrite(Relation heap, Relation index, List *chunks,
-								int64 job_id, IndexEntriesReader read);
+								int64 job_id, IndexEntriesReader read,
+								IndexWritePace pace, void *pace_arg);
 extern TransactionId IndexChunkedValidate(Oid table_oid, Oid index_oid, bool whole_table,
 										  TransactionId scan_xmin, int64 *inserted);
 

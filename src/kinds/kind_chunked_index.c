@@ -60,6 +60,7 @@
 #include "capture/capture_log.h"
 #include "catalog/catalog_job.h"
 #include "engine/job_chunks.h"
+#include "engine/job_replica_lag.h"
 #include "engine/job_run.h"
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
@@ -462,6 +463,28 @@ ChunkedIndexHelpStep(JobRun *run)
 }
 
 /*
+ * The write's pace: the job's max_replica_lag and max_rate, read again
+ * every second (alter_ddl takes effect then) and waited for in the write's
+ * transaction (it holds no snapshot; a pause or cancel interrupts it, and
+ * the write is done again after a resume)
+ */
+static void
+PaceWrite(void *arg, uint64 entries, double seconds)
+{
+	static TimestampTz limits_read_at = 0;
+	JobRun	   *run = arg;
+
+	if (TimestampDifferenceExceeds(limits_read_at, GetCurrentTimestamp(), 1000))
+	{
+		JobRunReadLimits(run, "background_ddl: writing the index (reading the limits)");
+		limits_read_at = GetCurrentTimestamp();
+	}
+	JobRunWaitForStandbys(run);
+	JobRunPace(run, entries, seconds);
+	pgstat_report_activity(STATE_RUNNING, "background_ddl: writing the index");
+}
+
+/*
  * Every chunk's entries, sorted into the index, which is then ready for
  * inserts; the entries are deleted in the same transaction
  */
@@ -480,7 +503,8 @@ WriteStep(JobRun *run)
 	PopActiveSnapshot();
 	heap = table_open(table_oid, NoLock);
 	index = index_open(run->job.target_oid, RowExclusiveLock);
-	(void) IndexChunkedWrite(heap, index, chunks, run->job.id, CaptureChunkEntries);
+	(void) IndexChunkedWrite(heap, index, chunks, run->job.id, CaptureChunkEntries,
+							 PaceWrite, run);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	PushActiveSnapshot(GetTransactionSnapshot());

@@ -91,6 +91,31 @@ is( $primary->safe_psql('postgres', "SELECT max_replica_lag FROM pg_stat_backgro
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
 $primary->wait_for_catchup($standby);
 
+# An index built chunk by chunk waits for the standby in its write too,
+# which is one transaction and waits in place: held before the write, with
+# replay paused and the write paced to last a few seconds (max_rate), it
+# comes to wait for the standby before the index is ready, and ends once
+# replay resumes.
+{
+	my ($job, $hold) = submit_held_at($primary, 'writing the index',
+		'CREATE INDEX events_account ON events (account)');
+	$primary->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 10000)");
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+	release_hold($primary, $hold);
+	ok( $primary->poll_query_until('postgres',
+			"SELECT waiting_on LIKE 'standby \"standby\": % s behind%' FROM pg_stat_background_ddl WHERE id = $job"),
+		'the write of an index waits for the standby');
+	is( $primary->safe_psql('postgres',
+			"SELECT indisready FROM pg_index WHERE indexrelid = 'events_account'::regclass"),
+		'f', 'in the middle of the write: the index is not ready yet');
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	ok(wait_job_state($primary, $job, 'succeeded'), 'once the standby replays again, the index job succeeds');
+	$primary->wait_for_catchup($standby);
+	is( $standby->safe_psql('postgres',
+			'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM events WHERE account >= 0'),
+		'40000', 'the standby finds every row through the index');
+}
+
 # A chain on the primary: the second job starts after the first, on the standby too.
 my $first = submit_job($primary, 'CREATE MATERIALIZED VIEW mv_first AS SELECT account, count(*) AS n FROM events GROUP BY account');
 my $second = $primary->safe_psql('postgres',

@@ -242,6 +242,29 @@ for my $vacuum (0, 1)
 	check_index($label, 'w_paced', 'account');
 }
 
+# max_rate paces the write too, in its one transaction (a worker that
+# would wait long waits in place there, rather than give its slot back and
+# lose the write): the entries at 200,000 rows/s take their time, where
+# unpaced they take a fraction of a second, and the view says why.
+{
+	my $label = 'max_rate in the write';
+	my ($job, $hold) = submit_held_at($node, 'writing the index',
+		'CREATE INDEX w_write_paced ON w (account)');
+	my $entries = $node->safe_psql('postgres', 'SELECT count(*) FROM w');
+	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 200000)");
+	my $start = time;
+	release_hold($node, $hold);
+	ok( $node->poll_query_until('postgres',
+			"SELECT waiting_on LIKE 'the rate limit of 200000 rows/s%' FROM pg_stat_background_ddl WHERE id = $job"
+		),
+		"$label: the write waits for the rate limit");
+	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");
+	my $seconds = time - $start;
+	ok($seconds >= 0.8 * $entries / 200000,
+		"$label: $entries entries written in $seconds s, at most about the rate");
+	check_index($label, 'w_write_paced', 'account');
+}
+
 # A failover in the middle of the scan: the promoted standby resumes from
 # the chunks it received (their entries are WAL-logged), under writers
 {
