@@ -25,7 +25,6 @@
 #include "executor/spi.h"
 #include "pgstat.h"
 #include "utils/pg_lsn.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog/catalog_access.h"
@@ -138,7 +137,7 @@ FurthestBehind(StandbyLag *worst)
  * again at every look (alter_ddl takes effect at once), and a control
  * request (pause, cancel) ends the wait.  Between steps, it looks in steps
  * of its own; in the middle of a step (one that cannot be cut in batches),
- * in the caller's, under a snapshot for the look alone.
+ * in the caller's (JobStepLookBegin).
  */
 void
 JobRunWaitForStandbys(JobRun *run)
@@ -155,17 +154,9 @@ JobRunWaitForStandbys(JobRun *run)
 
 		if (limit_ms > 0 && !JobControlPending() && !RecoveryInProgress())
 		{
-			bool		own_step = !JobStepInProgress();
-
-			if (own_step)
-				JobStepBegin("background_ddl: looking at the standbys", STEP_READ_COMMITTED);
-			else
-				PushActiveSnapshot(GetTransactionSnapshot());
+			JobStepLookBegin("background_ddl: looking at the standbys");
 			behind = FurthestBehind(&worst) && worst.seconds * 1000 > limit_ms;
-			if (own_step)
-				JobStepEnd();
-			else
-				PopActiveSnapshot();
+			JobStepLookEnd();
 		}
 		if (!behind)
 		{

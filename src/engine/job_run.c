@@ -15,7 +15,6 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog/catalog_job.h"
@@ -248,22 +247,14 @@ JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows
 
 /*
  * Read the job's limits again (alter_ddl): in a step of its own (doing
- * activity), or in the caller's, under a snapshot for the read alone
+ * activity), or in the caller's (JobStepLookBegin)
  */
 void
 JobRunReadLimits(JobRun *run, const char *activity)
 {
-	bool		own_step = !JobStepInProgress();
-
-	if (own_step)
-		JobStepBegin(activity, STEP_READ_COMMITTED);
-	else
-		PushActiveSnapshot(GetTransactionSnapshot());
+	JobStepLookBegin(activity);
 	CatalogJobReadLimits(&run->job);
-	if (own_step)
-		JobStepEnd();
-	else
-		PopActiveSnapshot();
+	JobStepLookEnd();
 }
 
 /*

@@ -337,6 +337,34 @@ JobStepInProgress(void)
 	return step_in_progress;
 }
 
+/* Did the look in progress begin a step of its own? */
+static bool look_in_own_step = false;
+
+/*
+ * Begin a short look at the catalogs (the job's limits, the standbys): in a
+ * step of its own between steps (doing activity), or in the caller's step,
+ * under a snapshot for the look alone (a step that cannot be cut in
+ * batches, and holds no snapshot while it waits).  JobStepLookEnd ends it.
+ */
+void
+JobStepLookBegin(const char *activity)
+{
+	look_in_own_step = !step_in_progress;
+	if (look_in_own_step)
+		JobStepBegin(activity, STEP_READ_COMMITTED);
+	else
+		PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+void
+JobStepLookEnd(void)
+{
+	if (look_in_own_step)
+		JobStepEnd();
+	else
+		PopActiveSnapshot();
+}
+
 /*
  * Lock a relation that other roles' sessions use, in a job's step, without
  * making them wait for us more than background_ddl.lock_timeout: asked for

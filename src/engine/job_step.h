@@ -47,6 +47,8 @@ extern void JobStepEnd(void);
 extern void JobStepEndPipelined(void);
 extern void JobStepAbort(void);
 extern bool JobStepInProgress(void);
+extern void JobStepLookBegin(const char *activity);
+extern void JobStepLookEnd(void);
 extern void JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms);
 extern void JobStepLockTree(Oid relid, LOCKMODE mode, long patience_ms);
 extern bool JobStepLockWaitFailed(void);
