@@ -63,6 +63,7 @@ OBJS = \
 	src/kinds/kind_ctas.o \
 	src/kinds/kind_chunked_index.o \
 	src/kinds/kind_reindex.o \
+	src/kinds/kind_rewrite.o \
 	src/kinds/kind_refresh.o \
 	src/kinds/kind_index.o \
 	src/kinds/kind_citus_index.o \
@@ -90,12 +91,12 @@ PGFILEDESC = "background_ddl - long DDL as resumable background jobs"
 REGRESS = submit_validation job_lifecycle cancel_and_wait privileges decomposition transaction_edges pause_resume kinds chains session_order alter_table reindex
 REGRESS_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check
 
-ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races submit_privileges
+ISOLATION = capture_races cutover_races control_races index_pause_races refresh_swap_races submit_privileges rewrite_races
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.conf --temp-instance=./tmp_check_iso
 
 # The parity suite (test/parity): the same scripts run with background_ddl off
 # and on, against one expected output (make parity-check).
-PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order parity_alter_table
+PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order parity_alter_table parity_rewrite
 PARITY_OPTS = --inputdir=$(srcdir)/test/parity --temp-config=$(srcdir)/test/regress.conf \
 	--dbname=parity $(PARITY)
 

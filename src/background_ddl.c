@@ -78,6 +78,8 @@ _PG_init(void)
 	KindRegister(&kind_partitioned_index_routine);
 	KindRegister(&kind_chunked_index_routine);
 	KindRegister(&kind_index_routine);
+	KindRegister(&kind_rewrite_routine);
+	KindRegister(&kind_set_tablespace_routine);
 	KindRegister(&kind_key_constraint_routine);
 	KindRegister(&kind_constraint_routine);
 	KindRegister(&kind_reindex_routine);

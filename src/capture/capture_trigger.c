@@ -553,8 +553,12 @@ CreateCaptureTrigger(int64 job_id, Oid target_oid, Oid relid, bool truncate,
 	trigger = CreateTriggerFiringOn(stmt, "background_ddl capture", relid, InvalidOid,
 									InvalidOid, InvalidOid, catalog->capture_function_oid,
 									InvalidOid, NULL, true, false, TRIGGER_FIRES_ALWAYS);
-	ObjectAddressSet(target, RelationRelationId, target_oid);
-	recordDependencyOn(&trigger, &target, dependency);
+	/* (a table's rewrite captures the table itself: its trigger depends on it already) */
+	if (target_oid != relid)
+	{
+		ObjectAddressSet(target, RelationRelationId, target_oid);
+		recordDependencyOn(&trigger, &target, dependency);
+	}
 	return trigger.objectId;
 }
 
@@ -708,10 +712,18 @@ CaptureTriggersOf(int64 job_id)
 static void
 DetachTriggers(List *triggers, Oid target_oid)
 {
+	Relation	pg_trigger = table_open(TriggerRelationId, AccessShareLock);
 	ListCell   *lc;
 
 	foreach(lc, triggers)
 	{
+		char		enabled;
+		Oid			relid;
+
+		/* A trigger on the target itself keeps its table's dependency */
+		if (TransactionIdIsValid(TriggerRowVersion(pg_trigger, lfirst_oid(lc), &enabled, &relid)) &&
+			relid == target_oid)
+			continue;
 		(void) deleteDependencyRecordsForSpecific(TriggerRelationId, lfirst_oid(lc),
 												  DEPENDENCY_INTERNAL,
 												  RelationRelationId, target_oid);
@@ -719,6 +731,7 @@ DetachTriggers(List *triggers, Oid target_oid)
 												  DEPENDENCY_AUTO,
 												  RelationRelationId, target_oid);
 	}
+	table_close(pg_trigger, AccessShareLock);
 	CommandCounterIncrement();
 }
 

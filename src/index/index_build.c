@@ -314,3 +314,24 @@ IndexBuildProgressOf(pid_t pid, IndexBuildProgress *progress)
 	}
 	return false;
 }
+
+/* Is one of the indexes an exclusion constraint's? */
+bool
+IndexBuildAnyExclusion(List *indexes)
+{
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		exclusion;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		exclusion = ((Form_pg_index) GETSTRUCT(tuple))->indisexclusion;
+		ReleaseSysCache(tuple);
+		if (exclusion)
+			return true;
+	}
+	return false;
+}

@@ -29,6 +29,7 @@ extern ObjectAddress IndexBuildDefine(const BgddlJob *job, Oid table_oid, IndexS
 extern void IndexBuildAnalyzeExpressions(const BgddlJob *job, Oid table_oid, Oid index_oid);
 extern void IndexBuildReindex(const BgddlJob *job, ReindexStmt *stmt);
 extern bool IndexBuildIsIndex(Oid relid, bool *valid);
+extern bool IndexBuildAnyExclusion(List *indexes);
 extern void IndexBuildDrop(Oid index_oid);
 extern bool IndexBuildProgressOf(pid_t pid, IndexBuildProgress *progress);
 

@@ -54,13 +54,9 @@
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_heap_swap.h"
-#include "pg/pg_relation.h"
 #include "query/query_estimate.h"
 #include "query/query_job.h"
 #include "query/query_submit.h"
-
-/* The hidden heap's OID, in the job's kind_state */
-#define STATE_HIDDEN_OID	"hidden_oid"
 
 /* How long the cut-over asks for the view's lock without queueing */
 #define SWAP_LOCK_PATIENCE_MS	30000
@@ -192,33 +188,6 @@ RefreshReserve(KindSubmit *submit)
 													 get_rel_name(relid));
 }
 
-/* The hidden heap, which receives the new content; InvalidOid: not made yet */
-static Oid
-HiddenHeap(const BgddlJob *job)
-{
-	return (Oid) CatalogKindStateInt(job->kind_state, STATE_HIDDEN_OID);
-}
-
-/*
- * The hidden heap of the job, made now if it is not there yet (unless
- * helper, which only uses it).  Caller is in a transaction.
- */
-static Oid
-PrepareHiddenHeap(JobRun *run, Relation matview, bool helper)
-{
-	Oid			hidden_oid = HiddenHeap(&run->job);
-
-	if (helper || (OidIsValid(hidden_oid) &&
-				   SearchSysCacheExists1(RELOID, ObjectIdGetDatum(hidden_oid))))
-		return hidden_oid;
-	hidden_oid = PgHeapCreateLike(matview, CatalogRequire()->schema_oid,
-								  psprintf("refresh_%u", run->job.target_oid));
-	PgRelationSetExtensionMember(hidden_oid, CatalogRequire()->extension_oid, true);
-	CatalogKindStateSetInt(&run->job.kind_state, STATE_HIDDEN_OID, hidden_oid);
-	CatalogJobRecordKindState(&run->job);
-	return hidden_oid;
-}
-
 /*
  * REFRESH runs the view's query as the view's owner, into the hidden heap
  * (made now, the first time)
@@ -226,17 +195,7 @@ PrepareHiddenHeap(JobRun *run, Relation matview, bool helper)
 static void
 RefreshStart(JobRun *run)
 {
-	Relation	matview;
-	Oid			hidden_oid;
-	Oid			owner;
-
-	JobStepBegin("background_ddl: preparing the refresh", STEP_READ_COMMITTED);
-	matview = table_open(run->job.target_oid, AccessShareLock);
-	owner = matview->rd_rel->relowner;
-	hidden_oid = PrepareHiddenHeap(run, matview, run->helper);
-	table_close(matview, NoLock);
-	JobStepEnd();
-	QueryJobStart(run, run->job.target_oid, hidden_oid, owner);
+	QueryJobStartReplacing(run, "refresh");
 }
 
 /*
@@ -345,13 +304,15 @@ RefreshPublish(JobRun *run, int64 rows)
 	if (concurrently)
 		CheckConcurrentRefresh(run, matview);
 	hidden = table_open(QueryRunOf(run)->content_oid, AccessExclusiveLock);
-	PgHeapBuildIndexCopies(matview, hidden, concurrently, &old_indexes, &new_indexes);
+	PgHeapBuildIndexCopies(matview, hidden, NIL, concurrently, false, &old_indexes,
+						   &new_indexes);
 	table_close(hidden, NoLock);
 	table_close(matview, NoLock);
 
 	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
 	LockViewForSwap(run->job.target_oid);
-	PgHeapSwap(run->job.target_oid, QueryRunOf(run)->content_oid, old_indexes, new_indexes);
+	PgHeapSwap(run->job.target_oid, QueryRunOf(run)->content_oid, old_indexes, new_indexes,
+			   "REFRESH MATERIALIZED VIEW", false);
 	matview = table_open(run->job.target_oid, NoLock);
 	/* As REFRESH counts a swap of the view's storage */
 	pgstat_count_truncate(matview);
@@ -371,24 +332,7 @@ RefreshCutOver(JobRun *run)
 static Oid
 RefreshBuildHere(const BgddlJob *job)
 {
-	JobRun		run = {.job = *job};
-	Relation	matview = table_open(job->target_oid, AccessShareLock);
-	Oid			hidden_oid = PrepareHiddenHeap(&run, matview, false);
-	Oid			owner = matview->rd_rel->relowner;
-
-	/* Closed before the swap, which checks that nobody has it open */
-	table_close(matview, NoLock);
-	QueryJobBuildHere(&run.job, job->target_oid, hidden_oid, owner, RefreshPublish);
-	return job->target_oid;
-}
-
-/* The view itself is never dropped: only the hidden heap */
-static void
-RefreshDiscard(const BgddlJob *job, bool keep_target)
-{
-	QueryJobDiscard(job);
-	if (OidIsValid(HiddenHeap(job)))
-		PgRelationDrop(HiddenHeap(job));
+	return QueryJobBuildHereReplacing(job, "refresh", AccessShareLock, RefreshPublish);
 }
 
 /* explain_ddl: REFRESH MATERIALIZED VIEW */
@@ -459,6 +403,6 @@ const KindRoutine kind_refresh_routine = {
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,
 	.housekeeping = QueryJobHousekeeping,
 	.cleanup = QueryJobCleanup,
-	.discard = RefreshDiscard,
+	.discard = QueryJobDiscardHiddenHeap,
 	.build_here = RefreshBuildHere,
 };

@@ -142,27 +142,6 @@ IndexesToRebuild(ReindexStmt *stmt, Oid relid, Oid table)
 	return indexes;
 }
 
-/* Is one of the indexes an exclusion constraint's? */
-static bool
-HasExclusionIndex(List *indexes)
-{
-	ListCell   *lc;
-
-	foreach(lc, indexes)
-	{
-		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		bool		exclusion;
-
-		if (!HeapTupleIsValid(tuple))
-			continue;
-		exclusion = ((Form_pg_index) GETSTRUCT(tuple))->indisexclusion;
-		ReleaseSysCache(tuple);
-		if (exclusion)
-			return true;
-	}
-	return false;
-}
-
 /*
  * REINDEX INDEX or TABLE (SCHEMA, DATABASE and SYSTEM run as PostgreSQL
  * runs them); in the session, what REINDEX ... CONCURRENTLY cannot rebuild
@@ -194,7 +173,7 @@ ReindexAccepts(Node *parsetree, const char **reason)
 		*reason = "The indexes are a system catalog's, which REINDEX ... CONCURRENTLY cannot rebuild.";
 	else if (PgCitusTable(table))
 		*reason = PgCitusInSessionReason(table);
-	else if (HasExclusionIndex(IndexesToRebuild(stmt, relid, table)))
+	else if (IndexBuildAnyExclusion(IndexesToRebuild(stmt, relid, table)))
 		*reason = "An index is an exclusion constraint's, which REINDEX ... CONCURRENTLY cannot rebuild.";
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }

@@ -21,5 +21,7 @@ extern const KindRoutine kind_chunked_index_routine;
 extern const KindRoutine kind_key_constraint_routine;
 extern const KindRoutine kind_constraint_routine;
 extern const KindRoutine kind_reindex_routine;
+extern const KindRoutine kind_rewrite_routine;
+extern const KindRoutine kind_set_tablespace_routine;
 
 #endif							/* BGDDL_KINDS_H */

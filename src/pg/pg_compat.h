@@ -24,6 +24,8 @@
 #if PG_VERSION_NUM >= 160000
 #define PgRelationOwnerCheck(relid, roleid) \
 	object_ownercheck(RelationRelationId, (relid), (roleid))
+#define PgDatabaseOwnerCheck(dbid, roleid) \
+	object_ownercheck(DatabaseRelationId, (dbid), (roleid))
 #define PgExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
 #define PgExecUpdateIndexTuples(rri, slot, estate, summarizing_only) \
@@ -32,14 +34,20 @@
 #define PgRequiredPerms(plannedstmt, rte) \
 	((rte)->perminfoindex == 0 ? 0 : \
 	 getRTEPermissionInfo((plannedstmt)->permInfos, (rte))->requiredPerms)
+/* A query built from a parse state takes its permission entries too */
+#define PgQuerySetPermInfos(query, pstate) \
+	((query)->rteperminfos = (pstate)->p_rteperminfos)
 #else
 #define PgRelationOwnerCheck(relid, roleid) \
 	pg_class_ownercheck((relid), (roleid))
+#define PgDatabaseOwnerCheck(dbid, roleid) \
+	pg_database_ownercheck((dbid), (roleid))
 #define PgExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
 #define PgExecUpdateIndexTuples(rri, slot, estate, summarizing_only) \
 	ExecInsertIndexTuples((rri), (slot), (estate), true, false, NULL, NIL)
 #define PgRequiredPerms(plannedstmt, rte) ((rte)->requiredPerms)
+#define PgQuerySetPermInfos(query, pstate) ((void) 0)
 #endif
 
 /* PostgreSQL 16 renamed relfilenodes to relfilenumbers */

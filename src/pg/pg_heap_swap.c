@@ -42,9 +42,11 @@
 #include "catalog/indexing.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/toasting.h"
 #include "commands/tablecmds.h"
 #include "common/string.h"
+#include "storage/bufmgr.h"
 #include "storage/predicate.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -55,11 +57,13 @@
 #include "pg/pg_heap_swap.h"
 
 /*
- * Create the hidden heap for a materialized view's new content, in the
- * given namespace, with its TOAST table.  Caller holds a lock on the view.
+ * Create the hidden heap for a materialized view's (or a table's) new
+ * content, in the given namespace and tablespace (pg_class.reltablespace's
+ * value: 0 for the database's default), with its TOAST table.  Caller
+ * holds a lock on the view.
  */
 Oid
-PgHeapCreateLike(Relation matview, Oid namespace_oid, const char *name)
+PgHeapCreateLike(Relation matview, Oid namespace_oid, const char *name, Oid tablespace_oid)
 {
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(RelationGetRelid(matview)));
 	bool		isnull;
@@ -72,8 +76,7 @@ PgHeapCreateLike(Relation matview, Oid namespace_oid, const char *name)
 	if (isnull)
 		reloptions = (Datum) 0;
 
-	hidden_oid = heap_create_with_catalog(name, namespace_oid,
-										  matview->rd_rel->reltablespace,
+	hidden_oid = heap_create_with_catalog(name, namespace_oid, tablespace_oid,
 										  InvalidOid, InvalidOid, InvalidOid,
 										  matview->rd_rel->relowner,
 										  matview->rd_rel->relam,
@@ -100,6 +103,36 @@ PgHeapCreateLike(Relation matview, Oid namespace_oid, const char *name)
 	NewHeapCreateToastTable(hidden_oid, reloptions, AccessExclusiveLock, InvalidOid);
 	CommandCounterIncrement();
 	return hidden_oid;
+}
+
+/*
+ * Can the rows stored for one relation be read as the other's: the same
+ * attributes, each dropped in both or of the same type, typmod and storage
+ * layout in both?  (A table rewritten into a hidden heap made like it: an
+ * ALTER TABLE of the table since changes its shape.)
+ */
+bool
+PgHeapSameRowShape(Relation rel1, Relation rel2)
+{
+	TupleDesc	desc1 = RelationGetDescr(rel1);
+	TupleDesc	desc2 = RelationGetDescr(rel2);
+
+	if (desc1->natts != desc2->natts)
+		return false;
+	for (int i = 0; i < desc1->natts; i++)
+	{
+		Form_pg_attribute a1 = TupleDescAttr(desc1, i);
+		Form_pg_attribute a2 = TupleDescAttr(desc2, i);
+
+		if (a1->attisdropped != a2->attisdropped)
+			return false;
+		if (!a1->attisdropped &&
+			(a1->atttypid != a2->atttypid || a1->atttypmod != a2->atttypmod ||
+			 a1->attlen != a2->attlen || a1->attalign != a2->attalign ||
+			 a1->attbyval != a2->attbyval))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -148,14 +181,37 @@ BuildIndexCopy(Relation matview, Oid old_index, Relation hidden, Oid new_index, 
 }
 
 /*
- * Build, on the hidden heap, a copy of each index of the view, from the
- * hidden heap's content (for REFRESH ... CONCURRENTLY if concurrently).  Returns the pairs (view's index, copy) as two
- * parallel lists.  Caller holds ShareUpdateExclusive on the view (no index
+ * Make an index copy a plain index: it checks no uniqueness.  Its storage is
+ * what a unique index's would be; only its definition says otherwise.
+ */
+static void
+MakeIndexPlain(Oid index_oid)
+{
+	Relation	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+	HeapTuple	tuple = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(index_oid));
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for index %u", index_oid);
+	((Form_pg_index) GETSTRUCT(tuple))->indisunique = false;
+	CatalogTupleUpdate(pg_index, &tuple->t_self, tuple);
+	heap_freetuple(tuple);
+	table_close(pg_index, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Build, on the hidden heap, a copy of each index of the view but those in
+ * copied, from the hidden heap's content (for REFRESH ... CONCURRENTLY if
+ * concurrently).  Returns the pairs (view's index, copy) as two parallel
+ * lists.  With plain, the copies check no uniqueness (MakeIndexPlain): a
+ * rewrite keeps them up to date with rows of several snapshots until its
+ * cut-over, where they are the table's rows again, which its own indexes
+ * kept unique.  Caller holds ShareUpdateExclusive on the view (no index
  * comes or goes) and ACCESS EXCLUSIVE on the hidden heap.
  */
 void
-PgHeapBuildIndexCopies(Relation matview, Relation hidden, bool concurrently,
-					   List **old_indexes, List **new_indexes)
+PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copied, bool concurrently,
+					   bool plain, List **old_indexes, List **new_indexes)
 {
 	ListCell   *lc;
 
@@ -166,14 +222,42 @@ PgHeapBuildIndexCopies(Relation matview, Relation hidden, bool concurrently,
 		Oid			old_index = lfirst_oid(lc);
 		Oid			new_index;
 
+		if (list_member_oid(copied, old_index))
+			continue;
 		new_index = index_concurrently_create_copy(hidden, old_index,
 												   get_rel_tablespace(old_index),
 												   psprintf("index_%u", old_index));
 		CommandCounterIncrement();
+		if (plain)
+			MakeIndexPlain(new_index);
 		BuildIndexCopy(matview, old_index, hidden, new_index, concurrently);
 		*old_indexes = lappend_oid(*old_indexes, old_index);
 		*new_indexes = lappend_oid(*new_indexes, new_index);
 	}
+}
+
+/*
+ * Record a heap's size in its pg_class row, as VACUUM FULL records its new
+ * heap's before the swap (the statistics go with the storage): its pages
+ * now, tuples as counted by the caller, none all-visible.
+ */
+void
+PgHeapRecordSize(Relation heap, double tuples)
+{
+	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
+	HeapTuple	tuple = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(RelationGetRelid(heap)));
+	Form_pg_class form;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", RelationGetRelid(heap));
+	form = (Form_pg_class) GETSTRUCT(tuple);
+	form->relpages = (int32) RelationGetNumberOfBlocks(heap);
+	form->reltuples = (float4) tuples;
+	form->relallvisible = 0;
+	CatalogTupleUpdate(pg_class, &tuple->t_self, tuple);
+	heap_freetuple(tuple);
+	table_close(pg_class, RowExclusiveLock);
+	CommandCounterIncrement();
 }
 
 /* Exchange a field of form1 and form2 */
@@ -227,8 +311,8 @@ RelinkToast(Oid toast_oid, Oid owner_oid)
  * ACCESS EXCLUSIVE on both.
  */
 static void
-SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, TransactionId frozen_xid,
-					MultiXactId cutoff_multi)
+SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, bool swap_tablespace,
+					TransactionId frozen_xid, MultiXactId cutoff_multi)
 {
 	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
 	HeapTuple	tuple1 = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(r1));
@@ -253,14 +337,17 @@ SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, TransactionId frozen_
 	 * Unlike swap_relation_files, which swaps the tablespace, access method
 	 * and persistence too: ours are the same by construction (the hidden heap
 	 * is made like the view), and an ALTER of the view meanwhile fails the
-	 * cut-over here rather than being undone.
+	 * cut-over here rather than being undone.  A new tablespace is swapped
+	 * when asked for (a table's SET TABLESPACE).
 	 */
-	if (form1->reltablespace != form2->reltablespace ||
+	if ((!swap_tablespace && form1->reltablespace != form2->reltablespace) ||
 		form1->relpersistence != form2->relpersistence || form1->relam != form2->relam)
 		elog(ERROR, "relations %u and %u differ in tablespace, persistence or access method",
 			 r1, r2);
 
 	SWAP_FIELD(Oid, relfilenode);
+	if (swap_tablespace)
+		SWAP_FIELD(Oid, reltablespace);
 	if (swap_toast_links)
 		SWAP_FIELD(Oid, reltoastrelid);
 
@@ -331,7 +418,8 @@ SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, TransactionId frozen_
  * ACCESS EXCLUSIVE on both relations.
  */
 void
-PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes)
+PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes,
+		   const char *statement, bool new_tablespace)
 {
 	Relation	matview = table_open(matview_oid, NoLock);
 	HeapTuple	hidden_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(hidden_oid));
@@ -342,13 +430,13 @@ PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes
 	ListCell   *new_cell;
 	ObjectAddress hidden;
 
-	CheckTableNotInUse(matview, "REFRESH MATERIALIZED VIEW");
+	CheckTableNotInUse(matview, statement);
 	table_close(matview, NoLock);
 	foreach(old_cell, old_indexes)
 	{
 		Relation	index = index_open(lfirst_oid(old_cell), AccessExclusiveLock);
 
-		CheckTableNotInUse(index, "REFRESH MATERIALIZED VIEW");
+		CheckTableNotInUse(index, statement);
 		TransferPredicateLocksToHeapRelation(index);
 		index_close(index, NoLock);
 	}
@@ -366,9 +454,9 @@ PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes
 	cutoff_multi = ((Form_pg_class) GETSTRUCT(hidden_tuple))->relminmxid;
 	ReleaseSysCache(hidden_tuple);
 
-	SwapRelationStorage(matview_oid, hidden_oid, true, frozen_xid, cutoff_multi);
+	SwapRelationStorage(matview_oid, hidden_oid, true, new_tablespace, frozen_xid, cutoff_multi);
 	forboth(old_cell, old_indexes, new_cell, new_indexes)
-		SwapRelationStorage(lfirst_oid(old_cell), lfirst_oid(new_cell), false,
+		SwapRelationStorage(lfirst_oid(old_cell), lfirst_oid(new_cell), false, false,
 							InvalidTransactionId, InvalidMultiXactId);
 	CommandCounterIncrement();
 

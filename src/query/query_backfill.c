@@ -38,6 +38,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_relation.h"
 #include "rewrite/rewriteDefine.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
@@ -269,18 +270,64 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
 }
 
 /*
+ * A table's rows as they are stored, for a rewrite of the table: "SELECT
+ * every column FROM ONLY table", a dropped column's place kept by a null
+ * (which takes no room in a row, whatever the column's type was), so that
+ * the output's columns are the table's attribute numbers.
+ */
+static Query *
+QueryOfTableRows(Relation table)
+{
+	ParseState *pstate = make_parsestate(NULL);
+	ParseNamespaceItem *item = addRangeTableEntryForRelation(pstate, table, AccessShareLock,
+															 NULL, false, false);
+	TupleDesc	desc = RelationGetDescr(table);
+	Query	   *query = makeNode(Query);
+
+	query->commandType = CMD_SELECT;
+	query->canSetTag = true;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attribute = TupleDescAttr(desc, i);
+		Expr	   *column;
+
+		if (attribute->attisdropped)
+			column = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
+		else
+		{
+			Var		   *var = makeVar(item->p_rtindex, attribute->attnum, attribute->atttypid,
+									  attribute->atttypmod, attribute->attcollation, 0);
+
+			markVarForSelectPriv(pstate, var);
+			column = (Expr *) var;
+		}
+		query->targetList = lappend(query->targetList,
+									makeTargetEntry(column, i + 1,
+													pstrdup(NameStr(attribute->attname)),
+													false));
+	}
+	query->rtable = pstate->p_rtable;
+	PgQuerySetPermInfos(query, pstate);
+	query->jointree = makeFromExpr(list_make1(makeNode(RangeTblRef)), NULL);
+	linitial_node(RangeTblRef, query->jointree->fromlist)->rtindex = item->p_rtindex;
+	return query;
+}
+
+/*
  * The job's query, rewritten (row security of the current user applied) and
  * with its relations locked, from a relation's view rule (the placeholder's,
  * or the materialized view's): bound to OIDs at submit, as REFRESH
- * MATERIALIZED VIEW uses it.  Its privileges are checked as check_as_role
- * (the relation cache marks them for the relation's owner, who may have
- * changed since the submit).  Simple views are pulled up into it
- * (query_view_pullup.c); now() and its relatives are job_start (query_functions.c).
+ * MATERIALIZED VIEW uses it; for a table, its rows (QueryOfTableRows).  Its
+ * privileges are checked as check_as_role (the relation cache marks them
+ * for the relation's owner, who may have changed since the submit).  Simple
+ * views are pulled up into it (query_view_pullup.c); now() and its
+ * relatives are job_start (query_functions.c).
  */
 Query *
 QueryOfRule(Relation rule_relation, Oid check_as_role, TimestampTz job_start)
 {
-	Query	   *query = copyObject(get_view_query(rule_relation));
+	Query	   *query = rule_relation->rd_rel->relkind == RELKIND_RELATION ?
+		QueryOfTableRows(rule_relation) : copyObject(get_view_query(rule_relation));
 	List	   *rewritten;
 
 	setRuleCheckAsUser((Node *) query, check_as_role);

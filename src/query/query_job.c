@@ -65,12 +65,14 @@
 
 #include "capture/capture_log.h"
 #include "capture/capture_trigger.h"
+#include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
 #include "engine/job_replica_lag.h"
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
 #include "pg/pg_compat.h"
+#include "pg/pg_heap_swap.h"
 #include "pg/pg_relation.h"
 #include "query/query_backfill.h"
 #include "query/query_catchup.h"
@@ -98,10 +100,17 @@
 #define BACKLOG_COUNT_INTERVAL_MS	5000
 
 /*
+ * How long a rewrite's cut-over asks for its table's ACCESS EXCLUSIVE lock
+ * without queueing (JobStepLockRelation), as REFRESH's swap does
+ */
+#define REWRITE_LOCK_PATIENCE_MS	30000
+
+/*
  * The query run's state that lives with the job (its kind_state), read at
  * the start of a run and written with the job's row
  */
 #define STATE_DRIVING_OID		"driving_oid"
+#define STATE_HIDDEN_OID		"hidden_oid"
 #define STATE_STAGING_OID		"staging_oid"
 #define STATE_CONTENT_FILENODE	"content_filenode"
 #define STATE_CATCHUP_PASSES	"catchup_passes"
@@ -202,6 +211,16 @@ JobList(List *oids)
 	return copy;
 }
 
+/*
+ * The relation whose view rule's own entries the decomposition leaves out;
+ * none when the query reads a table's rows (that table is its source)
+ */
+static Oid
+DecomposedFor(const QueryRun *q)
+{
+	return q->rewrites_table ? InvalidOid : q->rule_relid;
+}
+
 static void
 JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
 {
@@ -234,6 +253,7 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 	ReadQueryState(run);
 
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
+	q->rewrites_table = get_rel_relkind(rule_relid) == RELKIND_RELATION;
 	old_context = MemoryContextSwitchTo(JobContext());
 	(void) CaptureRowLoad(run->job.id, &q->capture);
 
@@ -275,7 +295,7 @@ QueryJobPlan(JobRun *run)
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
-	QueryDecompose(query, q->rule_relid, q->query_role, InvalidOid, &decomposition);
+	QueryDecompose(query, DecomposedFor(q), q->query_role, InvalidOid, &decomposition);
 	run->job.rows_total = QueryEstimateRows(query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
@@ -318,7 +338,7 @@ InstallCaptureStep(JobRun *run, void *arg)
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
-	QueryDecompose(query, q->rule_relid, q->query_role, q->driving_oid, &decomposition);
+	QueryDecompose(query, DecomposedFor(q), q->query_role, q->driving_oid, &decomposition);
 	if (decomposition.partial)
 		chunk_query = QueryPartialAggChunk(query);
 	JobQueryEnd();
@@ -435,7 +455,8 @@ ContentWasReset(const JobRun *run, Relation content)
  * before the job's own relations: DROP TABLE ... CASCADE of a base table
  * locks the base table first and then the objects that depend on it (the
  * placeholder), so taking ours in the other order could deadlock with it.
- * The query's relations are those its view rule depends on.
+ * The query's relations are those its view rule depends on, or the table
+ * whose rows it reads.
  */
 static void
 LockSources(const QueryRun *q)
@@ -447,6 +468,11 @@ LockSources(const QueryRun *q)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 
+	if (q->rewrites_table)
+	{
+		LockRelationOid(q->rule_relid, AccessShareLock);
+		return;
+	}
 	rule_tuple = SearchSysCache2(RULERELNAME, ObjectIdGetDatum(q->rule_relid),
 								 CStringGetDatum(ViewSelectRuleName));
 	if (!HeapTupleIsValid(rule_tuple))
@@ -500,6 +526,26 @@ CheckCapturePrivileges(const JobRun *run)
 }
 
 /*
+ * A rewrite's table must keep the shape its hidden heap was made with: the
+ * content becomes its storage.  An ALTER TABLE that adds, drops or retypes a
+ * column since the job began fails the job (the table is left as it is).
+ */
+static void
+CheckTableShape(const JobRun *run, Relation content)
+{
+	Relation	table = relation_open(QueryRunOf(run)->rule_relid, AccessShareLock);
+
+	if (!PgHeapSameRowShape(table, content))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" was altered while background DDL job %lld rewrote it",
+						RelationGetRelationName(table), (long long) run->job.id),
+				 errdetail("A column was added, dropped or changed since the job began; the table is left as it was."),
+				 errhint("Run the statement again.")));
+	relation_close(table, NoLock);
+}
+
+/*
  * Begin a step that reads the job's sources: their locks first, then the
  * snapshot (JobStepTakeSnapshot says why).
  */
@@ -537,6 +583,8 @@ CheckSources(JobRun *run)
 		relation_close(content, NoLock);
 		return JOB_STEP_RESTART;
 	}
+	if (q->rewrites_table)
+		CheckTableShape(run, content);
 	relation_close(content, NoLock);
 	if (q->driving != NULL && QueryDrivingTreeChanged(q->driving))
 		return JOB_STEP_RESTART;
@@ -955,7 +1003,7 @@ QueryJobBackfillStep(JobRun *run)
 
 	JobStepHoldAtChunk(run->job.chunks_done);
 	CountBacklog(run);
-	if (ChangesSpread(run))
+	if (!q->rewrites_table && ChangesSpread(run))
 		return LeaveAllToCutOver(run);
 	result = ChunkStep(run, "background_ddl: backfilling a chunk");
 	if (result == JOB_STEP_RESTART && RestartBuildStep(run) == JOB_STEP_RESTART)
@@ -1155,8 +1203,10 @@ QueryJobCatchUp(JobRun *run)
 		OpenCatchUpTarget(run, &target);
 		q->whole_table_marked = false;	/* the pass sees it */
 		QueryCatchUpPassBegin(&target, &pass, JobContext());
-		costs_more = QueryCatchUpPassCostsMore(&target, &pass) ||
-			(pass.marks.whole_table && q->last_pass_whole);
+		/* (a rewrite's whole query, at its cut-over, would lock the table) */
+		costs_more = !q->rewrites_table &&
+			(QueryCatchUpPassCostsMore(&target, &pass) ||
+			 (pass.marks.whole_table && q->last_pass_whole));
 		CloseCatchUpTarget(&target);
 		WriteQueryState(run);
 		CatalogJobRecordBacklog(&run->job, QueryCatchUpBacklog(&pass), -1);
@@ -1262,7 +1312,7 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 			OpenCatchUpTarget(run, &target);
 			QueryCatchUpPassBegin(&target, &pass, CurrentMemoryContext);
 			recompute_all = pass.marks.uncaptured || pass.marks.whole_table || pass.marks.more ||
-				QueryCatchUpPassCostsMore(&target, &pass);
+				(!q->rewrites_table && QueryCatchUpPassCostsMore(&target, &pass));
 			if (!recompute_all)
 			{
 				int64		gained;
@@ -1324,7 +1374,19 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 
 	JobStepHoldPoint("cutting over");
 	JobPublishPhase(phase);		/* while it waits for its locks */
-	SourcesStepBegin(run, "background_ddl: cutting over", true);
+	if (q->rewrites_table)
+	{
+		/*
+		 * The last changes of a rewritten table are applied with its writers
+		 * kept out, until its storage is swapped: locked before the snapshot
+		 */
+		JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ_LATER);
+		JobStepLockRelation(q->rule_relid, AccessExclusiveLock, REWRITE_LOCK_PATIENCE_MS);
+		LockSources(q);
+		JobStepTakeSnapshot();
+	}
+	else
+		SourcesStepBegin(run, "background_ddl: cutting over", true);
 	JobRunRecordPhase(run, phase);
 	if (!JobRunTargetExists(run))
 	{
@@ -1354,6 +1416,94 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 	}
 	JobStepEnd();
 	return result;
+}
+
+/* The hidden heap of a job that replaces a relation's storage; InvalidOid: not made yet */
+static Oid
+HiddenHeapOf(const BgddlJob *job)
+{
+	return (Oid) CatalogKindStateInt(job->kind_state, STATE_HIDDEN_OID);
+}
+
+/*
+ * The hidden heap that a job replacing a relation's storage (REFRESH, a
+ * table's rewrite) computes the new content into, made like that relation
+ * (PgHeapCreateLike), in the extension's schema, named prefix_<relation's
+ * OID>, in the relation's tablespace or the one its kind recorded at submit
+ * (QUERY_STATE_TABLESPACE), the first time; a helper only uses it.  Its OID lives in the job's
+ * kind_state.  Caller is in a transaction, with a lock on like.
+ */
+static Oid
+HiddenHeap(JobRun *run, Relation like, const char *prefix)
+{
+	Oid			hidden_oid = HiddenHeapOf(&run->job);
+
+	if (run->helper || (OidIsValid(hidden_oid) &&
+						SearchSysCacheExists1(RELOID, ObjectIdGetDatum(hidden_oid))))
+		return hidden_oid;
+	hidden_oid = PgHeapCreateLike(like, CatalogRequire()->schema_oid,
+								  psprintf("%s_%u", prefix, RelationGetRelid(like)),
+								  CatalogKindStateHas(run->job.kind_state, QUERY_STATE_TABLESPACE) ?
+								  (Oid) CatalogKindStateInt(run->job.kind_state, QUERY_STATE_TABLESPACE) :
+								  like->rd_rel->reltablespace);
+	PgRelationSetExtensionMember(hidden_oid, CatalogRequire()->extension_oid, true);
+	CatalogKindStateSetInt(&run->job.kind_state, STATE_HIDDEN_OID, hidden_oid);
+	CatalogJobRecordKindState(&run->job);
+	return hidden_oid;
+}
+
+/*
+ * Start a run of a job that replaces its target's storage: its query's rows
+ * go to the hidden heap (made now, the first time), and the query runs as
+ * the target's owner (as REFRESH and VACUUM FULL run a relation's code).
+ * Caller is between steps.
+ */
+void
+QueryJobStartReplacing(JobRun *run, const char *prefix)
+{
+	Relation	target;
+	Oid			hidden_oid;
+	Oid			owner;
+
+	JobStepBegin("background_ddl: preparing the new storage", STEP_READ_COMMITTED);
+	target = table_open(run->job.target_oid, AccessShareLock);
+	owner = target->rd_rel->relowner;
+	hidden_oid = HiddenHeap(run, target, prefix);
+	table_close(target, NoLock);
+	JobStepEnd();
+	QueryJobStart(run, run->job.target_oid, hidden_oid, owner);
+}
+
+/*
+ * QueryJobBuildHere for a job that replaces its target's storage, the
+ * target locked in lockmode first, as the blocking statement locks it
+ */
+Oid
+QueryJobBuildHereReplacing(const BgddlJob *job, const char *prefix, LOCKMODE lockmode,
+						   QueryJobPublish publish)
+{
+	JobRun		run = {.job = *job};
+	Relation	target = table_open(job->target_oid, lockmode);
+	Oid			hidden_oid = HiddenHeap(&run, target, prefix);
+	Oid			owner = target->rd_rel->relowner;
+
+	/* Closed before the swap, which checks that nobody has it open */
+	table_close(target, NoLock);
+	QueryJobBuildHere(&run.job, job->target_oid, hidden_oid, owner, publish);
+	return job->target_oid;
+}
+
+/*
+ * The discard routine of the kinds that replace a relation's storage: what
+ * every query job leaves (QueryJobDiscard), and the hidden heap; the
+ * relation itself stays as it was.
+ */
+void
+QueryJobDiscardHiddenHeap(const BgddlJob *job, bool keep_target)
+{
+	QueryJobDiscard(job);
+	if (OidIsValid(HiddenHeapOf(job)))
+		PgRelationDrop(HiddenHeapOf(job));
 }
 
 /*

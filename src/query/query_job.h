@@ -12,6 +12,7 @@
 #include "nodes/params.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
 #include "capture/capture_log.h"
@@ -29,6 +30,8 @@
 typedef struct QueryRun
 {
 	Oid			rule_relid;		/* whose view rule is the query */
+	bool		rewrites_table; /* ... or a table, whose rows are the query:
+								 * the content becomes its storage */
 	Oid			content_oid;	/* the relation that receives the rows */
 	Oid			query_role;		/* whose privileges the query runs with */
 	Oid			driving_oid;	/* InvalidOid: one batch */
@@ -58,6 +61,13 @@ typedef struct QueryRun
 
 #define QueryRunOf(run)	((QueryRun *) (run)->kind_run)
 
+/*
+ * A key of the job's kind_state: the tablespace of the new storage of a job
+ * that replaces its target's (pg_class.reltablespace's value), if not the
+ * target's own
+ */
+#define QUERY_STATE_TABLESPACE	"tablespace"
+
 extern void QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role);
 extern void QueryJobPlan(JobRun *run);
 extern JobStepResult QueryJobBackfillStep(JobRun *run);
@@ -70,6 +80,10 @@ typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
 extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
 extern void QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid,
 							  Oid query_role, QueryJobPublish publish);
+extern void QueryJobStartReplacing(JobRun *run, const char *prefix);
+extern Oid	QueryJobBuildHereReplacing(const BgddlJob *job, const char *prefix,
+									   LOCKMODE lockmode, QueryJobPublish publish);
+extern void QueryJobDiscardHiddenHeap(const BgddlJob *job, bool keep_target);
 extern void QueryJobHousekeeping(void);
 extern void QueryJobCleanup(const BgddlJob *job);
 extern void QueryJobDiscard(const BgddlJob *job);

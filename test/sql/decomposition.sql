@@ -156,6 +156,9 @@ SELECT explain_ddl('SELECT nothing FROM events');
 SELECT explain_ddl('SELECT 1; SELECT 2');
 SELECT explain_ddl('DROP TABLE events');
 SELECT explain_ddl('REFRESH MATERIALIZED VIEW small');
+SELECT explain_ddl('VACUUM FULL events');
+SELECT explain_ddl('VACUUM FULL VERBOSE events');
+SELECT explain_ddl('ALTER TABLE events SET TABLESPACE pg_default');
 
 -- estimate_ddl: the job measured on a rolled-back sample of its chunks
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,

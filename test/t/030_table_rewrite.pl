@@ -1,0 +1,215 @@
+# VACUUM FULL as a job, while pgbench writes to the table as its owner
+# (updates of every column, the unique key among them, inserts, deletes, a
+# rolled-back savepoint), each write made to a mirror table too, in the same
+# transaction:
+#  1. a job killed (kill -9 of its worker) after its second chunk resumes
+#     from its checkpoint and succeeds;
+#  2. a job killed at its cut-over, and paused and resumed, succeeds, with an
+#     index created on the table meanwhile;
+#  3. a job cancelled at its cut-over leaves the table as it was, nothing left;
+#  4. an ALTER TABLE that adds a column during a job fails the job, the table
+#     as it was;
+#  5. ALTER TABLE ... SET TABLESPACE moves the table and its TOAST table;
+# each time the table holds exactly the mirror's rows, its indexes pass
+# amcheck with every row, it keeps its OID, its schema (pg_dump) and its
+# readers, and no writer fails.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('table_rewrite', q{
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+$node->safe_psql('postgres', q{
+CREATE EXTENSION amcheck;
+CREATE ROLE alice LOGIN;
+GRANT CREATE ON SCHEMA public TO alice;
+SET ROLE alice;
+CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL, gone text, a text, c text);
+INSERT INTO t SELECT g, g, 'x', md5(g::text), CASE WHEN g % 10 = 0 THEN repeat(md5(g::text), 200) END
+  FROM generate_series(1, 60000) g;
+ALTER TABLE t DROP COLUMN gone;
+CREATE UNIQUE INDEX t_k ON t (k);
+CREATE INDEX t_a ON t (a) WHERE id % 2 = 0;
+CREATE INDEX t_lower ON t (lower(a));
+COMMENT ON TABLE t IS 'rewritten in the background';
+CREATE TABLE mirror AS TABLE t;
+ALTER TABLE mirror ADD PRIMARY KEY (id);
+CREATE SEQUENCE ids START 100001;
+DELETE FROM t WHERE id % 3 = 0;
+DELETE FROM mirror WHERE id % 3 = 0;
+});
+
+my $script = <<'EOS';
+\set id random(1, 60000)
+\set v random(1, 1000000)
+BEGIN;
+UPDATE t SET a = md5(:v::text), k = -k WHERE id = :id;
+UPDATE mirror SET a = md5(:v::text), k = -k WHERE id = :id;
+UPDATE t SET c = repeat(md5(:v::text), 100) WHERE id = :id + 1;
+UPDATE mirror SET c = repeat(md5(:v::text), 100) WHERE id = :id + 1;
+DELETE FROM t WHERE id = :id + 2 AND :v % 4 = 0;
+DELETE FROM mirror WHERE id = :id + 2 AND :v % 4 = 0;
+SELECT nextval('ids') AS new_id \gset
+INSERT INTO t VALUES (:new_id, :new_id, md5(:v::text), NULL);
+INSERT INTO mirror VALUES (:new_id, :new_id, md5(:v::text), NULL);
+SAVEPOINT s;
+UPDATE t SET a = 'rolled back' WHERE id = :id;
+ROLLBACK TO s;
+COMMIT;
+EOS
+my ($writers, $writers_err);
+
+sub start_writers
+{
+	my $before = $node->safe_psql('postgres', 'SELECT last_value FROM ids');
+	($writers, $writers_err) = start_pgbench($node, $script, '-U', 'alice');
+	ok($node->poll_query_until('postgres', "SELECT last_value > $before + 50 FROM ids"),
+		'the writers write');
+}
+
+sub filenode
+{
+	return $node->safe_psql('postgres', q{SELECT pg_relation_filenode('t')});
+}
+
+sub schema_dump
+{
+	my ($out, $err) = run_command([ 'pg_dump', '--schema-only', '-t', 't', '-d', $node->connstr('postgres') ]);
+	# (without the random key of pg_dump's \restrict lines)
+	return $out =~ s/^\\(un)?restrict .*$//mgr;
+}
+
+# The table's rows are the mirror's, every index passes amcheck with every
+# row, nothing of the job is left
+sub check_table
+{
+	my ($job, $what) = @_;
+	is(differences($node, 't', 'TABLE mirror'), '0', "$what: the table holds the mirror's rows");
+	is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM pg_index i,
+  LATERAL bt_index_parent_check(i.indexrelid, true)
+ WHERE i.indrelid = 't'::regclass}),
+		$node->safe_psql('postgres', q{SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass}),
+		"$what: every index passes amcheck with every row");
+	check_no_leftovers($node, $job);
+	is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
+   AND (relname LIKE 'rewrite\_%' OR relname LIKE 'index\_%')}),
+		'0', "$what: no hidden heap or index copy left");
+}
+
+my $table_oid = $node->safe_psql('postgres', q{SELECT 't'::regclass::oid});
+my $dump_before = schema_dump();
+start_writers();
+
+# 1. Killed after its second chunk.
+my $filenode = filenode();
+my ($job, $hold) = submit_held_at($node, 'chunk 2', 'VACUUM FULL t', user => 'alice');
+is( $node->safe_psql('postgres', "SET lock_timeout = '1s'; SELECT count(*) > 0 FROM t"),
+	't', 'the table is read during the job');
+my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+cmp_ok($done_before, '>', 0, "held after $done_before blocks copied");
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+kill_and_recover($node, job_field($node, $job, 'pid'));
+eval { $hold->quit };
+$writers->finish;
+start_writers();
+cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
+	'>=', $done_before, 'the checkpoint survived the crash');
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+isnt(filenode(), $filenode, 'the table has new storage');
+is($node->safe_psql('postgres', q{SELECT 't'::regclass::oid}), $table_oid, 'and its OID');
+my $writers_said = stop_pgbench($writers, $writers_err);
+check_table($job, 'killed after a chunk');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+is(schema_dump(), $dump_before, "the table's schema is the same (pg_dump)");
+
+# 2. Killed at its cut-over, then paused and resumed, an index made meanwhile.
+start_writers();
+$filenode = filenode();
+($job, $hold) = submit_held_at($node, 'cutting over', 'VACUUM FULL t', user => 'alice');
+is( $node->safe_psql('postgres', qq{SELECT value FROM background_ddl.job, jsonb_each_text(kind_state)
+                                     WHERE id = $job AND key = 'index_copies'}) =~ tr/ //,
+	7, 'the copies of the four indexes were built before the cut-over');
+$node->safe_psql('postgres', 'CREATE INDEX t_k_a ON t (k, a)');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+kill_and_recover($node, job_field($node, $job, 'pid'));
+eval { $hold->quit };
+$writers->finish;
+$node->safe_psql('postgres', "SELECT pause_ddl($job)");
+ok(wait_job_state($node, $job, 'paused'), 'paused after the crash');
+start_writers();
+$node->safe_psql('postgres', "SELECT resume_ddl($job)");
+ok(wait_job_state($node, $job, 'succeeded'), 'resumed, the job succeeded');
+isnt(filenode(), $filenode, 'the table has new storage');
+$writers_said = stop_pgbench($writers, $writers_err);
+check_table($job, 'killed at the cut-over');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+$node->safe_psql('postgres', 'DROP INDEX t_k_a');
+
+# 3. Cancelled at its cut-over.
+start_writers();
+$filenode = filenode();
+($job, $hold) = submit_held_at($node, 'cutting over', 'VACUUM FULL t', user => 'alice');
+$node->safe_psql('postgres', "SELECT cancel_ddl($job)", extra_params => [ '-U', 'alice' ]);
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
+is(filenode(), $filenode, 'the table keeps its storage');
+$writers_said = stop_pgbench($writers, $writers_err);
+check_table($job, 'cancelled');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+
+# 4. A column added during the job.
+$filenode = filenode();
+($job, $hold) = submit_held_at($node, 'chunk 2', 'VACUUM FULL t', user => 'alice');
+$node->safe_psql('postgres', 'ALTER TABLE t ADD COLUMN added int');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+like(job_field($node, $job, 'error'), qr/table "t" was altered while background DDL job \d+ rewrote it/,
+	'saying why');
+is(filenode(), $filenode, 'the table keeps its storage');
+$node->safe_psql('postgres', 'ALTER TABLE mirror ADD COLUMN added int');
+check_table($job, 'altered');
+is(schema_dump() =~ s/,\n\s+added integer//r, $dump_before, "the table's schema is the same but the column");
+
+# 5. SET TABLESPACE, as alice (who may create in the tablespace).
+my $location = PostgreSQL::Test::Utils::tempdir;
+$node->safe_psql('postgres', qq{
+CREATE TABLESPACE rewrite_space LOCATION '$location';
+GRANT CREATE ON TABLESPACE rewrite_space TO alice;
+ALTER TABLE t DROP COLUMN added;
+ALTER TABLE mirror DROP COLUMN added;
+});
+start_writers();
+$job = submit_job($node, 'ALTER TABLE t SET TABLESPACE rewrite_space', user => 'alice');
+ok(wait_job_state($node, $job, 'succeeded'), 'the SET TABLESPACE job succeeded');
+is( $node->safe_psql('postgres', q{
+SELECT c.relname, coalesce(ts.spcname, 'default')
+  FROM pg_class c LEFT JOIN pg_tablespace ts ON ts.oid = c.reltablespace
+ WHERE c.oid IN ('t'::regclass, (SELECT reltoastrelid FROM pg_class WHERE oid = 't'::regclass), 't_k'::regclass)
+ ORDER BY c.relname}),
+	"pg_toast_$table_oid|rewrite_space\nt|rewrite_space\nt_k|default",
+	'the table and its TOAST table moved, its indexes stayed');
+like($node->safe_psql('postgres', q{SELECT pg_relation_filepath('t')}), qr/^pg_tblspc\//,
+	'its files are in the tablespace');
+$writers_said = stop_pgbench($writers, $writers_err);
+check_table($job, 'moved');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+# (where pg_dump says the tablespaces: their lines left out of both)
+my $without_tablespaces = sub {
+	$_[0] =~ s/^SET default_tablespace = .*\n//mgr =~ s/; Tablespace: \S+$//mgr =~ s/\n{3,}/\n\n/gr;
+};
+is($without_tablespaces->(schema_dump()), $without_tablespaces->($dump_before),
+	"the table's schema is the same but its tablespace");
+
+$node->stop;
+done_testing();
