@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# bench/rewrite.sh -- benchmark (not a test): a table's rewrite three ways, side by side in one run,
+# with writers running: the blocking VACUUM FULL, pg_repack (postgresql-15-repack, installed if
+# missing), and the background job (background_ddl = on), on `events` (ROWS rows, a quarter of them
+# deleted first and after each rewrite so that each has the same dead rows to drop; its primary key
+# and an index on an int column), ROUNDS rounds in rotating order, with CLIENTS pgbench writers
+# (each transaction updates a random row and inserts one) around every rewrite and around a
+# stretch of as long without one.  Per rewrite: its time (psql \timing; pg_repack's run; submitted
+# to finished for the job), the longest write that ended during it, the WAL it wrote (the server's
+# WAL position before and after, the writers' included), and the writers' transactions per second
+# during it over theirs without a rewrite in the same round.  A checkpoint before each; the
+# indexes checked valid and the rows counted after it.
+#
+# Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4)
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib.sh"
+source "$(dirname "$0")/lib.sh"
+
+ROWS=${1:-${ROWS:-10000000}}
+ROUNDS=${ROUNDS:-3}
+CLIENTS=${CLIENTS:-4}
+export PGPORT=${PGPORT:-54337}
+
+if ! dpkg -s postgresql-$PG_MAJOR-repack >/dev/null 2>&1; then
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-$PG_MAJOR-repack
+fi
+bench_server "${BENCH_CONF[@]}"
+bench_writes_setup "$ROWS"
+sql -q -c "CREATE EXTENSION pg_repack" -c "CREATE INDEX events_account ON events (account)"
+bench_stoppable_writes
+
+# The same dead rows before each rewrite: a quarter of the rows deleted (inserted again first)
+bloat() {
+    sql -q -c "INSERT INTO events (id, account, payload)
+                 SELECT g, g % 1000, md5(g::text) FROM generate_series(1, $ROWS) g
+                  WHERE g % 4 = 0 ON CONFLICT DO NOTHING" \
+        -c "DELETE FROM events WHERE id % 4 = 0 AND id <= $ROWS" -c "VACUUM ANALYZE events"
+}
+
+wal_lsn() { sql -c "SELECT pg_current_wal_lsn()"; }
+
+# The writers' transactions that ended between T0_NS and T1_NS (date +%s%N), per second
+writer_rate() {
+    cat "$B"/pgbench_log.* 2>/dev/null | awk -v t0="$1" -v t1="$2" '
+        { end_ns = ($5 * 1000000 + $6) * 1000; if (end_ns >= t0 && end_ns <= t1) n++ }
+        END { printf "%.1f", n / ((t1 - t0) / 1e9) }'
+}
+
+# measure METHOD: one rewrite with the writers around it, then as long without one; prints
+# "ms longest_write_ms wal_mb rate_ratio"
+measure() {
+    local method=$1 t0 t1 t2 ms max lsn0 lsn1 wal rate_during rate_without
+    bloat
+    sql -q -c "CHECKPOINT"
+    bench_logged_writers_start "$CLIENTS"
+    lsn0=$(wal_lsn)
+    t0=$(date +%s%N)
+    case $method in
+        blocking) ms=$(sql -c '\timing on' -c "VACUUM FULL events" | timing_ms) ;;
+        pg_repack)
+            "$PGBIN/pg_repack" --no-order --table=events --no-superuser-check -h "$PGHOST" -p "$PGPORT" \
+                -U postgres -d "${PGDATABASE:-postgres}" >"$B/pg_repack.out" 2>&1 ||
+                { cat "$B/pg_repack.out" >&2; exit 1; }
+            ms=$(( ($(date +%s%N) - t0) / 1000000 )) ;;
+        job) ms=$(bench_background_ms "VACUUM FULL events") ;;
+    esac
+    t1=$(date +%s%N)
+    lsn1=$(wal_lsn)
+    sleep "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')"
+    t2=$(date +%s%N)
+    bench_logged_writers_stop "$t0" "$t1"
+    max=$BENCH_LONGEST_WRITE
+    rate_during=$(writer_rate "$t0" "$t1")
+    rate_without=$(writer_rate "$t1" "$t2")
+    wal=$(sql -c "SELECT round(pg_wal_lsn_diff('$lsn1', '$lsn0') / 1048576.0)")
+    [ "$(sql -c "SELECT bool_and(indisvalid) AND count(*) = 2 FROM pg_index WHERE indrelid = 'events'::regclass")" = t ] ||
+        { echo "after $method, the indexes of events are not two valid ones" >&2; exit 1; }
+    echo "$ms $max $wal $(awk -v a="$rate_during" -v b="$rate_without" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+}
+
+methods=(blocking pg_repack job)
+: >"$B/results"
+for round in $(seq "$ROUNDS"); do
+    for i in 0 1 2; do
+        method=${methods[$(((round + i) % 3))]}
+        read -r ms max wal rate <<<"$(measure "$method")"
+        echo "$method $ms $max $wal $rate" >>"$B/results"
+        echo "== round $round: $method $ms ms, longest write $max ms, WAL $wal MB, writers' rate $rate of theirs without"
+    done
+done
+
+echo
+echo "events rows: $ROWS (a quarter dead before each rewrite; 2 indexes)   rounds: $ROUNDS   writer clients: $CLIENTS"
+printf '%-12s %12s %8s %18s %8s %16s\n' "" "median ms" "ratio" "longest write ms" "WAL MB" "writers' rate"
+for method in blocking pg_repack job; do
+    printf '%-12s %12s %8s %18s %8s %16s\n' "$method" "$(bench_col "$method" 2)" \
+        "$(awk -v a="$(bench_col "$method" 2)" -v b="$(bench_col blocking 2)" 'BEGIN { printf "%.2f", a / b }')" \
+        "$(bench_colmax "$method" 3)" "$(bench_col "$method" 4)" "$(bench_col "$method" 5)"
+done
