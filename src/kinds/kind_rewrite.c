@@ -40,6 +40,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
@@ -51,17 +52,21 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "capture/capture_trigger.h"
 #include "catalog/catalog_job.h"
+#include "catalog/job_identity.h"
 #include "citus/pg_citus.h"
 #include "engine/job_step.h"
 #include "index/index_build.h"
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_heap_swap.h"
+#include "query/query_backfill.h"
+#include "query/query_estimate.h"
 #include "query/query_job.h"
 
 /* The pairs (table's index, its copy on the hidden heap), once built */
@@ -388,6 +393,53 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 	return STRATEGY_REWRITE;
 }
 
+/*
+ * estimate_ddl of a table's rewrite: its copy, sampled as the job's chunks
+ * run it, as the table's owner (whom the caller must be or act for), in
+ * the job's query context; to which the index copies add their current
+ * size, written and WAL-logged once (their build's time is not counted)
+ */
+static bool
+RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
+{
+	const char *tablespace;
+	bool		missing_ok;
+	RangeVar   *rv = RewrittenTable(raw_statement, &tablespace, &missing_ok);
+	Relation	table;
+	JobQueryContext context;
+	ListCell   *lc;
+
+	if (rv == NULL)
+		return false;
+	table = table_open(RangeVarGetRelidExtended(rv, AccessShareLock, 0,
+												RangeVarCallbackOwnsTable, NULL), NoLock);
+	if (table->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", RelationGetRelationName(table)),
+				 errdetail("Only a plain table is rewritten as a job.")));
+	JobQueryEnter(table->rd_rel->relowner, &context, false);
+	QueryJobEstimate(QueryOfTableRows(table), InvalidOid, estimate);
+	JobQueryLeave(&context);
+	foreach(lc, RelationGetIndexList(table))
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		int64		bytes = (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
+
+		estimate->bytes += bytes;
+		estimate->wal_bytes += bytes;
+		index_close(index, AccessShareLock);
+	}
+	estimate->strategy = pstrdup(STRATEGY_REWRITE);
+	estimate->locks = psprintf("SHARE ROW EXCLUSIVE on \"%s\" to install its capture trigger (milliseconds; "
+							   "asked for without queueing, then for at most background_ddl.lock_timeout); "
+							   "ACCESS SHARE on it during each batch; ACCESS EXCLUSIVE on it at the cut-over, "
+							   "for the last changes and the swap (asked for as the install)",
+							   RelationGetRelationName(table));
+	table_close(table, NoLock);
+	return true;
+}
+
 /* Why the target is gone: the table was dropped */
 static const char *
 RewriteGoneReason(const BgddlJob *job)
@@ -415,11 +467,12 @@ RewriteGoneReason(const BgddlJob *job)
 	.discard = QueryJobDiscardHiddenHeap, \
 	.build_here = RewriteBuildHere
 
-/* (explain_ddl of either statement) */
+/* (explain_ddl and estimate_ddl of either statement) */
 const KindRoutine kind_rewrite_routine = {
 	.name = "VACUUM FULL",
 	.accepts = VacuumFullAccepts,
 	.explain = RewriteExplain,
+	.estimate = RewriteEstimate,
 	REWRITE_ROUTINES
 };
 

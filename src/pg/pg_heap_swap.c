@@ -181,6 +181,28 @@ BuildIndexCopy(Relation matview, Oid old_index, Relation hidden, Oid new_index, 
 }
 
 /*
+ * The hidden heap (its TOAST table and index copies) belongs to the view's
+ * owner, who may have changed since it was made: as ALTER ... OWNER changes
+ * a relation's TOAST table and indexes with it.  Its index copies are built
+ * as its owner, and its TOAST table comes to the view by its link.
+ */
+static void
+FollowOwner(Relation matview, Oid hidden_oid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(hidden_oid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", hidden_oid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	if (owner == matview->rd_rel->relowner)
+		return;
+	ATExecChangeOwner(hidden_oid, matview->rd_rel->relowner, true, AccessExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
  * Make an index copy a plain index: it checks no uniqueness.  Its storage is
  * what a unique index's would be; only its definition says otherwise.
  */
@@ -217,6 +239,7 @@ PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copied, bool con
 
 	*old_indexes = NIL;
 	*new_indexes = NIL;
+	FollowOwner(matview, RelationGetRelid(hidden));
 	foreach(lc, RelationGetIndexList(matview))
 	{
 		Oid			old_index = lfirst_oid(lc);
@@ -431,6 +454,8 @@ PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes
 	ObjectAddress hidden;
 
 	CheckTableNotInUse(matview, statement);
+	/* The hidden heap's TOAST table comes to the view by its link */
+	FollowOwner(matview, hidden_oid);
 	table_close(matview, NoLock);
 	foreach(old_cell, old_indexes)
 	{

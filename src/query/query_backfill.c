@@ -275,7 +275,7 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
  * (which takes no room in a row, whatever the column's type was), so that
  * the output's columns are the table's attribute numbers.
  */
-static Query *
+Query *
 QueryOfTableRows(Relation table)
 {
 	ParseState *pstate = make_parsestate(NULL);

@@ -15,6 +15,7 @@
 #include "capture/capture_tid_map.h"
 #include "query/query_driving.h"
 
+extern Query *QueryOfTableRows(Relation table);
 extern Query *QueryOfRule(Relation rule_relation, Oid check_as_role,
 								TimestampTz job_start);
 extern uint64 QueryBackfillBlocks(Relation content, Query *query, const QueryDriving *driving,

@@ -526,6 +526,23 @@ CheckCapturePrivileges(const JobRun *run)
 }
 
 /*
+ * A rewrite reads its table as the table's owner, as VACUUM FULL runs a
+ * table's code: whoever owns it now.  (An ALTER TABLE ... OWNER TO since the
+ * job began does not stop the job: with the blocking statement it would
+ * have waited for it.)  Caller holds a lock on the table.
+ */
+static void
+FollowTableOwner(QueryRun *q)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(q->rule_relid));
+
+	if (!HeapTupleIsValid(tuple))
+		return;					/* gone: the caller finds out */
+	q->query_role = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+}
+
+/*
  * A rewrite's table must keep the shape its hidden heap was made with: the
  * content becomes its storage.  An ALTER TABLE that adds, drops or retypes a
  * column since the job began fails the job (the table is left as it is).
@@ -576,6 +593,8 @@ CheckSources(JobRun *run)
 	if (!JobRunTargetExists(run) ||
 		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(q->content_oid)))
 		return JOB_STEP_TARGET_GONE;
+	if (q->rewrites_table)
+		FollowTableOwner(q);
 	CheckCapturePrivileges(run);
 	content = relation_open(q->content_oid, AccessShareLock);
 	if (PgRelFileNumber(content) != q->content_filenode || ContentWasReset(run, content))

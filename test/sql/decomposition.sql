@@ -179,6 +179,11 @@ COMMIT;
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, seconds > 0 AS timed
   FROM estimate_ddl('REFRESH MATERIALIZED VIEW est_mv'), (SELECT count(*) AS n FROM est_mv) c;
 DROP MATERIALIZED VIEW est_mv;
+-- a table's rewrite: its copy sampled as its owner runs it, its indexes' size added
+SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, seconds > 0 AS timed,
+       bytes > pg_table_size('events') / 2 + pg_indexes_size('events') AS has_bytes,
+       locks LIKE '%ACCESS EXCLUSIVE on it at the cut-over%' AS says_its_locks
+  FROM estimate_ddl('VACUUM FULL events'), (SELECT count(*) AS n FROM events) c;
 -- an index: built on a sample of the table
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,
        wal_bytes = bytes AS wal_is_the_index, seconds > 0 AS timed,

@@ -4,12 +4,15 @@
 # transaction:
 #  1. a job killed (kill -9 of its worker) after its second chunk resumes
 #     from its checkpoint and succeeds;
-#  2. a job killed at its cut-over, and paused and resumed, succeeds, with an
-#     index created on the table meanwhile;
+#  2. a job killed at its cut-over resumes and succeeds, with an index
+#     created on the table meanwhile;
 #  3. a job cancelled at its cut-over leaves the table as it was, nothing left;
 #  4. an ALTER TABLE that adds a column during a job fails the job, the table
 #     as it was;
-#  5. ALTER TABLE ... SET TABLESPACE moves the table and its TOAST table;
+#  5. ALTER TABLE ... SET TABLESPACE, paused and resumed, moves the table
+#     and its TOAST table;
+#  6. an ALTER TABLE ... OWNER TO during a job: the new TOAST table is the
+#     new owner's; a fillfactor set before the job applies to the new storage;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, its schema (pg_dump) and its
 # readers, and no writer fails.
@@ -132,7 +135,7 @@ check_table($job, 'killed after a chunk');
 unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 is(schema_dump(), $dump_before, "the table's schema is the same (pg_dump)");
 
-# 2. Killed at its cut-over, then paused and resumed, an index made meanwhile.
+# 2. Killed at its cut-over, an index made meanwhile.
 start_writers();
 $filenode = filenode();
 ($job, $hold) = submit_held_at($node, 'cutting over', 'VACUUM FULL t', user => 'alice');
@@ -145,11 +148,8 @@ $node->safe_psql('postgres',
 kill_and_recover($node, job_field($node, $job, 'pid'));
 eval { $hold->quit };
 $writers->finish;
-$node->safe_psql('postgres', "SELECT pause_ddl($job)");
-ok(wait_job_state($node, $job, 'paused'), 'paused after the crash');
 start_writers();
-$node->safe_psql('postgres', "SELECT resume_ddl($job)");
-ok(wait_job_state($node, $job, 'succeeded'), 'resumed, the job succeeded');
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 isnt(filenode(), $filenode, 'the table has new storage');
 $writers_said = stop_pgbench($writers, $writers_err);
 check_table($job, 'killed at the cut-over');
@@ -181,7 +181,7 @@ $node->safe_psql('postgres', 'ALTER TABLE mirror ADD COLUMN added int');
 check_table($job, 'altered');
 is(schema_dump() =~ s/,\n\s+added integer//r, $dump_before, "the table's schema is the same but the column");
 
-# 5. SET TABLESPACE, as alice (who may create in the tablespace).
+# 5. SET TABLESPACE, as alice (who may create in the tablespace), paused and resumed.
 my $location = PostgreSQL::Test::Utils::tempdir;
 $node->safe_psql('postgres', qq{
 CREATE TABLESPACE rewrite_space LOCATION '$location';
@@ -190,8 +190,13 @@ ALTER TABLE t DROP COLUMN added;
 ALTER TABLE mirror DROP COLUMN added;
 });
 start_writers();
-$job = submit_job($node, 'ALTER TABLE t SET TABLESPACE rewrite_space', user => 'alice');
-ok(wait_job_state($node, $job, 'succeeded'), 'the SET TABLESPACE job succeeded');
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE t SET TABLESPACE rewrite_space',
+	user => 'alice');
+$node->safe_psql('postgres', "SELECT pause_ddl($job)");
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'paused'), 'the SET TABLESPACE job paused');
+$node->safe_psql('postgres', "SELECT resume_ddl($job)");
+ok(wait_job_state($node, $job, 'succeeded'), 'resumed, it succeeded');
 is( $node->safe_psql('postgres', q{
 SELECT c.relname, coalesce(ts.spcname, 'default')
   FROM pg_class c LEFT JOIN pg_tablespace ts ON ts.oid = c.reltablespace
@@ -210,6 +215,24 @@ my $without_tablespaces = sub {
 };
 is($without_tablespaces->(schema_dump()), $without_tablespaces->($dump_before),
 	"the table's schema is the same but its tablespace");
+
+# 6. The table's owner changes during the job: its new TOAST table is the
+# new owner's too.  With a lower fillfactor set before (on a table
+# compacted by a blocking VACUUM FULL), the new storage has room left on
+# each page.
+$node->safe_psql('postgres', 'CREATE ROLE bob; VACUUM FULL t; ALTER TABLE t SET (fillfactor = 50)');
+my $pages_before = $node->safe_psql('postgres', q{SELECT pg_relation_size('t') / 8192});
+($job, $hold) = submit_held_at($node, 'chunk 2', 'VACUUM FULL t', user => 'alice');
+$node->safe_psql('postgres', 'ALTER TABLE t OWNER TO bob');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
+is( $node->safe_psql('postgres', q{
+SELECT t.relowner::regrole || ' ' || toast.relowner::regrole
+  FROM pg_class t JOIN pg_class toast ON toast.oid = t.reltoastrelid WHERE t.oid = 't'::regclass}),
+	'bob bob', "the table's TOAST table belongs to its new owner");
+cmp_ok($node->safe_psql('postgres', q{SELECT pg_relation_size('t') / 8192}), '>', 1.5 * $pages_before,
+	'the new storage has the fillfactor set before the job');
+check_table($job, 'owner changed');
 
 $node->stop;
 done_testing();
