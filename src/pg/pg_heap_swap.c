@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pg_heap_swap.c
- *	  A hidden heap for a materialized view's new content, and the swap of
- *	  the view's storage (heap, TOAST table and indexes) with it.
+ *	  A hidden heap for a materialized view's (or a table's) new content,
+ *	  and the swap of the view's storage (heap, TOAST table and indexes)
+ *	  with it.
  *
  * A background REFRESH builds the new content into a hidden heap while the
  * old content stays readable.  The hidden heap has the view's tuple
@@ -17,6 +18,12 @@
  * same short time whatever the view's size: CLUSTER's finish_heap_swap
  * would rebuild the view's indexes under the lock instead.  The hidden heap
  * then holds the old storage and is dropped with it.
+ *
+ * A table's rewrite (kind_rewrite.c) uses the same pieces: the hidden heap
+ * made like the table (its dropped attributes too), in the table's
+ * tablespace or a new one (which the swap then gives the table), and plain
+ * index copies (no uniqueness checked while the hidden heap holds rows of
+ * several snapshots), built before the cut-over and kept up to date.
  *
  * relfrozenxid and relminmxid come with the heap: the view gets the hidden
  * heap's own, which are right for rows inserted by ordinary, earlier

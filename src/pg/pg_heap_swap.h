@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pg_heap_swap.h
- *	  A hidden heap for a materialized view's new content, and the swap of
- *	  the view's storage with it.
+ *	  A hidden heap for a materialized view's (or a table's) new content,
+ *	  and the swap of the view's storage with it.
  *
  *-------------------------------------------------------------------------
  */

@@ -1448,9 +1448,10 @@ HiddenHeapOf(const BgddlJob *job)
  * The hidden heap that a job replacing a relation's storage (REFRESH, a
  * table's rewrite) computes the new content into, made like that relation
  * (PgHeapCreateLike), in the extension's schema, named prefix_<relation's
- * OID>, in the relation's tablespace or the one its kind recorded at submit
- * (QUERY_STATE_TABLESPACE), the first time; a helper only uses it.  Its OID lives in the job's
- * kind_state.  Caller is in a transaction, with a lock on like.
+ * OID>, in the relation's tablespace or the one its kind recorded at
+ * submit (QUERY_STATE_TABLESPACE), the first time; a helper only uses it.
+ * Its OID lives in the job's kind_state.  Caller is in a transaction, with
+ * a lock on like.
  */
 static Oid
 HiddenHeap(JobRun *run, Relation like, const char *prefix)
