@@ -13,6 +13,8 @@
 #     and its TOAST table;
 #  6. an ALTER TABLE ... OWNER TO during a job: the new TOAST table is the
 #     new owner's; a fillfactor set before the job applies to the new storage;
+#  7. a role with SELECT and TRIGGER cannot (VACUUM's WARNING, no job); the
+#     database owner can, and the job reads the table as its owner;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, its schema (pg_dump) and its
 # readers, and no writer fails.
@@ -233,6 +235,34 @@ SELECT t.relowner::regrole || ' ' || toast.relowner::regrole
 cmp_ok($node->safe_psql('postgres', q{SELECT pg_relation_size('t') / 8192}), '>', 1.5 * $pages_before,
 	'the new storage has the fillfactor set before the job');
 check_table($job, 'owner changed');
+
+# 7. Who may: a role with SELECT and TRIGGER on the table is skipped with
+# VACUUM's WARNING, and no job; the database's owner may, as with VACUUM
+# FULL, and the job reads the table as its owner (the hidden heap is
+# theirs, never the database owner's).
+$node->safe_psql('postgres', q{
+CREATE ROLE mallory LOGIN;
+GRANT SELECT, TRIGGER ON t TO mallory;
+CREATE ROLE dbowner LOGIN;
+ALTER DATABASE postgres OWNER TO dbowner;
+});
+my $jobs_before = $node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job');
+my ($rc, $out, $err) = $node->psql('postgres', 'SET background_ddl = on; VACUUM FULL t;',
+	extra_params => [ '-U', 'mallory' ]);
+like($err, qr/WARNING:  skipping "t" --- only table or database owner can vacuum it/,
+	"a role with SELECT and TRIGGER gets VACUUM's WARNING");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job'), $jobs_before,
+	'and submits no job');
+$filenode = filenode();
+($job, $hold) = submit_held_at($node, 'chunk 2', 'VACUUM FULL t', user => 'dbowner');
+is( $node->safe_psql('postgres', q{
+SELECT relowner::regrole FROM pg_class
+ WHERE relnamespace = 'background_ddl'::regnamespace AND relname LIKE 'rewrite\_%'}),
+	'bob', "the database owner's job: the hidden heap is the table owner's");
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), "the database owner's job succeeded");
+isnt(filenode(), $filenode, 'the table has new storage');
+check_table($job, "the database owner's");
 
 $node->stop;
 done_testing();
