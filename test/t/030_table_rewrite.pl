@@ -110,6 +110,20 @@ SELECT count(*) FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespac
 		'0', "$what: no hidden heap or index copy left");
 }
 
+# Kill the worker of a held job (the hold point reset first) and start the
+# writers again, whose connections died with the crash restart
+sub kill_held_job
+{
+	my ($job, $hold) = @_;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+	kill_and_recover($node, job_field($node, $job, 'pid'));
+	eval { $hold->quit };
+	$writers->finish;
+	start_writers();
+	return;
+}
+
 my $table_oid = $node->safe_psql('postgres', q{SELECT 't'::regclass::oid});
 my $dump_before = schema_dump();
 start_writers();
@@ -121,12 +135,7 @@ is( $node->safe_psql('postgres', "SET lock_timeout = '1s'; SELECT count(*) > 0 F
 	't', 'the table is read during the job');
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_before, '>', 0, "held after $done_before blocks copied");
-$node->safe_psql('postgres',
-	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
-kill_and_recover($node, job_field($node, $job, 'pid'));
-eval { $hold->quit };
-$writers->finish;
-start_writers();
+kill_held_job($job, $hold);
 cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
 	'>=', $done_before, 'the checkpoint survived the crash');
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
@@ -145,12 +154,7 @@ is( $node->safe_psql('postgres', qq{SELECT value FROM background_ddl.job, jsonb_
                                      WHERE id = $job AND key = 'index_copies'}) =~ tr/ //,
 	7, 'the copies of the four indexes were built before the cut-over');
 $node->safe_psql('postgres', 'CREATE INDEX t_k_a ON t (k, a)');
-$node->safe_psql('postgres',
-	"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
-kill_and_recover($node, job_field($node, $job, 'pid'));
-eval { $hold->quit };
-$writers->finish;
-start_writers();
+kill_held_job($job, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 isnt(filenode(), $filenode, 'the table has new storage');
 $writers_said = stop_pgbench($writers, $writers_err);
