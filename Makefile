@@ -48,6 +48,7 @@ OBJS = \
 	src/query/query_submit.o \
 	src/query/query_catchup.o \
 	src/query/query_backfill.o \
+	src/query/query_column_change.o \
 	src/query/query_decompose.o \
 	src/query/query_estimate.o \
 	src/query/query_driving.o \
@@ -96,7 +97,7 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.
 
 # The parity suite (test/parity): the same scripts run with background_ddl off
 # and on, against one expected output (make parity-check).
-PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order parity_alter_table parity_rewrite
+PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order parity_alter_table parity_rewrite parity_alter_type
 PARITY_OPTS = --inputdir=$(srcdir)/test/parity --temp-config=$(srcdir)/test/regress.conf \
 	--dbname=parity $(PARITY)
 

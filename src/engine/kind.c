@@ -119,6 +119,15 @@ KindForStatement(Node *parsetree, const char **in_session_reason)
 	return NULL;
 }
 
+/* The NOTICE of a statement of some kind that runs in this session, and why */
+void
+KindNoticeInSession(const char *reason)
+{
+	ereport(NOTICE,
+			(errmsg("this statement runs in this session, not as a background job"),
+			 errdetail("%s", reason)));
+}
+
 /* Does the target of some kind's jobs stand for an object of this type? */
 bool
 KindStandsFor(ObjectType type)

@@ -251,6 +251,7 @@ extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_sess
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
 extern bool KindEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate);
 extern char *KindNames(bool estimated);
+extern void KindNoticeInSession(const char *reason);
 extern bool KindStandsFor(ObjectType type);
 extern void KindJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress);
 extern Oid	KindBuildHere(int64 job_id, const char *why);

@@ -1823,6 +1823,14 @@ NamedCommand(AlterTableType subtype, const char *name)
 void
 ConstraintRunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode, const char *query_string)
 {
+	ConstraintRunAlterTableCommands(relid, role, list_make1(cmd), mode, query_string);
+}
+
+/* ConstraintRunAlterTable with a list of subcommands */
+void
+ConstraintRunAlterTableCommands(Oid relid, Oid role, List *cmds, LOCKMODE mode,
+								const char *query_string)
+{
 	AlterTableStmt *stmt = makeNode(AlterTableStmt);
 	AlterTableUtilityContext context = {0};
 	Oid			saved_userid;
@@ -1830,7 +1838,7 @@ ConstraintRunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode, 
 
 	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
 								  get_rel_name(relid), -1);
-	stmt->cmds = list_make1(cmd);
+	stmt->cmds = cmds;
 	stmt->objtype = OBJECT_TABLE;
 	context.pstmt = makeNode(PlannedStmt);
 	context.pstmt->commandType = CMD_UTILITY;

@@ -36,6 +36,8 @@ extern Oid	ConstraintAddNotValid(KindSubmit *submit, AlterTableStmt *stmt, Oid r
 extern Node *ConstraintKeyIsNotNull(Oid relid, List *columns);
 extern void ConstraintRunAlterTable(Oid relid, Oid role, AlterTableCmd *cmd, LOCKMODE mode,
 									const char *query_string);
+extern void ConstraintRunAlterTableCommands(Oid relid, Oid role, List *cmds, LOCKMODE mode,
+											const char *query_string);
 extern void ConstraintRunKey(const BgddlJob *job);
 extern Oid	ConstraintOfJob(const BgddlJob *job);
 extern void ConstraintDropOfJob(const BgddlJob *job);

@@ -195,7 +195,7 @@ RefreshReserve(KindSubmit *submit)
 static void
 RefreshStart(JobRun *run)
 {
-	QueryJobStartReplacing(run, "refresh");
+	QueryJobStartReplacing(run, "refresh", NIL);
 }
 
 /*
@@ -304,7 +304,7 @@ RefreshPublish(JobRun *run, int64 rows)
 	if (concurrently)
 		CheckConcurrentRefresh(run, matview);
 	hidden = table_open(QueryRunOf(run)->content_oid, AccessExclusiveLock);
-	PgHeapBuildIndexCopies(matview, hidden, NIL, concurrently, false, &old_indexes,
+	PgHeapBuildIndexCopies(matview, hidden, NIL, NIL, concurrently, false, &old_indexes,
 						   &new_indexes);
 	table_close(hidden, NoLock);
 	table_close(matview, NoLock);
@@ -332,7 +332,7 @@ RefreshCutOver(JobRun *run)
 static Oid
 RefreshBuildHere(const BgddlJob *job)
 {
-	return QueryJobBuildHereReplacing(job, "refresh", AccessShareLock, RefreshPublish);
+	return QueryJobBuildHereReplacing(job, "refresh", AccessShareLock, NIL, RefreshPublish);
 }
 
 /* explain_ddl: REFRESH MATERIALIZED VIEW */

@@ -41,31 +41,47 @@
 
 #include "access/relation.h"
 #include "access/genam.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_attrdef.h"
+#include "catalog/pg_constraint.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_statistic_ext.h"
 #include "commands/defrem.h"
 #include "commands/tablecmds.h"
 #include "commands/tablespace.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "parser/parser.h"
+#include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "storage/bufmgr.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "capture/capture_trigger.h"
 #include "catalog/catalog_job.h"
 #include "catalog/job_identity.h"
+#include "catalog/settings.h"
 #include "citus/pg_citus.h"
 #include "engine/job_step.h"
 #include "index/index_build.h"
+#include "kinds/kind_constraint.h"
 #include "kinds/kinds.h"
 #include "pg/pg_compat.h"
 #include "pg/pg_heap_swap.h"
+#include "pg/pg_relation.h"
+#include "pg/pg_subxact.h"
 #include "query/query_backfill.h"
+#include "query/query_column_change.h"
 #include "query/query_estimate.h"
 #include "query/query_job.h"
 
@@ -74,6 +90,9 @@
 
 /* The key of the variant that moves the table (to QUERY_STATE_TABLESPACE): 1 */
 #define STATE_NEW_TABLESPACE	"new_tablespace"
+
+/* The key of the variant that changes columns' types (ALTER COLUMN ... TYPE): 1 */
+#define STATE_COLUMN_CHANGES	"column_changes"
 
 #define STRATEGY_REWRITE	"table rewritten in ctid chunks, changed rows captured"
 
@@ -123,12 +142,117 @@ RewrittenTable(Node *parsetree, const char **tablespace, bool *missing_ok)
 	return NULL;
 }
 
+/*
+ * ALTER TABLE t ALTER COLUMN c [SET DATA] TYPE ..., with subcommands all of
+ * that kind: its subcommands (the column changes); NIL if not one
+ */
+static List *
+ColumnTypeChanges(Node *parsetree)
+{
+	AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+	ListCell   *lc;
+
+	if (!IsA(parsetree, AlterTableStmt) || stmt->objtype != OBJECT_TABLE)
+		return NIL;
+	foreach(lc, stmt->cmds)
+	{
+		if (lfirst_node(AlterTableCmd, lc)->subtype != AT_AlterColumnType)
+			return NIL;
+	}
+	return stmt->cmds;
+}
+
+/* A job's column changes (its statement's subcommands, parsed again), or NIL */
+static List *
+JobColumnChanges(const BgddlJob *job)
+{
+	RawStmt    *raw;
+
+	if (!CatalogKindStateHas(job->kind_state, STATE_COLUMN_CHANGES))
+		return NIL;
+	raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
+	return ColumnTypeChanges(raw->stmt);
+}
+
+/* The changed columns' attribute numbers, offset by FirstLowInvalidHeapAttributeNumber */
+static Bitmapset *
+ChangedColumns(Relation table, List *changes)
+{
+	Bitmapset  *columns = NULL;
+	ListCell   *lc;
+
+	foreach(lc, changes)
+		columns = bms_add_member(columns,
+								 get_attnum(RelationGetRelid(table),
+											lfirst_node(AlterTableCmd, lc)->name) -
+								 FirstLowInvalidHeapAttributeNumber);
+	return columns;
+}
+
+/*
+ * Does an index use a changed column (changed, as ChangedColumns)?
+ * *in_expressions: in its expressions or predicate (a whole-row reference
+ * uses every column), not only as a key column.
+ */
+static bool
+IndexUsesChanged(Relation index, Bitmapset *changed, bool *in_expressions)
+{
+	Bitmapset  *used = NULL;
+	bool		as_key = false;
+
+	for (int i = 0; i < index->rd_index->indnatts; i++)
+		as_key |= bms_is_member(index->rd_index->indkey.values[i] -
+								FirstLowInvalidHeapAttributeNumber, changed);
+	pull_varattnos((Node *) RelationGetIndexExpressions(index), 1, &used);
+	pull_varattnos((Node *) RelationGetIndexPredicate(index), 1, &used);
+	*in_expressions = bms_overlap(used, changed) ||
+		bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber, used);
+	return as_key || *in_expressions;
+}
+
+/* The table's indexes that use a changed column: made again for the new types */
+static List *
+RedefinedIndexes(Relation table, List *changes)
+{
+	Bitmapset  *changed = ChangedColumns(table, changes);
+	List	   *redefined = NIL;
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(table))
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		in_expressions;
+
+		if (IndexUsesChanged(index, changed, &in_expressions))
+			redefined = lappend_oid(redefined, lfirst_oid(lc));
+		index_close(index, AccessShareLock);
+	}
+	return redefined;
+}
+
 /* May the current user vacuum the table (vacuum.c's check, without its WARNING)? */
 static bool
 MayVacuum(Oid relid)
 {
 	return PgRelationOwnerCheck(relid, GetUserId()) ||
 		(PgDatabaseOwnerCheck(MyDatabaseId, GetUserId()) && !IsSharedRelation(relid));
+}
+
+/* Why a job cannot rewrite this table, or NULL */
+static const char *
+InSessionReason(Relation table)
+{
+	if (table->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		return "The table is temporary: it belongs to this session.";
+	if (IsCatalogRelation(table) || IsToastNamespace(RelationGetNamespace(table)))
+		return "The table is a system catalog.";
+	if (PgCitusTable(RelationGetRelid(table)))
+		return PgCitusInSessionReason(RelationGetRelid(table));
+	if (table->rd_rel->relrowsecurity && table->rd_rel->relforcerowsecurity)
+		return "The table forces row level security on its owner, as whom the job would read it.";
+	if (IndexBuildAnyExclusion(RelationGetIndexList(table)))
+		return "An index is an exclusion constraint's, which the job cannot copy.";
+	return NULL;
 }
 
 /*
@@ -156,16 +280,7 @@ RewriteAccepts(Node *parsetree, NodeTag statement, const char **reason)
 	table = try_relation_open(relid, AccessShareLock);
 	if (table == NULL)
 		return KIND_NOT_ACCEPTED;
-	if (table->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
-		*reason = "The table is temporary: it belongs to this session.";
-	else if (IsCatalogRelation(table) || IsToastNamespace(RelationGetNamespace(table)))
-		*reason = "The table is a system catalog.";
-	else if (PgCitusTable(relid))
-		*reason = PgCitusInSessionReason(relid);
-	else if (table->rd_rel->relrowsecurity && table->rd_rel->relforcerowsecurity)
-		*reason = "The table forces row level security on its owner, as whom the job would read it.";
-	else if (IndexBuildAnyExclusion(RelationGetIndexList(table)))
-		*reason = "An index is an exclusion constraint's, which the job cannot copy.";
+	*reason = InSessionReason(table);
 	relation_close(table, AccessShareLock);
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }
@@ -230,24 +345,37 @@ RewriteValidate(KindSubmit *submit)
 						   tablespace_oid == MyDatabaseTableSpace ? InvalidOid : tablespace_oid);
 }
 
-static void
-RewriteReserve(KindSubmit *submit)
+/* The table of a rewrite's statement (RewrittenTable, or an ALTER COLUMN ... TYPE's) */
+static RangeVar *
+TableOfStatement(Node *parsetree)
 {
 	const char *tablespace;
 	bool		missing_ok;
-	RangeVar   *rv = RewrittenTable(submit->pstmt->utilityStmt, &tablespace, &missing_ok);
-	Oid			relid = RangeVarGetRelid(rv, AccessShareLock, false);
+
+	if (ColumnTypeChanges(parsetree) != NIL)
+		return ((AlterTableStmt *) parsetree)->relation;
+	return RewrittenTable(parsetree, &tablespace, &missing_ok);
+}
+
+static void
+RewriteReserve(KindSubmit *submit)
+{
+	Oid			relid = RangeVarGetRelid(TableOfStatement(submit->pstmt->utilityStmt),
+										 AccessShareLock, false);
 
 	submit->target_oid = relid;
 	submit->target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 													 get_rel_name(relid));
 }
 
-/* The table's rows go to the hidden heap (made now, the first time); read as its owner */
+/*
+ * The table's rows (with the job's column changes) go to the hidden heap
+ * (made now, the first time); read as its owner
+ */
 static void
 RewriteStart(JobRun *run)
 {
-	QueryJobStartReplacing(run, "rewrite");
+	QueryJobStartReplacing(run, "rewrite", JobColumnChanges(&run->job));
 }
 
 /* The recorded pairs (table's index, copy), as two parallel lists */
@@ -290,7 +418,9 @@ BuildIndexCopiesStep(JobRun *run)
 	JobRunRecordPhase(run, JOB_PHASE_BUILDING_INDEXES);
 	table = table_open(run->job.target_oid, AccessShareLock);
 	hidden = table_open(QueryRunOf(run)->content_oid, AccessExclusiveLock);
-	PgHeapBuildIndexCopies(table, hidden, NIL, false, true, &old_indexes, &new_indexes);
+	PgHeapBuildIndexCopies(table, hidden, NIL,
+						   RedefinedIndexes(table, QueryRunOf(run)->column_changes),
+						   false, true, &old_indexes, &new_indexes);
 	table_close(hidden, NoLock);
 	table_close(table, NoLock);
 	initStringInfo(&pairs);
@@ -318,20 +448,63 @@ RewriteCatchUp(JobRun *run)
 }
 
 /*
+ * PostgreSQL's own ALTER COLUMN ... TYPE of the table (changes), as role,
+ * on the table emptied first (PgRelationTruncate): it makes the table's
+ * catalog exactly what the blocking statement makes of it (the columns,
+ * their defaults, the indexes and constraints it makes again, statistics
+ * objects), with every check and error of its own, in a time independent
+ * of the table's size.  Caller holds ACCESS EXCLUSIVE on the table, in a
+ * transaction whose end undoes it or gives the table other storage.
+ */
+static void
+AlterEmptiedTable(Oid relid, List *changes, Oid role, const char *query_string)
+{
+	Relation	table = table_open(relid, NoLock);
+
+	PgRelationTruncate(table);
+	table_close(table, NoLock);
+	ConstraintRunAlterTableCommands(relid, role, copyObject(changes), AccessExclusiveLock,
+									query_string);
+}
+
+/*
+ * The indexes of the table now that stand for indexes it had (by name in
+ * its schema: ALTER COLUMN ... TYPE makes the indexes of a changed column
+ * again, with new OIDs and the same names), as a list parallel to names;
+ * InvalidOid for one that is gone
+ */
+static List *
+IndexesNamed(Oid relid, List *names)
+{
+	Oid			namespace_oid = get_rel_namespace(relid);
+	List	   *indexes = NIL;
+	ListCell   *lc;
+
+	foreach(lc, names)
+		indexes = lappend_oid(indexes, lfirst(lc) == NULL ? InvalidOid :
+							  get_relname_relid(lfirst(lc), namespace_oid));
+	return indexes;
+}
+
+/*
  * In the cut-over transaction (query_job.c), the table locked ACCESS
  * EXCLUSIVE before its snapshot and the hidden heap now holding exactly its
- * rows: copy the indexes made since the copies were built (those dropped
- * since are left out; their copies go with the hidden heap), record the new
- * storage's size as VACUUM FULL does, and swap the storage.
+ * rows: drop the capture triggers; for column changes, make them in the
+ * table's catalog (AlterEmptiedTable); pair each index of the table with
+ * its copy where the copy is defined alike (an index dropped since has its
+ * copy go with the hidden heap), and copy the others (made since the
+ * copies were built, or made again by the ALTER otherwise than its copy);
+ * record the new storage's size as VACUUM FULL does, and swap the storage.
  */
 static void
 RewritePublish(JobRun *run, int64 rows)
 {
-	Oid			hidden_oid = QueryRunOf(run)->content_oid;
+	QueryRun   *q = QueryRunOf(run);
+	Oid			hidden_oid = q->content_oid;
 	bool		new_tablespace = CatalogKindStateHas(run->job.kind_state, STATE_NEW_TABLESPACE);
-	Relation	table = table_open(run->job.target_oid, NoLock);
-	Relation	hidden = table_open(hidden_oid, AccessExclusiveLock);
-	List	   *indexes = RelationGetIndexList(table);
+	Relation	table;
+	Relation	hidden;
+	List	   *indexes;
 	List	   *copied_old;
 	List	   *copied_new;
 	List	   *old_indexes = NIL;
@@ -341,28 +514,281 @@ RewritePublish(JobRun *run, int64 rows)
 	ListCell   *old_cell;
 	ListCell   *new_cell;
 
+	/* Its capture triggers go now, under the lock that a DROP TRIGGER takes */
+	CaptureRemove(run->job.id, run->job.target_oid);
+
 	IndexCopies(&run->job, &copied_old, &copied_new);
+	if (q->column_changes != NIL)
+	{
+		List	   *names = NIL;
+
+		foreach(old_cell, copied_old)
+			names = lappend(names, get_rel_name(lfirst_oid(old_cell)));
+		AlterEmptiedTable(run->job.target_oid, q->column_changes, run->job.identity.owner_oid,
+						  run->job.command);
+		copied_old = IndexesNamed(run->job.target_oid, names);
+	}
+
+	table = table_open(run->job.target_oid, NoLock);
+	hidden = table_open(hidden_oid, AccessExclusiveLock);
+	if (!PgHeapSameRowShape(RelationGetDescr(table), RelationGetDescr(hidden)))
+		elog(ERROR, "table \"%s\" and its new storage differ in their columns",
+			 RelationGetRelationName(table));
+	indexes = RelationGetIndexList(table);
 	forboth(old_cell, copied_old, new_cell, copied_new)
 	{
-		if (!list_member_oid(indexes, lfirst_oid(old_cell)))
+		if (!list_member_oid(indexes, lfirst_oid(old_cell)) ||
+			list_member_oid(old_indexes, lfirst_oid(old_cell)) ||
+			!PgIndexSameDefinition(lfirst_oid(old_cell), lfirst_oid(new_cell)))
 			continue;
 		old_indexes = lappend_oid(old_indexes, lfirst_oid(old_cell));
 		new_indexes = lappend_oid(new_indexes, lfirst_oid(new_cell));
 	}
-	PgHeapBuildIndexCopies(table, hidden, old_indexes, false, true, &more_old, &more_new);
+	PgHeapBuildIndexCopies(table, hidden, old_indexes, NIL, false, true, &more_old, &more_new);
 	old_indexes = list_concat(old_indexes, more_old);
 	new_indexes = list_concat(new_indexes, more_new);
 	PgHeapRecordSize(hidden, (double) rows);
 	table_close(hidden, NoLock);
 	table_close(table, NoLock);
 
-	/* Its capture triggers go now, under the lock that a DROP TRIGGER takes */
-	CaptureRemove(run->job.id, run->job.target_oid);
-
 	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
 	PgHeapSwap(run->job.target_oid, hidden_oid, old_indexes, new_indexes,
-			   new_tablespace ? "ALTER TABLE" : "VACUUM", new_tablespace);
+			   new_tablespace || q->column_changes != NIL ? "ALTER TABLE" : "VACUUM",
+			   new_tablespace);
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
+}
+
+/* Is a constraint a primary key or a unique constraint? */
+static bool
+IsKeyConstraint(Oid constraint_oid)
+{
+	HeapTuple	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(constraint_oid));
+	char		contype;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	contype = ((Form_pg_constraint) GETSTRUCT(tuple))->contype;
+	ReleaseSysCache(tuple);
+	return contype == CONSTRAINT_PRIMARY || contype == CONSTRAINT_UNIQUE;
+}
+
+/*
+ * Is what depends on a changed column only what ALTER COLUMN ... TYPE makes
+ * again by itself: the table's indexes and their constraints (primary key,
+ * unique), the column's own default, the sequence of a serial column,
+ * statistics objects?  A view, rule, trigger, policy, CHECK or foreign key
+ * constraint, generated column or publication: the statement runs as
+ * PostgreSQL runs it (its error, or its rewrite and checks, blocking).
+ */
+static bool
+OnlyRemadeDependents(Oid relid, AttrNumber attnum)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[3];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		only_remade = true;
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&keys[2], Anum_pg_depend_refobjsubid, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum((int32) attnum));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 3, keys);
+	while (only_remade && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
+		char		relkind;
+
+		switch (dependency->classid)
+		{
+			case RelationRelationId:
+				relkind = get_rel_relkind(dependency->objid);
+				only_remade = relkind == RELKIND_INDEX || relkind == RELKIND_SEQUENCE;
+				break;
+			case ConstraintRelationId:
+				only_remade = IsKeyConstraint(dependency->objid);
+				break;
+			case AttrDefaultRelationId:
+				only_remade = GetAttrDefaultColumnAddress(dependency->objid).objectSubId == attnum;
+				break;
+			case StatisticExtRelationId:
+				break;
+			default:
+				only_remade = false;
+		}
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return only_remade;
+}
+
+/*
+ * ALTER COLUMN ... TYPE of the columns of one plain table that the user
+ * owns, without inheritance (PostgreSQL's recursion runs it), where only
+ * what the statement makes again depends on the columns; in the session,
+ * with the reason, a table whose rewrite a job cannot do.  Whether
+ * PostgreSQL would rewrite the table at all is known at validate.
+ */
+static KindAcceptance
+AlterTypeAccepts(Node *parsetree, const char **reason)
+{
+	List	   *changes = ColumnTypeChanges(parsetree);
+	Oid			relid;
+	Relation	table;
+	KindAcceptance acceptance = KIND_ACCEPTED;
+	ListCell   *lc;
+
+	if (changes == NIL)
+		return KIND_NOT_ACCEPTED;
+	relid = RangeVarGetRelid(((AlterTableStmt *) parsetree)->relation, NoLock, true);
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION ||
+		!PgRelationOwnerCheck(relid, GetUserId()))
+		return KIND_NOT_ACCEPTED;
+	table = try_relation_open(relid, AccessShareLock);
+	if (table == NULL)
+		return KIND_NOT_ACCEPTED;
+	if (table->rd_rel->relispartition || table->rd_rel->relhassubclass ||
+		OidIsValid(table->rd_rel->reloftype) || has_superclass(relid))
+		acceptance = KIND_NOT_ACCEPTED;
+	foreach(lc, changes)
+	{
+		AttrNumber	attnum = get_attnum(relid, lfirst_node(AlterTableCmd, lc)->name);
+
+		if (attnum <= 0 || !OnlyRemadeDependents(relid, attnum))
+			acceptance = KIND_NOT_ACCEPTED;
+	}
+	if (acceptance == KIND_ACCEPTED && (*reason = InSessionReason(table)) != NULL)
+		acceptance = KIND_IN_SESSION;
+	relation_close(table, AccessShareLock);
+	return acceptance;
+}
+
+/* What the submit's rolled-back ALTER TABLE runs */
+typedef struct AlterTypeDryRun
+{
+	Oid			relid;
+	List	   *changes;
+	const char *query_string;
+} AlterTypeDryRun;
+
+/*
+ * The statement itself, as the user, on the table emptied
+ * (AlterEmptiedTable), under its ACCESS EXCLUSIVE lock taken as a job takes
+ * a lock others use; the subtransaction's rollback releases both
+ */
+static void
+RunAlterTypeRolledBack(void *arg)
+{
+	AlterTypeDryRun *dry_run = arg;
+
+	JobStepLockRelation(dry_run->relid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+	AlterEmptiedTable(dry_run->relid, dry_run->changes, GetUserId(), dry_run->query_string);
+}
+
+/* A changed column's new value in rows, the table's rows as the job computes them */
+static Node *
+NewValue(Query *rows, AttrNumber attnum)
+{
+	return (Node *) list_nth_node(TargetEntry, rows->targetList, attnum - 1)->expr;
+}
+
+/*
+ * Why the new values of a unique index's changed column might not stay
+ * distinct (the job's copies of the table's indexes check no uniqueness:
+ * QueryColumnChangeKeepsDistinct), or NULL
+ */
+static const char *
+UniqueKeysChangeReason(Relation table, List *changes, Query *rows)
+{
+	Bitmapset  *changed = ChangedColumns(table, changes);
+	const char *reason = NULL;
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(table))
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		in_expressions;
+
+		if (index->rd_index->indisunique && reason == NULL &&
+			IndexUsesChanged(index, changed, &in_expressions))
+		{
+			if (in_expressions)
+				reason = psprintf("Unique index \"%s\" computes its keys from a changed column: a job cannot tell that they stay distinct.",
+								  RelationGetRelationName(index));
+			for (int i = 0; reason == NULL && i < index->rd_index->indnkeyatts; i++)
+			{
+				AttrNumber	attnum = index->rd_index->indkey.values[i];
+
+				if (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, changed) &&
+					!QueryColumnChangeKeepsDistinct(NewValue(rows, attnum), attnum))
+					reason = psprintf("Unique index \"%s\" has column \"%s\", whose new values might not stay distinct (a job knows that they do only for an integer made wider).",
+									  RelationGetRelationName(index),
+									  get_attname(RelationGetRelid(table), attnum, false));
+			}
+		}
+		index_close(index, AccessShareLock);
+	}
+	return reason;
+}
+
+/* Would PostgreSQL rewrite the table for these changes (QueryColumnChangeRewrites)? */
+static bool
+ChangesRewrite(Relation table, List *changes, Query *rows)
+{
+	ListCell   *lc;
+
+	foreach(lc, changes)
+	{
+		AttrNumber	attnum = get_attnum(RelationGetRelid(table),
+										lfirst_node(AlterTableCmd, lc)->name);
+
+		if (QueryColumnChangeRewrites(NewValue(rows, attnum), attnum))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The blocking statement's checks and errors, all of them: the statement
+ * itself, run by PostgreSQL on the table emptied, rolled back
+ * (RunAlterTypeRolledBack).  Then it runs as PostgreSQL runs it if
+ * PostgreSQL would not rewrite the table (a binary-coercible change), or,
+ * with a NOTICE, if a unique index's keys might not stay distinct.
+ */
+static void
+AlterTypeValidate(KindSubmit *submit)
+{
+	AlterTableStmt *stmt = castNode(AlterTableStmt, submit->pstmt->utilityStmt);
+	AlterTypeDryRun dry_run = {.changes = stmt->cmds,.query_string = submit->query_string};
+	Relation	table;
+	Query	   *rows;
+	const char *reason;
+
+	/* The session's later statements that use the table see its new columns */
+	submit->target_effects = REL_ANY;
+	submit->strategy = pstrdup(STRATEGY_REWRITE);
+	dry_run.relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock,
+											 stmt->missing_ok ? RVR_MISSING_OK : 0,
+											 RangeVarCallbackOwnsTable, NULL);
+	if (!OidIsValid(dry_run.relid) || get_rel_relkind(dry_run.relid) != RELKIND_RELATION)
+	{
+		submit->declined = true;
+		return;
+	}
+	PgRunRolledBack(RunAlterTypeRolledBack, &dry_run);
+	table = relation_open(dry_run.relid, NoLock);
+	rows = QueryOfTableRows(table, stmt->cmds);
+	if (!ChangesRewrite(table, stmt->cmds, rows))
+		submit->declined = true;
+	else if ((reason = UniqueKeysChangeReason(table, stmt->cmds, rows)) != NULL)
+	{
+		KindNoticeInSession(reason);
+		submit->declined = true;
+	}
+	relation_close(table, NoLock);
+	CatalogKindStateSetInt(&submit->kind_state, STATE_COLUMN_CHANGES, 1);
 }
 
 static JobStepResult
@@ -379,16 +805,21 @@ RewriteCutOver(JobRun *run)
 static Oid
 RewriteBuildHere(const BgddlJob *job)
 {
-	return QueryJobBuildHereReplacing(job, "rewrite", AccessExclusiveLock, RewritePublish);
+	return QueryJobBuildHereReplacing(job, "rewrite", AccessExclusiveLock,
+									  JobColumnChanges(job), RewritePublish);
 }
 
-/* explain_ddl: VACUUM FULL of one table, ALTER TABLE ... SET TABLESPACE */
+/*
+ * explain_ddl: VACUUM FULL of one table, ALTER TABLE ... SET TABLESPACE,
+ * ALTER COLUMN ... TYPE (that a job does if PostgreSQL would rewrite)
+ */
 static const char *
 RewriteExplain(Node *raw_statement, const char *query_string)
 {
 	const char *reason = NULL;
 
-	if (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason) != KIND_ACCEPTED)
+	if (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason) != KIND_ACCEPTED &&
+		AlterTypeAccepts(raw_statement, &reason) != KIND_ACCEPTED)
 		return NULL;
 	return STRATEGY_REWRITE;
 }
@@ -402,9 +833,7 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 static bool
 RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
 {
-	const char *tablespace;
-	bool		missing_ok;
-	RangeVar   *rv = RewrittenTable(raw_statement, &tablespace, &missing_ok);
+	RangeVar   *rv = TableOfStatement(raw_statement);
 	Relation	table;
 	JobQueryContext context;
 	ListCell   *lc;
@@ -419,7 +848,8 @@ RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(table)),
 				 errdetail("Only a plain table is rewritten as a job.")));
 	JobQueryEnter(table->rd_rel->relowner, &context, false);
-	QueryJobEstimate(QueryOfTableRows(table), InvalidOid, estimate);
+	QueryJobEstimate(QueryOfTableRows(table, ColumnTypeChanges(raw_statement)), InvalidOid,
+					 estimate);
 	JobQueryLeave(&context);
 	foreach(lc, RelationGetIndexList(table))
 	{
@@ -447,10 +877,9 @@ RewriteGoneReason(const BgddlJob *job)
 	return "the table was dropped";
 }
 
-/* What the jobs of both statements share: all but their name and statement */
+/* What the jobs of the three statements share: all but their name, statement and checks */
 #define REWRITE_ROUTINES \
 	.stands_for = OBJECT_TABLE, \
-	.validate = RewriteValidate, \
 	.reserve = RewriteReserve, \
 	.start = RewriteStart, \
 	.plan = QueryJobPlan, \
@@ -467,12 +896,13 @@ RewriteGoneReason(const BgddlJob *job)
 	.discard = QueryJobDiscardHiddenHeap, \
 	.build_here = RewriteBuildHere
 
-/* (explain_ddl and estimate_ddl of either statement) */
+/* (explain_ddl and estimate_ddl of the three statements) */
 const KindRoutine kind_rewrite_routine = {
 	.name = "VACUUM FULL",
 	.accepts = VacuumFullAccepts,
 	.explain = RewriteExplain,
 	.estimate = RewriteEstimate,
+	.validate = RewriteValidate,
 	REWRITE_ROUTINES
 };
 
@@ -480,5 +910,14 @@ const KindRoutine kind_set_tablespace_routine = {
 	.name = "ALTER TABLE",
 	.variant_key = STATE_NEW_TABLESPACE,
 	.accepts = SetTablespaceAccepts,
+	.validate = RewriteValidate,
+	REWRITE_ROUTINES
+};
+
+const KindRoutine kind_alter_type_routine = {
+	.name = "ALTER TABLE",
+	.variant_key = STATE_COLUMN_CHANGES,
+	.accepts = AlterTypeAccepts,
+	.validate = AlterTypeValidate,
 	REWRITE_ROUTINES
 };

@@ -23,5 +23,6 @@ extern const KindRoutine kind_constraint_routine;
 extern const KindRoutine kind_reindex_routine;
 extern const KindRoutine kind_rewrite_routine;
 extern const KindRoutine kind_set_tablespace_routine;
+extern const KindRoutine kind_alter_type_routine;
 
 #endif							/* BGDDL_KINDS_H */

@@ -51,13 +51,18 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/toasting.h"
+#include "commands/defrem.h"
 #include "commands/tablecmds.h"
 #include "common/string.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_utilcmd.h"
+#include "parser/parser.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/relcache.h"
 #include "utils/syscache.h"
 
@@ -65,12 +70,14 @@
 
 /*
  * Create the hidden heap for a materialized view's (or a table's) new
- * content, in the given namespace and tablespace (pg_class.reltablespace's
- * value: 0 for the database's default), with its TOAST table.  Caller
- * holds a lock on the view.
+ * content, with the rows of descriptor desc (the view's, or a table's with
+ * changed columns), in the given namespace and tablespace
+ * (pg_class.reltablespace's value: 0 for the database's default), with its
+ * TOAST table.  Caller holds a lock on the view.
  */
 Oid
-PgHeapCreateLike(Relation matview, Oid namespace_oid, const char *name, Oid tablespace_oid)
+PgHeapCreateLike(Relation matview, TupleDesc desc, Oid namespace_oid, const char *name,
+				 Oid tablespace_oid)
 {
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(RelationGetRelid(matview)));
 	bool		isnull;
@@ -87,7 +94,7 @@ PgHeapCreateLike(Relation matview, Oid namespace_oid, const char *name, Oid tabl
 										  InvalidOid, InvalidOid, InvalidOid,
 										  matview->rd_rel->relowner,
 										  matview->rd_rel->relam,
-										  CreateTupleDescCopy(RelationGetDescr(matview)),
+										  desc,
 										  NIL, RELKIND_RELATION,
 										  matview->rd_rel->relpersistence,
 										  false, false, ONCOMMIT_NOOP, reloptions,
@@ -113,17 +120,14 @@ PgHeapCreateLike(Relation matview, Oid namespace_oid, const char *name, Oid tabl
 }
 
 /*
- * Can the rows stored for one relation be read as the other's: the same
+ * Can rows stored with one descriptor be read with the other: the same
  * attributes, each dropped in both or of the same type, typmod and storage
  * layout in both?  (A table rewritten into a hidden heap made like it: an
  * ALTER TABLE of the table since changes its shape.)
  */
 bool
-PgHeapSameRowShape(Relation rel1, Relation rel2)
+PgHeapSameRowShape(TupleDesc desc1, TupleDesc desc2)
 {
-	TupleDesc	desc1 = RelationGetDescr(rel1);
-	TupleDesc	desc2 = RelationGetDescr(rel2);
-
 	if (desc1->natts != desc2->natts)
 		return false;
 	for (int i = 0; i < desc1->natts; i++)
@@ -229,18 +233,47 @@ MakeIndexPlain(Oid index_oid)
 }
 
 /*
+ * Create (not build) a plain index on the hidden heap from an index's
+ * definition, analysed again on the hidden heap, as ALTER COLUMN ... TYPE
+ * makes again the indexes of the columns it changes (from the same text,
+ * pg_get_indexdef_string: an operator class that is the default for the
+ * column's old type is the default for its new one there too).  The
+ * hidden heap's owner is checked as DefineIndex checks the table's.
+ */
+static Oid
+CreateRedefinedCopy(Relation hidden, Oid old_index, const char *name)
+{
+	char	   *definition = pg_get_indexdef_string(old_index);
+	RawStmt    *raw = linitial_node(RawStmt, raw_parser(definition, RAW_PARSE_DEFAULT));
+	IndexStmt  *stmt = castNode(IndexStmt, raw->stmt);
+
+	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(hidden)),
+								  pstrdup(RelationGetRelationName(hidden)), -1);
+	stmt->idxname = pstrdup(name);
+	stmt->unique = false;
+	stmt->primary = false;
+	stmt->isconstraint = false;
+	stmt = transformIndexStmt(RelationGetRelid(hidden), stmt, definition);
+	return DefineIndex(RelationGetRelid(hidden), stmt, InvalidOid, InvalidOid, InvalidOid,
+					   false, false, false, true, true).objectId;
+}
+
+/*
  * Build, on the hidden heap, a copy of each index of the view but those in
  * copied, from the hidden heap's content (for REFRESH ... CONCURRENTLY if
- * concurrently).  Returns the pairs (view's index, copy) as two parallel
- * lists.  With plain, the copies check no uniqueness (MakeIndexPlain): a
- * rewrite keeps them up to date with rows of several snapshots until its
- * cut-over, where they are the table's rows again, which its own indexes
- * kept unique.  Caller holds ShareUpdateExclusive on the view (no index
- * comes or goes) and ACCESS EXCLUSIVE on the hidden heap.
+ * concurrently); those in redefined from their definition analysed again
+ * on the hidden heap, whose columns they use have new types
+ * (CreateRedefinedCopy).  Returns the pairs (view's index, copy) as two
+ * parallel lists.  With plain, the copies check no uniqueness
+ * (MakeIndexPlain): a rewrite keeps them up to date with rows of several
+ * snapshots until its cut-over, where they are the table's rows again,
+ * which its own indexes kept unique.  Caller holds ShareUpdateExclusive on
+ * the view (no index comes or goes) and ACCESS EXCLUSIVE on the hidden
+ * heap.
  */
 void
-PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copied, bool concurrently,
-					   bool plain, List **old_indexes, List **new_indexes)
+PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copied, List *redefined,
+					   bool concurrently, bool plain, List **old_indexes, List **new_indexes)
 {
 	ListCell   *lc;
 
@@ -254,9 +287,12 @@ PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copied, bool con
 
 		if (list_member_oid(copied, old_index))
 			continue;
-		new_index = index_concurrently_create_copy(hidden, old_index,
-												   get_rel_tablespace(old_index),
-												   psprintf("index_%u", old_index));
+		if (list_member_oid(redefined, old_index))
+			new_index = CreateRedefinedCopy(hidden, old_index, psprintf("index_%u", old_index));
+		else
+			new_index = index_concurrently_create_copy(hidden, old_index,
+													   get_rel_tablespace(old_index),
+													   psprintf("index_%u", old_index));
 		CommandCounterIncrement();
 		if (plain)
 			MakeIndexPlain(new_index);
@@ -264,6 +300,44 @@ PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copied, bool con
 		*old_indexes = lappend_oid(*old_indexes, old_index);
 		*new_indexes = lappend_oid(*new_indexes, new_index);
 	}
+}
+
+/*
+ * Are two indexes defined alike, so that one's storage can be the other's:
+ * the same access method, tablespace, options, columns, operator families
+ * and input types, collations, options per column, expressions and
+ * predicate?  Uniqueness aside (a copy is plain; its storage is the same).
+ */
+bool
+PgIndexSameDefinition(Oid index1_oid, Oid index2_oid)
+{
+	Relation	index1 = index_open(index1_oid, AccessShareLock);
+	Relation	index2 = index_open(index2_oid, AccessShareLock);
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index1);
+	bytea	   *options1 = index1->rd_options;
+	bytea	   *options2 = index2->rd_options;
+	bool		same;
+
+	same = index1->rd_rel->relam == index2->rd_rel->relam &&
+		index1->rd_rel->reltablespace == index2->rd_rel->reltablespace &&
+		IndexRelationGetNumberOfAttributes(index1) == IndexRelationGetNumberOfAttributes(index2) &&
+		nkeys == IndexRelationGetNumberOfKeyAttributes(index2) &&
+		index1->rd_index->indnullsnotdistinct == index2->rd_index->indnullsnotdistinct &&
+		memcmp(index1->rd_index->indkey.values, index2->rd_index->indkey.values,
+			   sizeof(int16) * IndexRelationGetNumberOfAttributes(index1)) == 0 &&
+		memcmp(index1->rd_opfamily, index2->rd_opfamily, sizeof(Oid) * nkeys) == 0 &&
+		memcmp(index1->rd_opcintype, index2->rd_opcintype, sizeof(Oid) * nkeys) == 0 &&
+		memcmp(index1->rd_indcollation, index2->rd_indcollation, sizeof(Oid) * nkeys) == 0 &&
+		memcmp(index1->rd_indoption, index2->rd_indoption, sizeof(int16) * nkeys) == 0 &&
+		equal(RelationGetIndexExpressions(index1), RelationGetIndexExpressions(index2)) &&
+		equal(RelationGetIndexPredicate(index1), RelationGetIndexPredicate(index2)) &&
+		(options1 == NULL) == (options2 == NULL) &&
+		(options1 == NULL ||
+		 (VARSIZE(options1) == VARSIZE(options2) &&
+		  memcmp(options1, options2, VARSIZE(options1)) == 0));
+	index_close(index1, AccessShareLock);
+	index_close(index2, AccessShareLock);
+	return same;
 }
 
 /*
@@ -387,7 +461,8 @@ SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, bool swap_tablespace,
 	 * swap_relation_files, whose new heap is always created in the current
 	 * transaction, the hidden heap may be older than this transaction (a
 	 * worker made it at the job's start): r1 is told that its storage is new
-	 * only if r2's was.
+	 * only if r2's was, and that it is not if r2's was not (a table that an
+	 * ALTER TABLE gave new, empty storage before the swap: kind_rewrite.c).
 	 */
 	rel1 = relation_open(r1, NoLock);
 	rel2 = relation_open(r2, NoLock);
@@ -398,6 +473,11 @@ SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, bool swap_tablespace,
 	rel2->rd_firstRelfilenodeSubid = rel1->rd_firstRelfilenodeSubid;
 	if (storage2_new)
 		RelationAssumeNewRelfilenode(rel1);
+	else
+	{
+		rel1->rd_newRelfilenodeSubid = InvalidSubTransactionId;
+		rel1->rd_firstRelfilenodeSubid = InvalidSubTransactionId;
+	}
 	relation_close(rel1, NoLock);
 	relation_close(rel2, NoLock);
 

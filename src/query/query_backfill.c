@@ -52,6 +52,7 @@
 #include "pg/pg_compat.h"
 #include "pg/pg_scan_ring.h"
 #include "query/query_backfill.h"
+#include "query/query_column_change.h"
 #include "query/query_driving.h"
 #include "query/query_functions.h"
 #include "query/query_view_pullup.h"
@@ -169,6 +170,35 @@ FlushContentRows(ContentInsertReceiver *receiver)
 	receiver->buffered_bytes = 0;
 }
 
+/*
+ * A row may not hold a null where the content relation has NOT NULL: a
+ * table's rewrite checks a changed column's new values as ALTER TABLE
+ * checks them (QueryColumnChangesDesc), in the table's name (the hidden
+ * heap's relrewrite)
+ */
+static void
+CheckNotNull(Relation content, TupleTableSlot *slot)
+{
+	TupleDesc	desc = RelationGetDescr(content);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attribute = TupleDescAttr(desc, i);
+		Oid			named = OidIsValid(content->rd_rel->relrewrite) ?
+			content->rd_rel->relrewrite : RelationGetRelid(content);
+
+		if (attribute->attnotnull && !attribute->attisdropped && slot->tts_isnull[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("column \"%s\" of relation \"%s\" contains null values",
+							NameStr(attribute->attname), get_rel_name(named)),
+					 err_generic_string(PG_DIAG_SCHEMA_NAME,
+										get_namespace_name(get_rel_namespace(named))),
+					 err_generic_string(PG_DIAG_TABLE_NAME, get_rel_name(named)),
+					 err_generic_string(PG_DIAG_COLUMN_NAME, NameStr(attribute->attname))));
+	}
+}
+
 static bool
 ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 {
@@ -179,6 +209,8 @@ ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 
 	ItemPointerSetInvalid(&source);
 	slot_getallattrs(slot);
+	if (desc->constr != NULL && desc->constr->has_not_null)
+		CheckNotNull(receiver->content, slot);
 	if (receiver->track_sources)
 	{
 		bool		isnull;
@@ -273,10 +305,11 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
  * A table's rows as they are stored, for a rewrite of the table: "SELECT
  * every column FROM ONLY table", a dropped column's place kept by a null
  * (which takes no room in a row, whatever the column's type was), so that
- * the output's columns are the table's attribute numbers.
+ * the output's columns are the table's attribute numbers; a column that
+ * changes (ALTER COLUMN ... TYPE) as its new value.
  */
 Query *
-QueryOfTableRows(Relation table)
+QueryOfTableRows(Relation table, List *column_changes)
 {
 	ParseState *pstate = make_parsestate(NULL);
 	ParseNamespaceItem *item = addRangeTableEntryForRelation(pstate, table, AccessShareLock,
@@ -286,6 +319,7 @@ QueryOfTableRows(Relation table)
 
 	query->commandType = CMD_SELECT;
 	query->canSetTag = true;
+	addNSItemToQuery(pstate, item, false, true, true);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute attribute = TupleDescAttr(desc, i);
@@ -293,6 +327,9 @@ QueryOfTableRows(Relation table)
 
 		if (attribute->attisdropped)
 			column = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
+		else if ((column = QueryColumnChangedValue(pstate, item, table, column_changes,
+													attribute)) != NULL)
+			;
 		else
 		{
 			Var		   *var = makeVar(item->p_rtindex, attribute->attnum, attribute->atttypid,
@@ -317,17 +354,20 @@ QueryOfTableRows(Relation table)
  * The job's query, rewritten (row security of the current user applied) and
  * with its relations locked, from a relation's view rule (the placeholder's,
  * or the materialized view's): bound to OIDs at submit, as REFRESH
- * MATERIALIZED VIEW uses it; for a table, its rows (QueryOfTableRows).  Its
+ * MATERIALIZED VIEW uses it; for a table, its rows (QueryOfTableRows, with
+ * its column changes).  Its
  * privileges are checked as check_as_role (the relation cache marks them
  * for the relation's owner, who may have changed since the submit).  Simple
  * views are pulled up into it (query_view_pullup.c); now() and its
  * relatives are job_start (query_functions.c).
  */
 Query *
-QueryOfRule(Relation rule_relation, Oid check_as_role, TimestampTz job_start)
+QueryOfRule(Relation rule_relation, List *column_changes, Oid check_as_role,
+			TimestampTz job_start)
 {
 	Query	   *query = rule_relation->rd_rel->relkind == RELKIND_RELATION ?
-		QueryOfTableRows(rule_relation) : copyObject(get_view_query(rule_relation));
+		QueryOfTableRows(rule_relation, column_changes) :
+		copyObject(get_view_query(rule_relation));
 	List	   *rewritten;
 
 	setRuleCheckAsUser((Node *) query, check_as_role);

@@ -15,9 +15,9 @@
 #include "capture/capture_tid_map.h"
 #include "query/query_driving.h"
 
-extern Query *QueryOfTableRows(Relation table);
-extern Query *QueryOfRule(Relation rule_relation, Oid check_as_role,
-								TimestampTz job_start);
+extern Query *QueryOfTableRows(Relation table, List *column_changes);
+extern Query *QueryOfRule(Relation rule_relation, List *column_changes, Oid check_as_role,
+						  TimestampTz job_start);
 extern uint64 QueryBackfillBlocks(Relation content, Query *query, const QueryDriving *driving,
 								  Index rtindex, bool partial, bool count_live,
 								  int64 start_block, int64 end_block,

@@ -240,7 +240,7 @@ RecomputeSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemP
 	CommandCounterIncrement();
 
 	JobQueryBegin(target->query_role, true);
-	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
+	query = QueryOfRule(target->rule_relation, target->column_changes, target->query_role, target->job_start);
 	pairs = QueryRecompute(target->content, query, target->driving,
 						   QueryDrivingRtindex(query, target->driving->relid),
 						   sources, nsources, &npairs);
@@ -273,7 +273,7 @@ RecomputeUnits(const QueryCatchUpTarget *target, const int64 *starts, const int6
 	CommandCounterIncrement();
 
 	JobQueryBegin(target->query_role, true);
-	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
+	query = QueryOfRule(target->rule_relation, target->column_changes, target->query_role, target->job_start);
 	rows = QueryBackfillRanges(target->content, QueryPartialAggChunk(query), target->driving,
 							   QueryDrivingRtindex(query, target->driving->relid),
 							   starts, ends, nunits);
@@ -330,7 +330,7 @@ RecomputeRange(const QueryCatchUpTarget *target, int64 chunk_start, int64 start_
 	CommandCounterIncrement();
 
 	JobQueryBegin(target->query_role, true);
-	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
+	query = QueryOfRule(target->rule_relation, target->column_changes, target->query_role, target->job_start);
 	(void) QueryBackfillBlocks(target->content, query, target->driving,
 							   QueryDrivingRtindex(query, target->driving->relid), false, false,
 							   start_block, end_block, &pairs, &npairs);
@@ -437,7 +437,7 @@ AddJoinedSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass)
 	ListCell   *lc;
 
 	JobQueryBegin(target->query_role, false);
-	query = QueryOfRule(target->rule_relation, target->query_role, target->job_start);
+	query = QueryOfRule(target->rule_relation, target->column_changes, target->query_role, target->job_start);
 	driving_rtindex = QueryDrivingRtindex(query, target->driving->relid);
 	join_keys = QueryJoinKeys(query, driving_rtindex);
 	foreach(lc, pass->marks.join_keys)

@@ -22,6 +22,7 @@ typedef struct QueryCatchUpTarget
 	int64		job_id;
 	Relation	content;		/* receives the rows; RowExclusiveLock held */
 	Relation	rule_relation;	/* whose view rule is the query */
+	List	   *column_changes; /* a table's rewrite's changes (QueryOfTableRows) */
 	Oid			query_role;		/* whose privileges it runs with */
 	const QueryDriving *driving;	/* its blocks (query_driving.c) */
 	bool		partial;		/* content is partial aggregation's staging relation */

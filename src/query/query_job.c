@@ -75,6 +75,7 @@
 #include "pg/pg_heap_swap.h"
 #include "pg/pg_relation.h"
 #include "query/query_backfill.h"
+#include "query/query_column_change.h"
 #include "query/query_catchup.h"
 #include "query/query_decompose.h"
 #include "query/query_driving.h"
@@ -294,7 +295,7 @@ QueryJobPlan(JobRun *run)
 	JobRunRecordPhase(run, JOB_PHASE_PLANNING);
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
-	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+	query = QueryOfRule(rule_relation, q->column_changes, q->query_role, run->job.started_at);
 	QueryDecompose(query, DecomposedFor(q), q->query_role, InvalidOid, &decomposition);
 	run->job.rows_total = QueryEstimateRows(query);
 	JobQueryEnd();
@@ -337,7 +338,7 @@ InstallCaptureStep(JobRun *run, void *arg)
 	JobStepLockTree(q->driving_oid, ShareRowExclusiveLock, background_ddl_lock_timeout_ms);
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
-	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+	query = QueryOfRule(rule_relation, q->column_changes, q->query_role, run->job.started_at);
 	QueryDecompose(query, DecomposedFor(q), q->query_role, q->driving_oid, &decomposition);
 	if (decomposition.partial)
 		chunk_query = QueryPartialAggChunk(query);
@@ -543,16 +544,18 @@ FollowTableOwner(QueryRun *q)
 }
 
 /*
- * A rewrite's table must keep the shape its hidden heap was made with: the
- * content becomes its storage.  An ALTER TABLE that adds, drops or retypes a
- * column since the job began fails the job (the table is left as it is).
+ * A rewrite's table must keep the shape its hidden heap was made with (with
+ * the job's column changes made): the content becomes its storage.  An
+ * ALTER TABLE that adds, drops or retypes a column since the job began
+ * fails the job (the table is left as it is).
  */
 static void
 CheckTableShape(const JobRun *run, Relation content)
 {
 	Relation	table = relation_open(QueryRunOf(run)->rule_relid, AccessShareLock);
 
-	if (!PgHeapSameRowShape(table, content))
+	if (!PgHeapSameRowShape(QueryColumnChangesDesc(table, QueryRunOf(run)->column_changes),
+							RelationGetDescr(content)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" was altered while background DDL job %lld rewrote it",
@@ -842,7 +845,7 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 
 	INSTR_TIME_SET_CURRENT(start_time);
 	JobQueryBegin(q->query_role, true);
-	query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+	query = QueryOfRule(rule_relation, q->column_changes, q->query_role, run->job.started_at);
 	driving_rtindex = QueryDrivingRtindex(query, q->driving_oid);
 	if (driving_rtindex == 0)
 		ereport(ERROR,
@@ -938,6 +941,8 @@ SettleBackfill(JobRun *run)
 }
 
 static void OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target);
+static void BuildHere(const BgddlJob *job, Oid rule_relid, List *column_changes,
+					  Oid content_oid, Oid query_role, QueryJobPublish publish);
 static void CloseCatchUpTarget(QueryCatchUpTarget *target);
 
 /*
@@ -1111,6 +1116,7 @@ OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target)
 								 RowExclusiveLock);
 	target->rule_relation = table_open(q->rule_relid, AccessShareLock);
 	target->query_role = q->query_role;
+	target->column_changes = q->column_changes;
 	target->driving = q->driving;
 	target->partial = OidIsValid(q->staging_oid);
 	target->job_start = run->job.started_at;
@@ -1354,7 +1360,7 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 		Query	   *query;
 
 		JobQueryBegin(q->query_role, false);
-		query = QueryOfRule(rule_relation, q->query_role, run->job.started_at);
+		query = QueryOfRule(rule_relation, q->column_changes, q->query_role, run->job.started_at);
 
 		/*
 		 * Partial aggregation: the result is the combine of the staging rows,
@@ -1447,21 +1453,23 @@ HiddenHeapOf(const BgddlJob *job)
 /*
  * The hidden heap that a job replacing a relation's storage (REFRESH, a
  * table's rewrite) computes the new content into, made like that relation
- * (PgHeapCreateLike), in the extension's schema, named prefix_<relation's
+ * (PgHeapCreateLike; a table's rows with its column changes, if any:
+ * QueryColumnChangesDesc), in the extension's schema, named prefix_<relation's
  * OID>, in the relation's tablespace or the one its kind recorded at
  * submit (QUERY_STATE_TABLESPACE), the first time; a helper only uses it.
  * Its OID lives in the job's kind_state.  Caller is in a transaction, with
  * a lock on like.
  */
 static Oid
-HiddenHeap(JobRun *run, Relation like, const char *prefix)
+HiddenHeap(JobRun *run, Relation like, const char *prefix, List *column_changes)
 {
 	Oid			hidden_oid = HiddenHeapOf(&run->job);
 
 	if (run->helper || (OidIsValid(hidden_oid) &&
 						SearchSysCacheExists1(RELOID, ObjectIdGetDatum(hidden_oid))))
 		return hidden_oid;
-	hidden_oid = PgHeapCreateLike(like, CatalogRequire()->schema_oid,
+	hidden_oid = PgHeapCreateLike(like, QueryColumnChangesDesc(like, column_changes),
+								  CatalogRequire()->schema_oid,
 								  psprintf("%s_%u", prefix, RelationGetRelid(like)),
 								  CatalogKindStateHas(run->job.kind_state, QUERY_STATE_TABLESPACE) ?
 								  (Oid) CatalogKindStateInt(run->job.kind_state, QUERY_STATE_TABLESPACE) :
@@ -1475,12 +1483,15 @@ HiddenHeap(JobRun *run, Relation like, const char *prefix)
 /*
  * Start a run of a job that replaces its target's storage: its query's rows
  * go to the hidden heap (made now, the first time), and the query runs as
- * the target's owner (as REFRESH and VACUUM FULL run a relation's code).
- * Caller is between steps.
+ * the target's owner (as REFRESH and VACUUM FULL run a relation's code);
+ * a table's column_changes (ALTER COLUMN ... TYPE subcommands) are made in
+ * its rows.  Caller is between steps.
  */
 void
-QueryJobStartReplacing(JobRun *run, const char *prefix)
+QueryJobStartReplacing(JobRun *run, const char *prefix, List *column_changes)
 {
+	MemoryContext old_context;
+
 	Relation	target;
 	Oid			hidden_oid;
 	Oid			owner;
@@ -1488,10 +1499,13 @@ QueryJobStartReplacing(JobRun *run, const char *prefix)
 	JobStepBegin("background_ddl: preparing the new storage", STEP_READ_COMMITTED);
 	target = table_open(run->job.target_oid, AccessShareLock);
 	owner = target->rd_rel->relowner;
-	hidden_oid = HiddenHeap(run, target, prefix);
+	hidden_oid = HiddenHeap(run, target, prefix, column_changes);
 	table_close(target, NoLock);
 	JobStepEnd();
 	QueryJobStart(run, run->job.target_oid, hidden_oid, owner);
+	old_context = MemoryContextSwitchTo(JobContext());
+	QueryRunOf(run)->column_changes = copyObject(column_changes);
+	MemoryContextSwitchTo(old_context);
 }
 
 /*
@@ -1500,16 +1514,16 @@ QueryJobStartReplacing(JobRun *run, const char *prefix)
  */
 Oid
 QueryJobBuildHereReplacing(const BgddlJob *job, const char *prefix, LOCKMODE lockmode,
-						   QueryJobPublish publish)
+						   List *column_changes, QueryJobPublish publish)
 {
 	JobRun		run = {.job = *job};
 	Relation	target = table_open(job->target_oid, lockmode);
-	Oid			hidden_oid = HiddenHeap(&run, target, prefix);
+	Oid			hidden_oid = HiddenHeap(&run, target, prefix, column_changes);
 	Oid			owner = target->rd_rel->relowner;
 
 	/* Closed before the swap, which checks that nobody has it open */
 	table_close(target, NoLock);
-	QueryJobBuildHere(&run.job, job->target_oid, hidden_oid, owner, publish);
+	BuildHere(&run.job, job->target_oid, column_changes, hidden_oid, owner, publish);
 	return job->target_oid;
 }
 
@@ -1532,13 +1546,15 @@ QueryJobDiscardHiddenHeap(const BgddlJob *job, bool keep_target)
  * transaction uses the target before it committed.  The whole query (the
  * view rule of rule_relid) runs here, at the session's snapshot, as
  * query_role, into content_oid; then the kind publishes it as at a
- * cut-over, and the job succeeds when the transaction commits.
+ * cut-over, and the job succeeds when the transaction commits.  A table's
+ * rewrite makes its column_changes in the rows.
  */
-void
-QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid, Oid query_role,
-				  QueryJobPublish publish)
+static void
+BuildHere(const BgddlJob *job, Oid rule_relid, List *column_changes, Oid content_oid,
+		  Oid query_role, QueryJobPublish publish)
 {
-	QueryRun	q = {.rule_relid = rule_relid,.content_oid = content_oid,.query_role = query_role};
+	QueryRun	q = {.rule_relid = rule_relid,.content_oid = content_oid,.query_role = query_role,
+	.column_changes = column_changes};
 	JobRun		run = {.job = *job,.kind_run = &q};
 	Relation	content = table_open(content_oid, RowExclusiveLock);
 	Relation	rule_relation = table_open(rule_relid, AccessShareLock);
@@ -1546,13 +1562,22 @@ QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid, Oid quer
 	int64		rows;
 
 	JobQueryBegin(query_role, false);
-	query = QueryOfRule(rule_relation, query_role, GetCurrentTransactionStartTimestamp());
+	query = QueryOfRule(rule_relation, column_changes, query_role,
+						GetCurrentTransactionStartTimestamp());
 	rows = (int64) QueryBackfillAll(content, query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);
 	CommandCounterIncrement();
 	publish(&run, rows);
+}
+
+/* BuildHere of a query's result (no column changes) */
+void
+QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid, Oid query_role,
+				  QueryJobPublish publish)
+{
+	BuildHere(job, rule_relid, NIL, content_oid, query_role, publish);
 }
 
 /*

@@ -32,6 +32,8 @@ typedef struct QueryRun
 	Oid			rule_relid;		/* whose view rule is the query */
 	bool		rewrites_table; /* ... or a table, whose rows are the query:
 								 * the content becomes its storage */
+	List	   *column_changes; /* ... with these columns changed (ALTER COLUMN
+								 * ... TYPE subcommands; QueryOfTableRows) */
 	Oid			content_oid;	/* the relation that receives the rows */
 	Oid			query_role;		/* whose privileges the query runs with */
 	Oid			driving_oid;	/* InvalidOid: one batch */
@@ -80,9 +82,10 @@ typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
 extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
 extern void QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid,
 							  Oid query_role, QueryJobPublish publish);
-extern void QueryJobStartReplacing(JobRun *run, const char *prefix);
+extern void QueryJobStartReplacing(JobRun *run, const char *prefix, List *column_changes);
 extern Oid	QueryJobBuildHereReplacing(const BgddlJob *job, const char *prefix,
-									   LOCKMODE lockmode, QueryJobPublish publish);
+									   LOCKMODE lockmode, List *column_changes,
+									   QueryJobPublish publish);
 extern void QueryJobDiscardHiddenHeap(const BgddlJob *job, bool keep_target);
 extern void QueryJobHousekeeping(void);
 extern void QueryJobCleanup(const BgddlJob *job);

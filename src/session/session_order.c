@@ -74,6 +74,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/analyze.h"
+#include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -884,49 +885,29 @@ HoldsSnapshot(void)
 	return HaveRegisteredOrActiveSnapshot() || TransactionIdIsValid(MyProc->xmin);
 }
 
-/*
- * Let go of the locks that analysis took (the jobs may need them); returns
- * the columns of the relations as analysis used them
- */
+/* The columns of the relations that analysis locked, as it used them */
 static List *
-ReleaseAnalysisLocks(StatementEffects *statement)
+AnalysedColumns(StatementEffects *statement)
 {
 	List	   *columns = NIL;
+	ListCell   *lc;
+
+	foreach(lc, statement->analysis_locks)
+		columns = lappend(columns, RelationColumns(((AnalysisLock *) lfirst(lc))->relid));
+	return columns;
+}
+
+/* Let go of the locks that analysis took (the jobs may need them) */
+static void
+ReleaseAnalysisLocks(StatementEffects *statement)
+{
 	ListCell   *lc;
 
 	foreach(lc, statement->analysis_locks)
 	{
 		AnalysisLock *lock = lfirst(lc);
 
-		columns = lappend(columns, RelationColumns(lock->relid));
 		UnlockRelationOid(lock->relid, lock->mode);
-	}
-	return columns;
-}
-
-/*
- * Take the locks of analysis again, on what now stands for each relation;
- * an error if one is gone or its columns changed meanwhile
- */
-static void
-RetakeAnalysisLocks(StatementEffects *statement, List *columns, List *retargets)
-{
-	ListCell   *lc;
-	ListCell   *column;
-
-	forboth(lc, statement->analysis_locks, column, columns)
-	{
-		AnalysisLock *lock = lfirst(lc);
-		Oid			relid = Retargeted(retargets, lock->relid);
-
-		LockRelationOid(relid, lock->mode);
-		if (get_rel_relkind(relid) == '\0' || !SameColumns(lfirst(column), RelationColumns(relid)))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("a relation this statement uses changed while it waited for a background DDL job"),
-					 errdetail("The relation with OID %u was dropped or its columns changed meanwhile.",
-							   lock->relid),
-					 errhint("Run the statement again.")));
 	}
 }
 
@@ -938,6 +919,73 @@ typedef struct OrderCheck
 	Node	   *utility;
 	bool		keys_only;		/* SessionOrderAwaitKeys */
 } OrderCheck;
+
+/*
+ * Analyse the statement again, from its text, for the relations it names
+ * now (an ALTER COLUMN ... TYPE job gave one new columns): the query
+ * becomes the new analysis's.  Only a statement analysed without parameter
+ * or column hooks (not one of PL/pgSQL's, not one with parameters); false
+ * for any other.  The new analysis takes its own locks.
+ */
+static bool
+AnalyseAgain(OrderCheck *check)
+{
+	ParseState *pstate = check->pstate;
+	ListCell   *lc;
+
+	if (pstate->p_sourcetext == NULL || pstate->parentParseState != NULL ||
+		pstate->p_pre_columnref_hook != NULL || pstate->p_post_columnref_hook != NULL ||
+		pstate->p_paramref_hook != NULL || pstate->p_coerce_param_hook != NULL)
+		return false;
+	foreach(lc, raw_parser(pstate->p_sourcetext, RAW_PARSE_DEFAULT))
+	{
+		RawStmt    *raw = lfirst_node(RawStmt, lc);
+
+		if (raw->stmt_location == check->query->stmt_location)
+		{
+			*check->query = *parse_analyze_fixedparams(raw, pstate->p_sourcetext, NULL, 0,
+													   pstate->p_queryEnv);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Take the locks of analysis again, on what now stands for each relation */
+static void
+RetakeAnalysisLocks(StatementEffects *statement, List *retargets)
+{
+	ListCell   *lc;
+
+	foreach(lc, statement->analysis_locks)
+	{
+		AnalysisLock *lock = lfirst(lc);
+
+		LockRelationOid(Retargeted(retargets, lock->relid), lock->mode);
+	}
+}
+
+/*
+ * Is a relation that analysis used gone, or are its columns no longer
+ * those it used (columns: AnalysedColumns)?  A job built here or waited
+ * for changed it (an ALTER COLUMN ... TYPE), or a statement of another
+ * session meanwhile.
+ */
+static bool
+AnalysedColumnsChanged(StatementEffects *statement, List *columns, List *retargets)
+{
+	ListCell   *lc;
+	ListCell   *column;
+
+	forboth(lc, statement->analysis_locks, column, columns)
+	{
+		Oid			relid = Retargeted(retargets, ((AnalysisLock *) lfirst(lc))->relid);
+
+		if (get_rel_relkind(relid) == '\0' || !SameColumns(lfirst(column), RelationColumns(relid)))
+			return true;
+	}
+	return false;
+}
 
 /*
  * Have the session's jobs that the statement touches done first: this
@@ -953,6 +1001,7 @@ OrderStatement(OrderCheck *check)
 	List	   *waited;
 	List	   *touches;
 	List	   *retargets;
+	List	   *columns;
 
 	if (analysis)
 	{
@@ -986,19 +1035,31 @@ OrderStatement(OrderCheck *check)
 		table_close(check->pstate->p_target_relation, NoLock);
 		check->pstate->p_target_relation = NULL;
 	}
+	columns = analysis ? AnalysedColumns(&statement) : NIL;
 	retargets = BuildTouchedHere(&statement);
 	if (waited != NIL)
 	{
-		List	   *columns = analysis ? ReleaseAnalysisLocks(&statement) : NIL;
-		bool		set_aside = SetAsideSnapshot(analysis);
+		bool		set_aside;
 
+		if (analysis)
+			ReleaseAnalysisLocks(&statement);
+		set_aside = SetAsideSnapshot(analysis);
 		retargets = list_concat(retargets, WaitForTouchedJobs(waited, touches, HoldsSnapshot()));
 		if (analysis)
-			RetakeAnalysisLocks(&statement, columns, retargets);
+			RetakeAnalysisLocks(&statement, retargets);
 		if (set_aside)
 			PushSnapshotAgain(analysis);
 	}
-	if (analysis && retargets != NIL)
+	if (analysis && AnalysedColumnsChanged(&statement, columns, retargets))
+	{
+		if (!AnalyseAgain(check))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("a relation this statement uses changed while it waited for a background DDL job"),
+					 errdetail("A relation it names was dropped, or its columns changed meanwhile."),
+					 errhint("Run the statement again.")));
+	}
+	else if (analysis && retargets != NIL)
 		RetargetQuery(check->query, retargets);
 }
 

@@ -500,9 +500,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			Submit(routine, pstmt, queryString, context, params, queryEnv, qc))
 			return;
 		if (in_session_reason != NULL)
-			ereport(NOTICE,
-					(errmsg("this statement runs in this session, not as a background job"),
-					 errdetail("%s", in_session_reason)));
+			KindNoticeInSession(in_session_reason);
 	}
 	if (users_own)
 		SessionOrderUtility(parsetree);

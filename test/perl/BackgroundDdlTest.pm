@@ -12,7 +12,8 @@ use IPC::Run;
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
   held_at_hold submit_held_at release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
-  kill_and_recover cut_over_after_writes job_field constraint_state);
+  kill_and_recover cut_over_after_writes job_field constraint_state table_schema
+  check_rewritten_table kill_held_worker start_table_writers);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -394,6 +395,62 @@ sub check_exact_at_cutover
 	my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $name");
 	cmp_ok($rows, '>', $min_rows // 1000, "$name: $rows rows");
 	return;
+}
+
+
+# A table's schema as pg_dump --schema-only writes it (without the random
+# key of its \restrict lines)
+sub table_schema
+{
+	my ($node, $db, $table) = @_;
+	my ($out, $err) = run_command([ 'pg_dump', '--schema-only', '-t', $table, '-d', $node->connstr($db) ]);
+	return $out =~ s/^\\(un)?restrict .*$//mgr;
+}
+
+# After a job that rewrote table t: it holds exactly the rows of table
+# mirror, every index passes amcheck (installed) with every row, and
+# nothing of the job is left (no hidden heap or index copy either)
+sub check_rewritten_table
+{
+	my ($node, $job, $what) = @_;
+	is(differences($node, 't', 'TABLE mirror'), '0', "$what: the table holds the mirror's rows");
+	is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM pg_index i,
+  LATERAL bt_index_parent_check(i.indexrelid, true)
+ WHERE i.indrelid = 't'::regclass}),
+		$node->safe_psql('postgres', q{SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass}),
+		"$what: every index passes amcheck with every row");
+	check_no_leftovers($node, $job);
+	is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
+   AND (relname LIKE 'rewrite\_%' OR relname LIKE 'index\_%')}),
+		'0', "$what: no hidden heap or index copy left");
+	return;
+}
+
+# Kill (-9) the worker of a held job, the hold point reset first, and wait
+# for the crash restart (the hold's session died with it)
+sub kill_held_worker
+{
+	my ($node, $job, $hold) = @_;
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+	kill_and_recover($node, job_field($node, $job, 'pid'));
+	eval { $hold->quit };
+	return;
+}
+
+
+# start_pgbench of a script as alice, that takes ids from sequence ids; once
+# they have written (50 ids taken), returns its handle and standard error
+sub start_table_writers
+{
+	my ($node, $script) = @_;
+	my $before = $node->safe_psql('postgres', 'SELECT last_value FROM ids');
+	my ($writers, $err) = start_pgbench($node, $script, '-U', 'alice');
+	ok($node->poll_query_until('postgres', "SELECT last_value > $before + 50 FROM ids"),
+		'the writers write');
+	return ($writers, $err);
 }
 
 1;

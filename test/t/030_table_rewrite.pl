@@ -73,10 +73,7 @@ my ($writers, $writers_err);
 
 sub start_writers
 {
-	my $before = $node->safe_psql('postgres', 'SELECT last_value FROM ids');
-	($writers, $writers_err) = start_pgbench($node, $script, '-U', 'alice');
-	ok($node->poll_query_until('postgres', "SELECT last_value > $before + 50 FROM ids"),
-		'the writers write');
+	($writers, $writers_err) = start_table_writers($node, $script);
 }
 
 sub filenode
@@ -84,48 +81,8 @@ sub filenode
 	return $node->safe_psql('postgres', q{SELECT pg_relation_filenode('t')});
 }
 
-sub schema_dump
-{
-	my ($out, $err) = run_command([ 'pg_dump', '--schema-only', '-t', 't', '-d', $node->connstr('postgres') ]);
-	# (without the random key of pg_dump's \restrict lines)
-	return $out =~ s/^\\(un)?restrict .*$//mgr;
-}
-
-# The table's rows are the mirror's, every index passes amcheck with every
-# row, nothing of the job is left
-sub check_table
-{
-	my ($job, $what) = @_;
-	is(differences($node, 't', 'TABLE mirror'), '0', "$what: the table holds the mirror's rows");
-	is( $node->safe_psql('postgres', q{
-SELECT count(*) FROM pg_index i,
-  LATERAL bt_index_parent_check(i.indexrelid, true)
- WHERE i.indrelid = 't'::regclass}),
-		$node->safe_psql('postgres', q{SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass}),
-		"$what: every index passes amcheck with every row");
-	check_no_leftovers($node, $job);
-	is( $node->safe_psql('postgres', q{
-SELECT count(*) FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace
-   AND (relname LIKE 'rewrite\_%' OR relname LIKE 'index\_%')}),
-		'0', "$what: no hidden heap or index copy left");
-}
-
-# Kill the worker of a held job (the hold point reset first) and start the
-# writers again, whose connections died with the crash restart
-sub kill_held_job
-{
-	my ($job, $hold) = @_;
-	$node->safe_psql('postgres',
-		"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
-	kill_and_recover($node, job_field($node, $job, 'pid'));
-	eval { $hold->quit };
-	$writers->finish;
-	start_writers();
-	return;
-}
-
 my $table_oid = $node->safe_psql('postgres', q{SELECT 't'::regclass::oid});
-my $dump_before = schema_dump();
+my $dump_before = table_schema($node, 'postgres', 't');
 start_writers();
 
 # 1. Killed after its second chunk.
@@ -135,16 +92,18 @@ is( $node->safe_psql('postgres', "SET lock_timeout = '1s'; SELECT count(*) > 0 F
 	't', 'the table is read during the job');
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_before, '>', 0, "held after $done_before blocks copied");
-kill_held_job($job, $hold);
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+start_writers();
 cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
 	'>=', $done_before, 'the checkpoint survived the crash');
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 isnt(filenode(), $filenode, 'the table has new storage');
 is($node->safe_psql('postgres', q{SELECT 't'::regclass::oid}), $table_oid, 'and its OID');
 my $writers_said = stop_pgbench($writers, $writers_err);
-check_table($job, 'killed after a chunk');
+check_rewritten_table($node, $job, 'killed after a chunk');
 unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
-is(schema_dump(), $dump_before, "the table's schema is the same (pg_dump)");
+is(table_schema($node, 'postgres', 't'), $dump_before, "the table's schema is the same (pg_dump)");
 
 # 2. Killed at its cut-over, an index made meanwhile.
 start_writers();
@@ -154,11 +113,13 @@ is( $node->safe_psql('postgres', qq{SELECT value FROM background_ddl.job, jsonb_
                                      WHERE id = $job AND key = 'index_copies'}) =~ tr/ //,
 	7, 'the copies of the four indexes were built before the cut-over');
 $node->safe_psql('postgres', 'CREATE INDEX t_k_a ON t (k, a)');
-kill_held_job($job, $hold);
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+start_writers();
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 isnt(filenode(), $filenode, 'the table has new storage');
 $writers_said = stop_pgbench($writers, $writers_err);
-check_table($job, 'killed at the cut-over');
+check_rewritten_table($node, $job, 'killed at the cut-over');
 unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 $node->safe_psql('postgres', 'DROP INDEX t_k_a');
 
@@ -171,7 +132,7 @@ release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
 is(filenode(), $filenode, 'the table keeps its storage');
 $writers_said = stop_pgbench($writers, $writers_err);
-check_table($job, 'cancelled');
+check_rewritten_table($node, $job, 'cancelled');
 unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 
 # 4. A column added during the job.
@@ -184,8 +145,8 @@ like(job_field($node, $job, 'error'), qr/table "t" was altered while background 
 	'saying why');
 is(filenode(), $filenode, 'the table keeps its storage');
 $node->safe_psql('postgres', 'ALTER TABLE mirror ADD COLUMN added int');
-check_table($job, 'altered');
-is(schema_dump() =~ s/,\n\s+added integer//r, $dump_before, "the table's schema is the same but the column");
+check_rewritten_table($node, $job, 'altered');
+is(table_schema($node, 'postgres', 't') =~ s/,\n\s+added integer//r, $dump_before, "the table's schema is the same but the column");
 
 # 5. SET TABLESPACE, as alice (who may create in the tablespace), paused and resumed.
 my $location = PostgreSQL::Test::Utils::tempdir;
@@ -213,13 +174,13 @@ SELECT c.relname, coalesce(ts.spcname, 'default')
 like($node->safe_psql('postgres', q{SELECT pg_relation_filepath('t')}), qr/^pg_tblspc\//,
 	'its files are in the tablespace');
 $writers_said = stop_pgbench($writers, $writers_err);
-check_table($job, 'moved');
+check_rewritten_table($node, $job, 'moved');
 unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 # (where pg_dump says the tablespaces: their lines left out of both)
 my $without_tablespaces = sub {
 	$_[0] =~ s/^SET default_tablespace = .*\n//mgr =~ s/; Tablespace: \S+$//mgr =~ s/\n{3,}/\n\n/gr;
 };
-is($without_tablespaces->(schema_dump()), $without_tablespaces->($dump_before),
+is($without_tablespaces->(table_schema($node, 'postgres', 't')), $without_tablespaces->($dump_before),
 	"the table's schema is the same but its tablespace");
 
 # 6. The table's owner changes during the job: its new TOAST table is the
@@ -238,7 +199,7 @@ SELECT t.relowner::regrole || ' ' || toast.relowner::regrole
 	'bob bob', "the table's TOAST table belongs to its new owner");
 cmp_ok($node->safe_psql('postgres', q{SELECT pg_relation_size('t') / 8192}), '>', 1.5 * $pages_before,
 	'the new storage has the fillfactor set before the job');
-check_table($job, 'owner changed');
+check_rewritten_table($node, $job, 'owner changed');
 
 # 7. Who may: a role with SELECT and TRIGGER on the table is skipped with
 # VACUUM's WARNING, and no job; the database's owner may, as with VACUUM
@@ -266,7 +227,7 @@ SELECT relowner::regrole FROM pg_class
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), "the database owner's job succeeded");
 isnt(filenode(), $filenode, 'the table has new storage');
-check_table($job, "the database owner's");
+check_rewritten_table($node, $job, "the database owner's");
 
 $node->stop;
 done_testing();

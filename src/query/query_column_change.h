@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ *
+ * query_column_change.h
+ *	  The columns that an ALTER COLUMN ... TYPE changes, as a table's
+ *	  rewrite computes them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BGDDL_QUERY_COLUMN_CHANGE_H
+#define BGDDL_QUERY_COLUMN_CHANGE_H
+
+#include "access/tupdesc.h"
+#include "parser/parse_node.h"
+#include "utils/relcache.h"
+
+extern TupleDesc QueryColumnChangesDesc(Relation table, List *changes);
+extern Expr *QueryColumnChangedValue(ParseState *pstate, ParseNamespaceItem *item,
+									 Relation table, List *changes,
+									 Form_pg_attribute attribute);
+extern bool QueryColumnChangeRewrites(Node *value, AttrNumber attnum);
+extern bool QueryColumnChangeKeepsDistinct(Node *value, AttrNumber attnum);
+
+#endif							/* BGDDL_QUERY_COLUMN_CHANGE_H */

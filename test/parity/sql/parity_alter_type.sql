@@ -1,0 +1,73 @@
+--
+-- ALTER TABLE ... ALTER COLUMN ... TYPE, as a job, ends as the blocking
+-- statement does: the same rows, columns, defaults, indexes and
+-- constraints, or the same error, at the same statement.
+--
+\set SHOW_CONTEXT never
+CREATE TABLE pty (id int PRIMARY KEY, k int UNIQUE, gone text, a text NOT NULL, c text,
+                 d int DEFAULT 42, e varchar(20));
+INSERT INTO pty SELECT g, g, 'x', 'a' || g, CASE WHEN g % 7 = 0 THEN repeat('c' || g, 900) END, g % 5,
+                      'e' || g
+  FROM generate_series(1, 3000) g;
+ALTER TABLE pty DROP COLUMN gone;
+CREATE INDEX pty_a ON pty (lower(a)) WHERE id % 2 = 0;
+CREATE INDEX pty_d ON pty (d) INCLUDE (c);
+CREATE STATISTICS pty_stats ON k, d FROM pty;
+COMMENT ON COLUMN pty.k IS 'a key';
+DELETE FROM pty WHERE id % 3 = 0;
+-- int to bigint (the primary key and a unique key), text USING an expression
+ALTER TABLE pty ALTER COLUMN id TYPE bigint, ALTER COLUMN k TYPE bigint,
+  ALTER COLUMN a TYPE varchar(30) USING upper(a); CALL parity_wait();
+\d pty
+SELECT count(*), sum(id), sum(k), sum(length(c)), min(a), max(a), sum(d) FROM pty;
+SELECT id, a FROM pty WHERE lower(a) = 'a10' AND id % 2 = 0;
+SELECT id FROM pty WHERE k = 2999;
+-- The same script's next statements see the new types
+INSERT INTO pty (id, k, a) VALUES (5000000000, 5000000000, 'big');
+SELECT id, k, a, d FROM pty WHERE id > 4000000000;
+UPDATE pty SET d = d + 1 WHERE id % 5 = 0;
+-- A default changed with its column, a collation
+ALTER TABLE pty ALTER COLUMN d TYPE numeric(10,2); CALL parity_wait();
+SELECT d FROM pty WHERE id = 5000000000;
+ALTER TABLE pty ALTER COLUMN e TYPE text COLLATE "C" USING e || '!'; CALL parity_wait();
+SELECT e, count(*) OVER () FROM pty ORDER BY e LIMIT 3;
+\d pty
+-- No rewrite: as PostgreSQL runs it
+ALTER TABLE pty ALTER COLUMN a TYPE text; CALL parity_wait();
+SELECT pg_typeof(a) FROM pty LIMIT 1;
+-- Errors: at the statement, and from the rows
+ALTER TABLE pty ALTER COLUMN a TYPE int; CALL parity_wait();
+ALTER TABLE pty ALTER COLUMN a TYPE int USING length(a); CALL parity_wait();
+ALTER TABLE pty ALTER COLUMN c TYPE int USING length(c) / 0; CALL parity_wait();
+ALTER TABLE pty ALTER COLUMN a TYPE text USING nullif(a, 'A10'); CALL parity_wait();
+ALTER TABLE pty ALTER COLUMN k TYPE smallint; CALL parity_wait();
+ALTER TABLE pty ALTER COLUMN nosuch TYPE int; CALL parity_wait();
+ALTER TABLE pty ALTER COLUMN c TYPE nosuch; CALL parity_wait();
+ALTER TABLE pty_nosuch ALTER COLUMN c TYPE int; CALL parity_wait();
+ALTER TABLE IF EXISTS pty_nosuch ALTER COLUMN c TYPE int; CALL parity_wait();
+CREATE VIEW pty_v AS SELECT c FROM pty;
+ALTER TABLE pty ALTER COLUMN c TYPE varchar(10000); CALL parity_wait();
+DROP VIEW pty_v;
+-- A CHECK constraint and a foreign key on the column: as PostgreSQL runs them
+ALTER TABLE pty ADD CONSTRAINT pty_d_check CHECK (d < 100);
+ALTER TABLE pty ALTER COLUMN d TYPE int; CALL parity_wait();
+ALTER TABLE pty ALTER COLUMN d TYPE bigint USING d * 1000; CALL parity_wait();
+CREATE TABLE pty_ref (id bigint REFERENCES pty);
+INSERT INTO pty_ref VALUES (1), (2);
+ALTER TABLE pty ALTER COLUMN id TYPE numeric; CALL parity_wait();
+\d pty
+SELECT count(*), sum(id), sum(k), sum(d), min(e) FROM pty;
+-- Not the owner
+CREATE ROLE pty_other;
+GRANT SELECT ON pty TO pty_other;
+SET ROLE pty_other;
+ALTER TABLE pty ALTER COLUMN c TYPE varchar(10000); CALL parity_wait();
+RESET ROLE;
+-- In a transaction block, and used in it after
+BEGIN;
+ALTER TABLE pty ALTER COLUMN c TYPE varchar(10000);
+SELECT pg_typeof(c) FROM pty LIMIT 1;
+COMMIT;
+CALL parity_wait();
+DROP TABLE pty_ref, pty;
+DROP ROLE pty_other;

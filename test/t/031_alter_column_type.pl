@@ -1,0 +1,240 @@
+# ALTER TABLE ... ALTER COLUMN ... TYPE as a job, while pgbench writes to the
+# table as its owner (updates of the changed columns, inserts, deletes), each
+# write made to a mirror table too, in the same transaction (the values
+# written are the USING expression's results: a rewrite converts only the rows
+# it finds); the mirror is
+# altered by the blocking statement at the end of each case, and the table
+# must then hold exactly its rows:
+#  1. id and k int -> bigint (the primary key and a unique index), a text
+#     column to varchar USING upper(a) (an index on lower(a)): killed after
+#     its second chunk, it resumes and succeeds; the table's schema is
+#     exactly the blocking statement's (pg_dump of both, the same table made
+#     and altered in another database);
+#  2. k bigint -> numeric, killed at its cut-over, with an index on k made
+#     meanwhile (made again by the ALTER and copied under the lock);
+#  3. cancelled at its cut-over: the table as it was, nothing left;
+#  4. a USING expression that gives a null to a NOT NULL column for a row
+#     written during the job fails the job with PostgreSQL's error, the
+#     table as it was;
+#  5. at submit, PostgreSQL's errors (no cast, a view on the column, not
+#     the owner) and no job; a change that needs no rewrite, and one whose
+#     unique keys might not stay distinct, run as PostgreSQL runs them;
+#  6. the session's next statement that uses the table sees the new type.
+# Each time the table's indexes pass amcheck with every row, it keeps its
+# OID, and no writer fails.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('alter_column_type', q{
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+
+# The table, in both databases: postgres (the job's) and blocking (the
+# blocking statement's, for its schema)
+my $setup = q{
+CREATE EXTENSION IF NOT EXISTS amcheck;
+SET ROLE alice;
+CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL, gone text, a text, c text, n int NOT NULL DEFAULT 0);
+ALTER TABLE t DROP COLUMN gone;
+CREATE UNIQUE INDEX t_k ON t (k);
+CREATE INDEX t_lower ON t (lower(a)) WHERE id % 2 = 0;
+CREATE INDEX t_n ON t (n);
+COMMENT ON COLUMN t.k IS 'made wider in the background';
+};
+my $alter1 = 'ALTER TABLE t ALTER COLUMN id TYPE bigint, ALTER COLUMN k SET DATA TYPE bigint, '
+  . 'ALTER COLUMN a TYPE varchar(40) USING upper(a)';
+$node->safe_psql('postgres', q{
+CREATE ROLE alice LOGIN CREATEDB;
+GRANT CREATE ON SCHEMA public TO alice;
+CREATE DATABASE blocking OWNER alice;
+});
+$node->safe_psql('blocking', "$setup $alter1");
+$node->safe_psql('postgres', qq{
+$setup
+INSERT INTO t SELECT g, g, md5(g::text), CASE WHEN g % 10 = 0 THEN repeat(md5(g::text), 200) END
+  FROM generate_series(1, 60000) g;
+CREATE TABLE mirror AS TABLE t;
+ALTER TABLE mirror ADD PRIMARY KEY (id);
+CREATE SEQUENCE ids START 100001;
+DELETE FROM t WHERE id % 3 = 0;
+DELETE FROM mirror WHERE id % 3 = 0;
+});
+
+my $script = <<'EOS';
+\set id random(1, 60000)
+\set v random(1, 1000000)
+BEGIN;
+UPDATE t SET a = upper(md5(:v::text)), k = -k WHERE id = :id;
+UPDATE mirror SET a = upper(md5(:v::text)), k = -k WHERE id = :id;
+UPDATE t SET c = repeat(md5(:v::text), 100), n = n + 1 WHERE id = :id + 1;
+UPDATE mirror SET c = repeat(md5(:v::text), 100), n = n + 1 WHERE id = :id + 1;
+DELETE FROM t WHERE id = :id + 2 AND :v % 4 = 0;
+DELETE FROM mirror WHERE id = :id + 2 AND :v % 4 = 0;
+SELECT nextval('ids') AS new_id \gset
+INSERT INTO t VALUES (:new_id, :new_id, upper(md5(:v::text)), NULL, 0);
+INSERT INTO mirror VALUES (:new_id, :new_id, upper(md5(:v::text)), NULL, 0);
+COMMIT;
+EOS
+my ($writers, $writers_err);
+
+sub start_writers
+{
+	($writers, $writers_err) = start_table_writers($node, $script);
+}
+
+sub stop_writers
+{
+	my ($what) = @_;
+	my $said = stop_pgbench($writers, $writers_err);
+	unlike($said, qr/ERROR|aborted/, "$what: no writer failed") or diag($said);
+}
+
+sub filenode
+{
+	return $node->safe_psql('postgres', q{SELECT pg_relation_filenode('t')});
+}
+
+# The mirror altered by the blocking statement; then the table holds its
+# rows, and the rest of check_rewritten_table
+sub check_table
+{
+	my ($job, $what, $alter) = @_;
+	$node->safe_psql('postgres', $alter =~ s/ALTER TABLE t /ALTER TABLE mirror /r) if $alter;
+	check_rewritten_table($node, $job, $what);
+}
+
+sub column_types
+{
+	return $node->safe_psql('postgres', q{
+SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+  FROM pg_attribute WHERE attrelid = 't'::regclass AND attnum > 0 AND NOT attisdropped});
+}
+
+my $table_oid = $node->safe_psql('postgres', q{SELECT 't'::regclass::oid});
+start_writers();
+
+# 1. Killed after its second chunk.
+my $filenode = filenode();
+my ($job, $hold) = submit_held_at($node, 'chunk 2', $alter1, user => 'alice');
+is( $node->safe_psql('postgres', "SET lock_timeout = '1s'; SELECT count(*) > 0 FROM t"),
+	't', 'the table is read during the job');
+is(column_types(), 'id integer, k integer, a text, c text, n integer', 'with its old types');
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+start_writers();
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+is(column_types(), 'id bigint, k bigint, a character varying(40), c text, n integer',
+	'the columns have their new types');
+isnt(filenode(), $filenode, 'the table has new storage');
+is($node->safe_psql('postgres', q{SELECT 't'::regclass::oid}), $table_oid, 'and its OID');
+stop_writers('changed to bigint');
+check_table($job, 'changed to bigint', $alter1);
+is(table_schema($node, 'postgres', 't'), table_schema($node, 'blocking', 't'),
+	"the table's schema is the blocking statement's (pg_dump)");
+
+# 2. Killed at its cut-over, an index on the changed column made meanwhile.
+my $alter2 = 'ALTER TABLE t ALTER COLUMN k TYPE numeric';
+start_writers();
+($job, $hold) = submit_held_at($node, 'cutting over', $alter2, user => 'alice');
+my $copies = $node->safe_psql('postgres', q{
+SELECT string_agg(pg_relation_filenode(oid)::text, ',') FROM pg_class
+ WHERE relnamespace = 'background_ddl'::regnamespace AND relname LIKE 'index\_%'});
+is(scalar(split /,/, $copies), 4, 'the copies of the four indexes were built before the cut-over');
+$node->safe_psql('postgres', 'CREATE INDEX t_k_a ON t (k, a)');
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+start_writers();
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+like(column_types(), qr/^id bigint, k numeric,/, 'k is numeric');
+like( $node->safe_psql('postgres', q{SELECT pg_get_indexdef('t_k_a'::regclass)}),
+	qr/\(k, a\)$/, 'the index made meanwhile is there');
+is( $node->safe_psql('postgres', qq{
+SELECT string_agg(relname, ' ' ORDER BY relname) FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+ WHERE i.indrelid = 't'::regclass AND pg_relation_filenode(c.oid) IN ($copies)}),
+	't_k t_lower t_n t_pkey',
+	'the four indexes have the storage of their copies, t_k made again for numeric too');
+stop_writers('killed at the cut-over');
+check_table($job, 'killed at the cut-over', $alter2);
+
+# 3. Cancelled at its cut-over.
+start_writers();
+$filenode = filenode();
+my $types = column_types();
+($job, $hold) = submit_held_at($node, 'cutting over', 'ALTER TABLE t ALTER COLUMN c TYPE varchar(100000)',
+	user => 'alice');
+$node->safe_psql('postgres', "SELECT cancel_ddl($job)", extra_params => [ '-U', 'alice' ]);
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
+is(filenode(), $filenode, 'the table keeps its storage');
+is(column_types(), $types, 'and its types');
+stop_writers('cancelled');
+check_table($job, 'cancelled');
+
+# 4. A null for a NOT NULL column, from a row written during the job.
+$filenode = filenode();
+($job, $hold) = submit_held_at($node, 'chunk 2',
+	'ALTER TABLE t ALTER COLUMN n TYPE bigint USING nullif(n, -1)', user => 'alice');
+$node->safe_psql('postgres', 'UPDATE t SET n = -1 WHERE id = 1; UPDATE mirror SET n = -1 WHERE id = 1');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+is(job_field($node, $job, 'error'), 'column "n" of relation "t" contains null values',
+	"with the blocking statement's error");
+is(filenode(), $filenode, 'the table keeps its storage');
+is(column_types(), $types, 'and its types');
+check_table($job, 'a null');
+$node->safe_psql('postgres', 'UPDATE t SET n = 0 WHERE id = 1; UPDATE mirror SET n = 0 WHERE id = 1');
+
+# 5. At submit.
+my $jobs_before = $node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job');
+my ($rc, $out, $err) = $node->psql('postgres',
+	'SET background_ddl = on; ALTER TABLE t ALTER COLUMN a TYPE int', extra_params => [ '-U', 'alice' ]);
+like($err, qr/ERROR:  column "a" cannot be cast automatically to type integer/,
+	"no cast: PostgreSQL's error");
+$node->safe_psql('postgres', 'CREATE VIEW cs AS SELECT c FROM t', extra_params => [ '-U', 'alice' ]);
+($rc, $out, $err) = $node->psql('postgres',
+	'SET background_ddl = on; ALTER TABLE t ALTER COLUMN c TYPE varchar(10)',
+	extra_params => [ '-U', 'alice' ]);
+like($err, qr/ERROR:  cannot alter type of a column used by a view or rule/,
+	"a view on the column: PostgreSQL's error");
+$node->safe_psql('postgres', q{CREATE ROLE mallory LOGIN; GRANT SELECT, TRIGGER ON t TO mallory});
+($rc, $out, $err) = $node->psql('postgres',
+	'SET background_ddl = on; ALTER TABLE t ALTER COLUMN id TYPE numeric',
+	extra_params => [ '-U', 'mallory' ]);
+like($err, qr/ERROR:  must be owner of table t/, "a role with SELECT and TRIGGER: PostgreSQL's error");
+$filenode = filenode();
+($rc, $out, $err) = $node->psql('postgres',
+	'SET background_ddl = on; ALTER TABLE t ALTER COLUMN a TYPE text',
+	extra_params => [ '-U', 'alice' ]);
+is($rc, 0, 'varchar to text (no rewrite) runs');
+is(filenode(), $filenode, 'as PostgreSQL runs it: the storage stays');
+($rc, $out, $err) = $node->psql('postgres',
+	'SET background_ddl = on; ALTER TABLE t ALTER COLUMN k TYPE bigint',
+	extra_params => [ '-U', 'alice' ]);
+like($err, qr/NOTICE:  this statement runs in this session, not as a background job\nDETAIL:  Unique index "t_k" has column "k", whose new values might not stay distinct/,
+	'numeric to bigint under a unique index runs in the session, saying why');
+like(column_types(), qr/^id bigint, k bigint,/, 'and k is bigint');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job'), $jobs_before,
+	'none of these submitted a job');
+$node->safe_psql('postgres', q{DROP VIEW cs; ALTER TABLE mirror ALTER COLUMN a TYPE text, ALTER COLUMN k TYPE bigint});
+
+# 6. The session's next statement that uses the table waits for the job.
+is( $node->safe_psql('postgres', q{
+SET background_ddl = on;
+ALTER TABLE t ALTER COLUMN n TYPE bigint;
+INSERT INTO t (id, k, n) VALUES (5000000000, 5000000000, 5000000000);
+SELECT n FROM t WHERE id = 5000000000;
+DELETE FROM t WHERE id = 5000000000;}, extra_params => [ '-U', 'alice' ]),
+	'5000000000', 'the next statement sees the new type');
+$job = $node->safe_psql('postgres', 'SELECT max(id) FROM background_ddl.job');
+ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
+check_table($job, 'the next statement', 'ALTER TABLE t ALTER COLUMN n TYPE bigint');
+
+$node->stop;
+done_testing();
