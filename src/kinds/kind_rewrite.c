@@ -91,8 +91,13 @@
 /* The key of the variant that moves the table (to QUERY_STATE_TABLESPACE): 1 */
 #define STATE_NEW_TABLESPACE	"new_tablespace"
 
-/* The key of the variant that changes columns' types (ALTER COLUMN ... TYPE): 1 */
+/*
+ * The key of the variant that changes columns' types (ALTER COLUMN ...
+ * TYPE): 1; and its changes, as bound at submit (QueryColumnChangesBind,
+ * nodeToString)
+ */
 #define STATE_COLUMN_CHANGES	"column_changes"
+#define STATE_COLUMN_VALUES		"column_values"
 
 #define STRATEGY_REWRITE	"table rewritten in ctid chunks, changed rows captured"
 
@@ -162,29 +167,32 @@ ColumnTypeChanges(Node *parsetree)
 	return stmt->cmds;
 }
 
-/* A job's column changes (its statement's subcommands, parsed again), or NIL */
+/* A job's column changes, as bound at submit (query_column_change.c), or NIL */
 static List *
 JobColumnChanges(const BgddlJob *job)
 {
-	RawStmt    *raw;
-
 	if (!CatalogKindStateHas(job->kind_state, STATE_COLUMN_CHANGES))
 		return NIL;
-	raw = linitial_node(RawStmt, raw_parser(job->command, RAW_PARSE_DEFAULT));
-	return ColumnTypeChanges(raw->stmt);
+	return (List *) stringToNode(CatalogKindStateText(job->kind_state, STATE_COLUMN_VALUES));
+}
+
+/* The subcommands of a job's ALTER COLUMN ... TYPE (its statement, parsed again) */
+static List *
+JobStatementCommands(const BgddlJob *job)
+{
+	return ColumnTypeChanges(linitial_node(RawStmt, raw_parser(job->command,
+															   RAW_PARSE_DEFAULT))->stmt);
 }
 
 /* The changed columns' attribute numbers, offset by FirstLowInvalidHeapAttributeNumber */
 static Bitmapset *
-ChangedColumns(Relation table, List *changes)
+ChangedColumns(List *changes)
 {
 	Bitmapset  *columns = NULL;
 	ListCell   *lc;
 
 	foreach(lc, changes)
-		columns = bms_add_member(columns,
-								 get_attnum(RelationGetRelid(table),
-											lfirst_node(AlterTableCmd, lc)->name) -
+		columns = bms_add_member(columns, lfirst_node(TargetEntry, lc)->resno -
 								 FirstLowInvalidHeapAttributeNumber);
 	return columns;
 }
@@ -214,7 +222,7 @@ IndexUsesChanged(Relation index, Bitmapset *changed, bool *in_expressions)
 static List *
 RedefinedIndexes(Relation table, List *changes)
 {
-	Bitmapset  *changed = ChangedColumns(table, changes);
+	Bitmapset  *changed = ChangedColumns(changes);
 	List	   *redefined = NIL;
 	ListCell   *lc;
 
@@ -448,7 +456,7 @@ RewriteCatchUp(JobRun *run)
 }
 
 /*
- * PostgreSQL's own ALTER COLUMN ... TYPE of the table (changes), as role,
+ * PostgreSQL's own ALTER COLUMN ... TYPE of the table (its subcommands), as role,
  * on the table emptied first (PgRelationTruncate): it makes the table's
  * catalog exactly what the blocking statement makes of it (the columns,
  * their defaults, the indexes and constraints it makes again, statistics
@@ -457,13 +465,13 @@ RewriteCatchUp(JobRun *run)
  * transaction whose end undoes it or gives the table other storage.
  */
 static void
-AlterEmptiedTable(Oid relid, List *changes, Oid role, const char *query_string)
+AlterEmptiedTable(Oid relid, List *cmds, Oid role, const char *query_string)
 {
 	Relation	table = table_open(relid, NoLock);
 
 	PgRelationTruncate(table);
 	table_close(table, NoLock);
-	ConstraintRunAlterTableCommands(relid, role, copyObject(changes), AccessExclusiveLock,
+	ConstraintRunAlterTableCommands(relid, role, copyObject(cmds), AccessExclusiveLock,
 									query_string);
 }
 
@@ -524,8 +532,8 @@ RewritePublish(JobRun *run, int64 rows)
 
 		foreach(old_cell, copied_old)
 			names = lappend(names, get_rel_name(lfirst_oid(old_cell)));
-		AlterEmptiedTable(run->job.target_oid, q->column_changes, run->job.identity.owner_oid,
-						  run->job.command);
+		AlterEmptiedTable(run->job.target_oid, JobStatementCommands(&run->job),
+						  run->job.identity.owner_oid, run->job.command);
 		copied_old = IndexesNamed(run->job.target_oid, names);
 	}
 
@@ -669,7 +677,7 @@ AlterTypeAccepts(Node *parsetree, const char **reason)
 typedef struct AlterTypeDryRun
 {
 	Oid			relid;
-	List	   *changes;
+	List	   *cmds;
 	const char *query_string;
 } AlterTypeDryRun;
 
@@ -684,14 +692,7 @@ RunAlterTypeRolledBack(void *arg)
 	AlterTypeDryRun *dry_run = arg;
 
 	JobStepLockRelation(dry_run->relid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
-	AlterEmptiedTable(dry_run->relid, dry_run->changes, GetUserId(), dry_run->query_string);
-}
-
-/* A changed column's new value in rows, the table's rows as the job computes them */
-static Node *
-NewValue(Query *rows, AttrNumber attnum)
-{
-	return (Node *) list_nth_node(TargetEntry, rows->targetList, attnum - 1)->expr;
+	AlterEmptiedTable(dry_run->relid, dry_run->cmds, GetUserId(), dry_run->query_string);
 }
 
 /*
@@ -700,9 +701,9 @@ NewValue(Query *rows, AttrNumber attnum)
  * QueryColumnChangeKeepsDistinct), or NULL
  */
 static const char *
-UniqueKeysChangeReason(Relation table, List *changes, Query *rows)
+UniqueKeysChangeReason(Relation table, List *changes)
 {
-	Bitmapset  *changed = ChangedColumns(table, changes);
+	Bitmapset  *changed = ChangedColumns(changes);
 	const char *reason = NULL;
 	ListCell   *lc;
 
@@ -722,7 +723,8 @@ UniqueKeysChangeReason(Relation table, List *changes, Query *rows)
 				AttrNumber	attnum = index->rd_index->indkey.values[i];
 
 				if (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, changed) &&
-					!QueryColumnChangeKeepsDistinct(NewValue(rows, attnum), attnum))
+					!QueryColumnChangeKeepsDistinct((Node *) QueryColumnChangedValue(changes, attnum),
+													attnum))
 					reason = psprintf("Unique index \"%s\" has column \"%s\", whose new values might not stay distinct (a job knows that they do only for an integer made wider).",
 									  RelationGetRelationName(index),
 									  get_attname(RelationGetRelid(table), attnum, false));
@@ -735,16 +737,15 @@ UniqueKeysChangeReason(Relation table, List *changes, Query *rows)
 
 /* Would PostgreSQL rewrite the table for these changes (QueryColumnChangeRewrites)? */
 static bool
-ChangesRewrite(Relation table, List *changes, Query *rows)
+ChangesRewrite(List *changes)
 {
 	ListCell   *lc;
 
 	foreach(lc, changes)
 	{
-		AttrNumber	attnum = get_attnum(RelationGetRelid(table),
-										lfirst_node(AlterTableCmd, lc)->name);
+		TargetEntry *change = lfirst_node(TargetEntry, lc);
 
-		if (QueryColumnChangeRewrites(NewValue(rows, attnum), attnum))
+		if (QueryColumnChangeRewrites((Node *) change->expr, change->resno))
 			return true;
 	}
 	return false;
@@ -761,9 +762,9 @@ static void
 AlterTypeValidate(KindSubmit *submit)
 {
 	AlterTableStmt *stmt = castNode(AlterTableStmt, submit->pstmt->utilityStmt);
-	AlterTypeDryRun dry_run = {.changes = stmt->cmds,.query_string = submit->query_string};
+	AlterTypeDryRun dry_run = {.cmds = stmt->cmds,.query_string = submit->query_string};
 	Relation	table;
-	Query	   *rows;
+	List	   *changes;
 	const char *reason;
 
 	/* The session's later statements that use the table see its new columns */
@@ -779,16 +780,17 @@ AlterTypeValidate(KindSubmit *submit)
 	}
 	PgRunRolledBack(RunAlterTypeRolledBack, &dry_run);
 	table = relation_open(dry_run.relid, NoLock);
-	rows = QueryOfTableRows(table, stmt->cmds);
-	if (!ChangesRewrite(table, stmt->cmds, rows))
+	changes = QueryColumnChangesBind(table, stmt->cmds);
+	if (!ChangesRewrite(changes))
 		submit->declined = true;
-	else if ((reason = UniqueKeysChangeReason(table, stmt->cmds, rows)) != NULL)
+	else if ((reason = UniqueKeysChangeReason(table, changes)) != NULL)
 	{
 		KindNoticeInSession(reason);
 		submit->declined = true;
 	}
 	relation_close(table, NoLock);
 	CatalogKindStateSetInt(&submit->kind_state, STATE_COLUMN_CHANGES, 1);
+	CatalogKindStateSetText(&submit->kind_state, STATE_COLUMN_VALUES, nodeToString(changes));
 }
 
 static JobStepResult
@@ -848,8 +850,9 @@ RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(table)),
 				 errdetail("Only a plain table is rewritten as a job.")));
 	JobQueryEnter(table->rd_rel->relowner, &context, false);
-	QueryJobEstimate(QueryOfTableRows(table, ColumnTypeChanges(raw_statement)), InvalidOid,
-					 estimate);
+	QueryJobEstimate(QueryOfTableRows(table, QueryColumnChangesBind(table,
+																	ColumnTypeChanges(raw_statement))),
+					 InvalidOid, estimate);
 	JobQueryLeave(&context);
 	foreach(lc, RelationGetIndexList(table))
 	{

@@ -306,7 +306,7 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
  * every column FROM ONLY table", a dropped column's place kept by a null
  * (which takes no room in a row, whatever the column's type was), so that
  * the output's columns are the table's attribute numbers; a column that
- * changes (ALTER COLUMN ... TYPE) as its new value.
+ * changes (ALTER COLUMN ... TYPE: query_column_change.c) as its new value.
  */
 Query *
 QueryOfTableRows(Relation table, List *column_changes)
@@ -317,9 +317,9 @@ QueryOfTableRows(Relation table, List *column_changes)
 	TupleDesc	desc = RelationGetDescr(table);
 	Query	   *query = makeNode(Query);
 
+	Assert(item->p_rtindex == 1);	/* as the column changes' values have it */
 	query->commandType = CMD_SELECT;
 	query->canSetTag = true;
-	addNSItemToQuery(pstate, item, false, true, true);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute attribute = TupleDescAttr(desc, i);
@@ -327,16 +327,15 @@ QueryOfTableRows(Relation table, List *column_changes)
 
 		if (attribute->attisdropped)
 			column = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
-		else if ((column = QueryColumnChangedValue(pstate, item, table, column_changes,
-													attribute)) != NULL)
-			;
 		else
 		{
 			Var		   *var = makeVar(item->p_rtindex, attribute->attnum, attribute->atttypid,
 									  attribute->atttypmod, attribute->attcollation, 0);
 
 			markVarForSelectPriv(pstate, var);
-			column = (Expr *) var;
+			column = QueryColumnChangedValue(column_changes, attribute->attnum);
+			if (column == NULL)
+				column = (Expr *) var;
 		}
 		query->targetList = lappend(query->targetList,
 									makeTargetEntry(column, i + 1,

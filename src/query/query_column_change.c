@@ -5,14 +5,15 @@
  *	  table's rewrite computes them: each row's new value, and the shape of
  *	  the rows that hold them.
  *
- * A change is the statement's own subcommand (an AlterTableCmd of subtype
- * AT_AlterColumnType, parsed again from the job's statement): the column's
- * name, its new type and collation (a ColumnDef), and the USING expression
- * (its raw_default) or none.  A row's new value is the USING expression, or
- * the column itself, coerced to the new type by assignment, as PostgreSQL's
- * ALTER TABLE computes it (tablecmds.c, ATPrepAlterColumnType); it is
- * analysed again wherever the job's query is, so that a type or function
- * that is gone fails the job with PostgreSQL's error.
+ * The statement's subcommands (AlterTableCmd of subtype AT_AlterColumnType:
+ * a column's name, its new type and collation, and the USING expression or
+ * none) are bound at submit, as a view's query is: each becomes a
+ * TargetEntry whose resno is the column's attribute number and whose
+ * expression is the row's new value, the USING expression or the column
+ * coerced to the new type by assignment, as PostgreSQL's ALTER TABLE
+ * computes it (tablecmds.c, ATPrepAlterColumnType), relabelled to the
+ * column's new type, typmod and collation.  The job keeps that list
+ * (nodeToString): no name in it is looked up again while the job runs.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,18 +39,18 @@
 
 #include "query/query_column_change.h"
 
-/* The change of a column, or NULL */
-static AlterTableCmd *
-ChangeOf(List *changes, const char *column)
+/* The change of a column (a TargetEntry of QueryColumnChangesBind), or NULL */
+static TargetEntry *
+ChangeOf(List *changes, AttrNumber attnum)
 {
 	ListCell   *lc;
 
 	foreach(lc, changes)
 	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		TargetEntry *change = lfirst_node(TargetEntry, lc);
 
-		if (strcmp(cmd->name, column) == 0)
-			return cmd;
+		if (change->resno == attnum)
+			return change;
 	}
 	return NULL;
 }
@@ -82,7 +83,7 @@ NewType(AlterTableCmd *cmd, Oid *type, int32 *typmod, Oid *collation)
  * The descriptor of the table's rows once the changes are made: its own,
  * each changed attribute with its new type, typmod, collation and storage
  * (at its place: ALTER COLUMN TYPE keeps the attribute number), NOT NULL
- * where the column is (the rewrite checks it; see QueryColumnChangedValue).
+ * where the column is (the content relation checks it: query_backfill.c).
  */
 TupleDesc
 QueryColumnChangesDesc(Relation table, List *changes)
@@ -92,67 +93,82 @@ QueryColumnChangesDesc(Relation table, List *changes)
 
 	foreach(lc, changes)
 	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-		Form_pg_attribute attribute = ChangedAttribute(table, cmd);
-		AttrNumber	attnum = attribute->attnum;
-		Oid			type;
-		int32		typmod;
-		Oid			collation;
+		TargetEntry *change = lfirst_node(TargetEntry, lc);
+		AttrNumber	attnum = change->resno;
+		Form_pg_attribute attribute = TupleDescAttr(RelationGetDescr(table), attnum - 1);
 
-		NewType(cmd, &type, &typmod, &collation);
-		TupleDescInitEntry(desc, attnum, NameStr(attribute->attname), type, typmod,
-						   attribute->attndims);
-		TupleDescInitEntryCollation(desc, attnum, collation);
+		TupleDescInitEntry(desc, attnum, NameStr(attribute->attname), exprType((Node *) change->expr),
+						   exprTypmod((Node *) change->expr), attribute->attndims);
+		TupleDescInitEntryCollation(desc, attnum, exprCollation((Node *) change->expr));
 		TupleDescAttr(desc, attnum - 1)->attnotnull = attribute->attnotnull;
 	}
 	return desc;
 }
 
 /*
- * A changed column's value in a row of the table (its range table entry
- * item, in pstate's namespace): the USING expression, or the column, coerced to the new type, as
- * ALTER TABLE computes it, with its errors.  NULL if the column is not
- * changed.
+ * Bind the subcommands (cmds) of an ALTER COLUMN ... TYPE of the table:
+ * the list of changes described above, with ALTER TABLE's errors
  */
-Expr *
-QueryColumnChangedValue(ParseState *pstate, ParseNamespaceItem *item, Relation table,
-						List *changes, Form_pg_attribute attribute)
+List *
+QueryColumnChangesBind(Relation table, List *cmds)
 {
-	AlterTableCmd *cmd = ChangeOf(changes, NameStr(attribute->attname));
-	ColumnDef  *def;
-	Node	   *value;
-	Oid			type;
-	int32		typmod;
-	Oid			collation;
-	Oid			value_type;
+	ParseState *pstate = make_parsestate(NULL);
+	ParseNamespaceItem *item = addRangeTableEntryForRelation(pstate, table, AccessShareLock,
+															 NULL, false, true);
+	List	   *changes = NIL;
+	ListCell   *lc;
 
-	if (cmd == NULL)
-		return NULL;
-	def = castNode(ColumnDef, cmd->def);
-	NewType(cmd, &type, &typmod, &collation);
-	if (def->raw_default != NULL)
+	addNSItemToQuery(pstate, item, false, true, true);
+	foreach(lc, cmds)
 	{
-		value = transformExpr(pstate, copyObject(def->raw_default),
-							  EXPR_KIND_ALTER_COL_TRANSFORM);
-		assign_expr_collations(pstate, value);
-		if (expression_returns_set(value))
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		ColumnDef  *def = castNode(ColumnDef, cmd->def);
+		Form_pg_attribute attribute = ChangedAttribute(table, cmd);
+		Node	   *value;
+		Oid			type;
+		int32		typmod;
+		Oid			collation;
+
+		NewType(cmd, &type, &typmod, &collation);
+		if (def->raw_default != NULL)
+		{
+			value = transformExpr(pstate, copyObject(def->raw_default),
+								  EXPR_KIND_ALTER_COL_TRANSFORM);
+			assign_expr_collations(pstate, value);
+			if (expression_returns_set(value))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("transform expression must not return a set")));
+		}
+		else
+			value = (Node *) makeVar(item->p_rtindex, attribute->attnum, attribute->atttypid,
+									 attribute->atttypmod, attribute->attcollation, 0);
+		value = coerce_to_target_type(pstate, value, exprType(value), type, typmod,
+									  COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+		if (value == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("transform expression must not return a set")));
+					 errmsg("column \"%s\" cannot be cast automatically to type %s",
+							cmd->name, format_type_be(type))));
+		assign_expr_collations(pstate, value);
+		value = (Node *) makeRelabelType((Expr *) value, type, typmod, collation,
+										 COERCE_IMPLICIT_CAST);
+		changes = lappend(changes, makeTargetEntry((Expr *) value, attribute->attnum,
+												   pstrdup(NameStr(attribute->attname)), false));
 	}
-	else
-		value = (Node *) makeVar(item->p_rtindex, attribute->attnum, attribute->atttypid,
-								 attribute->atttypmod, attribute->attcollation, 0);
-	value_type = exprType(value);
-	value = coerce_to_target_type(pstate, value, value_type, type, typmod,
-								  COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
-	if (value == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" cannot be cast automatically to type %s",
-						cmd->name, format_type_be(type))));
-	assign_expr_collations(pstate, value);
-	return (Expr *) value;
+	return changes;
+}
+
+/*
+ * A changed column's new value in a row of the table (the table the only
+ * entry of the query's range table), or NULL if the column is not changed
+ */
+Expr *
+QueryColumnChangedValue(List *changes, AttrNumber attnum)
+{
+	TargetEntry *change = ChangeOf(changes, attnum);
+
+	return change != NULL ? copyObject(change->expr) : NULL;
 }
 
 /*

@@ -13,10 +13,9 @@
 #include "parser/parse_node.h"
 #include "utils/relcache.h"
 
+extern List *QueryColumnChangesBind(Relation table, List *cmds);
 extern TupleDesc QueryColumnChangesDesc(Relation table, List *changes);
-extern Expr *QueryColumnChangedValue(ParseState *pstate, ParseNamespaceItem *item,
-									 Relation table, List *changes,
-									 Form_pg_attribute attribute);
+extern Expr *QueryColumnChangedValue(List *changes, AttrNumber attnum);
 extern bool QueryColumnChangeRewrites(Node *value, AttrNumber attnum);
 extern bool QueryColumnChangeKeepsDistinct(Node *value, AttrNumber attnum);
 

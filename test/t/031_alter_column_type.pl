@@ -19,7 +19,9 @@
 #  5. at submit, PostgreSQL's errors (no cast, a view on the column, not
 #     the owner) and no job; a change that needs no rewrite, and one whose
 #     unique keys might not stay distinct, run as PostgreSQL runs them;
-#  6. the session's next statement that uses the table sees the new type.
+#  6. the session's next statement that uses the table sees the new type;
+#  7. the USING expression is bound at submit: a function made during the
+#     job that its lookup would now find is not called.
 # Each time the table's indexes pass amcheck with every row, it keeps its
 # OID, and no writer fails.
 use strict;
@@ -235,6 +237,28 @@ DELETE FROM t WHERE id = 5000000000;}, extra_params => [ '-U', 'alice' ]),
 $job = $node->safe_psql('postgres', 'SELECT max(id) FROM background_ddl.job');
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
 check_table($job, 'the next statement', 'ALTER TABLE t ALTER COLUMN n TYPE bigint');
+
+# 7. The statement is bound at submit, as the blocking statement is when it
+# runs: a function made during the job that would win the USING
+# expression's lookup in the submitter's search_path is not called.
+$node->safe_psql('postgres', q{
+CREATE SCHEMA early AUTHORIZATION alice;
+SET ROLE alice;
+CREATE FUNCTION public.tag(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT $1 || '+' $$;
+});
+my $alter7 = 'ALTER TABLE t ALTER COLUMN c TYPE varchar(100000) USING tag(c)';
+($job, $hold) = submit_held_at($node, 'chunk 2', $alter7, user => 'alice',
+	before => 'SET search_path = early, public;');
+$node->safe_psql('postgres', q{
+CREATE FUNCTION early.tag(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'early' $$;
+UPDATE t SET c = 'written during the job' WHERE id = 2;
+UPDATE mirror SET c = 'written during the job' WHERE id = 2;
+}, extra_params => [ '-U', 'alice' ]);
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
+is($node->safe_psql('postgres', q{SELECT c FROM t WHERE id = 2}), 'written during the job+',
+	'a row written during the job got the function bound at submit');
+check_table($job, 'bound at submit', $alter7 =~ s/tag/public.tag/r);
 
 $node->stop;
 done_testing();
