@@ -100,6 +100,9 @@
 #define STATE_COLUMN_VALUES		"column_values"
 
 #define STRATEGY_REWRITE	"table rewritten in ctid chunks, changed rows captured"
+#define STRATEGY_NO_REWRITE	"runs as PostgreSQL runs it: the change rewrites no row"
+#define STRATEGY_BLOCKING	"runs as PostgreSQL runs it, blocking: the table is not one plain table " \
+	"that the user owns, or a view, rule, trigger, policy, CHECK or foreign key uses a changed column"
 
 /*
  * A statement that rewrites one table: VACUUM (FULL) of one table, without
@@ -813,17 +816,32 @@ RewriteBuildHere(const BgddlJob *job)
 
 /*
  * explain_ddl: VACUUM FULL of one table, ALTER TABLE ... SET TABLESPACE,
- * ALTER COLUMN ... TYPE (that a job does if PostgreSQL would rewrite)
+ * ALTER COLUMN ... TYPE (a job if PostgreSQL would rewrite the table)
  */
 static const char *
 RewriteExplain(Node *raw_statement, const char *query_string)
 {
 	const char *reason = NULL;
+	Relation	table;
+	bool		rewrites;
 
-	if (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason) != KIND_ACCEPTED &&
-		AlterTypeAccepts(raw_statement, &reason) != KIND_ACCEPTED)
+	if (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason) == KIND_ACCEPTED)
+		return STRATEGY_REWRITE;
+	if (ColumnTypeChanges(raw_statement) == NIL)
 		return NULL;
-	return STRATEGY_REWRITE;
+	switch (AlterTypeAccepts(raw_statement, &reason))
+	{
+		case KIND_ACCEPTED:
+			break;
+		case KIND_IN_SESSION:
+			return psprintf("runs as PostgreSQL runs it, blocking: %s", reason);
+		case KIND_NOT_ACCEPTED:
+			return STRATEGY_BLOCKING;
+	}
+	table = table_openrv(((AlterTableStmt *) raw_statement)->relation, AccessShareLock);
+	rewrites = ChangesRewrite(QueryColumnChangesBind(table, ColumnTypeChanges(raw_statement)));
+	table_close(table, AccessShareLock);
+	return rewrites ? STRATEGY_REWRITE : STRATEGY_NO_REWRITE;
 }
 
 /*

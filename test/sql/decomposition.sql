@@ -159,6 +159,15 @@ SELECT explain_ddl('REFRESH MATERIALIZED VIEW small');
 SELECT explain_ddl('VACUUM FULL events');
 SELECT explain_ddl('VACUUM FULL VERBOSE events');
 SELECT explain_ddl('ALTER TABLE events SET TABLESPACE pg_default');
+BEGIN;
+SET LOCAL background_ddl = off;
+CREATE TABLE retyped AS SELECT id, account, payload FROM events;
+ALTER TABLE retyped ADD PRIMARY KEY (id);
+COMMIT;
+SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN id TYPE bigint, ALTER COLUMN payload TYPE varchar(50)');
+SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN payload TYPE varchar');
+SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN payload TYPE int');
+SELECT explain_ddl('ALTER TABLE events ALTER COLUMN payload TYPE varchar(50)');
 
 -- estimate_ddl: the job measured on a rolled-back sample of its chunks
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,
@@ -184,6 +193,12 @@ SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, seconds > 0 AS 
        bytes > pg_table_size('events') / 2 + pg_indexes_size('events') AS has_bytes,
        locks LIKE '%ACCESS EXCLUSIVE on it at the cut-over%' AS says_its_locks
   FROM estimate_ddl('VACUUM FULL events'), (SELECT count(*) AS n FROM events) c;
+SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, seconds > 0 AS timed,
+       bytes > pg_table_size('retyped') AS wider_rows
+  FROM estimate_ddl('ALTER TABLE retyped ALTER COLUMN account TYPE bigint,
+                     ALTER COLUMN payload TYPE text USING repeat(payload, 2)'),
+       (SELECT count(*) AS n FROM retyped) c;
+DROP TABLE retyped;
 -- an index: built on a sample of the table
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,
        wal_bytes = bytes AS wal_is_the_index, seconds > 0 AS timed,
