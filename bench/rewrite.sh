@@ -11,7 +11,12 @@
 # during it over theirs without a rewrite in the same round.  A checkpoint before each; the
 # indexes checked valid and the rows counted after it.
 #
-# Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4)
+# With STATEMENT=alter, the rewrite is ALTER TABLE events ALTER COLUMN account TYPE bigint (its
+# index made again for bigint), two ways: blocking and the job (pg_repack cannot change a type); the
+# column is made int again after each, blocking, outside the measure.
+#
+# Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4;
+#        STATEMENT, vacuum or alter)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -19,6 +24,12 @@ source "$(dirname "$0")/lib.sh"
 ROWS=${1:-${ROWS:-10000000}}
 ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-4}
+STATEMENT=${STATEMENT:-vacuum}
+case $STATEMENT in
+    vacuum) REWRITE="VACUUM FULL events"; methods=(blocking pg_repack job) ;;
+    alter) REWRITE="ALTER TABLE events ALTER COLUMN account TYPE bigint"; methods=(blocking job) ;;
+    *) echo "STATEMENT is vacuum or alter" >&2; exit 1 ;;
+esac
 export PGPORT=${PGPORT:-54337}
 
 if ! dpkg -s postgresql-$PG_MAJOR-repack >/dev/null 2>&1; then
@@ -56,13 +67,13 @@ measure() {
     lsn0=$(wal_lsn)
     t0=$(date +%s%N)
     case $method in
-        blocking) ms=$(sql -c '\timing on' -c "VACUUM FULL events" | timing_ms) ;;
+        blocking) ms=$(sql -c '\timing on' -c "$REWRITE" | timing_ms) ;;
         pg_repack)
             "$PGBIN/pg_repack" --no-order --table=events --no-superuser-check -h "$PGHOST" -p "$PGPORT" \
                 -U postgres -d "${PGDATABASE:-postgres}" >"$B/pg_repack.out" 2>&1 ||
                 { cat "$B/pg_repack.out" >&2; exit 1; }
             ms=$(( ($(date +%s%N) - t0) / 1000000 )) ;;
-        job) ms=$(bench_background_ms "VACUUM FULL events") ;;
+        job) ms=$(bench_background_ms "$REWRITE") ;;
     esac
     t1=$(date +%s%N)
     lsn1=$(wal_lsn)
@@ -75,14 +86,18 @@ measure() {
     wal=$(sql -c "SELECT round(pg_wal_lsn_diff('$lsn1', '$lsn0') / 1048576.0)")
     [ "$(sql -c "SELECT bool_and(indisvalid) AND count(*) = 2 FROM pg_index WHERE indrelid = 'events'::regclass")" = t ] ||
         { echo "after $method, the indexes of events are not two valid ones" >&2; exit 1; }
+    if [ "$STATEMENT" = alter ]; then
+        [ "$(sql -c "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'events'::regclass AND attname = 'account'")" = bigint ] ||
+            { echo "after $method, events.account is not bigint" >&2; exit 1; }
+        sql -q -c "ALTER TABLE events ALTER COLUMN account TYPE int"
+    fi
     echo "$ms $max $wal $(awk -v a="$rate_during" -v b="$rate_without" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
 }
 
-methods=(blocking pg_repack job)
 : >"$B/results"
 for round in $(seq "$ROUNDS"); do
-    for i in 0 1 2; do
-        method=${methods[$(((round + i) % 3))]}
+    for i in $(seq 0 $((${#methods[@]} - 1))); do
+        method=${methods[$(((round + i) % ${#methods[@]}))]}
         read -r ms max wal rate <<<"$(measure "$method")"
         echo "$method $ms $max $wal $rate" >>"$B/results"
         echo "== round $round: $method $ms ms, longest write $max ms, WAL $wal MB, writers' rate $rate of theirs without"
@@ -90,9 +105,9 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "events rows: $ROWS (a quarter dead before each rewrite; 2 indexes)   rounds: $ROUNDS   writer clients: $CLIENTS"
+echo "$REWRITE; events rows: $ROWS (a quarter dead before each rewrite; 2 indexes)   rounds: $ROUNDS   writer clients: $CLIENTS"
 printf '%-12s %12s %8s %18s %8s %16s\n' "" "median ms" "ratio" "longest write ms" "WAL MB" "writers' rate"
-for method in blocking pg_repack job; do
+for method in "${methods[@]}"; do
     printf '%-12s %12s %8s %18s %8s %16s\n' "$method" "$(bench_col "$method" 2)" \
         "$(awk -v a="$(bench_col "$method" 2)" -v b="$(bench_col blocking 2)" 'BEGIN { printf "%.2f", a / b }')" \
         "$(bench_colmax "$method" 3)" "$(bench_col "$method" 4)" "$(bench_col "$method" 5)"
