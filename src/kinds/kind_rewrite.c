@@ -241,6 +241,128 @@ RedefinedIndexes(Relation table, List *changes)
 	return redefined;
 }
 
+/* Is a constraint a primary key or a unique constraint? */
+static bool
+IsKeyConstraint(Oid constraint_oid)
+{
+	HeapTuple	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(constraint_oid));
+	char		contype;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	contype = ((Form_pg_constraint) GETSTRUCT(tuple))->contype;
+	ReleaseSysCache(tuple);
+	return contype == CONSTRAINT_PRIMARY || contype == CONSTRAINT_UNIQUE;
+}
+
+/*
+ * Is what depends on a changed column only what ALTER COLUMN ... TYPE makes
+ * again by itself: the table's indexes and their constraints (primary key,
+ * unique), the column's own default, the sequence of a serial column,
+ * statistics objects?  A view, rule, trigger, policy, CHECK or foreign key
+ * constraint, generated column or publication: the statement runs as
+ * PostgreSQL runs it (its error, or its rewrite and checks, blocking).
+ */
+static bool
+OnlyRemadeDependents(Oid relid, AttrNumber attnum)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[3];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		only_remade = true;
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&keys[2], Anum_pg_depend_refobjsubid, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum((int32) attnum));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 3, keys);
+	while (only_remade && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
+		char		relkind;
+
+		switch (dependency->classid)
+		{
+			case RelationRelationId:
+				relkind = get_rel_relkind(dependency->objid);
+				only_remade = relkind == RELKIND_INDEX || relkind == RELKIND_SEQUENCE;
+				break;
+			case ConstraintRelationId:
+				only_remade = IsKeyConstraint(dependency->objid);
+				break;
+			case AttrDefaultRelationId:
+				only_remade = GetAttrDefaultColumnAddress(dependency->objid).objectSubId == attnum;
+				break;
+			case StatisticExtRelationId:
+				break;
+			default:
+				only_remade = false;
+		}
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return only_remade;
+}
+
+/*
+ * Why the new values of a unique index's changed column might not stay
+ * distinct (the job's copies of the table's indexes check no uniqueness:
+ * QueryColumnChangeKeepsDistinct), or NULL
+ */
+static const char *
+UniqueKeysChangeReason(Relation table, List *changes)
+{
+	Bitmapset  *changed = ChangedColumns(changes);
+	const char *reason = NULL;
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(table))
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		in_expressions;
+
+		if (index->rd_index->indisunique && reason == NULL &&
+			IndexUsesChanged(index, changed, &in_expressions))
+		{
+			if (in_expressions)
+				reason = psprintf("Unique index \"%s\" computes its keys from a changed column: a job cannot tell that they stay distinct.",
+								  RelationGetRelationName(index));
+			for (int i = 0; reason == NULL && i < index->rd_index->indnkeyatts; i++)
+			{
+				AttrNumber	attnum = index->rd_index->indkey.values[i];
+
+				if (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, changed) &&
+					!QueryColumnChangeKeepsDistinct((Node *) QueryColumnChangedValue(changes, attnum),
+													attnum))
+					reason = psprintf("Unique index \"%s\" has column \"%s\", whose new values might not stay distinct (a job knows that they do only for an integer made wider).",
+									  RelationGetRelationName(index),
+									  get_attname(RelationGetRelid(table), attnum, false));
+			}
+		}
+		index_close(index, AccessShareLock);
+	}
+	return reason;
+}
+
+/* Would PostgreSQL rewrite the table for these changes (QueryColumnChangeRewrites)? */
+static bool
+ChangesRewrite(List *changes)
+{
+	ListCell   *lc;
+
+	foreach(lc, changes)
+	{
+		TargetEntry *change = lfirst_node(TargetEntry, lc);
+
+		if (QueryColumnChangeRewrites((Node *) change->expr, change->resno))
+			return true;
+	}
+	return false;
+}
+
 /* May the current user vacuum the table (vacuum.c's check, without its WARNING)? */
 static bool
 MayVacuum(Oid relid)
@@ -479,6 +601,39 @@ AlterEmptiedTable(Oid relid, List *cmds, Oid role, const char *query_string)
 }
 
 /*
+ * What the job checked at submit, checked again under the cut-over's lock:
+ * a view, constraint or trigger made since on a changed column (which the
+ * ALTER TABLE would check on no rows), or a unique index whose keys might
+ * not stay distinct (whose copy checks none), fails the job; the table is
+ * left as it was.
+ */
+static void
+CheckStillAlterable(JobRun *run)
+{
+	List	   *changes = QueryRunOf(run)->column_changes;
+	Relation	table = table_open(run->job.target_oid, NoLock);
+	const char *reason = UniqueKeysChangeReason(table, changes);
+	ListCell   *lc;
+
+	foreach(lc, changes)
+	{
+		TargetEntry *change = lfirst_node(TargetEntry, lc);
+
+		if (reason == NULL && !OnlyRemadeDependents(RelationGetRelid(table), change->resno))
+			reason = psprintf("Something other than the table's indexes, keys, defaults and statistics now depends on column \"%s\".",
+							  get_attname(RelationGetRelid(table), change->resno, false));
+	}
+	if (reason != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" changed while background DDL job %lld changed its columns' types",
+						RelationGetRelationName(table), (long long) run->job.id),
+				 errdetail("%s", reason),
+				 errhint("Run the statement again: it runs as PostgreSQL runs it.")));
+	table_close(table, NoLock);
+}
+
+/*
  * The indexes of the table now that stand for indexes it had (by name in
  * its schema: ALTER COLUMN ... TYPE makes the indexes of a changed column
  * again, with new OIDs and the same names), as a list parallel to names;
@@ -533,6 +688,7 @@ RewritePublish(JobRun *run, int64 rows)
 	{
 		List	   *names = NIL;
 
+		CheckStillAlterable(run);
 		foreach(old_cell, copied_old)
 			names = lappend(names, get_rel_name(lfirst_oid(old_cell)));
 		AlterEmptiedTable(run->job.target_oid, JobStatementCommands(&run->job),
@@ -567,72 +723,6 @@ RewritePublish(JobRun *run, int64 rows)
 			   new_tablespace || q->column_changes != NIL ? "ALTER TABLE" : "VACUUM",
 			   new_tablespace);
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
-}
-
-/* Is a constraint a primary key or a unique constraint? */
-static bool
-IsKeyConstraint(Oid constraint_oid)
-{
-	HeapTuple	tuple = SearchSysCache1(CONSTROID, ObjectIdGetDatum(constraint_oid));
-	char		contype;
-
-	if (!HeapTupleIsValid(tuple))
-		return false;
-	contype = ((Form_pg_constraint) GETSTRUCT(tuple))->contype;
-	ReleaseSysCache(tuple);
-	return contype == CONSTRAINT_PRIMARY || contype == CONSTRAINT_UNIQUE;
-}
-
-/*
- * Is what depends on a changed column only what ALTER COLUMN ... TYPE makes
- * again by itself: the table's indexes and their constraints (primary key,
- * unique), the column's own default, the sequence of a serial column,
- * statistics objects?  A view, rule, trigger, policy, CHECK or foreign key
- * constraint, generated column or publication: the statement runs as
- * PostgreSQL runs it (its error, or its rewrite and checks, blocking).
- */
-static bool
-OnlyRemadeDependents(Oid relid, AttrNumber attnum)
-{
-	Relation	depend = table_open(DependRelationId, AccessShareLock);
-	ScanKeyData keys[3];
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	bool		only_remade = true;
-
-	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(RelationRelationId));
-	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(relid));
-	ScanKeyInit(&keys[2], Anum_pg_depend_refobjsubid, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum((int32) attnum));
-	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 3, keys);
-	while (only_remade && HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_depend dependency = (Form_pg_depend) GETSTRUCT(tuple);
-		char		relkind;
-
-		switch (dependency->classid)
-		{
-			case RelationRelationId:
-				relkind = get_rel_relkind(dependency->objid);
-				only_remade = relkind == RELKIND_INDEX || relkind == RELKIND_SEQUENCE;
-				break;
-			case ConstraintRelationId:
-				only_remade = IsKeyConstraint(dependency->objid);
-				break;
-			case AttrDefaultRelationId:
-				only_remade = GetAttrDefaultColumnAddress(dependency->objid).objectSubId == attnum;
-				break;
-			case StatisticExtRelationId:
-				break;
-			default:
-				only_remade = false;
-		}
-	}
-	systable_endscan(scan);
-	table_close(depend, AccessShareLock);
-	return only_remade;
 }
 
 /*
@@ -696,62 +786,6 @@ RunAlterTypeRolledBack(void *arg)
 
 	JobStepLockRelation(dry_run->relid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
 	AlterEmptiedTable(dry_run->relid, dry_run->cmds, GetUserId(), dry_run->query_string);
-}
-
-/*
- * Why the new values of a unique index's changed column might not stay
- * distinct (the job's copies of the table's indexes check no uniqueness:
- * QueryColumnChangeKeepsDistinct), or NULL
- */
-static const char *
-UniqueKeysChangeReason(Relation table, List *changes)
-{
-	Bitmapset  *changed = ChangedColumns(changes);
-	const char *reason = NULL;
-	ListCell   *lc;
-
-	foreach(lc, RelationGetIndexList(table))
-	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		bool		in_expressions;
-
-		if (index->rd_index->indisunique && reason == NULL &&
-			IndexUsesChanged(index, changed, &in_expressions))
-		{
-			if (in_expressions)
-				reason = psprintf("Unique index \"%s\" computes its keys from a changed column: a job cannot tell that they stay distinct.",
-								  RelationGetRelationName(index));
-			for (int i = 0; reason == NULL && i < index->rd_index->indnkeyatts; i++)
-			{
-				AttrNumber	attnum = index->rd_index->indkey.values[i];
-
-				if (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, changed) &&
-					!QueryColumnChangeKeepsDistinct((Node *) QueryColumnChangedValue(changes, attnum),
-													attnum))
-					reason = psprintf("Unique index \"%s\" has column \"%s\", whose new values might not stay distinct (a job knows that they do only for an integer made wider).",
-									  RelationGetRelationName(index),
-									  get_attname(RelationGetRelid(table), attnum, false));
-			}
-		}
-		index_close(index, AccessShareLock);
-	}
-	return reason;
-}
-
-/* Would PostgreSQL rewrite the table for these changes (QueryColumnChangeRewrites)? */
-static bool
-ChangesRewrite(List *changes)
-{
-	ListCell   *lc;
-
-	foreach(lc, changes)
-	{
-		TargetEntry *change = lfirst_node(TargetEntry, lc);
-
-		if (QueryColumnChangeRewrites((Node *) change->expr, change->resno))
-			return true;
-	}
-	return false;
 }
 
 /*

@@ -21,7 +21,9 @@
 #     unique keys might not stay distinct, run as PostgreSQL runs them;
 #  6. the session's next statement that uses the table sees the new type;
 #  7. the USING expression is bound at submit: a function made during the
-#     job that its lookup would now find is not called.
+#     job that its lookup would now find is not called;
+#  8. a CHECK constraint on the column made during the job fails the job at
+#     its cut-over.
 # Each time the table's indexes pass amcheck with every row, it keeps its
 # OID, and no writer fails.
 use strict;
@@ -259,6 +261,22 @@ ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded');
 is($node->safe_psql('postgres', q{SELECT c FROM t WHERE id = 2}), 'written during the job+',
 	'a row written during the job got the function bound at submit');
 check_table($job, 'bound at submit', $alter7 =~ s/tag/public.tag/r);
+
+# 8. A CHECK constraint on the changed column made during the job (the
+# ALTER TABLE at the cut-over would check it on no rows) fails the job.
+$filenode = filenode();
+$types = column_types();
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE t ALTER COLUMN n TYPE bigint USING n - 1000',
+	user => 'alice');
+$node->safe_psql('postgres', 'ALTER TABLE t ADD CONSTRAINT t_n_check CHECK (n >= 0)');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+like(job_field($node, $job, 'error'), qr/^table "t" changed while background DDL job \d+ changed its columns' types$/,
+	'saying why');
+like(job_field($node, $job, 'error_detail'), qr/now depends on column "n"/, 'and what');
+is(filenode(), $filenode, 'the table keeps its storage');
+is(column_types(), $types, 'and its types');
+check_table($job, 'a constraint made meanwhile');
 
 $node->stop;
 done_testing();
