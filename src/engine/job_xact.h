@@ -62,6 +62,7 @@ typedef struct JobOrder
 	/* a job that defines keys: their table, and what holds the index's name */
 	Oid			key_table;
 	Oid			key_placeholder;
+	bool		changes_columns;	/* it changes its target's columns */
 } JobOrder;
 
 extern void JobXactInstall(void);

@@ -76,6 +76,13 @@ typedef struct KindSubmit
 	Oid			key_table;
 	Oid			key_placeholder;
 	/*
+	 * set by validate, for a job that changes its target's columns (ALTER
+	 * COLUMN ... TYPE): the session's later statements that become jobs and
+	 * name the target wait for it before their checks
+	 * (SessionOrderAwaitColumns)
+	 */
+	bool		changes_columns;
+	/*
 	 * set by validate: the statement is not a job after all, and runs as
 	 * PostgreSQL runs it (what accepts could not tell without its checks)
 	 */

@@ -806,6 +806,7 @@ AlterTypeValidate(KindSubmit *submit)
 
 	/* The session's later statements that use the table see its new columns */
 	submit->target_effects = REL_ANY;
+	submit->changes_columns = true;
 	submit->strategy = pstrdup(STRATEGY_REWRITE);
 	dry_run.relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock,
 											 stmt->missing_ok ? RVR_MISSING_OK : 0,

@@ -123,6 +123,7 @@ typedef struct StatementEffects
 	bool		reads_only;		/* EXPLAIN without ANALYZE: the writes do not run */
 	const char *target_use;		/* how it uses a job's target, for the job's strategy */
 	bool		keys_only;		/* only the jobs that define keys on its tables */
+	bool		columns_only;	/* only the jobs that change its tables' columns */
 } StatementEffects;
 
 /* StatementTouches: the statement uses the job's target */
@@ -578,12 +579,16 @@ StatementTouches(StatementEffects *statement, const JobOrder *order)
 {
 	ListCell   *lc;
 
-	if (statement->keys_only)
+	if (statement->keys_only || statement->columns_only)
 	{
 		foreach(lc, statement->relations)
 		{
-			if (OidIsValid(order->key_table) &&
-				((RelationEffect *) lfirst(lc))->relid == order->key_table)
+			Oid			relid = ((RelationEffect *) lfirst(lc))->relid;
+
+			if ((statement->keys_only && OidIsValid(order->key_table) &&
+				 relid == order->key_table) ||
+				(statement->columns_only && order->changes_columns &&
+				 relid == order->target_oid))
 				return TOUCHES_TARGET;
 		}
 		return 0;
@@ -918,6 +923,7 @@ typedef struct OrderCheck
 	Query	   *query;
 	Node	   *utility;
 	bool		keys_only;		/* SessionOrderAwaitKeys */
+	bool		columns_only;	/* SessionOrderAwaitColumns */
 } OrderCheck;
 
 /*
@@ -997,7 +1003,7 @@ OrderStatement(OrderCheck *check)
 {
 	bool		analysis = check->query != NULL;
 	StatementEffects statement = {.query_effects = REL_READS, .target_use = "read it",
-	.keys_only = check->keys_only};
+	.keys_only = check->keys_only,.columns_only = check->columns_only};
 	List	   *waited;
 	List	   *touches;
 	List	   *retargets;
@@ -1125,6 +1131,20 @@ void
 SessionOrderAwaitKeys(Node *parsetree)
 {
 	OrderCheck	check = {NULL, NULL, parsetree, true};
+
+	OrderStatementOnce(&check);
+}
+
+/*
+ * Before a statement that becomes a job (any kind's), which its checks at
+ * submit analyse against the columns of the tables it names: wait for the
+ * session's jobs that change those tables' columns (ALTER COLUMN ... TYPE),
+ * or build them here, as the blocking statements would have run in order
+ */
+void
+SessionOrderAwaitColumns(Node *parsetree)
+{
+	OrderCheck	check = {.utility = parsetree,.columns_only = true};
 
 	OrderStatementOnce(&check);
 }

@@ -259,6 +259,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	if (routine->validates_against_keys != NULL &&
 		routine->validates_against_keys(pstmt->utilityStmt))
 		SessionOrderAwaitKeys(pstmt->utilityStmt);
+	SessionOrderAwaitColumns(pstmt->utilityStmt);
 	routine->validate(&submit);
 	if (submit.declined)
 		return false;
@@ -288,6 +289,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	order.source_effects = submit.source_effects;
 	order.key_table = submit.key_table;
 	order.key_placeholder = submit.key_placeholder;
+	order.changes_columns = submit.changes_columns;
 	SessionOrderSubmitted(&order);
 
 	initStringInfo(&ids);

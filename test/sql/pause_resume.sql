@@ -18,11 +18,20 @@ BEGIN
   END LOOP;
   RETURN 'never held';
 END $$;
+-- (no worker for 20 polls in a row: a scheduler pass that read the job
+-- running before the pause may start one, which finds it paused and exits)
 CREATE FUNCTION pr_wait_for_no_worker(job bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  quiet int := 0;
 BEGIN
   FOR i IN 1..3000 LOOP
-    IF (SELECT workers FROM pg_stat_background_ddl WHERE id = job) = 0 THEN
-      RETURN 'no worker';
+    IF (SELECT workers = 0 AND pid IS NULL FROM pg_stat_background_ddl WHERE id = job) THEN
+      quiet := quiet + 1;
+      IF quiet = 20 THEN
+        RETURN 'no worker';
+      END IF;
+    ELSE
+      quiet := 0;
     END IF;
     PERFORM pg_sleep(0.01);
   END LOOP;

@@ -32,6 +32,17 @@ SELECT d FROM pty WHERE id = 5000000000;
 ALTER TABLE pty ALTER COLUMN e TYPE text COLLATE "C" USING e || '!'; CALL parity_wait();
 SELECT e, count(*) OVER () FROM pty ORDER BY e LIMIT 3;
 \d pty
+-- Statements right after, in the same session, that check the new columns:
+-- a second type change, one that rewrites nothing, a CHECK constraint, an index
+ALTER TABLE pty ALTER COLUMN d TYPE bigint USING (d * 100)::bigint;
+ALTER TABLE pty ALTER COLUMN d TYPE numeric(12,2) USING d / 100.0;
+ALTER TABLE pty ALTER COLUMN d TYPE numeric(14,2);
+ALTER TABLE pty ADD CONSTRAINT pty_d_positive CHECK (d >= 0);
+CREATE INDEX pty_d_scaled ON pty ((d * 2));
+CALL parity_wait();
+SELECT d, count(*) FROM pty GROUP BY d ORDER BY d;
+ALTER TABLE pty DROP CONSTRAINT pty_d_positive;
+DROP INDEX pty_d_scaled;
 -- No rewrite: as PostgreSQL runs it
 ALTER TABLE pty ALTER COLUMN a TYPE text; CALL parity_wait();
 SELECT pg_typeof(a) FROM pty LIMIT 1;
