@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * kind_rewrite.c
- *	  Background VACUUM FULL and ALTER TABLE ... SET TABLESPACE: a table's
- *	  rows rewritten into new storage while the table stays readable and
- *	  writable.
+ *	  Background VACUUM FULL, ALTER TABLE ... SET TABLESPACE and ALTER TABLE
+ *	  ... ALTER COLUMN ... TYPE: a table's rows rewritten into new storage
+ *	  while the table stays readable and writable.
  *
- * Both hold ACCESS EXCLUSIVE on the table for the whole rewrite (or copy
+ * All hold ACCESS EXCLUSIVE on the table for the whole rewrite (or copy
  * of its files).  As a job, the table's rows are copied in checkpointed
  * chunks of its blocks into a hidden heap made like it (its attributes,
  * dropped ones too, its options and owner; its tablespace, or the new
@@ -34,6 +34,18 @@
  * materialized view, with other options), and SET TABLESPACE of anything
  * but a plain table or with other subcommands, run as PostgreSQL runs
  * them.  The table's indexes stay where they are, as with SET TABLESPACE.
+ *
+ * ALTER TABLE ... ALTER COLUMN ... TYPE is the same job with the changed
+ * columns' new values in its query, bound at submit
+ * (query_column_change.c), into a hidden heap of the new shape; the copies
+ * of the indexes that use a changed column are made from their definitions
+ * analysed again on it.  At submit the statement itself runs on the table
+ * emptied and is rolled back (every error of PostgreSQL's then); at the
+ * cut-over it runs on the table emptied again, under the lock, which makes
+ * the table's catalog exactly the blocking statement's, and then the
+ * storage swaps.  What else depends on a changed column (a view, a CHECK or
+ * foreign key constraint, a trigger, ...), inheritance, and unique keys
+ * that might not stay distinct run as PostgreSQL runs them.
  *
  *-------------------------------------------------------------------------
  */
