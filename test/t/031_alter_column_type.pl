@@ -23,7 +23,9 @@
 #  7. the USING expression is bound at submit: a function made during the
 #     job that its lookup would now find is not called;
 #  8. a CHECK constraint on the column made during the job fails the job at
-#     its cut-over.
+#     its cut-over;
+#  9. killed, or the server shut down in immediate mode, at each point of
+#     its life, the job resumes and succeeds.
 # Each time the table's indexes pass amcheck with every row, it keeps its
 # OID, and no writer fails.
 use strict;
@@ -277,6 +279,38 @@ like(job_field($node, $job, 'error_detail'), qr/now depends on column "n"/, 'and
 is(filenode(), $filenode, 'the table keeps its storage');
 is(column_types(), $types, 'and its types');
 check_table($job, 'a constraint made meanwhile');
+$node->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT t_n_check');
+
+# 9. A fault at each point of the job's life: its worker killed (-9), or
+# the server shut down in immediate mode; the job resumes and succeeds, the
+# table exactly the blocking statement's.  (n, bigint since case 6, changes
+# between int and bigint each time: both rewrite.)
+my $to = 'integer';
+for my $point ('planning', 'installing capture', 'chunk 0', 'catching up',
+	'building index copies', 'cutting over', 'cleaning up')
+{
+	for my $fault ('kill', 'immediate')
+	{
+		my $alter = "ALTER TABLE t ALTER COLUMN n TYPE $to";
+		($job, $hold) = submit_held_at($node, $point, $alter, user => 'alice');
+		if ($fault eq 'kill')
+		{
+			kill_held_worker($node, $job, $hold);
+		}
+		else
+		{
+			$node->safe_psql('postgres',
+				"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+			$node->stop('immediate');
+			eval { $hold->quit };
+			$node->start;
+		}
+		ok(wait_job_state($node, $job, 'succeeded'), "$point / $fault: the job succeeded");
+		like(column_types(), qr/, n $to$/, "$point / $fault: n is $to");
+		check_table($job, "$point / $fault", $alter);
+		$to = $to eq 'bigint' ? 'integer' : 'bigint';
+	}
+}
 
 $node->stop;
 done_testing();
