@@ -1490,11 +1490,10 @@ HiddenHeap(JobRun *run, Relation like, const char *prefix, List *column_changes)
 void
 QueryJobStartReplacing(JobRun *run, const char *prefix, List *column_changes)
 {
-	MemoryContext old_context;
-
 	Relation	target;
 	Oid			hidden_oid;
 	Oid			owner;
+	MemoryContext old_context;
 
 	JobStepBegin("background_ddl: preparing the new storage", STEP_READ_COMMITTED);
 	target = table_open(run->job.target_oid, AccessShareLock);
@@ -1553,8 +1552,8 @@ static void
 BuildHere(const BgddlJob *job, Oid rule_relid, List *column_changes, Oid content_oid,
 		  Oid query_role, QueryJobPublish publish)
 {
-	QueryRun	q = {.rule_relid = rule_relid,.content_oid = content_oid,.query_role = query_role,
-	.column_changes = column_changes};
+	QueryRun	q = {.rule_relid = rule_relid,.column_changes = column_changes,
+	.content_oid = content_oid,.query_role = query_role};
 	JobRun		run = {.job = *job,.kind_run = &q};
 	Relation	content = table_open(content_oid, RowExclusiveLock);
 	Relation	rule_relation = table_open(rule_relid, AccessShareLock);
