@@ -66,7 +66,12 @@ CREATE TABLE background_ddl.job (
 	after			bigint[],
 	idempotency_key	text,		/* submit_ddl's: a second submit of its role returns this job */
 	/* its rate limit holds its next batch until then (a worker comes back before, to look) */
-	rate_not_before	timestamptz
+	rate_not_before	timestamptz,
+	/*
+	 * manual: built and kept caught up, it is published by complete_ddl
+	 * (background_ddl.cutover), which makes it completed
+	 */
+	cutover			text NOT NULL DEFAULT 'auto' CHECK (cutover IN ('auto', 'manual', 'completed'))
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
@@ -275,6 +280,15 @@ CREATE PROCEDURE await_ddl(job_id bigint, timeout interval DEFAULT NULL)
 AS 'MODULE_PATHNAME', 'await_ddl'
 LANGUAGE C;
 
+/*
+ * Publish a job whose cut-over is manual (background_ddl.cutover) and wait,
+ * as await_ddl, until it has ended: quietly once it is published, with its
+ * error if it could not be.
+ */
+CREATE PROCEDURE complete_ddl(job_id bigint, timeout interval DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'complete_ddl'
+LANGUAGE C;
+
 /* How a statement would run in the background (the strategy column), without submitting it */
 CREATE FUNCTION explain_ddl(statement text)
 RETURNS text
@@ -295,11 +309,12 @@ LANGUAGE C STRICT VOLATILE;
 
 /*
  * Change the limits of a queued, running or paused job: NULL leaves a limit as
- * it is; max_rate => 'infinity' lifts the rate limit.
+ * it is; max_rate => 'infinity' lifts the rate limit; cutover => 'manual'
+ * keeps it from publishing its result until complete_ddl, 'auto' lets it.
  */
 CREATE FUNCTION alter_ddl(job_id bigint, max_rate float8 DEFAULT NULL,
 						  batch_time interval DEFAULT NULL, workers integer DEFAULT NULL,
-						  max_replica_lag interval DEFAULT NULL)
+						  max_replica_lag interval DEFAULT NULL, cutover text DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'alter_ddl'
 LANGUAGE C VOLATILE;
@@ -431,7 +446,8 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.after AS after_jobs,
 		   ch.chain,
 		   ch.position AS chain_position,
-		   j.cleanup_pending
+		   j.cleanup_pending,
+		   j.cutover
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid

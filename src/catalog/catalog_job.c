@@ -53,7 +53,7 @@ static const char *const job_columns[Natts_job] = {
 	"error_sqlstate", "error_detail", "error_hint", "cutover_snapshot", "cutover_at",
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
-	"rate_not_before"
+	"rate_not_before", "cutover"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -145,7 +145,10 @@ IntervalSeconds(double seconds)
 	return IntervalPGetDatum(interval);
 }
 
-/* The job's limits: max_rate, batch_time (ms), max_workers; 0 for none */
+/*
+ * The job's limits: max_rate, batch_time (ms), max_workers (0 for none),
+ * max_replica_lag (-1: the server's), and whether its cut-over is manual
+ */
 static void
 LimitsFromRow(const CatalogRow *row, BgddlJob *job)
 {
@@ -168,6 +171,7 @@ LimitsFromRow(const CatalogRow *row, BgddlJob *job)
 		job->max_replica_lag_ms = (int) Min((interval->time + (interval->day + interval->month * 30.0) *
 											USECS_PER_DAY) / 1000.0, (double) INT_MAX);
 	}
+	job->manual_cutover = strcmp(CatalogRowText(row, Anum_job_cutover), "manual") == 0;
 }
 
 /* The counters that every worker of a job adds to */
@@ -219,11 +223,11 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, TEXTOID,
-	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID};
-	Datum		values[12];
+	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID, TEXTOID};
+	Datum		values[13];
 	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
 		submission->strategy ? ' ' : 'n', ' ', submission->after != NIL ? ' ' : 'n',
-	submission->idempotency_key ? ' ' : 'n'};
+	submission->idempotency_key ? ' ' : 'n', ' '};
 	Datum	   *after = palloc(sizeof(Datum) * Max(list_length(submission->after), 1));
 	int			nafter = 0;
 	ListCell   *lc;
@@ -246,12 +250,13 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 												 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[11] = submission->idempotency_key ?
 		CStringGetTextDatum(submission->idempotency_key) : (Datum) 0;
+	values[12] = CStringGetTextDatum(submission->manual_cutover ? "manual" : "auto");
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
 				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
-				   " command, settings, strategy, kind_state, after, idempotency_key) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+				   " command, settings, strategy, kind_state, after, idempotency_key, cutover) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
@@ -1082,17 +1087,21 @@ CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught)
 
 /*
  * Change a job's limits (alter_ddl): max_rate 0 keeps it, a negative one
- * lifts it; batch_time_ms and max_workers 0 keep them.  A job whose worker
- * was given back (waiting for its rate limit) may have one at once.
+ * lifts it; batch_time_ms and max_workers 0 keep them, max_replica_lag_ms
+ * -1 and cutover NULL ('auto', 'manual', or 'completed' by complete_ddl).
+ * A job whose worker was given back (waiting for its rate limit) may have
+ * one at once.
  */
 void
 CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,
-					int max_replica_lag_ms)
+					int max_replica_lag_ms, const char *cutover)
 {
 	CatalogRow	row;
 
 	if (JobRowLock(&row, job_id))
 	{
+		if (cutover != NULL)
+			CatalogRowSet(&row, Anum_job_cutover, CStringGetTextDatum(cutover), false);
 		if (max_replica_lag_ms >= 0)
 			CatalogRowSet(&row, Anum_job_max_replica_lag,
 						  IntervalSeconds(max_replica_lag_ms / 1000.0), false);

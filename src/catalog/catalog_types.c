@@ -28,6 +28,7 @@ static const char *const job_phase_names[JOB_PHASE_COUNT] = {
 	[JOB_PHASE_BACKFILLING] = "backfilling",
 	[JOB_PHASE_BUILDING_INDEXES] = "building indexes",
 	[JOB_PHASE_CATCHING_UP] = "catching up",
+	[JOB_PHASE_READY] = "ready",
 	[JOB_PHASE_CUTTING_OVER] = "cutting over",
 	[JOB_PHASE_CLEANING_UP] = "cleaning up",
 };

@@ -45,6 +45,7 @@ typedef enum JobPhase
 	JOB_PHASE_BACKFILLING,
 	JOB_PHASE_BUILDING_INDEXES,
 	JOB_PHASE_CATCHING_UP,
+	JOB_PHASE_READY,			/* built and caught up, waiting for complete_ddl */
 	JOB_PHASE_CUTTING_OVER,
 	JOB_PHASE_CLEANING_UP
 } JobPhase;

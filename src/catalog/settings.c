@@ -28,6 +28,13 @@ char	   *background_ddl_after = NULL;
 int			background_ddl_max_replica_lag_ms = 0;
 int			background_ddl_citus_jobs_per_node = 2;
 bool		background_ddl_chunked_index_build = true;
+int			background_ddl_cutover = BGDDL_CUTOVER_AUTO;
+
+static const struct config_enum_entry cutover_options[] = {
+	{"auto", BGDDL_CUTOVER_AUTO, false},
+	{"manual", BGDDL_CUTOVER_MANUAL, false},
+	{NULL, 0, false}
+};
 
 /*
  * The job ids of a list like background_ddl.after's ("41, 42"), as int64 *;
@@ -98,6 +105,17 @@ SettingsDefine(void)
 							   PGC_USERSET,
 							   0,
 							   CheckAfter, NULL, NULL);
+
+	DefineCustomEnumVariable("background_ddl.cutover",
+							 "When the jobs submitted next publish their result.",
+							 "auto: once it is built; manual: it is built and kept caught up, and "
+							 "complete_ddl(id) publishes it (alter_ddl(id, cutover => ...) changes a job's).",
+							 &background_ddl_cutover,
+							 BGDDL_CUTOVER_AUTO,
+							 cutover_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.max_replica_lag",
 							"Jobs wait between batches while a standby replays more than this behind.",

@@ -25,6 +25,14 @@ extern char *background_ddl_after;
 extern int	background_ddl_max_replica_lag_ms;
 extern int	background_ddl_citus_jobs_per_node;
 extern bool background_ddl_chunked_index_build;
+extern int	background_ddl_cutover;
+
+/* The values of background_ddl.cutover */
+typedef enum BgddlCutover
+{
+	BGDDL_CUTOVER_AUTO,			/* a job publishes its result once it is built */
+	BGDDL_CUTOVER_MANUAL		/* ... once complete_ddl says so */
+} BgddlCutover;
 
 /* The range of a batch time, for background_ddl.batch_time and alter_ddl */
 #define BGDDL_BATCH_TIME_MIN_MS	10

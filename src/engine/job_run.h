@@ -30,6 +30,8 @@ typedef struct JobRun
 	double		paced_rate;		/* this worker's share being kept */
 	TimestampTz paced_since;	/* ... since when */
 	double		paced_rows;		/* ... and the rows made since then */
+	/* its cut-over is manual, and its catch-up keeps it caught up meanwhile */
+	bool		keeping_up;
 } JobRun;
 
 /* A step that JobRunLockingStep runs: arg is what its caller hands it */

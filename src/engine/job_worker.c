@@ -466,6 +466,51 @@ LoadJob(JobRun *run)
  */
 #define JOB_IDLE_ROUNDS_MAX 5
 
+/* How often a job whose cut-over is manual looks for complete_ddl, and catches up */
+#define JOB_READY_LOOK_MS	1000
+
+/*
+ * A job whose cut-over is manual (background_ddl.cutover, alter_ddl) waits
+ * for complete_ddl before its cut-over: in phase ready, saying so in
+ * waiting_on, it reads its job row every JOB_READY_LOOK_MS, and after each
+ * look its catch-up makes one pass, so that the cut-over has about one
+ * look's writes left to apply.  Between the passes it holds no snapshot and
+ * no lock; a pause, a cancel or a shutdown ends the wait as any step.
+ * Returns JOB_STEP_DONE once it may cut over, or the catch-up's
+ * JOB_STEP_TARGET_GONE or JOB_STEP_RESTART.
+ */
+static JobStepResult
+AwaitCompletion(JobRun *run)
+{
+	char	   *waiting_for = psprintf("complete_ddl(%lld) to publish it", (long long) run->job.id);
+	JobStepResult result = JOB_STEP_DONE;
+	bool		ready = false;
+
+	for (;;)
+	{
+		JobRunReadLimits(run, "background_ddl: looking for complete_ddl");
+		if (!run->job.manual_cutover)
+			break;
+		if (!ready)
+			JobRunSetPhase(run, JOB_PHASE_READY);
+		ready = true;
+		JobStepWaitingFor(waiting_for);
+		JobStepSleep(JOB_READY_LOOK_MS);
+		if (run->routine->catch_up == NULL)
+			continue;
+		run->keeping_up = true;
+		result = run->routine->catch_up(run);
+		run->keeping_up = false;
+		if (result == JOB_STEP_TARGET_GONE || result == JOB_STEP_RESTART)
+			break;
+		result = JOB_STEP_DONE;
+		JobPublishPhase(JOB_PHASE_READY);
+	}
+	if (ready)
+		JobStepWaitingFor(NULL);
+	return result;
+}
+
 /* Take the job through what is left of its life; returns when the worker may exit */
 static void
 RunJob(JobRun *run)
@@ -538,6 +583,11 @@ RunJob(JobRun *run)
 			idle_rounds = 0;
 			JobRunWaitForStandbys(run);
 		}
+		if (result == JOB_STEP_TARGET_GONE)
+			goto target_gone;
+		if (result == JOB_STEP_RESTART)
+			continue;
+		result = AwaitCompletion(run);
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
 		if (result == JOB_STEP_RESTART)

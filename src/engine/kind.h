@@ -139,6 +139,9 @@ typedef struct KindRoutine
 	bool		waits_for_older_snapshots;	/* its worker waits for the
 											 * transactions whose snapshots
 											 * are older than its own */
+	bool		cut_over_publishes; /* nothing of its result is in use before
+									 * its cut-over, which may wait for
+									 * complete_ddl (a manual cut-over) */
 
 	/* optional: at library load, in the postmaster (hooks it needs) */
 	void		(*load) (void);

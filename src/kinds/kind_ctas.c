@@ -430,6 +430,7 @@ CtasEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimat
 
 const KindRoutine kind_ctas_routine = {
 	.name = "CREATE TABLE AS",
+	.cut_over_publishes = true,
 	.stands_for = OBJECT_TABLE,
 	.replaces_placeholder = true,
 	.accepts = CtasAccepts,

@@ -203,6 +203,7 @@ MatviewEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 
 const KindRoutine kind_matview_routine = {
 	.name = "CREATE MATERIALIZED VIEW",
+	.cut_over_publishes = true,
 	.populates_target = true,
 	.stands_for = OBJECT_MATVIEW,
 	.accepts = MatviewAccepts,

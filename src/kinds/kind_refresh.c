@@ -386,6 +386,7 @@ RefreshEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 
 const KindRoutine kind_refresh_routine = {
 	.name = "REFRESH MATERIALIZED VIEW",
+	.cut_over_publishes = true,
 	.stands_for = OBJECT_MATVIEW,
 	.accepts = RefreshAccepts,
 	.validate = RefreshValidate,

@@ -948,6 +948,7 @@ RewriteGoneReason(const BgddlJob *job)
 /* What the jobs of the three statements share: all but their name, statement and checks */
 #define REWRITE_ROUTINES \
 	.stands_for = OBJECT_TABLE, \
+	.cut_over_publishes = true, \
 	.reserve = RewriteReserve, \
 	.start = RewriteStart, \
 	.plan = QueryJobPlan, \

@@ -93,7 +93,8 @@
 
 /*
  * Catch-up passes stop once one is as short as a batch, or no shorter than
- * the one before (QueryJobCatchUp), or after this many
+ * the one before (QueryJobCatchUp), or after this many (but while the job
+ * keeps caught up for a manual cut-over: JobRun.keeping_up)
  */
 #define CATCHUP_MAX_PASSES		20
 
@@ -1210,7 +1211,7 @@ QueryJobCatchUp(JobRun *run)
 	bool		costs_more = false;
 
 	if (!OidIsValid(q->driving_oid) || q->uncaptured_marked || q->recompute_at_cutover ||
-		q->catchup_passes >= CATCHUP_MAX_PASSES)
+		(q->catchup_passes >= CATCHUP_MAX_PASSES && !run->keeping_up))
 		return JOB_STEP_DONE;
 
 	JobStepHoldPoint("catching up");

@@ -722,6 +722,36 @@ CheckMayWait(int64 job_id, bool holds_snapshot)
 }
 
 /*
+ * Refuse to wait for a job whose cut-over is manual, or that starts after
+ * one: the operator decides when it is published (complete_ddl), and this
+ * statement would wait until then.
+ */
+static void
+CheckNotManual(int64 job_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, CatalogJobsAwaited(job_id))
+	{
+		BgddlJob	awaited;
+
+		if (CatalogJobLoad(*(int64 *) lfirst(lc), &awaited, true) &&
+			!JobStateIsFinal(awaited.state) && awaited.manual_cutover)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("this statement would wait for background DDL job %lld, whose cut-over is manual",
+							(long long) awaited.id),
+					 awaited.id == job_id ?
+					 errdetail("It would change or use what the job builds, and this session submitted it; the job publishes its result only when complete_ddl(%lld) is called.",
+							   (long long) awaited.id) :
+					 errdetail("It would change or use what job %lld builds, and this session submitted it; that job starts after job %lld, which publishes its result only when complete_ddl(%lld) is called.",
+							   (long long) job_id, (long long) awaited.id, (long long) awaited.id),
+					 errhint("CALL complete_ddl(%lld) publishes it; then run the statement again.",
+							 (long long) awaited.id)));
+	}
+}
+
+/*
  * Wait for each job the statement touches, as the statement would have
  * found it done; returns what stands for the targets of those that built
  * a new relation (Retarget).  A job that failed or was cancelled gives the
@@ -756,6 +786,7 @@ WaitForTouchedJobs(List *orders, List *touches, bool holds_snapshot)
 						 errdetail("It would change or use what the job builds, and this session submitted it."),
 						 errhint("Resume the job (resume_ddl(%lld)) or cancel it (cancel_ddl(%lld)).",
 								 (long long) job_id, (long long) job_id)));
+			CheckNotManual(job_id);
 			CheckMayWait(job_id, holds_snapshot);
 		}
 		/* Said at the first touch, whether the job has ended by then or not */

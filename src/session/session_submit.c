@@ -275,6 +275,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.strategy = submit.strategy;
 	submission.after = JobsToStartAfter(&submit);
 	submission.idempotency_key = next_idempotency_key;
+	submission.manual_cutover = background_ddl_cutover == BGDDL_CUTOVER_MANUAL &&
+		routine->cut_over_publishes;
 	job_id = CatalogJobInsert(&submission);
 	if (routine->submitted != NULL)
 		routine->submitted(&submit, job_id);
@@ -303,6 +305,12 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	if (submit.one_batch_reason != NULL)
 		appendStringInfo(&detail, "%sIt runs in one batch: %s.", detail.len > 0 ? " " : "",
 						 submit.one_batch_reason);
+	if (submission.manual_cutover)
+		appendStringInfo(&detail, "%sOnce built, it waits for complete_ddl(%lld) to publish it.",
+						 detail.len > 0 ? " " : "", (long long) job_id);
+	else if (background_ddl_cutover == BGDDL_CUTOVER_MANUAL)
+		appendStringInfo(&detail, "%sIts cut-over does not wait for complete_ddl: what a %s job makes is in use before it.",
+						 detail.len > 0 ? " " : "", routine->name);
 	/*
 	 * pg_bgddl takes the job's id from this NOTICE, which it knows by its
 	 * text and by this file's name (its SUBMIT_NOTICE_SOURCE_FILE)

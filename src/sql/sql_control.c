@@ -57,6 +57,7 @@ PG_FUNCTION_INFO_V1(pause_ddl);
 PG_FUNCTION_INFO_V1(resume_ddl);
 PG_FUNCTION_INFO_V1(wait_ddl);
 PG_FUNCTION_INFO_V1(await_ddl);
+PG_FUNCTION_INFO_V1(complete_ddl);
 PG_FUNCTION_INFO_V1(last_ddl_job);
 PG_FUNCTION_INFO_V1(alter_ddl);
 
@@ -161,11 +162,14 @@ pause_ddl(PG_FUNCTION_ARGS)
 }
 
 /*
- * alter_ddl(job_id, max_rate, batch_time, workers, max_replica_lag): change
- * the limits of a job that has not ended (max_replica_lag => '0' lifts the
- * server's background_ddl.max_replica_lag for it).  The job's workers read them after every batch
- * (and every second while the rate limit makes them wait).  Returns false
- * if the job has ended.
+ * alter_ddl(job_id, max_rate, batch_time, workers, max_replica_lag,
+ * cutover): change the limits of a job that has not ended (max_replica_lag
+ * => '0' lifts the server's background_ddl.max_replica_lag for it), or
+ * when it publishes its result (cutover => 'manual': once complete_ddl
+ * says so; 'auto': once it is built).  The job's workers read them after
+ * every batch (and every second while the rate limit makes them wait, or
+ * while they wait for complete_ddl); a cut-over already under way is not
+ * stopped.  Returns false if the job has ended.
  */
 Datum
 alter_ddl(PG_FUNCTION_ARGS)
@@ -176,6 +180,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 	int			batch_time_ms = 0;
 	int			workers = 0;
 	int			max_replica_lag_ms = -1;
+	char	   *cutover = NULL;
 
 	if (!PG_ARGISNULL(1))
 	{
@@ -226,9 +231,25 @@ alter_ddl(PG_FUNCTION_ARGS)
 					 errhint("max_replica_lag => '0' lets the job run whatever the standbys' lag.")));
 		max_replica_lag_ms = (int) ms;
 	}
+	if (PG_NARGS() > 5 && !PG_ARGISNULL(5))
+	{
+		cutover = text_to_cstring(PG_GETARG_TEXT_PP(5));
+		if (strcmp(cutover, "auto") != 0 && strcmp(cutover, "manual") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for cutover: \"%s\"", cutover),
+					 errhint("Available values: auto, manual.")));
+		if (strcmp(cutover, "manual") == 0 && !KindRoutineForJob(&job)->cut_over_publishes)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the cut-over of background DDL job %lld cannot wait for complete_ddl",
+							(long long) job_id),
+					 errdetail("What a %s job makes is in use before its cut-over.", job.kind),
+					 errhint("Only the jobs of CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW, VACUUM FULL and ALTER TABLE ... SET TABLESPACE or ALTER COLUMN ... TYPE wait for it.")));
+	}
 	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
-	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers, max_replica_lag_ms);
+	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers, max_replica_lag_ms, cutover);
 	JobXactWakeScheduler();
 	PG_RETURN_BOOL(true);
 }
@@ -296,6 +317,40 @@ wait_ddl(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Wait, in a procedure, until the job has ended, committing between the
+ * looks at it (SessionWaitForJob), and end as the blocking statement would
+ * have (SessionRaiseJobEnd).  In a transaction block, where it cannot
+ * commit, it is refused (hint: what waits there).
+ */
+static void
+AwaitJobEnd(FunctionCallInfo fcinfo, int64 job_id, const char *for_what, const char *hint)
+{
+	TimestampTz deadline = DeadlineArgument(fcinfo, 1);
+	CallContext *call = (CallContext *) fcinfo->context;
+	MemoryContext outer_context = CurrentMemoryContext;
+	BgddlJob	job;
+
+	if (call == NULL || !IsA(call, CallContext) || call->atomic)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
+				 errmsg("%s cannot run inside a transaction block", for_what),
+				 errdetail("It commits between its looks at the job."),
+				 errhint("%s", hint)));
+	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect_ext failed");
+	SessionWaitForJob(job_id, deadline, true, &job, for_what);
+	/* What is reported of the ended job outlives the SPI connection */
+	MemoryContextSwitchTo(outer_context);
+	job.error = job.error ? pstrdup(job.error) : NULL;
+	job.error_sqlstate = job.error_sqlstate ? pstrdup(job.error_sqlstate) : NULL;
+	job.error_detail = job.error_detail ? pstrdup(job.error_detail) : NULL;
+	job.error_hint = job.error_hint ? pstrdup(job.error_hint) : NULL;
+	SPI_finish();
+
+	SessionRaiseJobEnd(&job);
+}
+
+/*
  * await_ddl(job_id, timeout): a procedure that waits until the job ends,
  * committing between its looks at the job, so that it holds no snapshot
  * while it waits (nothing waits for it, and VACUUM is not held back).  It
@@ -308,30 +363,41 @@ Datum
 await_ddl(PG_FUNCTION_ARGS)
 {
 	int64		job_id = JobIdArgument(fcinfo);
-	TimestampTz deadline = DeadlineArgument(fcinfo, 1);
-	CallContext *call = (CallContext *) fcinfo->context;
-	MemoryContext outer_context = CurrentMemoryContext;
-	BgddlJob	job;
 
-	if (call == NULL || !IsA(call, CallContext) || call->atomic)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_TERMINATION),
-				 errmsg("await_ddl() cannot run inside a transaction block"),
-				 errdetail("It commits between its looks at the job."),
-				 errhint("CALL it on its own, or use wait_ddl().")));
 	CatalogRequire();
-	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect_ext failed");
-	SessionWaitForJob(job_id, deadline, true, &job, "await_ddl()");
-	/* What is reported of the ended job outlives the SPI connection */
-	MemoryContextSwitchTo(outer_context);
-	job.error = job.error ? pstrdup(job.error) : NULL;
-	job.error_sqlstate = job.error_sqlstate ? pstrdup(job.error_sqlstate) : NULL;
-	job.error_detail = job.error_detail ? pstrdup(job.error_detail) : NULL;
-	job.error_hint = job.error_hint ? pstrdup(job.error_hint) : NULL;
-	SPI_finish();
+	AwaitJobEnd(fcinfo, job_id, "await_ddl()", "CALL it on its own, or use wait_ddl().");
+	PG_RETURN_VOID();
+}
 
-	SessionRaiseJobEnd(&job);
+/*
+ * complete_ddl(job_id, timeout): a procedure that lets a job whose
+ * cut-over is manual publish its result, and waits as await_ddl until it
+ * has: it returns once the job has succeeded, or fails with the reason it
+ * could not.  Its first commit makes the job's cutover 'completed'; the
+ * job's worker sees it at its next look (within a second).  A paused job
+ * is refused: it would not cut over until resumed.  In a transaction block,
+ * alter_ddl(job_id, cutover => 'auto') lets it publish.
+ */
+Datum
+complete_ddl(PG_FUNCTION_ARGS)
+{
+	BgddlJob	job;
+	int64		job_id = ControlledJob(fcinfo, "complete", &job);
+
+	if (job.state == JOB_STATE_PAUSED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("background DDL job %lld is paused", (long long) job_id),
+				 errhint("resume_ddl(%lld) resumes it; complete_ddl then publishes it.",
+						 (long long) job_id)));
+	if (!JobStateIsFinal(job.state) && job.manual_cutover)
+	{
+		CatalogJobSetLimits(job_id, 0, 0, 0, -1, "completed");
+		JobXactWakeScheduler();
+	}
+	AwaitJobEnd(fcinfo, job_id, "complete_ddl()",
+				psprintf("SELECT alter_ddl(%lld, cutover => 'auto') lets the job publish its result when the transaction commits.",
+						 (long long) job_id));
 	PG_RETURN_VOID();
 }
 

@@ -1,0 +1,187 @@
+# A manual cut-over (background_ddl.cutover = manual): the job builds, then
+# waits in phase ready, kept caught up, until complete_ddl publishes it.
+#  1. a materialized view under writes: ready, not usable, its catch-up
+#     passes go on and its worker holds no snapshot between them;
+#     complete_ddl returns once it is published, exact at its cut-over
+#     snapshot, and the job says it was completed;
+#  2. alter_ddl(cutover => 'manual') stops a running job before its
+#     cut-over, and alter_ddl(cutover => 'auto') lets it go on;
+#  3. killed while ready, the job comes back to ready, and is published by
+#     complete_ddl;
+#  4. ALTER COLUMN ... TYPE whose USING fails for a row written while the job
+#     waits: the job fails, and complete_ddl fails with its error;
+#  5. complete_ddl's refusals: in a transaction block, another role's job, a
+#     paused job; a timeout leaves the job completing; a later statement of
+#     the submitting session that uses the result is refused, not left
+#     waiting; a cancel while ready leaves nothing;
+#  6. an index, in use before its job's cut-over, is not held back: the
+#     submit says so, and alter_ddl refuses to make its cut-over manual.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('manual_cutover', q{
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+history_setup($node, 30000);
+$node->safe_psql('postgres', q{
+CREATE ROLE bob LOGIN;
+CREATE TABLE r (id int PRIMARY KEY, v text NOT NULL);
+INSERT INTO r SELECT g, g::text FROM generate_series(1, 20000) g;
+CREATE TABLE plain (a int);
+INSERT INTO plain SELECT generate_series(1, 1000);
+});
+
+# About 100 transactions a second, on the first 2000 rows: the catch-up
+# goes row by row (writes over most of the table would be left to the
+# cut-over, which recomputes the whole view)
+my ($writers, $err) = start_pgbench($node, q{
+\set id random(1, 2000)
+\set acc random(0, 999)
+UPDATE events SET payload = md5(random()::text) WHERE id = :id;
+UPDATE events SET account = :acc WHERE id = :id + 1;
+INSERT INTO events (account, payload) VALUES (:acc, 'inserted');
+DELETE FROM events WHERE id = :id + 2;
+}, '-R', '100');
+
+my $manual = 'SET background_ddl.cutover = manual;';
+my $query = 'SELECT id, account, payload FROM events WHERE account % 3 = 0';
+
+# Poll until a job is ready and waits for complete_ddl
+sub wait_ready
+{
+	my ($job) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT state || '/' || phase || '/' || waiting_on FROM pg_stat_background_ddl WHERE id = $job",
+		"running/ready/complete_ddl($job) to publish it");
+}
+
+# 1. Under writes: ready, kept caught up, published by complete_ddl
+my $job = submit_job($node, "CREATE MATERIALIZED VIEW mv AS $query", before => $manual);
+ok(wait_ready($job), "1: job $job is ready and waits for complete_ddl");
+is(job_field($node, $job, 'cutover'), 'manual', '1: its cut-over is manual');
+my ($ret, $out, $stderr) = $node->psql('postgres', 'SELECT count(*) FROM mv');
+like($stderr, qr/"mv" is being built by background DDL job $job/, '1: the view is not usable yet');
+# (more than the 20 passes a job makes before an automatic cut-over)
+ok( $node->poll_query_until('postgres',
+		"SELECT catchup_passes > 20 FROM pg_stat_background_ddl WHERE id = $job"),
+	'1: while ready, its catch-up passes go on under the writes, one a second');
+ok( $node->poll_query_until('postgres', qq{
+SELECT a.backend_xmin IS NULL AND a.backend_xid IS NULL
+       AND NOT EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'relation')
+  FROM pg_stat_activity a JOIN pg_stat_background_ddl j ON j.pid = a.pid WHERE j.id = $job}),
+	'1: between its passes the ready job holds no snapshot, transaction or lock');
+is(job_field($node, $job, 'phase'), 'ready', '1: still ready');
+$node->safe_psql('postgres', "CALL complete_ddl($job)");
+is(job_field($node, $job, 'state'), 'succeeded', '1: complete_ddl returned once the job succeeded');
+is(job_field($node, $job, 'cutover'), 'completed', '1: the job says complete_ddl published it');
+check_exact_at_cutover($node, 'mv',
+	$job, 'SELECT id, account, payload FROM events_at(SNAP) WHERE account % 3 = 0', 1000);
+check_no_leftovers($node, $job);
+
+# 2. alter_ddl stops a running job before its cut-over, and lets it go on
+my $hold;
+($job, $hold) = submit_held_at($node, 'catching up', "CREATE MATERIALIZED VIEW mv2 AS $query");
+is($node->safe_psql('postgres', "SELECT alter_ddl($job, cutover => 'manual')"),
+	't', '2: alter_ddl makes the cut-over of a running job manual');
+release_hold($node, $hold);
+ok(wait_ready($job), "2: job $job is ready");
+is($node->safe_psql('postgres', "SELECT alter_ddl($job, cutover => 'auto')"),
+	't', "2: alter_ddl(cutover => 'auto')");
+ok(wait_job_state($node, $job, 'succeeded'), '2: the job is published without complete_ddl');
+is(job_field($node, $job, 'cutover'), 'auto', '2: its cut-over is automatic');
+($ret, $out, $stderr) =
+  $node->psql('postgres', "SELECT alter_ddl($job, cutover => 'later')");
+like($stderr, qr/invalid value for cutover: "later"/, '2: alter_ddl refuses an unknown cut-over');
+
+my $stopped = stop_pgbench($writers, $err);
+unlike($stopped, qr/aborted|ERROR/, 'no writer failed');
+
+# 3. Killed while ready: ready again after the restart, then published
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW mv3 AS SELECT a, a * 2 AS b FROM plain',
+	before => $manual);
+ok(wait_ready($job), "3: job $job is ready");
+kill_and_recover($node, job_field($node, $job, 'pid'));
+$node->safe_psql('postgres', 'INSERT INTO plain SELECT generate_series(1001, 1100)');
+ok(wait_ready($job), '3: after the crash the job is ready again');
+cmp_ok(job_field($node, $job, 'attempts'), '>=', 2, '3: it was started again');
+$node->safe_psql('postgres', "CALL complete_ddl($job)");
+is(differences($node, 'mv3', 'SELECT a, a * 2 AS b FROM plain'), '0',
+	'3: published with the rows written while it waited');
+check_no_leftovers($node, $job);
+
+# 4. A job that fails while ready: complete_ddl fails with its error
+$job = submit_job($node, 'ALTER TABLE r ALTER COLUMN v TYPE int USING v::int', before => $manual);
+ok(wait_ready($job), "4: ALTER COLUMN ... TYPE job $job is ready");
+$node->safe_psql('postgres', "INSERT INTO r VALUES (0, 'not a number')");
+($ret, $out, $stderr) = $node->psql('postgres', "CALL complete_ddl($job)");
+like($stderr, qr/invalid input syntax for type integer: "not a number"/,
+	'4: complete_ddl fails with the job\'s error');
+is(job_field($node, $job, 'state'), 'failed', '4: the job failed');
+is($node->safe_psql('postgres', q{SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+   WHERE attrelid = 'r'::regclass AND attname = 'v'}), 'text', '4: the table is as it was');
+check_no_leftovers($node, $job);
+
+# 5. Refusals, a timeout, the session's later statement, a cancel
+($ret, $out, $stderr) = $node->psql('postgres',
+	"SET background_ddl = on; $manual CREATE MATERIALIZED VIEW mv5 AS SELECT a FROM plain");
+like($stderr, qr/DETAIL:  Once built, it waits for complete_ddl\(\d+\) to publish it\./,
+	'5: the submit says that the job waits for complete_ddl');
+$job = $node->safe_psql('postgres', q{SELECT id FROM pg_stat_background_ddl WHERE target = 'public.mv5'});
+ok(wait_ready($job), "5: job $job is ready");
+($ret, $out, $stderr) = $node->psql('postgres', "BEGIN; CALL complete_ddl($job); COMMIT;");
+like($stderr, qr/complete_ddl\(\) cannot run inside a transaction block.*\n.*\n.*alter_ddl\($job, cutover => 'auto'\)/,
+	'5: complete_ddl refuses a transaction block, and says what works there');
+($ret, $out, $stderr) = $node->psql('postgres', "CALL complete_ddl($job)", extra_params => [ '-U', 'bob' ]);
+like($stderr, qr/permission denied to complete background DDL job $job/,
+	'5: another role may not complete the job');
+$node->safe_psql('postgres', "SELECT pause_ddl($job)");
+($ret, $out, $stderr) = $node->psql('postgres', "CALL complete_ddl($job)");
+like($stderr, qr/background DDL job $job is paused/, '5: a paused job is refused');
+$node->safe_psql('postgres', "SELECT resume_ddl($job)");
+ok(wait_ready($job), '5: resumed, it is ready again');
+is(job_field($node, $job, 'cutover'), 'manual', '5: refused, complete_ddl changed nothing');
+$hold = hold_at($node, 'cutting over');
+($ret, $out, $stderr) = $node->psql('postgres', "CALL complete_ddl($job, interval '100 ms')");
+like($stderr, qr/timed out waiting for background DDL job $job/, '5: complete_ddl with a timeout times out');
+ok(held_at_hold($node), '5: ... and the job goes on to its cut-over');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), '5: and is published');
+
+($ret, $out, $stderr) = $node->psql('postgres', qq{
+SET background_ddl = on; $manual
+CREATE MATERIALIZED VIEW mv6 AS SELECT a FROM plain;
+SELECT count(*) FROM mv6;});
+like($stderr,
+	qr/this statement would wait for background DDL job (\d+), whose cut-over is manual.*\n.*\n.*CALL complete_ddl\(\1\)/,
+	'5: the session\'s later statement that uses the result is refused, and told what to do');
+$job = $node->safe_psql('postgres', q{SELECT id FROM pg_stat_background_ddl WHERE target = 'public.mv6'});
+ok(wait_ready($job), "5: job $job is ready");
+is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', '5: cancel_ddl of a ready job');
+ok(wait_job_state($node, $job, 'cancelled'), '5: the job is cancelled');
+check_no_leftovers($node, $job);
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'mv6'}),
+	'0', '5: nothing of it is left');
+
+# 6. An index job's cut-over is not held back
+($ret, $out, $stderr) = $node->psql('postgres',
+	"SET background_ddl = on; $manual CREATE INDEX plain_a ON plain (a)");
+like($stderr, qr/Its cut-over does not wait for complete_ddl: what a CREATE INDEX job makes is in use before it/,
+	'6: the submit of an index says that its cut-over does not wait');
+$job = $node->safe_psql('postgres', q{SELECT id FROM pg_stat_background_ddl WHERE target = 'public.plain_a'});
+ok(wait_job_state($node, $job, 'succeeded'), '6: the index job succeeds');
+is(job_field($node, $job, 'cutover'), 'auto', '6: its cut-over was automatic');
+($job, $hold) = submit_held_at($node, 'cutting over', 'CREATE INDEX plain_a2 ON plain (a)');
+($ret, $out, $stderr) = $node->psql('postgres', "SELECT alter_ddl($job, cutover => 'manual')");
+like($stderr, qr/the cut-over of background DDL job $job cannot wait for complete_ddl/,
+	'6: alter_ddl refuses to make an index job\'s cut-over manual');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), '6: and the job goes on');
+
+done_testing();
