@@ -68,7 +68,8 @@
 #define Anum_job_idempotency_key	47
 #define Anum_job_rate_not_before	48
 #define Anum_job_cutover			49
-#define Natts_job					49
+#define Anum_job_cutover_window		50
+#define Natts_job					50
 
 /* A job row, as the worker and the control functions see it */
 typedef struct BgddlJob
@@ -105,6 +106,8 @@ typedef struct BgddlJob
 	int			max_workers;
 	int			max_replica_lag_ms; /* -1: the server's setting */
 	bool		manual_cutover; /* it waits for complete_ddl before its cut-over */
+	/* ... or for this time of day ('HH:MM-HH:MM'), or '' for any */
+	char		cutover_window[sizeof("HH:MM-HH:MM")];
 	TimestampTz rate_not_before;	/* its rate limit holds its next batch until then */
 } BgddlJob;
 
@@ -121,6 +124,7 @@ typedef struct BgddlJobSubmission
 	List	   *after;			/* job ids (int64 *): it starts once they succeeded */
 	const char *idempotency_key;	/* submit_ddl's, or NULL */
 	bool		manual_cutover; /* background_ddl.cutover = manual */
+	const char *cutover_window; /* background_ddl.cutover_window, or NULL */
 } BgddlJobSubmission;
 
 /* What the scheduler needs to know of an unfinished job */
@@ -183,7 +187,8 @@ extern void CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaugh
 
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,
-								int max_replica_lag_ms, const char *cutover);
+								int max_replica_lag_ms, const char *cutover,
+								const char *cutover_window);
 extern int64 CatalogJobByKey(const char *idempotency_key, Oid owner_oid, char **command);
 extern char *CatalogJobEndedDependency(int64 job_id);
 extern List *CatalogJobsWaitingFor(int64 job_id);

@@ -29,6 +29,7 @@ int			background_ddl_max_replica_lag_ms = 0;
 int			background_ddl_citus_jobs_per_node = 2;
 bool		background_ddl_chunked_index_build = true;
 int			background_ddl_cutover = BGDDL_CUTOVER_AUTO;
+char	   *background_ddl_cutover_window = NULL;
 
 static const struct config_enum_entry cutover_options[] = {
 	{"auto", BGDDL_CUTOVER_AUTO, false},
@@ -81,6 +82,41 @@ CheckAfter(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/*
+ * A time of day window, 'HH:MM-HH:MM' (it may span midnight, '22:00-02:00'),
+ * as the minutes of the day at which it starts and ends; false if value is
+ * not one (or starts when it ends)
+ */
+bool
+SettingsWindowParse(const char *value, int *start_minute, int *end_minute)
+{
+	int			start_hour,
+				start_min,
+				end_hour,
+				end_min;
+	char		rest;
+
+	if (sscanf(value, "%2d:%2d-%2d:%2d%c", &start_hour, &start_min, &end_hour, &end_min, &rest) != 4 ||
+		strlen(value) != 11 || start_hour > 23 || end_hour > 23 || start_min > 59 || end_min > 59 ||
+		start_hour < 0 || end_hour < 0 || start_min < 0 || end_min < 0)
+		return false;
+	*start_minute = start_hour * 60 + start_min;
+	*end_minute = end_hour * 60 + end_min;
+	return *start_minute != *end_minute;
+}
+
+static bool
+CheckCutoverWindow(char **newval, void **extra, GucSource source)
+{
+	int			start;
+	int			end;
+
+	if (**newval == '\0' || SettingsWindowParse(*newval, &start, &end))
+		return true;
+	GUC_check_errdetail("background_ddl.cutover_window takes a time of day window, 'HH:MM-HH:MM' (such as '01:00-05:00' or '22:00-02:00'), or '' for none.");
+	return false;
+}
+
 /* Define the settings and reserve their prefix; at library load */
 void
 SettingsDefine(void)
@@ -116,6 +152,16 @@ SettingsDefine(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("background_ddl.cutover_window",
+							   "The time of day at which the jobs submitted next may publish their result.",
+							   "'HH:MM-HH:MM' in the session's TimeZone, such as '01:00-05:00'; '' for any time. "
+							   "alter_ddl(id, cutover_window => ...) changes a job's.",
+							   &background_ddl_cutover_window,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   CheckCutoverWindow, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.max_replica_lag",
 							"Jobs wait between batches while a standby replays more than this behind.",

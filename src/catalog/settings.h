@@ -26,6 +26,7 @@ extern int	background_ddl_max_replica_lag_ms;
 extern int	background_ddl_citus_jobs_per_node;
 extern bool background_ddl_chunked_index_build;
 extern int	background_ddl_cutover;
+extern char *background_ddl_cutover_window;
 
 /* The values of background_ddl.cutover */
 typedef enum BgddlCutover
@@ -43,5 +44,6 @@ typedef enum BgddlCutover
 
 extern void SettingsDefine(void);
 extern struct List *SettingsJobList(const char *value, char **bad);
+extern bool SettingsWindowParse(const char *value, int *start_minute, int *end_minute);
 
 #endif							/* BGDDL_SETTINGS_H */

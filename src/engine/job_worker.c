@@ -72,6 +72,7 @@
 #include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
+#include "utils/datetime.h"
 #include "utils/memutils.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
@@ -470,26 +471,55 @@ LoadJob(JobRun *run)
 #define JOB_READY_LOOK_MS	1000
 
 /*
+ * What the job's cut-over waits for now: complete_ddl (a manual cut-over),
+ * or its cut-over window (the time of day in the worker's TimeZone, which
+ * is the submitting session's); NULL if nothing
+ */
+static char *
+CutOverWaitsFor(const JobRun *run)
+{
+	int			start;
+	int			end;
+	int			now;
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+
+	if (run->job.manual_cutover)
+		return psprintf("complete_ddl(%lld) to publish it", (long long) run->job.id);
+	if (!SettingsWindowParse(run->job.cutover_window, &start, &end) ||
+		timestamp2tm(GetCurrentTimestamp(), &tz, &tm, &fsec, NULL, NULL) != 0)
+		return NULL;
+	now = tm.tm_hour * 60 + tm.tm_min;
+	if (start < end ? (now >= start && now < end) : (now >= start || now < end))
+		return NULL;
+	return psprintf("its cut-over window, %s (%s), or complete_ddl(%lld)",
+					run->job.cutover_window, pg_get_timezone_name(session_timezone),
+					(long long) run->job.id);
+}
+
+/*
  * A job whose cut-over is manual (background_ddl.cutover, alter_ddl) waits
- * for complete_ddl before its cut-over: in phase ready, saying so in
- * waiting_on, it reads its job row every JOB_READY_LOOK_MS, and after each
- * look its catch-up makes one pass, so that the cut-over has about one
- * look's writes left to apply.  Between the passes it holds no snapshot and
- * no lock; a pause, a cancel or a shutdown ends the wait as any step.
- * Returns JOB_STEP_DONE once it may cut over, or the catch-up's
- * JOB_STEP_TARGET_GONE or JOB_STEP_RESTART.
+ * for complete_ddl before its cut-over, and one with a cut-over window for
+ * the window: in phase ready, saying so in waiting_on, it reads its job row
+ * every JOB_READY_LOOK_MS, and after each look its catch-up makes one
+ * pass, so that the cut-over has about one look's writes left to apply.
+ * Between the passes it holds no snapshot and no lock; a pause, a cancel or
+ * a shutdown ends the wait as any step.  Returns JOB_STEP_DONE once it may
+ * cut over, or the catch-up's JOB_STEP_TARGET_GONE or JOB_STEP_RESTART.
  */
 static JobStepResult
 AwaitCompletion(JobRun *run)
 {
-	char	   *waiting_for = psprintf("complete_ddl(%lld) to publish it", (long long) run->job.id);
 	JobStepResult result = JOB_STEP_DONE;
 	bool		ready = false;
+	char	   *waiting_for;
 
 	for (;;)
 	{
 		JobRunReadLimits(run, "background_ddl: looking for complete_ddl");
-		if (!run->job.manual_cutover)
+		waiting_for = CutOverWaitsFor(run);
+		if (waiting_for == NULL)
 			break;
 		if (!ready)
 			JobRunSetPhase(run, JOB_PHASE_READY);

@@ -277,6 +277,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.idempotency_key = next_idempotency_key;
 	submission.manual_cutover = background_ddl_cutover == BGDDL_CUTOVER_MANUAL &&
 		routine->cut_over_publishes;
+	if (routine->cut_over_publishes && *background_ddl_cutover_window != '\0')
+		submission.cutover_window = background_ddl_cutover_window;
 	job_id = CatalogJobInsert(&submission);
 	if (routine->submitted != NULL)
 		routine->submitted(&submit, job_id);
@@ -308,7 +310,11 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	if (submission.manual_cutover)
 		appendStringInfo(&detail, "%sOnce built, it waits for complete_ddl(%lld) to publish it.",
 						 detail.len > 0 ? " " : "", (long long) job_id);
-	else if (background_ddl_cutover == BGDDL_CUTOVER_MANUAL)
+	else if (submission.cutover_window != NULL)
+		appendStringInfo(&detail, "%sOnce built, it waits for its cut-over window, %s.",
+						 detail.len > 0 ? " " : "", submission.cutover_window);
+	else if (background_ddl_cutover == BGDDL_CUTOVER_MANUAL ||
+			 *background_ddl_cutover_window != '\0')
 		appendStringInfo(&detail, "%sIts cut-over does not wait for complete_ddl: what a %s job makes is in use before it.",
 						 detail.len > 0 ? " " : "", routine->name);
 	/*

@@ -163,10 +163,11 @@ pause_ddl(PG_FUNCTION_ARGS)
 
 /*
  * alter_ddl(job_id, max_rate, batch_time, workers, max_replica_lag,
- * cutover): change the limits of a job that has not ended (max_replica_lag
- * => '0' lifts the server's background_ddl.max_replica_lag for it), or
- * when it publishes its result (cutover => 'manual': once complete_ddl
- * says so; 'auto': once it is built).  The job's workers read them after
+ * cutover, cutover_window): change the limits of a job that has not ended
+ * (max_replica_lag => '0' lifts the server's background_ddl.max_replica_lag
+ * for it), or when it publishes its result (cutover => 'manual': once
+ * complete_ddl says so; 'auto': once it is built; cutover_window =>
+ * '01:00-05:00': only then, '' at any time).  The job's workers read them after
  * every batch (and every second while the rate limit makes them wait, or
  * while they wait for complete_ddl); a cut-over already under way is not
  * stopped.  Returns false if the job has ended.
@@ -181,6 +182,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 	int			workers = 0;
 	int			max_replica_lag_ms = -1;
 	char	   *cutover = NULL;
+	char	   *cutover_window = NULL;
 
 	if (!PG_ARGISNULL(1))
 	{
@@ -239,17 +241,31 @@ alter_ddl(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid value for cutover: \"%s\"", cutover),
 					 errhint("Available values: auto, manual.")));
-		if (strcmp(cutover, "manual") == 0 && !KindRoutineForJob(&job)->cut_over_publishes)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the cut-over of background DDL job %lld cannot wait for complete_ddl",
-							(long long) job_id),
-					 errdetail("What a %s job makes is in use before its cut-over.", job.kind),
-					 errhint("Only the jobs of CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW, VACUUM FULL and ALTER TABLE ... SET TABLESPACE or ALTER COLUMN ... TYPE wait for it.")));
 	}
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+	{
+		int			start;
+		int			end;
+
+		cutover_window = text_to_cstring(PG_GETARG_TEXT_PP(6));
+		if (*cutover_window != '\0' && !SettingsWindowParse(cutover_window, &start, &end))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for cutover_window: \"%s\"", cutover_window),
+					 errhint("A time of day window, 'HH:MM-HH:MM' (such as '01:00-05:00' or '22:00-02:00'), or '' for none.")));
+	}
+	if (((cutover != NULL && strcmp(cutover, "manual") == 0) ||
+		 (cutover_window != NULL && *cutover_window != '\0')) &&
+		!KindRoutineForJob(&job)->cut_over_publishes)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the cut-over of background DDL job %lld cannot wait", (long long) job_id),
+				 errdetail("What a %s job makes is in use before its cut-over.", job.kind),
+				 errhint("Only the jobs of CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW, VACUUM FULL and ALTER TABLE ... SET TABLESPACE or ALTER COLUMN ... TYPE wait for complete_ddl or a cut-over window.")));
 	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
-	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers, max_replica_lag_ms, cutover);
+	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers, max_replica_lag_ms, cutover,
+						cutover_window);
 	JobXactWakeScheduler();
 	PG_RETURN_BOOL(true);
 }
@@ -373,7 +389,8 @@ await_ddl(PG_FUNCTION_ARGS)
  * complete_ddl(job_id, timeout): a procedure that lets a job whose
  * cut-over is manual publish its result, and waits as await_ddl until it
  * has: it returns once the job has succeeded, or fails with the reason it
- * could not.  Its first commit makes the job's cutover 'completed'; the
+ * could not.  Its first commit makes the job's cutover 'completed' (and
+ * lifts its cut-over window: the operator says now); the
  * job's worker sees it at its next look (within a second).  A paused job
  * is refused: it would not cut over until resumed.  In a transaction block,
  * alter_ddl(job_id, cutover => 'auto') lets it publish.
@@ -390,9 +407,9 @@ complete_ddl(PG_FUNCTION_ARGS)
 				 errmsg("background DDL job %lld is paused", (long long) job_id),
 				 errhint("resume_ddl(%lld) resumes it; complete_ddl then publishes it.",
 						 (long long) job_id)));
-	if (!JobStateIsFinal(job.state) && job.manual_cutover)
+	if (!JobStateIsFinal(job.state) && (job.manual_cutover || job.cutover_window[0] != '\0'))
 	{
-		CatalogJobSetLimits(job_id, 0, 0, 0, -1, "completed");
+		CatalogJobSetLimits(job_id, 0, 0, 0, -1, "completed", "");
 		JobXactWakeScheduler();
 	}
 	AwaitJobEnd(fcinfo, job_id, "complete_ddl()",

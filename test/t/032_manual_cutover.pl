@@ -15,7 +15,11 @@
 #     the submitting session that uses the result is refused, not left
 #     waiting; a cancel while ready leaves nothing;
 #  6. an index, in use before its job's cut-over, is not held back: the
-#     submit says so, and alter_ddl refuses to make its cut-over manual.
+#     submit says so, and alter_ddl refuses to make its cut-over manual;
+#  7. a cut-over window (background_ddl.cutover_window): a job waits, ready,
+#     while the time of day is out of it, and cuts over once alter_ddl
+#     gives it one that the time is in; complete_ddl publishes a job
+#     waiting for its window at once.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -179,9 +183,45 @@ ok(wait_job_state($node, $job, 'succeeded'), '6: the index job succeeds');
 is(job_field($node, $job, 'cutover'), 'auto', '6: its cut-over was automatic');
 ($job, $hold) = submit_held_at($node, 'cutting over', 'CREATE INDEX plain_a2 ON plain (a)');
 ($ret, $out, $stderr) = $node->psql('postgres', "SELECT alter_ddl($job, cutover => 'manual')");
-like($stderr, qr/the cut-over of background DDL job $job cannot wait for complete_ddl/,
+like($stderr, qr/the cut-over of background DDL job $job cannot wait/,
 	'6: alter_ddl refuses to make an index job\'s cut-over manual');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), '6: and the job goes on');
+
+# 7. A cut-over window
+my $later = $node->safe_psql('postgres',
+	q{SELECT to_char(now() + interval '2 hours', 'HH24:MI') || '-' || to_char(now() + interval '3 hours', 'HH24:MI')});
+my $around = $node->safe_psql('postgres',
+	q{SELECT to_char(now() - interval '1 hour', 'HH24:MI') || '-' || to_char(now() + interval '1 hour', 'HH24:MI')});
+($ret, $out, $stderr) = $node->psql('postgres',
+	"SET background_ddl = on; SET background_ddl.cutover_window = '$later'; "
+	  . 'CREATE MATERIALIZED VIEW mv7 AS SELECT a FROM plain');
+like($stderr, qr/Once built, it waits for its cut-over window, $later\./,
+	'7: the submit says that the job waits for its window');
+$job = $node->safe_psql('postgres', q{SELECT id FROM pg_stat_background_ddl WHERE target = 'public.mv7'});
+ok( $node->poll_query_until('postgres',
+		"SELECT phase || '/' || waiting_on FROM pg_stat_background_ddl WHERE id = $job",
+		"ready/its cut-over window, $later (" . $node->safe_psql('postgres', 'SHOW TimeZone') .
+		  "), or complete_ddl($job)"),
+	"7: job $job is ready, and waits for its window ($later) ");
+is(job_field($node, $job, 'cutover_window'), $later, '7: the view shows its window');
+($ret, $out, $stderr) =
+  $node->psql('postgres', "SELECT alter_ddl($job, cutover_window => '25:00-01:00')");
+like($stderr, qr/invalid value for cutover_window: "25:00-01:00"/, '7: alter_ddl refuses a window that is not one');
+($ret, $out, $stderr) = $node->psql('postgres', "SET background_ddl.cutover_window = '01:00'");
+like($stderr, qr/invalid value for parameter "background_ddl.cutover_window": "01:00"/,
+	'7: so does the setting');
+$node->safe_psql('postgres', "SELECT alter_ddl($job, cutover_window => '$around')");
+ok(wait_job_state($node, $job, 'succeeded'), "7: in its new window ($around), the job cuts over");
+is(differences($node, 'mv7', 'SELECT a FROM plain'), '0', '7: the view has its rows');
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW mv8 AS SELECT a FROM plain',
+	before => "SET background_ddl.cutover_window = '$later';");
+ok( $node->poll_query_until('postgres',
+		"SELECT phase FROM pg_stat_background_ddl WHERE id = $job", 'ready'),
+	"7: job $job waits for its window");
+$node->safe_psql('postgres', "CALL complete_ddl($job)");
+is( $node->safe_psql('postgres',
+		"SELECT state || '/' || cutover || '/' || coalesce(cutover_window, 'none') FROM pg_stat_background_ddl WHERE id = $job"),
+	'succeeded/completed/none', '7: complete_ddl published it at once, out of its window');
 
 done_testing();
