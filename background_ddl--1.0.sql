@@ -73,7 +73,9 @@ CREATE TABLE background_ddl.job (
 	 */
 	cutover			text NOT NULL DEFAULT 'auto' CHECK (cutover IN ('auto', 'manual', 'completed')),
 	/* 'HH:MM-HH:MM': its cut-over waits until the time of day is in it (its worker's TimeZone) */
-	cutover_window	text CHECK (cutover_window ~ '^[0-2][0-9]:[0-5][0-9]-[0-2][0-9]:[0-5][0-9]$')
+	cutover_window	text CHECK (cutover_window ~ '^[0-2][0-9]:[0-5][0-9]-[0-2][0-9]:[0-5][0-9]$'),
+	/* ... and until fewer rows a second are written to the tables it captures */
+	cutover_max_writes integer CHECK (cutover_max_writes > 0)
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
@@ -313,12 +315,13 @@ LANGUAGE C STRICT VOLATILE;
  * Change the limits of a queued, running or paused job: NULL leaves a limit as
  * it is; max_rate => 'infinity' lifts the rate limit; cutover => 'manual'
  * keeps it from publishing its result until complete_ddl, 'auto' lets it;
- * cutover_window => '01:00-05:00' lets it cut over only then ('' any time).
+ * cutover_window => '01:00-05:00' lets it cut over only then ('' any time),
+ * cutover_max_writes => n only under n rows written a second (0: any).
  */
 CREATE FUNCTION alter_ddl(job_id bigint, max_rate float8 DEFAULT NULL,
 						  batch_time interval DEFAULT NULL, workers integer DEFAULT NULL,
 						  max_replica_lag interval DEFAULT NULL, cutover text DEFAULT NULL,
-						  cutover_window text DEFAULT NULL)
+						  cutover_window text DEFAULT NULL, cutover_max_writes integer DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'alter_ddl'
 LANGUAGE C VOLATILE;
@@ -452,7 +455,8 @@ CREATE VIEW pg_stat_background_ddl AS
 		   ch.position AS chain_position,
 		   j.cleanup_pending,
 		   j.cutover,
-		   j.cutover_window
+		   j.cutover_window,
+		   j.cutover_max_writes
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid

@@ -31,6 +31,7 @@
 #include "utils/snapmgr.h"
 
 #include "capture/capture_log.h"
+#include "capture/capture_trigger.h"
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
 
@@ -448,6 +449,29 @@ CaptureMarksLogged(void)
 	pgstat_clear_snapshot();
 	entry = pgstat_fetch_stat_tabentry(CatalogRequire()->dirty_relid);
 	return entry != NULL ? entry->tuples_inserted : 0;
+}
+
+/*
+ * How many rows have been written (inserted, updated, deleted) to the
+ * tables of a job's capture, as the cumulative statistics say (writers
+ * report them about once a second); 0 for a job without a capture
+ */
+int64
+CaptureTablesWrites(int64 job_id)
+{
+	Oid			driving_oid;
+	ListCell   *lc;
+	int64		writes = 0;
+
+	pgstat_clear_snapshot();
+	foreach(lc, CaptureTables(job_id, &driving_oid))
+	{
+		PgStat_StatTabEntry *entry = pgstat_fetch_stat_tabentry(lfirst_oid(lc));
+
+		if (entry != NULL)
+			writes += entry->tuples_inserted + entry->tuples_updated + entry->tuples_deleted;
+	}
+	return writes;
 }
 
 static int

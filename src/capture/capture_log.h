@@ -92,6 +92,7 @@ typedef struct CapturedMarks
 } CapturedMarks;
 
 extern int64 CaptureMarksLogged(void);
+extern int64 CaptureTablesWrites(int64 job_id);
 extern void CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks);
 extern void CaptureMarksSort(DirtyMark *marks, int nmarks);
 extern bool CaptureHasUncaptured(int64 job_id);

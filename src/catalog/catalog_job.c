@@ -53,7 +53,7 @@ static const char *const job_columns[Natts_job] = {
 	"error_sqlstate", "error_detail", "error_hint", "cutover_snapshot", "cutover_at",
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
-	"rate_not_before", "cutover", "cutover_window"
+	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -176,6 +176,8 @@ LimitsFromRow(const CatalogRow *row, BgddlJob *job)
 	if (!JobIsNull(row, Anum_job_cutover_window))
 		text_to_cstring_buffer(DatumGetTextPP(JobValue(row, Anum_job_cutover_window)),
 							   job->cutover_window, sizeof(job->cutover_window));
+	job->cutover_max_writes = JobIsNull(row, Anum_job_cutover_max_writes) ? 0 :
+		DatumGetInt32(JobValue(row, Anum_job_cutover_max_writes));
 }
 
 /* The counters that every worker of a job adds to */
@@ -227,11 +229,12 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, TEXTOID,
-	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[14];
+	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[15];
 	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
 		submission->strategy ? ' ' : 'n', ' ', submission->after != NIL ? ' ' : 'n',
-	submission->idempotency_key ? ' ' : 'n', ' ', submission->cutover_window ? ' ' : 'n'};
+	submission->idempotency_key ? ' ' : 'n', ' ', submission->cutover_window ? ' ' : 'n',
+	submission->cutover_max_writes > 0 ? ' ' : 'n'};
 	Datum	   *after = palloc(sizeof(Datum) * Max(list_length(submission->after), 1));
 	int			nafter = 0;
 	ListCell   *lc;
@@ -257,13 +260,15 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 	values[12] = CStringGetTextDatum(submission->manual_cutover ? "manual" : "auto");
 	values[13] = submission->cutover_window ?
 		CStringGetTextDatum(submission->cutover_window) : (Datum) 0;
+	values[14] = Int32GetDatum(submission->cutover_max_writes);
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
 				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
 				   " command, settings, strategy, kind_state, after, idempotency_key, cutover, "
-				   " cutover_window) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+				   " cutover_window, cutover_max_writes) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
+				   "RETURNING id",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
 	CatalogAccessEnd(&access);
@@ -1096,12 +1101,14 @@ CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught)
  * Change a job's limits (alter_ddl): max_rate 0 keeps it, a negative one
  * lifts it; batch_time_ms and max_workers 0 keep them, max_replica_lag_ms
  * -1, cutover NULL ('auto', 'manual', or 'completed' by complete_ddl) and
- * cutover_window NULL ('' removes it).  A job whose worker was given back
+ * cutover_window NULL ('' removes it), cutover_max_writes -1 (0 removes
+ * it).  A job whose worker was given back
  * (waiting for its rate limit) may have one at once.
  */
 void
 CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,
-					int max_replica_lag_ms, const char *cutover, const char *cutover_window)
+					int max_replica_lag_ms, const char *cutover, const char *cutover_window,
+					int cutover_max_writes)
 {
 	CatalogRow	row;
 
@@ -1112,6 +1119,9 @@ CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_wo
 		if (cutover_window != NULL)
 			CatalogRowSet(&row, Anum_job_cutover_window, *cutover_window == '\0' ? (Datum) 0 :
 						  CStringGetTextDatum(cutover_window), *cutover_window == '\0');
+		if (cutover_max_writes >= 0)
+			CatalogRowSet(&row, Anum_job_cutover_max_writes, Int32GetDatum(cutover_max_writes),
+						  cutover_max_writes == 0);
 		if (max_replica_lag_ms >= 0)
 			CatalogRowSet(&row, Anum_job_max_replica_lag,
 						  IntervalSeconds(max_replica_lag_ms / 1000.0), false);

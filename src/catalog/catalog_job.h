@@ -69,7 +69,8 @@
 #define Anum_job_rate_not_before	48
 #define Anum_job_cutover			49
 #define Anum_job_cutover_window		50
-#define Natts_job					50
+#define Anum_job_cutover_max_writes	51
+#define Natts_job					51
 
 /* A job row, as the worker and the control functions see it */
 typedef struct BgddlJob
@@ -108,6 +109,7 @@ typedef struct BgddlJob
 	bool		manual_cutover; /* it waits for complete_ddl before its cut-over */
 	/* ... or for this time of day ('HH:MM-HH:MM'), or '' for any */
 	char		cutover_window[sizeof("HH:MM-HH:MM")];
+	int			cutover_max_writes; /* ... and for fewer writes a second; 0: any */
 	TimestampTz rate_not_before;	/* its rate limit holds its next batch until then */
 } BgddlJob;
 
@@ -125,6 +127,7 @@ typedef struct BgddlJobSubmission
 	const char *idempotency_key;	/* submit_ddl's, or NULL */
 	bool		manual_cutover; /* background_ddl.cutover = manual */
 	const char *cutover_window; /* background_ddl.cutover_window, or NULL */
+	int			cutover_max_writes; /* background_ddl.cutover_max_writes */
 } BgddlJobSubmission;
 
 /* What the scheduler needs to know of an unfinished job */
@@ -188,7 +191,7 @@ extern void CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaugh
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,
 								int max_replica_lag_ms, const char *cutover,
-								const char *cutover_window);
+								const char *cutover_window, int cutover_max_writes);
 extern int64 CatalogJobByKey(const char *idempotency_key, Oid owner_oid, char **command);
 extern char *CatalogJobEndedDependency(int64 job_id);
 extern List *CatalogJobsWaitingFor(int64 job_id);

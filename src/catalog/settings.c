@@ -30,6 +30,7 @@ int			background_ddl_citus_jobs_per_node = 2;
 bool		background_ddl_chunked_index_build = true;
 int			background_ddl_cutover = BGDDL_CUTOVER_AUTO;
 char	   *background_ddl_cutover_window = NULL;
+int			background_ddl_cutover_max_writes = 0;
 
 static const struct config_enum_entry cutover_options[] = {
 	{"auto", BGDDL_CUTOVER_AUTO, false},
@@ -162,6 +163,15 @@ SettingsDefine(void)
 							   PGC_USERSET,
 							   0,
 							   CheckCutoverWindow, NULL, NULL);
+
+	DefineCustomIntVariable("background_ddl.cutover_max_writes",
+							"The jobs submitted next publish their result only while fewer rows a second are written to the tables they read.",
+							"0 turns it off; alter_ddl(id, cutover_max_writes => ...) changes a job's.",
+							&background_ddl_cutover_max_writes,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.max_replica_lag",
 							"Jobs wait between batches while a standby replays more than this behind.",

@@ -27,6 +27,7 @@ extern int	background_ddl_citus_jobs_per_node;
 extern bool background_ddl_chunked_index_build;
 extern int	background_ddl_cutover;
 extern char *background_ddl_cutover_window;
+extern int	background_ddl_cutover_max_writes;
 
 /* The values of background_ddl.cutover */
 typedef enum BgddlCutover

@@ -471,12 +471,54 @@ LoadJob(JobRun *run)
 #define JOB_READY_LOOK_MS	1000
 
 /*
+ * The rows written to the tables a job captures, counted at its last looks
+ * (WRITE_LOOKS of them, one a second while it waits to cut over): their
+ * rate is taken over those seconds, as writers report their statistics
+ * about once a second
+ */
+#define WRITE_LOOKS	5
+
+typedef struct WriteLooks
+{
+	int			nlooks;
+	int64		writes[WRITE_LOOKS];
+	TimestampTz at[WRITE_LOOKS];
+} WriteLooks;
+
+/* Rows written a second to the job's captured tables; -1 until known */
+static double
+CapturedWritesPerSecond(const JobRun *run, WriteLooks *looks)
+{
+	int			last = Min(looks->nlooks, WRITE_LOOKS - 1);
+	int64		writes;
+	double		seconds;
+
+	JobStepBegin("background_ddl: counting the writes to its tables", STEP_READ_COMMITTED);
+	writes = run->routine->writes_to_sources(&run->job);
+	JobStepEnd();
+	if (looks->nlooks == WRITE_LOOKS)
+	{
+		memmove(&looks->writes[0], &looks->writes[1], sizeof(int64) * (WRITE_LOOKS - 1));
+		memmove(&looks->at[0], &looks->at[1], sizeof(TimestampTz) * (WRITE_LOOKS - 1));
+	}
+	else
+		looks->nlooks++;
+	looks->writes[last] = writes;
+	looks->at[last] = GetCurrentTimestamp();
+	if (looks->nlooks < 3)
+		return -1;
+	seconds = (looks->at[last] - looks->at[0]) / 1000000.0;
+	return seconds > 0 ? (looks->writes[last] - looks->writes[0]) / seconds : -1;
+}
+
+/*
  * What the job's cut-over waits for now: complete_ddl (a manual cut-over),
- * or its cut-over window (the time of day in the worker's TimeZone, which
- * is the submitting session's); NULL if nothing
+ * its cut-over window (the time of day in the worker's TimeZone, which is
+ * the submitting session's), or fewer writes to its tables; NULL if
+ * nothing
  */
 static char *
-CutOverWaitsFor(const JobRun *run)
+CutOverWaitsFor(const JobRun *run, WriteLooks *looks)
 {
 	int			start;
 	int			end;
@@ -484,24 +526,35 @@ CutOverWaitsFor(const JobRun *run)
 	struct pg_tm tm;
 	fsec_t		fsec;
 	int			tz;
+	double		rate;
 
 	if (run->job.manual_cutover)
 		return psprintf("complete_ddl(%lld) to publish it", (long long) run->job.id);
-	if (!SettingsWindowParse(run->job.cutover_window, &start, &end) ||
-		timestamp2tm(GetCurrentTimestamp(), &tz, &tm, &fsec, NULL, NULL) != 0)
+	if (SettingsWindowParse(run->job.cutover_window, &start, &end) &&
+		timestamp2tm(GetCurrentTimestamp(), &tz, &tm, &fsec, NULL, NULL) == 0)
+	{
+		now = tm.tm_hour * 60 + tm.tm_min;
+		if (start < end ? (now < start || now >= end) : (now < start && now >= end))
+			return psprintf("its cut-over window, %s (%s), or complete_ddl(%lld)",
+							run->job.cutover_window, pg_get_timezone_name(session_timezone),
+							(long long) run->job.id);
+	}
+	if (run->job.cutover_max_writes <= 0 || run->routine->writes_to_sources == NULL)
 		return NULL;
-	now = tm.tm_hour * 60 + tm.tm_min;
-	if (start < end ? (now >= start && now < end) : (now >= start || now < end))
+	rate = CapturedWritesPerSecond(run, looks);
+	if (rate >= 0 && rate < run->job.cutover_max_writes)
 		return NULL;
-	return psprintf("its cut-over window, %s (%s), or complete_ddl(%lld)",
-					run->job.cutover_window, pg_get_timezone_name(session_timezone),
-					(long long) run->job.id);
+	if (rate < 0)
+		return psprintf("fewer than %d rows written a second to its tables (counting), or complete_ddl(%lld)",
+						run->job.cutover_max_writes, (long long) run->job.id);
+	return psprintf("fewer than %d rows written a second to its tables (%.0f now), or complete_ddl(%lld)",
+					run->job.cutover_max_writes, rate, (long long) run->job.id);
 }
 
 /*
  * A job whose cut-over is manual (background_ddl.cutover, alter_ddl) waits
- * for complete_ddl before its cut-over, and one with a cut-over window for
- * the window: in phase ready, saying so in waiting_on, it reads its job row
+ * for complete_ddl before its cut-over, one with a cut-over window for the
+ * window, one with cutover_max_writes for fewer writes: in phase ready, saying so in waiting_on, it reads its job row
  * every JOB_READY_LOOK_MS, and after each look its catch-up makes one
  * pass, so that the cut-over has about one look's writes left to apply.
  * Between the passes it holds no snapshot and no lock; a pause, a cancel or
@@ -514,11 +567,12 @@ AwaitCompletion(JobRun *run)
 	JobStepResult result = JOB_STEP_DONE;
 	bool		ready = false;
 	char	   *waiting_for;
+	WriteLooks	looks = {0};
 
 	for (;;)
 	{
 		JobRunReadLimits(run, "background_ddl: looking for complete_ddl");
-		waiting_for = CutOverWaitsFor(run);
+		waiting_for = CutOverWaitsFor(run, &looks);
 		if (waiting_for == NULL)
 			break;
 		if (!ready)
@@ -534,7 +588,6 @@ AwaitCompletion(JobRun *run)
 		if (result == JOB_STEP_TARGET_GONE || result == JOB_STEP_RESTART)
 			break;
 		result = JOB_STEP_DONE;
-		JobPublishPhase(JOB_PHASE_READY);
 	}
 	if (ready)
 		JobStepWaitingFor(NULL);

@@ -193,6 +193,12 @@ typedef struct KindRoutine
 	/* optional: bring the content up to date with the writes since */
 	JobStepResult (*catch_up) (struct JobRun *run);
 	JobStepResult (*cut_over) (struct JobRun *run);	/* success when it commits */
+	/*
+	 * optional (with cut_over_publishes): the rows written so far to the
+	 * tables the job reads, as the cumulative statistics count them
+	 * (background_ddl.cutover_max_writes), in a step
+	 */
+	int64		(*writes_to_sources) (const BgddlJob *job);
 
 	/*
 	 * optional: in any session, for pg_stat_background_ddl: what the job's

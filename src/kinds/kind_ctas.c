@@ -443,6 +443,7 @@ const KindRoutine kind_ctas_routine = {
 	.backfill_step = QueryJobBackfillStep,
 	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
+	.writes_to_sources = QueryJobWritesToSources,
 	.cut_over = CtasCutOver,
 	.paused = QueryJobPaused,
 	.progress = QueryJobProgress,

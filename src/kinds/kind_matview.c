@@ -216,6 +216,7 @@ const KindRoutine kind_matview_routine = {
 	.backfill_step = QueryJobBackfillStep,
 	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
+	.writes_to_sources = QueryJobWritesToSources,
 	.cut_over = MatviewCutOver,
 	.paused = QueryJobPaused,
 	.progress = QueryJobProgress,

@@ -398,6 +398,7 @@ const KindRoutine kind_refresh_routine = {
 	.backfill_step = QueryJobBackfillStep,
 	.help_step = QueryJobHelpStep,
 	.catch_up = QueryJobCatchUp,
+	.writes_to_sources = QueryJobWritesToSources,
 	.cut_over = RefreshCutOver,
 	.paused = QueryJobPaused,
 	.progress = QueryJobProgress,

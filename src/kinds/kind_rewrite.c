@@ -955,6 +955,7 @@ RewriteGoneReason(const BgddlJob *job)
 	.backfill_step = QueryJobBackfillStep, \
 	.help_step = QueryJobHelpStep, \
 	.catch_up = RewriteCatchUp, \
+	.writes_to_sources = QueryJobWritesToSources, \
 	.cut_over = RewriteCutOver, \
 	.paused = QueryJobPaused, \
 	.progress = QueryJobProgress, \

@@ -1187,6 +1187,13 @@ CatchUpBatchStep(JobRun *run, QueryCatchUpPass *pass)
 	return result;
 }
 
+/* The rows written so far to the tables the job captures (cutover_max_writes) */
+int64
+QueryJobWritesToSources(const BgddlJob *job)
+{
+	return CaptureTablesWrites(job->id);
+}
+
 /*
  * One catch-up pass over the marks visible when it starts, in batches of
  * short transactions whose size adapts toward the batch time
@@ -1221,7 +1228,9 @@ QueryJobCatchUp(JobRun *run)
 	if (q->catchup_blocks == 0)
 		q->catchup_blocks = q->chunk_blocks;
 	result = GuardedStepBegin(run, "background_ddl: catching up", false);
-	JobRunRecordPhase(run, JOB_PHASE_CATCHING_UP);
+	/* (a job kept caught up for its cut-over stays ready) */
+	if (!run->keeping_up)
+		JobRunRecordPhase(run, JOB_PHASE_CATCHING_UP);
 	if (result == JOB_STEP_MORE)
 	{
 		QueryCatchUpTarget target;

@@ -75,6 +75,7 @@ extern void QueryJobPlan(JobRun *run);
 extern JobStepResult QueryJobBackfillStep(JobRun *run);
 extern JobStepResult QueryJobHelpStep(JobRun *run);
 extern JobStepResult QueryJobCatchUp(JobRun *run);
+extern int64 QueryJobWritesToSources(const BgddlJob *job);
 
 /* Make the computed content visible, and end the job as succeeded */
 typedef void (*QueryJobPublish) (JobRun *run, int64 rows);

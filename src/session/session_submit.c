@@ -279,6 +279,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		routine->cut_over_publishes;
 	if (routine->cut_over_publishes && *background_ddl_cutover_window != '\0')
 		submission.cutover_window = background_ddl_cutover_window;
+	if (routine->cut_over_publishes)
+		submission.cutover_max_writes = background_ddl_cutover_max_writes;
 	job_id = CatalogJobInsert(&submission);
 	if (routine->submitted != NULL)
 		routine->submitted(&submit, job_id);
@@ -313,8 +315,11 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	else if (submission.cutover_window != NULL)
 		appendStringInfo(&detail, "%sOnce built, it waits for its cut-over window, %s.",
 						 detail.len > 0 ? " " : "", submission.cutover_window);
+	else if (submission.cutover_max_writes > 0)
+		appendStringInfo(&detail, "%sOnce built, it waits until fewer than %d rows a second are written to the tables it reads.",
+						 detail.len > 0 ? " " : "", submission.cutover_max_writes);
 	else if (background_ddl_cutover == BGDDL_CUTOVER_MANUAL ||
-			 *background_ddl_cutover_window != '\0')
+			 *background_ddl_cutover_window != '\0' || background_ddl_cutover_max_writes > 0)
 		appendStringInfo(&detail, "%sIts cut-over does not wait for complete_ddl: what a %s job makes is in use before it.",
 						 detail.len > 0 ? " " : "", routine->name);
 	/*

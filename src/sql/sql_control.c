@@ -167,7 +167,9 @@ pause_ddl(PG_FUNCTION_ARGS)
  * (max_replica_lag => '0' lifts the server's background_ddl.max_replica_lag
  * for it), or when it publishes its result (cutover => 'manual': once
  * complete_ddl says so; 'auto': once it is built; cutover_window =>
- * '01:00-05:00': only then, '' at any time).  The job's workers read them after
+ * '01:00-05:00': only then, '' at any time; cutover_max_writes => n: only
+ * while fewer rows a second are written to the tables it reads, 0 whatever
+ * the writes).  The job's workers read them after
  * every batch (and every second while the rate limit makes them wait, or
  * while they wait for complete_ddl); a cut-over already under way is not
  * stopped.  Returns false if the job has ended.
@@ -183,6 +185,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 	int			max_replica_lag_ms = -1;
 	char	   *cutover = NULL;
 	char	   *cutover_window = NULL;
+	int			cutover_max_writes = -1;
 
 	if (!PG_ARGISNULL(1))
 	{
@@ -254,8 +257,17 @@ alter_ddl(PG_FUNCTION_ARGS)
 					 errmsg("invalid value for cutover_window: \"%s\"", cutover_window),
 					 errhint("A time of day window, 'HH:MM-HH:MM' (such as '01:00-05:00' or '22:00-02:00'), or '' for none.")));
 	}
+	if (PG_NARGS() > 7 && !PG_ARGISNULL(7))
+	{
+		cutover_max_writes = PG_GETARG_INT32(7);
+		if (cutover_max_writes < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("cutover_max_writes must not be negative"),
+					 errhint("cutover_max_writes => 0 lets the job cut over whatever the writes.")));
+	}
 	if (((cutover != NULL && strcmp(cutover, "manual") == 0) ||
-		 (cutover_window != NULL && *cutover_window != '\0')) &&
+		 (cutover_window != NULL && *cutover_window != '\0') || cutover_max_writes > 0) &&
 		!KindRoutineForJob(&job)->cut_over_publishes)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -265,7 +277,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
 	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers, max_replica_lag_ms, cutover,
-						cutover_window);
+						cutover_window, cutover_max_writes);
 	JobXactWakeScheduler();
 	PG_RETURN_BOOL(true);
 }
@@ -390,7 +402,7 @@ await_ddl(PG_FUNCTION_ARGS)
  * cut-over is manual publish its result, and waits as await_ddl until it
  * has: it returns once the job has succeeded, or fails with the reason it
  * could not.  Its first commit makes the job's cutover 'completed' (and
- * lifts its cut-over window: the operator says now); the
+ * lifts its cut-over window and write limit: the operator says now); the
  * job's worker sees it at its next look (within a second).  A paused job
  * is refused: it would not cut over until resumed.  In a transaction block,
  * alter_ddl(job_id, cutover => 'auto') lets it publish.
@@ -407,9 +419,10 @@ complete_ddl(PG_FUNCTION_ARGS)
 				 errmsg("background DDL job %lld is paused", (long long) job_id),
 				 errhint("resume_ddl(%lld) resumes it; complete_ddl then publishes it.",
 						 (long long) job_id)));
-	if (!JobStateIsFinal(job.state) && (job.manual_cutover || job.cutover_window[0] != '\0'))
+	if (!JobStateIsFinal(job.state) && (job.manual_cutover || job.cutover_window[0] != '\0' ||
+									 job.cutover_max_writes > 0))
 	{
-		CatalogJobSetLimits(job_id, 0, 0, 0, -1, "completed", "");
+		CatalogJobSetLimits(job_id, 0, 0, 0, -1, "completed", "", 0);
 		JobXactWakeScheduler();
 	}
 	AwaitJobEnd(fcinfo, job_id, "complete_ddl()",

@@ -19,7 +19,10 @@
 #  7. a cut-over window (background_ddl.cutover_window): a job waits, ready,
 #     while the time of day is out of it, and cuts over once alter_ddl
 #     gives it one that the time is in; complete_ddl publishes a job
-#     waiting for its window at once.
+#     waiting for its window at once;
+#  8. a write limit (background_ddl.cutover_max_writes): a job waits, ready,
+#     while more rows a second are written to its tables, and cuts over once
+#     the writers stop.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -45,14 +48,15 @@ INSERT INTO plain SELECT generate_series(1, 1000);
 # About 100 transactions a second, on the first 2000 rows: the catch-up
 # goes row by row (writes over most of the table would be left to the
 # cut-over, which recomputes the whole view)
-my ($writers, $err) = start_pgbench($node, q{
+my $write_script = q{
 \set id random(1, 2000)
 \set acc random(0, 999)
 UPDATE events SET payload = md5(random()::text) WHERE id = :id;
 UPDATE events SET account = :acc WHERE id = :id + 1;
 INSERT INTO events (account, payload) VALUES (:acc, 'inserted');
 DELETE FROM events WHERE id = :id + 2;
-}, '-R', '100');
+};
+my ($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
 
 my $manual = 'SET background_ddl.cutover = manual;';
 my $query = 'SELECT id, account, payload FROM events WHERE account % 3 = 0';
@@ -223,5 +227,24 @@ $node->safe_psql('postgres', "CALL complete_ddl($job)");
 is( $node->safe_psql('postgres',
 		"SELECT state || '/' || cutover || '/' || coalesce(cutover_window, 'none') FROM pg_stat_background_ddl WHERE id = $job"),
 	'succeeded/completed/none', '7: complete_ddl published it at once, out of its window');
+
+# 8. A write limit: about 300 rows a second are written to events
+($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
+$job = submit_job($node, "CREATE MATERIALIZED VIEW mv9 AS $query",
+	before => 'SET background_ddl.cutover_max_writes = 50;');
+ok( $node->poll_query_until('postgres', qq{
+SELECT phase = 'ready' AND waiting_on ~ '^fewer than 50 rows written a second to its tables \\(\\d+ now\\), or complete_ddl\\($job\\)\$'
+  FROM pg_stat_background_ddl WHERE id = $job}),
+	"8: job $job is ready, and waits for fewer writes to its tables");
+is(job_field($node, $job, 'cutover_max_writes'), '50', '8: the view shows its limit');
+my $passes = job_field($node, $job, 'catchup_passes');
+ok( $node->poll_query_until('postgres',
+		"SELECT catchup_passes >= $passes + 5 FROM pg_stat_background_ddl WHERE id = $job"),
+	'8: it keeps catching up');
+is(job_field($node, $job, 'state || phase'), 'runningready', '8: and waits, while the writers write');
+$stopped = stop_pgbench($writers, $err);
+unlike($stopped, qr/aborted|ERROR/, '8: no writer failed');
+ok(wait_job_state($node, $job, 'succeeded'), '8: once the writers stop, it cuts over');
+is(differences($node, 'mv9', "($query)"), '0', '8: the view has its query\'s rows');
 
 done_testing();
