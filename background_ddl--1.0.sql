@@ -431,10 +431,11 @@ CREATE VIEW pg_stat_background_ddl AS
 				 WHEN w.locktype = 'virtualxid'
 				   THEN 'old snapshots' || coalesce(': transactions of pid ' || w.blockers, '')
 				 WHEN w.locktype IS NOT NULL
-				   THEN 'a lock: ' || w.mode || ' on ' || w.what || coalesce(' held by pid ' || w.blockers, '')
+				   THEN 'a lock: ' || w.mode || ' on ' || w.what ||
+						coalesce(' held by pid ' || w.blockers || coalesce(hq.sessions, ''), '')
 				 WHEN l.lock_relid IS NOT NULL
 				   THEN 'a lock: ' || l.lock_mode || ' on ' || l.lock_relid::pg_catalog.regclass::text ||
-						coalesce(' held by pid ' || l.lock_holders, '')
+						coalesce(' held by pid ' || l.lock_holders || coalesce(hq.sessions, ''), '')
 				 WHEN l.phase = 'waiting for lock'
 				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
 				 WHEN l.waiting_for IS NOT NULL THEN l.waiting_for
@@ -475,6 +476,17 @@ CREATE VIEW pg_stat_background_ddl AS
 								  AS blockers
 						   FROM pg_catalog.pg_lock_status() lk
 						  WHERE lk.pid = l.pid AND NOT lk.granted LIMIT 1) w ON true
+	  /*
+	   * The sessions that hold the lock it waits for: their state and query,
+	   * as pg_stat_activity shows them to the reader (another role's query
+	   * only to pg_read_all_stats)
+	   */
+	  LEFT JOIN LATERAL (SELECT ' (' || pg_catalog.string_agg(a.pid || ': ' || coalesce(a.state, '?') || ', ' ||
+															  pg_catalog.left(pg_catalog.regexp_replace(a.query, '\s+', ' ', 'g'), 80),
+															  '; ' ORDER BY a.pid) || ')' AS sessions
+						   FROM pg_catalog.pg_stat_activity a
+						  WHERE coalesce(w.blockers, l.lock_holders) IS NOT NULL
+							AND a.pid = ANY (pg_catalog.string_to_array(coalesce(w.blockers, l.lock_holders), ', ')::integer[])) hq ON true
 	  LEFT JOIN LATERAL (SELECT count(*) AS position
 						   FROM background_ddl.job q
 						   LEFT JOIN background_ddl.live_jobs() ql ON ql.job_id = q.id

@@ -22,12 +22,15 @@
 #     waiting for its window at once;
 #  8. a write limit (background_ddl.cutover_max_writes): a job waits, ready,
 #     while more rows a second are written to its tables, and cuts over once
-#     the writers stop.
+#     the writers stop;
+#  9. a cut-over that waits for a lock says who holds it, and their query
+#     (another role's query only to those pg_stat_activity shows it to).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use BackgroundDdlTest;
@@ -246,5 +249,28 @@ $stopped = stop_pgbench($writers, $err);
 unlike($stopped, qr/aborted|ERROR/, '8: no writer failed');
 ok(wait_job_state($node, $job, 'succeeded'), '8: once the writers stop, it cuts over');
 is(differences($node, 'mv9', "($query)"), '0', '8: the view has its query\'s rows');
+
+# 9. Waiting for a lock: who holds it, and what they run
+my $holder = $node->background_psql('postgres');
+$holder->query_safe("BEGIN; LOCK TABLE plain IN ACCESS SHARE MODE; SELECT 'holding   plain'");
+my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
+$job = submit_job($node, 'VACUUM FULL plain');
+ok( $node->poll_query_until('postgres', qq{
+SELECT waiting_on LIKE 'a lock: AccessExclusiveLock on plain held by pid $holder_pid ($holder_pid: idle in transaction, SELECT pg_backend_pid()%)'
+  FROM pg_stat_background_ddl WHERE id = $job}),
+	"9: job $job waits for a lock, and says who holds it and their last query");
+my $seen = '';
+foreach my $look (1 .. 300)
+{
+	$seen = $node->safe_psql('postgres', "SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $job",
+		extra_params => [ '-U', 'bob' ]);
+	last if $seen =~ /held by pid/;
+	usleep(50_000);
+}
+is($seen, "a lock: AccessExclusiveLock on plain held by pid $holder_pid ($holder_pid: ?, <insufficient privilege>)",
+	'9: to another role, the pid but not the query');
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok(wait_job_state($node, $job, 'succeeded'), '9: once the lock is let go, the job succeeds');
 
 done_testing();
