@@ -75,7 +75,10 @@ CREATE TABLE background_ddl.job (
 	/* 'HH:MM-HH:MM': its cut-over waits until the time of day is in it (its worker's TimeZone) */
 	cutover_window	text CHECK (cutover_window ~ '^[0-2][0-9]:[0-5][0-9]-[0-2][0-9]:[0-5][0-9]$'),
 	/* ... and until fewer rows a second are written to the tables it captures */
-	cutover_max_writes integer CHECK (cutover_max_writes > 0)
+	cutover_max_writes integer CHECK (cutover_max_writes > 0),
+	/* what its workers wrote: WAL, and temporary files (sorts, hashes that spilled) */
+	wal_bytes		bigint NOT NULL DEFAULT 0,
+	temp_bytes		bigint NOT NULL DEFAULT 0
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
@@ -457,7 +460,9 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.cleanup_pending,
 		   j.cutover,
 		   j.cutover_window,
-		   j.cutover_max_writes
+		   j.cutover_max_writes,
+		   j.wal_bytes,
+		   j.temp_bytes
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid

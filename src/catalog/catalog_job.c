@@ -53,7 +53,8 @@ static const char *const job_columns[Natts_job] = {
 	"error_sqlstate", "error_detail", "error_hint", "cutover_snapshot", "cutover_at",
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
-	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes"
+	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes", "wal_bytes",
+	"temp_bytes"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -1093,6 +1094,32 @@ CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught)
 					   lengthof(values), types, values, nulls, SPI_OK_INSERT);
 	}
 	CatalogAccessEnd(&access);
+	if (pushed_snapshot)
+		PopActiveSnapshot();
+}
+
+/*
+ * Add what a worker of the job wrote since it last added (WAL, temporary
+ * files) to the job's costs.  Caller is in a step's transaction (with no
+ * active snapshot if its utility committed inside).
+ */
+void
+CatalogJobAddCosts(int64 job_id, int64 wal_bytes, int64 temp_bytes)
+{
+	CatalogRow	row;
+	bool		pushed_snapshot = !ActiveSnapshotSet();
+
+	if (pushed_snapshot)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	if (JobRowLock(&row, job_id))
+	{
+		CatalogRowSet(&row, Anum_job_wal_bytes,
+					  Int64GetDatum(DatumGetInt64(JobValue(&row, Anum_job_wal_bytes)) + wal_bytes), false);
+		CatalogRowSet(&row, Anum_job_temp_bytes,
+					  Int64GetDatum(DatumGetInt64(JobValue(&row, Anum_job_temp_bytes)) + temp_bytes), false);
+		CatalogRowWrite(&row);
+	}
+	CatalogRowClose(&row);
 	if (pushed_snapshot)
 		PopActiveSnapshot();
 }

@@ -70,7 +70,9 @@
 #define Anum_job_cutover			49
 #define Anum_job_cutover_window		50
 #define Anum_job_cutover_max_writes	51
-#define Natts_job					51
+#define Anum_job_wal_bytes			52
+#define Anum_job_temp_bytes			53
+#define Natts_job					53
 
 /* A job row, as the worker and the control functions see it */
 typedef struct BgddlJob
@@ -187,6 +189,7 @@ extern void CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows);
 extern void CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work);
 extern void CatalogJobRestartBuild(BgddlJob *job);
 extern void CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught);
+extern void CatalogJobAddCosts(int64 job_id, int64 wal_bytes, int64 temp_bytes);
 
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,

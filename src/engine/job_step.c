@@ -261,6 +261,12 @@ JobStepEnd(void)
 	JobLiveRowsCommitted();
 	JobClaimSettled();
 	step_in_progress = false;
+	/*
+	 * The worker's statistics (rows written, WAL, I/O) reach the server's
+	 * views and autovacuum as a backend's do between its transactions (at
+	 * most once a second), not only when it exits
+	 */
+	pgstat_report_stat(false);
 	MemoryContextSwitchTo(job_context);
 	MemoryContextReset(step_context);
 	pgstat_report_activity(STATE_IDLE, NULL);

@@ -62,6 +62,7 @@
 #endif
 
 #include "access/xact.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -924,15 +925,32 @@ KeepFreedMemory(void)
 #endif
 }
 
-/* Each step, before it commits: the messages its statements raised go with the job */
+/* The WAL and temporary file bytes this worker has added to its job's costs */
+static int64 wal_bytes_counted = 0;
+static int64 temp_bytes_counted = 0;
+
+/*
+ * Each step, before it commits: the messages its statements raised go with
+ * the job, and what the worker wrote since the last step that wrote (WAL,
+ * temporary files: this process's counters, which its parallel workers add
+ * to) goes to the job's costs.  (The WAL of that update and of the commit
+ * record counts in the next such step.)
+ */
 static void
 WriteStepMessages(int64 job_id)
 {
 	int64		uncaught;
 	List	   *messages = JobMessagesPending(&uncaught);
+	int64		wal_bytes = (int64) pgWalUsage.wal_bytes;
+	int64		temp_bytes = pgBufferUsage.temp_blks_written * (int64) BLCKSZ;
 
 	CatalogJobAppendMessages(job_id, messages, uncaught);
 	JobMessagesDiscard();
+	if (wal_bytes == wal_bytes_counted && temp_bytes == temp_bytes_counted)
+		return;
+	CatalogJobAddCosts(job_id, wal_bytes - wal_bytes_counted, temp_bytes - temp_bytes_counted);
+	wal_bytes_counted = wal_bytes;
+	temp_bytes_counted = temp_bytes;
 }
 
 void
