@@ -357,6 +357,7 @@ CtasPublish(JobRun *run, int64 rows)
 	Relation	content;
 
 	KindPlaceholderLock(run->job.target_oid);
+	QueryJobAnalyzeContent(content_oid, run->job.identity.owner_oid);
 	namespace_oid = get_rel_namespace(run->job.target_oid);
 	name = get_rel_name(run->job.target_oid);
 	PgRelationDrop(run->job.target_oid);

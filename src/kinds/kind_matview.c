@@ -147,6 +147,7 @@ MatviewPublish(JobRun *run, int64 rows)
 	Relation	target;
 
 	KindPlaceholderLock(run->job.target_oid);
+	QueryJobAnalyzeContent(run->job.target_oid, run->job.identity.owner_oid);
 	target = table_open(run->job.target_oid, NoLock);
 	SetMatViewPopulatedState(target, true);
 	PgRelationSetExtensionMember(run->job.target_oid, CatalogRequire()->extension_oid, false);

@@ -47,6 +47,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_rewrite.h"
+#include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
@@ -1451,6 +1452,36 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 	}
 	JobStepEnd();
 	return result;
+}
+
+/*
+ * ANALYZE the new relation that a job publishes (a materialized view's or
+ * CREATE TABLE AS's content), in the cut-over transaction, before anyone
+ * else can read it: its first queries find statistics.  As its owner (the
+ * job's role), under SECURITY_RESTRICTED_OPERATION, as ANALYZE runs an
+ * index's or a statistics object's expressions; its sample sees the rows
+ * that this transaction wrote too.
+ */
+void
+QueryJobAnalyzeContent(Oid content_oid, Oid owner)
+{
+	VacuumParams params;
+	JobQueryContext context;
+
+	memset(&params, 0, sizeof(params));
+	params.options = VACOPT_ANALYZE;
+	params.freeze_min_age = -1;
+	params.freeze_table_age = -1;
+	params.multixact_freeze_min_age = -1;
+	params.multixact_freeze_table_age = -1;
+	params.log_min_duration = -1;
+	params.index_cleanup = VACOPTVALUE_UNSPECIFIED;
+	params.truncate = VACOPTVALUE_UNSPECIFIED;
+	CommandCounterIncrement();
+	JobQueryEnter(owner, &context, false);
+	analyze_rel(content_oid, NULL, &params, NIL, true, GetAccessStrategy(BAS_VACUUM));
+	JobQueryLeave(&context);
+	CommandCounterIncrement();
 }
 
 /* The hidden heap of a job that replaces a relation's storage; InvalidOid: not made yet */

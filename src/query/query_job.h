@@ -81,6 +81,7 @@ extern int64 QueryJobWritesToSources(const BgddlJob *job);
 typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
 
 extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
+extern void QueryJobAnalyzeContent(Oid content_oid, Oid owner);
 extern void QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid,
 							  Oid query_role, QueryJobPublish publish);
 extern void QueryJobStartReplacing(JobRun *run, const char *prefix, List *column_changes);

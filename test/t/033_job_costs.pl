@@ -8,7 +8,10 @@
 #     counts the bytes it wrote to them, within 10% of the size of the
 #     files, which pg_stat_database counts for the database (a hash join
 #     writes each block of its batch files once);
-#  3. a job that writes no temporary file counts none.
+#  3. a job that writes no temporary file counts none;
+#  4. a new materialized view, and a table of CREATE TABLE AS, have their
+#     statistics when they are published (autovacuum is off: the job
+#     collected them).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -68,5 +71,18 @@ cmp_ok($server_temp, '>', 1000000, "2: the server counted $server_temp bytes of 
 cmp_ok(abs($job_temp - $server_temp), '<=', 0.1 * $server_temp,
 	"2: the job's, $job_temp bytes, are within 10% of them");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM joined'), '200000', '2: the view has its rows');
+
+# 4. Statistics at publication
+is( $node->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM pg_stats WHERE tablename = 'mv') || ' ' ||
+       (SELECT reltuples BETWEEN 90000 AND 110000 FROM pg_class WHERE relname = 'mv')}),
+	'2 true', '4: the view has statistics of its two columns, and its row count');
+$job = submit_job($node, 'CREATE TABLE copied AS SELECT id, payload FROM big WHERE id <= 50000');
+ok(wait_job_state($node, $job, 'succeeded'), "4: CREATE TABLE AS job $job succeeded");
+is( $node->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM pg_stats WHERE tablename = 'copied') || ' ' ||
+       (SELECT n_distinct FROM pg_stats WHERE tablename = 'copied' AND attname = 'id') || ' ' ||
+       (SELECT reltuples FROM pg_class WHERE relname = 'copied')}),
+	'2 -1 50000', '4: so does the table');
 
 done_testing();
