@@ -340,6 +340,11 @@ usage(void)
 	printf("  %s [OPTION]... watch [ID]...            live progress until the jobs end\n", progname);
 	printf("  %s [OPTION]... wait ID...               block until the jobs end\n", progname);
 	printf("  %s [OPTION]... cancel|pause|resume ID\n", progname);
+	printf("  %s [OPTION]... complete ID              publish a job whose cut-over waits\n"
+		   "                                          (manual, a window, a write limit) and\n"
+		   "                                          wait until it has ended\n", progname);
+	printf("  %s [OPTION]... show ID                  every column of the job: its progress,\n"
+		   "                                          limits, cut-over and what it cost\n", progname);
 	printf("\nConnection options:\n");
 	printf("  -d, --dbname=DBNAME      database name or connection string\n");
 	printf("  -h, --host=HOSTNAME      database server host or socket directory\n");
@@ -1093,6 +1098,48 @@ ControlJob(PGconn *conn, const char *verb, char *id)
 	return EXIT_OK;
 }
 
+/*
+ * complete ID: CALL complete_ddl, which returns once the job has ended; the
+ * exit code as wait's (a refusal, a paused job: EXIT_REJECTED)
+ */
+static int
+CompleteJob(PGconn *conn, char *id)
+{
+	const char *params[] = {id};
+	PGresult   *result;
+	Job		   *job;
+	int			code;
+
+	FreeJobs(LoadJobs(conn, &id, 1), 1);	/* unknown ids: EXIT_NO_SUCH_JOB */
+	result = TryQuery(conn, 1, params, "CALL %s.complete_ddl($1::bigint)", extension_schema);
+	job = LoadJobs(conn, &id, 1);
+	if (!StateIsFinal(job->state))
+		fail(EXIT_REJECTED, "%s", Printable(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY)));
+	code = EndedJobsExitCode(job, 1);
+	if (!quiet)
+		printf("%lld %s\n", job->id, job->state);
+	FreeJobs(job, 1);
+	PQclear(result);
+	return code;
+}
+
+/* show ID: every column of the job's row of the view, one a line, as psql's \x */
+static int
+ShowJob(PGconn *conn, char *id)
+{
+	const char *params[] = {id};
+	PGresult   *result;
+
+	FreeJobs(LoadJobs(conn, &id, 1), 1);	/* unknown ids: EXIT_NO_SUCH_JOB */
+	result = Query(conn, EXIT_REJECTED, 1, params,
+				   "SELECT * FROM %s.pg_stat_background_ddl WHERE id = $1::bigint", extension_schema);
+	for (int column = 0; PQntuples(result) == 1 && column < PQnfields(result); column++)
+		if (!PQgetisnull(result, 0, column))
+			printf("%-20s %s\n", PQfname(result, column), Printable(PQgetvalue(result, 0, column)));
+	PQclear(result);
+	return EXIT_OK;
+}
+
 static char *
 ReadFile(const char *path)
 {
@@ -1429,6 +1476,15 @@ main(int argc, char **argv)
 		CheckIds(argv + optind, 1);
 		conn = Connect(dbname, host, port, user);
 		code = ControlJob(conn, command, argv[optind]);
+	}
+	else if (strcmp(command, "complete") == 0 || strcmp(command, "show") == 0)
+	{
+		if (argc - optind != 1)
+			fail(EXIT_USAGE, "%s takes one job id", command);
+		CheckIds(argv + optind, 1);
+		conn = Connect(dbname, host, port, user);
+		code = strcmp(command, "show") == 0 ? ShowJob(conn, argv[optind]) :
+			CompleteJob(conn, argv[optind]);
 	}
 	else
 		fail(EXIT_USAGE, "unknown command \"%s\" (try \"%s --help\")", command, progname);

@@ -28,6 +28,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "executor/instrument.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -72,6 +73,92 @@ static bool
 JobRowLock(CatalogRow *row, int64 job_id)
 {
 	return CatalogRowLock(row, CatalogRequire()->job_relid, job_columns, Natts_job, job_id);
+}
+
+/*
+ * The job whose costs this process counts (a worker's: CatalogJobCountCosts),
+ * and how much of the WAL and temporary file bytes this process wrote its
+ * row has: as committed, and as the current transaction wrote it
+ */
+static int64 costs_job_id = 0;
+static int64 wal_counted = 0;
+static int64 temp_counted = 0;
+static int64 wal_counted_in_xact = 0;
+static int64 temp_counted_in_xact = 0;
+
+static void
+CostsXactCallback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+	{
+		wal_counted = wal_counted_in_xact;
+		temp_counted = temp_counted_in_xact;
+	}
+	else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		wal_counted_in_xact = wal_counted;
+		temp_counted_in_xact = temp_counted;
+	}
+}
+
+/*
+ * From now on, this process (a job's worker) adds what it writes (WAL,
+ * temporary files: its own counters, which its parallel workers add to) to
+ * the job's wal_bytes and temp_bytes, whenever it writes the job's row
+ * (JobRowWrite), which it does a few times a second and at the job's end,
+ * and when it asks (CatalogJobAddCosts).
+ */
+void
+CatalogJobCountCosts(int64 job_id)
+{
+	costs_job_id = job_id;
+	RegisterXactCallback(CostsXactCallback, NULL);
+}
+
+/* Write a locked job row, with the costs this process counts for it since its last write */
+static void
+JobRowWrite(CatalogRow *row)
+{
+	if (costs_job_id != 0 && DatumGetInt64(JobValue(row, Anum_job_id)) == costs_job_id)
+	{
+		int64		wal = (int64) pgWalUsage.wal_bytes;
+		int64		temp = pgBufferUsage.temp_blks_written * (int64) BLCKSZ;
+
+		CatalogRowSet(row, Anum_job_wal_bytes,
+					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_wal_bytes)) +
+									wal - wal_counted_in_xact), false);
+		CatalogRowSet(row, Anum_job_temp_bytes,
+					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_temp_bytes)) +
+									temp - temp_counted_in_xact), false);
+		wal_counted_in_xact = wal;
+		temp_counted_in_xact = temp;
+	}
+	CatalogRowWrite(row);
+}
+
+/*
+ * Add what this process wrote since the job's row last had it to the row's
+ * costs (CatalogJobCountCosts), if anything.  Caller is in a transaction
+ * (with no active snapshot if its utility committed inside).
+ */
+void
+CatalogJobAddCosts(void)
+{
+	CatalogRow	row;
+	bool		pushed_snapshot;
+
+	if (costs_job_id == 0 ||
+		((int64) pgWalUsage.wal_bytes == wal_counted_in_xact &&
+		 pgBufferUsage.temp_blks_written * (int64) BLCKSZ == temp_counted_in_xact))
+		return;
+	pushed_snapshot = !ActiveSnapshotSet();
+	if (pushed_snapshot)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	if (JobRowLock(&row, costs_job_id))
+		JobRowWrite(&row);
+	CatalogRowClose(&row);
+	if (pushed_snapshot)
+		PopActiveSnapshot();
 }
 
 static JobState
@@ -605,7 +692,7 @@ CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted
 		SetPhase(&row, JOB_PHASE_STARTING);
 		SetState(&row, JOB_STATE_RUNNING);
 	}
-	CatalogRowWrite(&row);
+	JobRowWrite(&row);
 	JobFromRow(&row, job);
 	CatalogRowClose(&row);
 	*state_changed = state != job->state;
@@ -620,7 +707,7 @@ CatalogJobSetPhase(int64 job_id, JobPhase phase)
 	if (JobRowLock(&row, job_id))
 	{
 		SetPhase(&row, phase);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -641,7 +728,7 @@ CatalogJobSetState(int64 job_id, JobState state)
 		SetPhase(&row, state == JOB_STATE_CANCELLING ? JOB_PHASE_CLEANING_UP : JOB_PHASE_NONE);
 		CatalogRowSet(&row, Anum_job_eta, (Datum) 0, true);
 		SetError(&row, NULL);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -659,7 +746,7 @@ CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight)
 	{
 		SetError(&row, error);
 		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(in_flight), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -673,7 +760,7 @@ CatalogJobSetRateNotBefore(int64 job_id, TimestampTz rate_not_before)
 	if (JobRowLock(&row, job_id))
 	{
 		CatalogRowSet(&row, Anum_job_rate_not_before, TimestampTzGetDatum(rate_not_before), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -694,7 +781,7 @@ CatalogJobLetGo(int64 job_id, TimestampTz not_before, const char *why)
 		CatalogRowSet(&row, Anum_job_not_before, TimestampTzGetDatum(not_before),
 					  not_before == 0);
 		SetText(&row, Anum_job_given_back_for, why);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -760,7 +847,7 @@ CatalogJobFinish(int64 job_id, JobState state, const JobError *error,
 					  record_cutover_snapshot ? CurrentSnapshotText() : (Datum) 0,
 					  !record_cutover_snapshot);
 		CatalogRowSet(&row, Anum_job_settings, CatalogTextArray(NIL), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -781,7 +868,7 @@ CatalogJobSetCleanupPending(int64 job_id, bool pending)
 		CatalogRowSet(&row, Anum_job_cleanup_pending, BoolGetDatum(pending), false);
 		if (state != JOB_STATE_QUEUED && state != JOB_STATE_RUNNING)
 			SetPhase(&row, pending ? JOB_PHASE_CLEANING_UP : JOB_PHASE_NONE);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -811,7 +898,7 @@ CatalogJobRecordPlan(const BgddlJob *job)
 		CatalogRowSet(&row, Anum_job_rows_total, Int64GetDatum(job->rows_total),
 					  job->rows_total < 0);
 		SetKindState(&row, job);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -825,7 +912,7 @@ CatalogJobRecordKindState(const BgddlJob *job)
 	if (JobRowLock(&row, job->id))
 	{
 		SetKindState(&row, job);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -846,7 +933,7 @@ CatalogJobRecordBuiltHere(int64 job_id, const char *strategy)
 		SetText(&row, Anum_job_strategy, strategy);
 		CatalogRowSet(&row, Anum_job_started_at, TimestampTzGetDatum(now), false);
 		CatalogRowSet(&row, Anum_job_attempt_started_at, TimestampTzGetDatum(now), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -860,7 +947,7 @@ CatalogJobRecordTarget(int64 job_id, Oid target_oid)
 	if (JobRowLock(&row, job_id))
 	{
 		CatalogRowSet(&row, Anum_job_target_oid, ObjectIdGetDatum(target_oid), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -938,7 +1025,7 @@ CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 				  false);
 	CatalogRowSet(&row, Anum_job_eta, IntervalSeconds(rint(work_left * seconds_per_unit)), false);
 	LimitsFromRow(&row, job);
-	CatalogRowWrite(&row);
+	JobRowWrite(&row);
 	CatalogRowClose(&row);
 }
 
@@ -962,7 +1049,7 @@ CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
 		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(rows), false);
 		CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(chunks), false);
 		CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(work), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -984,7 +1071,7 @@ CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows, double eta_second
 		if (eta_seconds >= 0)
 			CatalogRowSet(&row, Anum_job_eta, IntervalSeconds(rint(eta_seconds)), false);
 		SetKindState(&row, job);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -998,7 +1085,7 @@ CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows)
 	if (JobRowLock(&row, job_id))
 	{
 		CatalogRowSet(&row, Anum_job_dirty_rows, Int64GetDatum(dirty_rows), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -1028,7 +1115,7 @@ CatalogJobRestartBuild(BgddlJob *job)
 		CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(0), false);
 		CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(0), false);
 		CatalogRowSet(&row, Anum_job_dirty_rows, Int64GetDatum(0), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }
@@ -1063,7 +1150,7 @@ CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught)
 		first = DatumGetInt64(JobValue(&row, Anum_job_messages));
 		CatalogRowSet(&row, Anum_job_messages,
 					  Int64GetDatum(first + list_length(messages) + uncaught), false);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 	CatalogAccessBegin(&access);
@@ -1094,32 +1181,6 @@ CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught)
 					   lengthof(values), types, values, nulls, SPI_OK_INSERT);
 	}
 	CatalogAccessEnd(&access);
-	if (pushed_snapshot)
-		PopActiveSnapshot();
-}
-
-/*
- * Add what a worker of the job wrote since it last added (WAL, temporary
- * files) to the job's costs.  Caller is in a step's transaction (with no
- * active snapshot if its utility committed inside).
- */
-void
-CatalogJobAddCosts(int64 job_id, int64 wal_bytes, int64 temp_bytes)
-{
-	CatalogRow	row;
-	bool		pushed_snapshot = !ActiveSnapshotSet();
-
-	if (pushed_snapshot)
-		PushActiveSnapshot(GetTransactionSnapshot());
-	if (JobRowLock(&row, job_id))
-	{
-		CatalogRowSet(&row, Anum_job_wal_bytes,
-					  Int64GetDatum(DatumGetInt64(JobValue(&row, Anum_job_wal_bytes)) + wal_bytes), false);
-		CatalogRowSet(&row, Anum_job_temp_bytes,
-					  Int64GetDatum(DatumGetInt64(JobValue(&row, Anum_job_temp_bytes)) + temp_bytes), false);
-		CatalogRowWrite(&row);
-	}
-	CatalogRowClose(&row);
 	if (pushed_snapshot)
 		PopActiveSnapshot();
 }
@@ -1161,7 +1222,7 @@ CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_wo
 			CatalogRowSet(&row, Anum_job_max_workers, Int32GetDatum(max_workers), false);
 		CatalogRowSet(&row, Anum_job_not_before, (Datum) 0, true);
 		CatalogRowSet(&row, Anum_job_given_back_for, (Datum) 0, true);
-		CatalogRowWrite(&row);
+		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
 }

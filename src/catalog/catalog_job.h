@@ -189,7 +189,8 @@ extern void CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows);
 extern void CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work);
 extern void CatalogJobRestartBuild(BgddlJob *job);
 extern void CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught);
-extern void CatalogJobAddCosts(int64 job_id, int64 wal_bytes, int64 temp_bytes);
+extern void CatalogJobCountCosts(int64 job_id);
+extern void CatalogJobAddCosts(void);
 
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,

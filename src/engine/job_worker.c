@@ -62,7 +62,6 @@
 #endif
 
 #include "access/xact.h"
-#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -794,6 +793,20 @@ HelperMain(JobRun *run)
 					 errdetail("The job's first worker takes over the chunk it was computing.")));
 	}
 	PG_END_TRY();
+
+	/* What it wrote since it last added it goes to the job's costs, if it can */
+	JobStepsStopping();
+	PG_TRY();
+	{
+		JobStepBegin("background_ddl: adding what a helper wrote", STEP_READ_COMMITTED);
+		CatalogJobAddCosts();
+		JobStepEnd();
+	}
+	PG_CATCH();
+	{
+		FreeErrorData(CatchJobError());
+	}
+	PG_END_TRY();
 	proc_exit(0);
 }
 
@@ -925,32 +938,28 @@ KeepFreedMemory(void)
 #endif
 }
 
-/* The WAL and temporary file bytes this worker has added to its job's costs */
-static int64 wal_bytes_counted = 0;
-static int64 temp_bytes_counted = 0;
+/* How often a worker adds what it wrote to its job's costs, at the least */
+#define JOB_COSTS_INTERVAL_MS	1000
 
 /*
  * Each step, before it commits: the messages its statements raised go with
- * the job, and what the worker wrote since the last step that wrote (WAL,
- * temporary files: this process's counters, which its parallel workers add
- * to) goes to the job's costs.  (The WAL of that update and of the commit
- * record counts in the next such step.)
+ * the job, and, once a second, what the worker wrote (a worker that writes
+ * the job's row adds it there more often: CatalogJobCountCosts)
  */
 static void
 WriteStepMessages(int64 job_id)
 {
+	static TimestampTz costs_added_at = 0;
 	int64		uncaught;
 	List	   *messages = JobMessagesPending(&uncaught);
-	int64		wal_bytes = (int64) pgWalUsage.wal_bytes;
-	int64		temp_bytes = pgBufferUsage.temp_blks_written * (int64) BLCKSZ;
 
 	CatalogJobAppendMessages(job_id, messages, uncaught);
 	JobMessagesDiscard();
-	if (wal_bytes == wal_bytes_counted && temp_bytes == temp_bytes_counted)
-		return;
-	CatalogJobAddCosts(job_id, wal_bytes - wal_bytes_counted, temp_bytes - temp_bytes_counted);
-	wal_bytes_counted = wal_bytes;
-	temp_bytes_counted = temp_bytes;
+	if (TimestampDifferenceExceeds(costs_added_at, GetCurrentTimestamp(), JOB_COSTS_INTERVAL_MS))
+	{
+		CatalogJobAddCosts();
+		costs_added_at = GetCurrentTimestamp();
+	}
 }
 
 void
@@ -993,6 +1002,7 @@ JobWorkerMain(Datum main_arg)
 	pgstat_report_appname(psprintf("background_ddl job %lld", (long long) job_id));
 
 	JobStepsInit(job_id, WriteStepMessages);
+	CatalogJobCountCosts(job_id);
 	JobMessagesInstall();
 	run = MemoryContextAllocZero(JobContext(), sizeof(JobRun));
 	run->job.id = job_id;

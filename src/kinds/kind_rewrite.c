@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * kind_rewrite.c
- *	  Background VACUUM FULL, ALTER TABLE ... SET TABLESPACE and ALTER TABLE
- *	  ... ALTER COLUMN ... TYPE: a table's rows rewritten into new storage
- *	  while the table stays readable and writable.
+ *	  Background VACUUM FULL, ALTER TABLE ... SET TABLESPACE, SET ACCESS
+ *	  METHOD and ALTER COLUMN ... TYPE: a table's rows rewritten into new
+ *	  storage while the table stays readable and writable.
  *
  * All hold ACCESS EXCLUSIVE on the table for the whole rewrite (or copy
  * of its files).  As a job, the table's rows are copied in checkpointed
  * chunks of its blocks into a hidden heap made like it (its attributes,
  * dropped ones too, its options and owner; its tablespace, or the new
- * one), while the capture triggers log the
+ * one; its access method, or the new one), while the capture triggers log the
  * rows that writers change meanwhile (query_job.c: the query is the
  * table's rows, QueryOfRule).  Once the backfill and a first catch-up are
  * done, copies of the table's indexes are built on the hidden heap (plain
@@ -31,9 +31,12 @@
  * part.  The README lists it.
  *
  * VACUUM FULL of anything else (several tables, a partitioned table, a
- * materialized view, with other options), and SET TABLESPACE of anything
- * but a plain table or with other subcommands, run as PostgreSQL runs
- * them.  The table's indexes stay where they are, as with SET TABLESPACE.
+ * materialized view, with other options), and SET TABLESPACE or SET ACCESS
+ * METHOD of anything but a plain table or with other subcommands, run as
+ * PostgreSQL runs them; so does a table, or a new access method, that does
+ * not store rows as heap does (the job reads the table in block ranges and
+ * follows its rows by tuple id).  The table's indexes stay where they are,
+ * as with SET TABLESPACE.
  *
  * ALTER TABLE ... ALTER COLUMN ... TYPE is the same job with the changed
  * columns' new values in its query, bound at submit
@@ -59,6 +62,7 @@
 #include "catalog/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_attrdef.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_depend.h"
@@ -100,8 +104,11 @@
 /* The pairs (table's index, its copy on the hidden heap), once built */
 #define STATE_INDEX_COPIES	"index_copies"
 
-/* The key of the variant that moves the table (to QUERY_STATE_TABLESPACE): 1 */
-#define STATE_NEW_TABLESPACE	"new_tablespace"
+/*
+ * The key of the variant that moves the table (to QUERY_STATE_TABLESPACE,
+ * QUERY_STATE_ACCESS_METHOD): 1
+ */
+#define STATE_MOVES	"moves"
 
 /*
  * The key of the variant that changes columns' types (ALTER COLUMN ...
@@ -116,16 +123,23 @@
 #define STRATEGY_BLOCKING	"runs as PostgreSQL runs it, blocking: the table is not one plain table " \
 	"that the user owns, or a view, rule, trigger, policy, CHECK or foreign key uses a changed column"
 
+/* Where an ALTER TABLE moves a table: its new tablespace, access method (NULL: none) */
+typedef struct TableMove
+{
+	const char *tablespace;
+	const char *access_method;
+	bool		missing_ok;		/* IF EXISTS */
+} TableMove;
+
 /*
  * A statement that rewrites one table: VACUUM (FULL) of one table, without
- * a column list or another option, or ALTER TABLE ... SET TABLESPACE alone.
- * NULL: not one.
+ * a column list or another option, or ALTER TABLE ... SET TABLESPACE, SET
+ * ACCESS METHOD, or both, alone (*move: where to).  NULL: not one.
  */
 static RangeVar *
-RewrittenTable(Node *parsetree, const char **tablespace, bool *missing_ok)
+RewrittenTable(Node *parsetree, TableMove *move)
 {
-	*tablespace = NULL;
-	*missing_ok = false;
+	memset(move, 0, sizeof(TableMove));
 	if (IsA(parsetree, VacuumStmt))
 	{
 		VacuumStmt *stmt = (VacuumStmt *) parsetree;
@@ -148,15 +162,23 @@ RewrittenTable(Node *parsetree, const char **tablespace, bool *missing_ok)
 	if (IsA(parsetree, AlterTableStmt))
 	{
 		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
-		AlterTableCmd *cmd;
+		ListCell   *lc;
 
-		if (stmt->objtype != OBJECT_TABLE || list_length(stmt->cmds) != 1)
+		if (stmt->objtype != OBJECT_TABLE)
 			return NULL;
-		cmd = linitial_node(AlterTableCmd, stmt->cmds);
-		if (cmd->subtype != AT_SetTableSpace)
-			return NULL;
-		*tablespace = cmd->name;
-		*missing_ok = stmt->missing_ok;
+		/* (two of a kind: PostgreSQL's error) */
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+			if (cmd->subtype == AT_SetTableSpace && move->tablespace == NULL)
+				move->tablespace = cmd->name;
+			else if (cmd->subtype == AT_SetAccessMethod && move->access_method == NULL)
+				move->access_method = cmd->name;
+			else
+				return NULL;
+		}
+		move->missing_ok = stmt->missing_ok;
 		return stmt->relation;
 	}
 	return NULL;
@@ -383,10 +405,31 @@ MayVacuum(Oid relid)
 		(PgDatabaseOwnerCheck(MyDatabaseId, GetUserId()) && !IsSharedRelation(relid));
 }
 
+/*
+ * Does a table access method store rows as heap does (its handler is
+ * heap's), which the job needs of the table it reads (in block ranges,
+ * following its rows by tuple id) and of the one it writes (the catch-up
+ * deletes rows by tuple id)?
+ */
+static bool
+StoresAsHeap(Oid access_method_oid)
+{
+	HeapTuple	tuple = SearchSysCache1(AMOID, ObjectIdGetDatum(access_method_oid));
+	bool		heap;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	heap = ((Form_pg_am) GETSTRUCT(tuple))->amhandler == F_HEAP_TABLEAM_HANDLER;
+	ReleaseSysCache(tuple);
+	return heap;
+}
+
 /* Why a job cannot rewrite this table, or NULL */
 static const char *
 InSessionReason(Relation table)
 {
+	if (!StoresAsHeap(table->rd_rel->relam))
+		return "The table's access method does not store rows as heap does, as the job needs to read them.";
 	if (table->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
 		return "The table is temporary: it belongs to this session.";
 	if (IsCatalogRelation(table) || IsToastNamespace(RelationGetNamespace(table)))
@@ -410,10 +453,10 @@ InSessionReason(Relation table)
 static KindAcceptance
 RewriteAccepts(Node *parsetree, NodeTag statement, const char **reason)
 {
-	const char *tablespace;
-	bool		missing_ok;
-	RangeVar   *rv = RewrittenTable(parsetree, &tablespace, &missing_ok);
+	TableMove	move;
+	RangeVar   *rv = RewrittenTable(parsetree, &move);
 	Oid			relid;
+	Oid			access_method_oid;
 	Relation	table;
 
 	if (rv == NULL || nodeTag(parsetree) != statement)
@@ -427,6 +470,10 @@ RewriteAccepts(Node *parsetree, NodeTag statement, const char **reason)
 		return KIND_NOT_ACCEPTED;
 	*reason = InSessionReason(table);
 	relation_close(table, AccessShareLock);
+	/* (an access method that is not there: PostgreSQL's error) */
+	access_method_oid = move.access_method ? get_table_am_oid(move.access_method, true) : InvalidOid;
+	if (*reason == NULL && OidIsValid(access_method_oid) && !StoresAsHeap(access_method_oid))
+		*reason = "The new access method does not store rows as heap does, as the job needs to write them.";
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }
 
@@ -453,11 +500,11 @@ static void
 RewriteValidate(KindSubmit *submit)
 {
 	Node	   *statement = submit->pstmt->utilityStmt;
-	const char *tablespace;
-	bool		missing_ok;
-	RangeVar   *rv = RewrittenTable(statement, &tablespace, &missing_ok);
+	TableMove	move;
+	RangeVar   *rv = RewrittenTable(statement, &move);
 	Oid			relid;
 	Oid			tablespace_oid;
+	Oid			access_method_oid;
 	Relation	table;
 
 	/* The session's later statements wait for it if they redefine or drop the table */
@@ -471,35 +518,49 @@ RewriteValidate(KindSubmit *submit)
 		submit->declined = get_rel_relkind(relid) != RELKIND_RELATION || !MayVacuum(relid);
 		return;
 	}
-	relid = RangeVarGetRelidExtended(rv, AccessShareLock, missing_ok ? RVR_MISSING_OK : 0,
+	relid = RangeVarGetRelidExtended(rv, AccessShareLock, move.missing_ok ? RVR_MISSING_OK : 0,
 									 RangeVarCallbackOwnsTable, NULL);
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
 	{
 		submit->declined = true;
 		return;
 	}
-	tablespace_oid = get_tablespace_oid(tablespace, false);
-	if (tablespace_oid != MyDatabaseTableSpace &&
-		pg_tablespace_aclcheck(tablespace_oid, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLESPACE, tablespace);
 	table = relation_open(relid, NoLock);
-	submit->declined = !CheckRelationTableSpaceMove(table, tablespace_oid);
+	/* What moves; a move to where the table is moves nothing (PostgreSQL's order) */
+	submit->declined = true;
+	CatalogKindStateSetInt(&submit->kind_state, STATE_MOVES, 1);
+	if (move.access_method != NULL)
+	{
+		access_method_oid = get_table_am_oid(move.access_method, false);
+		if (access_method_oid != table->rd_rel->relam)
+		{
+			submit->declined = false;
+			CatalogKindStateSetInt(&submit->kind_state, QUERY_STATE_ACCESS_METHOD, access_method_oid);
+		}
+	}
+	if (move.tablespace != NULL)
+	{
+		tablespace_oid = get_tablespace_oid(move.tablespace, false);
+		if (tablespace_oid != MyDatabaseTableSpace &&
+			pg_tablespace_aclcheck(tablespace_oid, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLESPACE, move.tablespace);
+		if (CheckRelationTableSpaceMove(table, tablespace_oid))
+			submit->declined = false;
+		CatalogKindStateSetInt(&submit->kind_state, QUERY_STATE_TABLESPACE,
+							   tablespace_oid == MyDatabaseTableSpace ? InvalidOid : tablespace_oid);
+	}
 	relation_close(table, NoLock);
-	CatalogKindStateSetInt(&submit->kind_state, STATE_NEW_TABLESPACE, 1);
-	CatalogKindStateSetInt(&submit->kind_state, QUERY_STATE_TABLESPACE,
-						   tablespace_oid == MyDatabaseTableSpace ? InvalidOid : tablespace_oid);
 }
 
 /* The table of a rewrite's statement (RewrittenTable, or an ALTER COLUMN ... TYPE's) */
 static RangeVar *
 TableOfStatement(Node *parsetree)
 {
-	const char *tablespace;
-	bool		missing_ok;
+	TableMove	move;
 
 	if (ColumnTypeChanges(parsetree) != NIL)
 		return ((AlterTableStmt *) parsetree)->relation;
-	return RewrittenTable(parsetree, &tablespace, &missing_ok);
+	return RewrittenTable(parsetree, &move);
 }
 
 static void
@@ -679,7 +740,7 @@ RewritePublish(JobRun *run, int64 rows)
 {
 	QueryRun   *q = QueryRunOf(run);
 	Oid			hidden_oid = q->content_oid;
-	bool		new_tablespace = CatalogKindStateHas(run->job.kind_state, STATE_NEW_TABLESPACE);
+	bool		moves = CatalogKindStateHas(run->job.kind_state, STATE_MOVES);
 	Relation	table;
 	Relation	hidden;
 	List	   *indexes;
@@ -732,8 +793,8 @@ RewritePublish(JobRun *run, int64 rows)
 
 	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
 	PgHeapSwap(run->job.target_oid, hidden_oid, old_indexes, new_indexes,
-			   new_tablespace || q->column_changes != NIL ? "ALTER TABLE" : "VACUUM",
-			   new_tablespace);
+			   moves || q->column_changes != NIL ? "ALTER TABLE" : "VACUUM",
+			   moves);
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
 }
 
@@ -978,7 +1039,7 @@ const KindRoutine kind_rewrite_routine = {
 
 const KindRoutine kind_set_tablespace_routine = {
 	.name = "ALTER TABLE",
-	.variant_key = STATE_NEW_TABLESPACE,
+	.variant_key = STATE_MOVES,
 	.accepts = SetTablespaceAccepts,
 	.validate = RewriteValidate,
 	REWRITE_ROUTINES

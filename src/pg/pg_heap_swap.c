@@ -48,6 +48,7 @@
 #include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/toasting.h"
@@ -72,12 +73,13 @@
  * Create the hidden heap for a materialized view's (or a table's) new
  * content, with the rows of descriptor desc (the view's, or a table's with
  * changed columns), in the given namespace and tablespace
- * (pg_class.reltablespace's value: 0 for the database's default), with its
- * TOAST table.  Caller holds a lock on the view.
+ * (pg_class.reltablespace's value: 0 for the database's default), with the
+ * given table access method (InvalidOid: the view's), with its TOAST
+ * table.  Caller holds a lock on the view.
  */
 Oid
 PgHeapCreateLike(Relation matview, TupleDesc desc, Oid namespace_oid, const char *name,
-				 Oid tablespace_oid)
+				 Oid tablespace_oid, Oid access_method_oid)
 {
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(RelationGetRelid(matview)));
 	bool		isnull;
@@ -93,6 +95,7 @@ PgHeapCreateLike(Relation matview, TupleDesc desc, Oid namespace_oid, const char
 	hidden_oid = heap_create_with_catalog(name, namespace_oid, tablespace_oid,
 										  InvalidOid, InvalidOid, InvalidOid,
 										  matview->rd_rel->relowner,
+										  OidIsValid(access_method_oid) ? access_method_oid :
 										  matview->rd_rel->relam,
 										  desc,
 										  NIL, RELKIND_RELATION,
@@ -415,7 +418,7 @@ RelinkToast(Oid toast_oid, Oid owner_oid)
  * ACCESS EXCLUSIVE on both.
  */
 static void
-SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, bool swap_tablespace,
+SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, bool swap_placement,
 					TransactionId frozen_xid, MultiXactId cutoff_multi)
 {
 	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
@@ -441,17 +444,32 @@ SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, bool swap_tablespace,
 	 * Unlike swap_relation_files, which swaps the tablespace, access method
 	 * and persistence too: ours are the same by construction (the hidden heap
 	 * is made like the view), and an ALTER of the view meanwhile fails the
-	 * cut-over here rather than being undone.  A new tablespace is swapped
-	 * when asked for (a table's SET TABLESPACE).
+	 * cut-over here rather than being undone.  A new tablespace and access
+	 * method are swapped when asked for (a table's SET TABLESPACE or SET
+	 * ACCESS METHOD), with the dependency on the access method, as
+	 * swap_relation_files changes it.
 	 */
-	if ((!swap_tablespace && form1->reltablespace != form2->reltablespace) ||
-		form1->relpersistence != form2->relpersistence || form1->relam != form2->relam)
+	if ((!swap_placement &&
+		 (form1->reltablespace != form2->reltablespace || form1->relam != form2->relam)) ||
+		form1->relpersistence != form2->relpersistence)
 		elog(ERROR, "relations %u and %u differ in tablespace, persistence or access method",
 			 r1, r2);
 
 	SWAP_FIELD(Oid, relfilenode);
-	if (swap_tablespace)
+	if (swap_placement)
+	{
 		SWAP_FIELD(Oid, reltablespace);
+		if (form1->relam != form2->relam)
+		{
+			if (changeDependencyFor(RelationRelationId, r1, AccessMethodRelationId,
+									form1->relam, form2->relam) != 1 ||
+				changeDependencyFor(RelationRelationId, r2, AccessMethodRelationId,
+									form2->relam, form1->relam) != 1)
+				elog(ERROR, "could not change the access method dependency of relation %u or %u",
+					 r1, r2);
+			SWAP_FIELD(Oid, relam);
+		}
+	}
 	if (swap_toast_links)
 		SWAP_FIELD(Oid, reltoastrelid);
 
@@ -524,12 +542,14 @@ SwapRelationStorage(Oid r1, Oid r2, bool swap_toast_links, bool swap_tablespace,
  * PostgreSQL 15's finish_heap_swap() as REFRESH calls it, but for the
  * indexes, which it rebuilds under the lock (reindex_relation) and we swap
  * with copies built before.  As reindex_index does for each index, nothing
- * may be using one, and its predicate locks move to the view.  Caller holds
+ * may be using one, and its predicate locks move to the view.  With
+ * new_placement, the heap's tablespace and access method go with its
+ * storage (a table's SET TABLESPACE, SET ACCESS METHOD).  Caller holds
  * ACCESS EXCLUSIVE on both relations.
  */
 void
 PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes,
-		   const char *statement, bool new_tablespace)
+		   const char *statement, bool new_placement)
 {
 	Relation	matview = table_open(matview_oid, NoLock);
 	HeapTuple	hidden_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(hidden_oid));
@@ -566,7 +586,7 @@ PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes, List *new_indexes
 	cutoff_multi = ((Form_pg_class) GETSTRUCT(hidden_tuple))->relminmxid;
 	ReleaseSysCache(hidden_tuple);
 
-	SwapRelationStorage(matview_oid, hidden_oid, true, new_tablespace, frozen_xid, cutoff_multi);
+	SwapRelationStorage(matview_oid, hidden_oid, true, new_placement, frozen_xid, cutoff_multi);
 	forboth(old_cell, old_indexes, new_cell, new_indexes)
 		SwapRelationStorage(lfirst_oid(old_cell), lfirst_oid(new_cell), false, false,
 							InvalidTransactionId, InvalidMultiXactId);

@@ -14,7 +14,7 @@
 #include "utils/relcache.h"
 
 extern Oid	PgHeapCreateLike(Relation matview, TupleDesc desc, Oid namespace_oid,
-							 const char *name, Oid tablespace_oid);
+							 const char *name, Oid tablespace_oid, Oid access_method_oid);
 extern bool PgHeapSameRowShape(TupleDesc desc1, TupleDesc desc2);
 extern void PgHeapRecordSize(Relation heap, double tuples);
 extern bool PgIndexSameDefinition(Oid index1_oid, Oid index2_oid);
@@ -23,6 +23,6 @@ extern void PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copi
 								   bool concurrently, bool plain,
 								   List **old_indexes, List **new_indexes);
 extern void PgHeapSwap(Oid matview_oid, Oid hidden_oid, List *old_indexes,
-					   List *new_indexes, const char *statement, bool new_tablespace);
+					   List *new_indexes, const char *statement, bool new_placement);
 
 #endif							/* BGDDL_HEAP_SWAP_H */

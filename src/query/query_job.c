@@ -1497,7 +1497,9 @@ HiddenHeapOf(const BgddlJob *job)
  * (PgHeapCreateLike; a table's rows with its column changes, if any:
  * QueryColumnChangesDesc), in the extension's schema, named prefix_<relation's
  * OID>, in the relation's tablespace or the one its kind recorded at
- * submit (QUERY_STATE_TABLESPACE), the first time; a helper only uses it.
+ * submit (QUERY_STATE_TABLESPACE), with its access method or the one
+ * recorded (QUERY_STATE_ACCESS_METHOD), the first time; a helper only uses
+ * it.
  * Its OID lives in the job's kind_state.  Caller is in a transaction, with
  * a lock on like.
  */
@@ -1514,7 +1516,8 @@ HiddenHeap(JobRun *run, Relation like, const char *prefix, List *column_changes)
 								  psprintf("%s_%u", prefix, RelationGetRelid(like)),
 								  CatalogKindStateHas(run->job.kind_state, QUERY_STATE_TABLESPACE) ?
 								  (Oid) CatalogKindStateInt(run->job.kind_state, QUERY_STATE_TABLESPACE) :
-								  like->rd_rel->reltablespace);
+								  like->rd_rel->reltablespace,
+								  (Oid) CatalogKindStateInt(run->job.kind_state, QUERY_STATE_ACCESS_METHOD));
 	PgRelationSetExtensionMember(hidden_oid, CatalogRequire()->extension_oid, true);
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_HIDDEN_OID, hidden_oid);
 	CatalogJobRecordKindState(&run->job);

@@ -70,6 +70,9 @@ typedef struct QueryRun
  */
 #define QUERY_STATE_TABLESPACE	"tablespace"
 
+/* ... and its table access method (pg_am's oid), if not the target's own */
+#define QUERY_STATE_ACCESS_METHOD	"access_method"
+
 extern void QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role);
 extern void QueryJobPlan(JobRun *run);
 extern JobStepResult QueryJobBackfillStep(JobRun *run);

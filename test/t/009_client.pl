@@ -6,7 +6,8 @@
 # can use the client, and look-alike objects in its search_path do not
 # fool it; -v prints the messages of ended jobs; a migration file is one
 # chain of jobs, in order; -w and -W ask for a password as PostgreSQL's
-# client programs do.
+# client programs do; show prints a job's every column, complete publishes
+# a job whose cut-over is manual.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -568,4 +569,24 @@ like($err, qr/^pg_bgddl: error: background_ddl is not in shared_preload_librarie
 	'library not preloaded, extension installed: says so');
 
 $node->stop;
+# show and complete: a job whose cut-over is manual
+$job = $node->safe_psql('postgres', q{SET background_ddl = on; SET background_ddl.cutover = manual;
+CREATE MATERIALIZED VIEW client_mv AS SELECT id FROM events WHERE id <= 1000; SELECT last_ddl_job();});
+ok($node->poll_query_until('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job", 'ready'),
+	"job $job is ready");
+($code, $out) = client('show', $job);
+is($code, 0, 'show: exit 0');
+like($out, qr/^phase +ready\n(?s:.*)^cutover +manual\n/m, 'show: every column, one a line');
+$node->safe_psql('postgres', "SELECT pause_ddl($job)");
+($code, $out, $err) = client('complete', $job);
+is($code, 4, 'complete of a paused job: exit 4');
+like($err, qr/background DDL job $job is paused/, 'complete: the server\'s refusal');
+$node->safe_psql('postgres', "SELECT resume_ddl($job)");
+($code, $out) = client('complete', $job);
+is($code, 0, 'complete: exit 0 once the job is published');
+is($out, "$job succeeded\n", 'complete: the job\'s end');
+($code, $out) = client('show', $job);
+like($out, qr/^cutover +completed\n(?s:.*)^wal_bytes +[1-9]\d*\n/m, 'show: completed, and what it cost');
+is(client_code('show', '999999'), 5, 'show of an unknown id: exit 5');
+
 done_testing();

@@ -15,6 +15,11 @@
 #     new owner's; a fillfactor set before the job applies to the new storage;
 #  7. a role with SELECT and TRIGGER cannot (VACUUM's WARNING, no job); the
 #     database owner can, and the job reads the table as its owner;
+#  8. ALTER TABLE ... SET ACCESS METHOD to an access method that stores rows
+#     as heap does, killed after its second chunk, resumes and succeeds: the
+#     table has the new access method, and depends on it; and back to heap;
+#     to columnar (Citus's, where installed), which does not, it runs as
+#     PostgreSQL runs it;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, its schema (pg_dump) and its
 # readers, and no writer fails.
@@ -228,6 +233,49 @@ release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), "the database owner's job succeeded");
 isnt(filenode(), $filenode, 'the table has new storage');
 check_rewritten_table($node, $job, "the database owner's");
+
+# 8. SET ACCESS METHOD, as the table's owner, under writes
+$node->safe_psql('postgres', q{
+CREATE ACCESS METHOD heap2 TYPE TABLE HANDLER heap_tableam_handler;
+ALTER ROLE bob LOGIN;
+GRANT ALL ON t TO alice;
+});
+my $access_method = q{
+SELECT a.amname || ' ' || (SELECT count(*) FROM pg_depend d
+                            WHERE d.classid = 'pg_class'::regclass AND d.objid = 't'::regclass
+                              AND d.refclassid = 'pg_am'::regclass)
+  FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 't'::regclass};
+start_writers();
+($job, $hold) = submit_held_at($node, 'chunk 2', 'ALTER TABLE t SET ACCESS METHOD heap2', user => 'bob');
+is($node->safe_psql('postgres', $access_method), 'heap 0', 'during the job the table is still heap');
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+start_writers();
+ok(wait_job_state($node, $job, 'succeeded'), 'the SET ACCESS METHOD job resumed and succeeded');
+is($node->safe_psql('postgres', $access_method), 'heap2 1',
+	'the table has the new access method, and depends on it (heap, pinned, had no entry)');
+is($node->safe_psql('postgres', q{SELECT 't'::regclass::oid}), $table_oid, 'the table keeps its OID');
+$job = submit_job($node, 'ALTER TABLE t SET ACCESS METHOD heap', before => 'SET ROLE bob;');
+ok(wait_job_state($node, $job, 'succeeded'), 'and back to heap');
+is($node->safe_psql('postgres', $access_method), 'heap 0', 'heap again, with no dependency entry');
+$writers_said = stop_pgbench($writers, $writers_err);
+check_rewritten_table($node, $job, 'access method changed');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+is($node->safe_psql('postgres', 'DROP ACCESS METHOD heap2'), '', 'nothing depends on heap2 any more');
+SKIP:
+{
+	skip 'citus_columnar is not installed', 2
+	  unless $node->safe_psql('postgres',
+		q{SELECT count(*) FROM pg_available_extensions WHERE name = 'citus_columnar'});
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus_columnar');
+	my $jobs = $node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job');
+	($rc, $out, $err) = $node->psql('postgres', 'SET background_ddl = on; ALTER TABLE t SET ACCESS METHOD columnar');
+	like($err, qr/access method does not store rows as heap does/,
+		'to columnar, it runs as PostgreSQL runs it, saying why');
+	is( $node->safe_psql('postgres', q{SELECT (SELECT count(*) FROM background_ddl.job) || ' ' || a.amname
+  FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 't'::regclass}),
+		($jobs) . ' columnar', 'no job, and the table is columnar');
+}
 
 $node->stop;
 done_testing();
