@@ -526,6 +526,26 @@ like($err, qr/^job $job_chatty: its 150 messages are not readable: permission de
 	'wait -v by another role: one line says the messages are not readable');
 unlike($err, qr/NOTICE/, 'wait -v by another role: no message');
 
+# show and complete: a job whose cut-over is manual
+my $manual_job = $node->safe_psql('postgres', q{SET background_ddl = on; SET background_ddl.cutover = manual;
+CREATE MATERIALIZED VIEW client_mv AS SELECT id FROM events WHERE id <= 1000; SELECT last_ddl_job();});
+ok($node->poll_query_until('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $manual_job", 'ready'),
+	"job $manual_job is ready");
+($code, $out) = client('show', $manual_job);
+is($code, 0, 'show: exit 0');
+like($out, qr/^phase +ready\n(?s:.*)^cutover +manual\n/m, 'show: every column, one a line');
+$node->safe_psql('postgres', "SELECT pause_ddl($manual_job)");
+($code, $out, $err) = client('complete', $manual_job);
+is($code, 4, 'complete of a paused job: exit 4');
+like($err, qr/background DDL job $manual_job is paused/, 'complete: the server\'s refusal');
+$node->safe_psql('postgres', "SELECT resume_ddl($manual_job)");
+($code, $out) = client('complete', $manual_job);
+is($code, 0, 'complete: exit 0 once the job is published');
+is($out, "$manual_job succeeded\n", 'complete: the job\'s end');
+($code, $out) = client('show', $manual_job);
+like($out, qr/^cutover +completed\n(?s:.*)^wal_bytes +[1-9]\d*\n/m, 'show: completed, and what it cost');
+is(client_code('show', '999999'), 5, 'show of an unknown id: exit 5');
+
 # Passwords, as PostgreSQL's client programs ask for them: a role that
 # authenticates with scram-sha-256 (pg_hba.conf), -w never prompts, -W
 # prompts on the terminal before connecting, and without either the client
@@ -569,24 +589,4 @@ like($err, qr/^pg_bgddl: error: background_ddl is not in shared_preload_librarie
 	'library not preloaded, extension installed: says so');
 
 $node->stop;
-# show and complete: a job whose cut-over is manual
-$job = $node->safe_psql('postgres', q{SET background_ddl = on; SET background_ddl.cutover = manual;
-CREATE MATERIALIZED VIEW client_mv AS SELECT id FROM events WHERE id <= 1000; SELECT last_ddl_job();});
-ok($node->poll_query_until('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job", 'ready'),
-	"job $job is ready");
-($code, $out) = client('show', $job);
-is($code, 0, 'show: exit 0');
-like($out, qr/^phase +ready\n(?s:.*)^cutover +manual\n/m, 'show: every column, one a line');
-$node->safe_psql('postgres', "SELECT pause_ddl($job)");
-($code, $out, $err) = client('complete', $job);
-is($code, 4, 'complete of a paused job: exit 4');
-like($err, qr/background DDL job $job is paused/, 'complete: the server\'s refusal');
-$node->safe_psql('postgres', "SELECT resume_ddl($job)");
-($code, $out) = client('complete', $job);
-is($code, 0, 'complete: exit 0 once the job is published');
-is($out, "$job succeeded\n", 'complete: the job\'s end');
-($code, $out) = client('show', $job);
-like($out, qr/^cutover +completed\n(?s:.*)^wal_bytes +[1-9]\d*\n/m, 'show: completed, and what it cost');
-is(client_code('show', '999999'), 5, 'show of an unknown id: exit 5');
-
 done_testing();
