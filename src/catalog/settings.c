@@ -11,6 +11,7 @@
 #include <limits.h>
 
 #include "nodes/pg_list.h"
+#include "utils/datetime.h"
 #include "utils/guc.h"
 
 #include "catalog/settings.h"
@@ -104,6 +105,27 @@ SettingsWindowParse(const char *value, int *start_minute, int *end_minute)
 	*start_minute = start_hour * 60 + start_min;
 	*end_minute = end_hour * 60 + end_min;
 	return *start_minute != *end_minute;
+}
+
+/*
+ * Is the time of day now, in the session's TimeZone, in the window
+ * ('HH:MM-HH:MM')?  A value that is not a window (none: '') is always open.
+ */
+bool
+SettingsWindowOpen(const char *window)
+{
+	int			start;
+	int			end;
+	int			now;
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+
+	if (!SettingsWindowParse(window, &start, &end) ||
+		timestamp2tm(GetCurrentTimestamp(), &tz, &tm, &fsec, NULL, NULL) != 0)
+		return true;
+	now = tm.tm_hour * 60 + tm.tm_min;
+	return start < end ? (now >= start && now < end) : (now >= start || now < end);
 }
 
 static bool

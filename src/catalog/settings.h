@@ -46,5 +46,6 @@ typedef enum BgddlCutover
 extern void SettingsDefine(void);
 extern struct List *SettingsJobList(const char *value, char **bad);
 extern bool SettingsWindowParse(const char *value, int *start_minute, int *end_minute);
+extern bool SettingsWindowOpen(const char *window);
 
 #endif							/* BGDDL_SETTINGS_H */

@@ -72,7 +72,6 @@
 #include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
-#include "utils/datetime.h"
 #include "utils/memutils.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
@@ -520,25 +519,14 @@ CapturedWritesPerSecond(const JobRun *run, WriteLooks *looks)
 static char *
 CutOverWaitsFor(const JobRun *run, WriteLooks *looks)
 {
-	int			start;
-	int			end;
-	int			now;
-	struct pg_tm tm;
-	fsec_t		fsec;
-	int			tz;
 	double		rate;
 
 	if (run->job.manual_cutover)
 		return psprintf("complete_ddl(%lld) to publish it", (long long) run->job.id);
-	if (SettingsWindowParse(run->job.cutover_window, &start, &end) &&
-		timestamp2tm(GetCurrentTimestamp(), &tz, &tm, &fsec, NULL, NULL) == 0)
-	{
-		now = tm.tm_hour * 60 + tm.tm_min;
-		if (start < end ? (now < start || now >= end) : (now < start && now >= end))
-			return psprintf("its cut-over window, %s (%s), or complete_ddl(%lld)",
-							run->job.cutover_window, pg_get_timezone_name(session_timezone),
-							(long long) run->job.id);
-	}
+	if (!SettingsWindowOpen(run->job.cutover_window))
+		return psprintf("its cut-over window, %s (%s), or complete_ddl(%lld)",
+						run->job.cutover_window, pg_get_timezone_name(session_timezone),
+						(long long) run->job.id);
 	if (run->job.cutover_max_writes <= 0 || run->routine->writes_to_sources == NULL)
 		return NULL;
 	rate = CapturedWritesPerSecond(run, looks);
@@ -579,6 +567,7 @@ AwaitCompletion(JobRun *run)
 			JobRunSetPhase(run, JOB_PHASE_READY);
 		ready = true;
 		JobStepWaitingFor(waiting_for);
+		pfree(waiting_for);		/* (shown from shared memory: a wait of days leaks nothing) */
 		JobStepSleep(JOB_READY_LOOK_MS);
 		if (run->routine->catch_up == NULL)
 			continue;

@@ -89,6 +89,7 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
 #include "kinds/kind_placeholder.h"
@@ -722,9 +723,10 @@ CheckMayWait(int64 job_id, bool holds_snapshot)
 }
 
 /*
- * Refuse to wait for a job whose cut-over is manual, or that starts after
- * one: the operator decides when it is published (complete_ddl), and this
- * statement would wait until then.
+ * Refuse to wait for a job whose cut-over is manual or waits for a window
+ * that is not open now, or that starts after one: the operator decides when
+ * it is published (complete_ddl, the window), and this statement would wait
+ * until then.
  */
 static void
 CheckNotManual(int64 job_id)
@@ -736,11 +738,15 @@ CheckNotManual(int64 job_id)
 		BgddlJob	awaited;
 
 		if (CatalogJobLoad(*(int64 *) lfirst(lc), &awaited, true) &&
-			!JobStateIsFinal(awaited.state) && awaited.manual_cutover)
+			!JobStateIsFinal(awaited.state) &&
+			(awaited.manual_cutover || !SettingsWindowOpen(awaited.cutover_window)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 awaited.manual_cutover ?
 					 errmsg("this statement would wait for background DDL job %lld, whose cut-over is manual",
-							(long long) awaited.id),
+							(long long) awaited.id) :
+					 errmsg("this statement would wait for background DDL job %lld, whose cut-over waits for its window, %s",
+							(long long) awaited.id, awaited.cutover_window),
 					 awaited.id == job_id ?
 					 errdetail("It would change or use what the job builds, and this session submitted it; the job publishes its result only when complete_ddl(%lld) is called.",
 							   (long long) awaited.id) :

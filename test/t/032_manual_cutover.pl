@@ -19,7 +19,8 @@
 #  7. a cut-over window (background_ddl.cutover_window): a job waits, ready,
 #     while the time of day is out of it, and cuts over once alter_ddl
 #     gives it one that the time is in; complete_ddl publishes a job
-#     waiting for its window at once;
+#     waiting for its window at once; the session's later statement that
+#     uses the result of a job waiting for its window is refused;
 #  8. a write limit (background_ddl.cutover_max_writes): a job waits, ready,
 #     while more rows a second are written to its tables, and cuts over once
 #     the writers stop;
@@ -230,6 +231,16 @@ $node->safe_psql('postgres', "CALL complete_ddl($job)");
 is( $node->safe_psql('postgres',
 		"SELECT state || '/' || cutover || '/' || coalesce(cutover_window, 'none') FROM pg_stat_background_ddl WHERE id = $job"),
 	'succeeded/completed/none', '7: complete_ddl published it at once, out of its window');
+($ret, $out, $stderr) = $node->psql('postgres', qq{
+SET background_ddl = on; SET background_ddl.cutover_window = '$later';
+CREATE MATERIALIZED VIEW mv10 AS SELECT a FROM plain;
+SELECT count(*) FROM mv10;});
+like($stderr,
+	qr/this statement would wait for background DDL job (\d+), whose cut-over waits for its window, $later/,
+	'7: the session\'s later statement that uses the result of a job waiting for its window is refused');
+$job = $node->safe_psql('postgres', q{SELECT id FROM pg_stat_background_ddl WHERE target = 'public.mv10'});
+is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', '7: cancelled');
+ok(wait_job_state($node, $job, 'cancelled'), '7: the job is cancelled');
 
 # 8. A write limit: about 300 rows a second are written to events
 ($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
