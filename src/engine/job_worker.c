@@ -542,9 +542,10 @@ CutOverWaitsFor(const JobRun *run, WriteLooks *looks)
 /*
  * A job whose cut-over is manual (background_ddl.cutover, alter_ddl) waits
  * for complete_ddl before its cut-over, one with a cut-over window for the
- * window, one with cutover_max_writes for fewer writes: in phase ready, saying so in waiting_on, it reads its job row
- * every JOB_READY_LOOK_MS, and after each look its catch-up makes one
- * pass, so that the cut-over has about one look's writes left to apply.
+ * window, one with cutover_max_writes for fewer writes: in phase ready,
+ * saying so in waiting_on, it reads its job row every JOB_READY_LOOK_MS,
+ * and after each look its catch-up makes one pass, so that the cut-over
+ * has about one look's writes left to apply.
  * Between the passes it holds no snapshot and no lock; a pause, a cancel or
  * a shutdown ends the wait as any step.  Returns JOB_STEP_DONE once it may
  * cut over, or the catch-up's JOB_STEP_TARGET_GONE or JOB_STEP_RESTART.
