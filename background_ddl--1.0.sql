@@ -78,7 +78,13 @@ CREATE TABLE background_ddl.job (
 	cutover_max_writes integer CHECK (cutover_max_writes > 0),
 	/* what its workers wrote: WAL, and temporary files (sorts, hashes that spilled) */
 	wal_bytes		bigint NOT NULL DEFAULT 0,
-	temp_bytes		bigint NOT NULL DEFAULT 0
+	temp_bytes		bigint NOT NULL DEFAULT 0,
+	/*
+	 * microseconds its first worker waited, by reason (pg_stat_background_ddl.waited
+	 * names them), and how often its work was tried again, by reason (retries)
+	 */
+	waited_us		bigint[] NOT NULL DEFAULT '{}',
+	retries			bigint[] NOT NULL DEFAULT '{}'
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
@@ -435,22 +441,25 @@ CREATE VIEW pg_stat_background_ddl AS
 				   THEN 'old snapshots' || coalesce(': transactions of pid ' || w.blockers, '')
 				 WHEN w.locktype IS NOT NULL
 				   THEN 'a lock: ' || w.mode || ' on ' || w.what ||
-						coalesce(' held by pid ' || w.blockers || coalesce(hq.sessions, ''), '')
+						coalesce(' held by pid ' || w.blockers || coalesce(hq.sessions, ''), '') || lt.tries
 				 WHEN l.lock_relid IS NOT NULL
 				   THEN 'a lock: ' || l.lock_mode || ' on ' || l.lock_relid::pg_catalog.regclass::text ||
-						coalesce(' held by pid ' || l.lock_holders || coalesce(hq.sessions, ''), '')
+						coalesce(' held by pid ' || l.lock_holders || coalesce(hq.sessions, ''), '') ||
+						lt.tries
 				 WHEN l.phase = 'waiting for lock'
-				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)'
+				   THEN 'a lock (asked for without queueing, then for a short lock_timeout, and asked again)' ||
+						lt.tries
 				 WHEN l.waiting_for IS NOT NULL THEN l.waiting_for
 				 WHEN kp.waiting_for IS NOT NULL THEN kp.waiting_for
 			   END
 			 WHEN dep.id IS NOT NULL THEN 'job ' || dep.id
 			 WHEN j.not_before > now()
 			   THEN j.given_back_for || ' (its worker was given back until ' ||
-					greatest(j.not_before, j.rate_not_before)::text || ')'
+					greatest(j.not_before, j.rate_not_before)::text || ')' ||
+					CASE WHEN j.given_back_for LIKE 'a lock%' THEN lt.tries ELSE '' END
 			 WHEN j.in_flight AND
 				  background_ddl.restart_not_before(j.attempt_started_at, j.attempts) > now()
-			   THEN 'a restart after a crash, not before ' ||
+			   THEN coalesce(j.given_back_for, 'a restart after a crash') || ', not before ' ||
 					background_ddl.restart_not_before(j.attempt_started_at, j.attempts)::text
 			 ELSE 'a free worker (' || q.position || ' in the queue of background_ddl.max_workers)'
 		   END AS waiting_on,
@@ -462,7 +471,16 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.cutover_window,
 		   j.cutover_max_writes,
 		   j.wal_bytes,
-		   j.temp_bytes
+		   j.temp_bytes,
+		   /* the names of the job's waited_us and retries (JobWaitReason, JobRetryReason) */
+		   (SELECT pg_catalog.jsonb_object_agg(reason, pg_catalog.round(j.waited_us[i] / 1e6, 1))
+			  FROM pg_catalog.unnest(ARRAY['lock', 'rate', 'replica lag', 'cutover', 'transactions',
+										   'nodes']) WITH ORDINALITY AS r(reason, i)
+			 WHERE j.waited_us[i] >= 50000) AS waited,
+		   (SELECT pg_catalog.jsonb_object_agg(reason, j.retries[i])
+			  FROM pg_catalog.unnest(ARRAY['lock', 'deadlock', 'fair share', 'cancelled worker',
+										   'error', 'crash']) WITH ORDINALITY AS r(reason, i)
+			 WHERE j.retries[i] > 0) AS retries
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid
@@ -492,6 +510,9 @@ CREATE VIEW pg_stat_background_ddl AS
 						   FROM pg_catalog.pg_stat_activity a
 						  WHERE coalesce(w.blockers, l.lock_holders) IS NOT NULL
 							AND a.pid = ANY (pg_catalog.string_to_array(coalesce(w.blockers, l.lock_holders), ', ')::integer[])) hq ON true
+	  /* how often its tries for a lock failed (retries) */
+	  CROSS JOIN LATERAL (SELECT coalesce('; ' || nullif(j.retries[1], 0) || ' tries failed so far', '')
+								 AS tries) lt
 	  LEFT JOIN LATERAL (SELECT count(*) AS position
 						   FROM background_ddl.job q
 						   LEFT JOIN background_ddl.live_jobs() ql ON ql.job_id = q.id

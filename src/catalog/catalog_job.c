@@ -31,6 +31,7 @@
 #include "executor/instrument.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
@@ -55,7 +56,7 @@ static const char *const job_columns[Natts_job] = {
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
 	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes", "wal_bytes",
-	"temp_bytes"
+	"temp_bytes", "waited_us", "retries"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -76,35 +77,55 @@ JobRowLock(CatalogRow *row, int64 job_id)
 }
 
 /*
- * The job whose costs this process counts (a worker's: CatalogJobCountCosts),
- * and how much of the WAL and temporary file bytes this process wrote its
- * row has: as committed, and as the current transaction wrote it
+ * The job whose costs this process counts (a worker's: CatalogJobCountCosts)
+ * and what it counts, each a total since the process started: WAL and
+ * temporary file bytes (the executor's counters), then the microseconds it
+ * waited by JobWaitReason (the wait going on counts up to now), then its
+ * retries by JobRetryReason.  The job's row has what this process counted
+ * up to costs_counted (committed) or costs_counted_in_xact (written in the
+ * current transaction).
  */
+#define COST_WAL		0
+#define COST_TEMP		1
+#define COST_WAITED		2
+#define COST_RETRIES	(COST_WAITED + JOB_WAIT_REASONS)
+#define COSTS			(COST_RETRIES + JOB_RETRY_REASONS)
+
 static int64 costs_job_id = 0;
-static int64 wal_counted = 0;
-static int64 temp_counted = 0;
-static int64 wal_counted_in_xact = 0;
-static int64 temp_counted_in_xact = 0;
+static int64 costs_counted[COSTS];
+static int64 costs_counted_in_xact[COSTS];
+static int64 waited_us[JOB_WAIT_REASONS];
+static int64 retries[JOB_RETRY_REASONS];
+static int	wait_reason = -1;		/* the wait going on, or -1 */
+static TimestampTz wait_since;
 
 static void
 CostsXactCallback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
-	{
-		wal_counted = wal_counted_in_xact;
-		temp_counted = temp_counted_in_xact;
-	}
+		memcpy(costs_counted, costs_counted_in_xact, sizeof(costs_counted));
 	else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-	{
-		wal_counted_in_xact = wal_counted;
-		temp_counted_in_xact = temp_counted;
-	}
+		memcpy(costs_counted_in_xact, costs_counted, sizeof(costs_counted));
+}
+
+/* This process's costs now, and whether any is not yet in the job's row */
+static bool
+CostsNow(int64 *costs)
+{
+	costs[COST_WAL] = (int64) pgWalUsage.wal_bytes;
+	costs[COST_TEMP] = pgBufferUsage.temp_blks_written * (int64) BLCKSZ;
+	for (int i = 0; i < JOB_WAIT_REASONS; i++)
+		costs[COST_WAITED + i] = waited_us[i];
+	if (wait_reason >= 0)
+		costs[COST_WAITED + wait_reason] += Max(GetCurrentTimestamp() - wait_since, 0);
+	memcpy(costs + COST_RETRIES, retries, sizeof(retries));
+	return memcmp(costs, costs_counted_in_xact, sizeof(costs_counted_in_xact)) != 0;
 }
 
 /*
  * From now on, this process (a job's worker) adds what it writes (WAL,
- * temporary files: its own counters, which its parallel workers add to) to
- * the job's wal_bytes and temp_bytes, whenever it writes the job's row
+ * temporary files: its own counters, which its parallel workers add to),
+ * the time it waits and its retries to the job's row whenever it writes it
  * (JobRowWrite), which it does a few times a second and at the job's end,
  * and when it asks (CatalogJobAddCosts).
  */
@@ -115,41 +136,92 @@ CatalogJobCountCosts(int64 job_id)
 	RegisterXactCallback(CostsXactCallback, NULL);
 }
 
+/* This process begins to wait for reason (ending the wait going on, if any) */
+void
+CatalogJobWaitBegin(JobWaitReason reason)
+{
+	if (wait_reason == (int) reason)
+		return;
+	CatalogJobWaitEnd();
+	wait_reason = reason;
+	wait_since = GetCurrentTimestamp();
+}
+
+/* ... and no longer waits */
+void
+CatalogJobWaitEnd(void)
+{
+	if (wait_reason < 0)
+		return;
+	waited_us[wait_reason] += Max(GetCurrentTimestamp() - wait_since, 0);
+	wait_reason = -1;
+}
+
+/* The job's work is tried again, for reason */
+void
+CatalogJobCountRetry(JobRetryReason reason)
+{
+	retries[reason]++;
+}
+
+/* A bigint[] column of a locked job row, with delta[i] added to its element i + 1 */
+static void
+RowAddToArray(CatalogRow *row, int attno, const int64 *delta, int n)
+{
+	Datum	   *elements = palloc0(n * sizeof(Datum));
+	int			count = 0;
+	Datum	   *old;
+
+	if (!JobIsNull(row, attno))
+		deconstruct_array(DatumGetArrayTypeP(JobValue(row, attno)), INT8OID, 8,
+						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &old, NULL, &count);
+	for (int i = 0; i < Max(n, count); i++)
+		elements[i] = Int64GetDatum((i < count ? DatumGetInt64(old[i]) : 0) +
+									(i < n ? delta[i] : 0));
+	CatalogRowSet(row, attno,
+				  PointerGetDatum(construct_array(elements, Max(n, count), INT8OID, 8,
+												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+				  false);
+}
+
 /* Write a locked job row, with the costs this process counts for it since its last write */
 static void
 JobRowWrite(CatalogRow *row)
 {
-	if (costs_job_id != 0 && DatumGetInt64(JobValue(row, Anum_job_id)) == costs_job_id)
-	{
-		int64		wal = (int64) pgWalUsage.wal_bytes;
-		int64		temp = pgBufferUsage.temp_blks_written * (int64) BLCKSZ;
+	int64		costs[COSTS];
+	int64		delta[COSTS];
 
+	if (costs_job_id != 0 && DatumGetInt64(JobValue(row, Anum_job_id)) == costs_job_id &&
+		CostsNow(costs))
+	{
+		for (int i = 0; i < COSTS; i++)
+			delta[i] = costs[i] - costs_counted_in_xact[i];
 		CatalogRowSet(row, Anum_job_wal_bytes,
 					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_wal_bytes)) +
-									wal - wal_counted_in_xact), false);
+									delta[COST_WAL]), false);
 		CatalogRowSet(row, Anum_job_temp_bytes,
 					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_temp_bytes)) +
-									temp - temp_counted_in_xact), false);
-		wal_counted_in_xact = wal;
-		temp_counted_in_xact = temp;
+									delta[COST_TEMP]), false);
+		RowAddToArray(row, Anum_job_waited_us, delta + COST_WAITED, JOB_WAIT_REASONS);
+		RowAddToArray(row, Anum_job_retries, delta + COST_RETRIES, JOB_RETRY_REASONS);
+		memcpy(costs_counted_in_xact, costs, sizeof(costs));
 	}
 	CatalogRowWrite(row);
 }
 
 /*
- * Add what this process wrote since the job's row last had it to the row's
- * costs (CatalogJobCountCosts), if anything.  Caller is in a transaction
- * (with no active snapshot if its utility committed inside).
+ * Add what this process counted since the job's row last had it to the
+ * row's costs (CatalogJobCountCosts), if anything.  Caller is in a
+ * transaction (with no active snapshot if its utility committed inside).
  */
 void
 CatalogJobAddCosts(void)
 {
 	CatalogRow	row;
 	bool		pushed_snapshot;
+	int64		costs[COSTS];
 
-	if (costs_job_id == 0 ||
-		((int64) pgWalUsage.wal_bytes == wal_counted_in_xact &&
-		 pgBufferUsage.temp_blks_written * (int64) BLCKSZ == temp_counted_in_xact))
+	if (costs_job_id == 0 || !CostsNow(costs))
 		return;
 	pushed_snapshot = !ActiveSnapshotSet();
 	if (pushed_snapshot)
@@ -679,6 +751,9 @@ CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted
 	in_flight = DatumGetBool(JobValue(&row, Anum_job_in_flight));
 	attempts = DatumGetInt32(JobValue(&row, Anum_job_attempts));
 	*exhausted = in_flight && attempts >= max_attempts;
+	/* A worker that did not let go, nor record an error to be retried, crashed */
+	if (active && in_flight && JobIsNull(&row, Anum_job_given_back_for))
+		CatalogJobCountRetry(JOB_RETRY_CRASH);
 	if (active && (in_flight || attempts == 0) && attempts < max_attempts)
 		CatalogRowSet(&row, Anum_job_attempts, Int32GetDatum(attempts + 1), false);
 	CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(active), false);
@@ -751,6 +826,26 @@ CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight)
 	CatalogRowClose(&row);
 }
 
+/*
+ * The same, for a worker that exits so that the job is tried again: the
+ * next attempt's claim tells it from a crash (CatalogJobClaim)
+ */
+void
+CatalogJobRecordRetry(int64 job_id, const JobError *error)
+{
+	CatalogRow	row;
+
+	CatalogJobCountRetry(JOB_RETRY_ERROR);
+	if (JobRowLock(&row, job_id))
+	{
+		SetError(&row, error);
+		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(true), false);
+		SetText(&row, Anum_job_given_back_for, "a restart after an error");
+		JobRowWrite(&row);
+	}
+	CatalogRowClose(&row);
+}
+
 /* The job's rate limit holds its next batch until rate_not_before */
 void
 CatalogJobSetRateNotBefore(int64 job_id, TimestampTz rate_not_before)
@@ -768,13 +863,17 @@ CatalogJobSetRateNotBefore(int64 job_id, TimestampTz rate_not_before)
 /*
  * The worker lets go of the job cleanly (shutdown, or it gives its worker
  * back): not an attempt.  With not_before (not 0), no worker starts on it
- * again before then; why says what it waits for meanwhile.
+ * again before then; why says what it waits for meanwhile, and the time
+ * until then counts as a wait for waits_for.
  */
 void
-CatalogJobLetGo(int64 job_id, TimestampTz not_before, const char *why)
+CatalogJobLetGo(int64 job_id, TimestampTz not_before, const char *why,
+				JobWaitReason waits_for)
 {
 	CatalogRow	row;
 
+	if (waits_for != JOB_WAIT_NONE && not_before > GetCurrentTimestamp())
+		waited_us[waits_for] += not_before - GetCurrentTimestamp();
 	if (JobRowLock(&row, job_id))
 	{
 		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(false), false);

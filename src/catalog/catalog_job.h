@@ -72,7 +72,40 @@
 #define Anum_job_cutover_max_writes	51
 #define Anum_job_wal_bytes			52
 #define Anum_job_temp_bytes			53
-#define Natts_job					53
+#define Anum_job_waited_us			54
+#define Anum_job_retries			55
+#define Natts_job					55
+
+/*
+ * Why a job's worker waits (its job row's waited_us, by reason: the order
+ * of pg_stat_background_ddl.waited's names)
+ */
+typedef enum JobWaitReason
+{
+	JOB_WAIT_NONE = -1,			/* (a wait not counted: for a worker) */
+	JOB_WAIT_LOCK,				/* for a lock, or between two tries for one */
+	JOB_WAIT_RATE,				/* for its rate limit (max_rate) */
+	JOB_WAIT_REPLICA_LAG,		/* for standbys to catch up (max_replica_lag) */
+	JOB_WAIT_CUTOVER,			/* ready: for complete_ddl, its window, fewer writes */
+	JOB_WAIT_TRANSACTIONS,		/* for older transactions to end (an index's build) */
+	JOB_WAIT_NODES,				/* for Citus nodes */
+	JOB_WAIT_REASONS
+} JobWaitReason;
+
+/*
+ * Why a job's work was tried again (its job row's retries, by reason: the
+ * order of pg_stat_background_ddl.retries's names)
+ */
+typedef enum JobRetryReason
+{
+	JOB_RETRY_LOCK,				/* a lock did not come: a step tried again, a worker given back */
+	JOB_RETRY_DEADLOCK,			/* it gave way to a user's statement */
+	JOB_RETRY_FAIR_SHARE,		/* the scheduler gave its worker to another role's job */
+	JOB_RETRY_CANCELLED_WORKER, /* pg_cancel_backend of its worker */
+	JOB_RETRY_ERROR,			/* an error a later attempt may not meet */
+	JOB_RETRY_CRASH,			/* its worker ended without letting go (a crash) */
+	JOB_RETRY_REASONS
+} JobRetryReason;
 
 /* A job row, as the worker and the control functions see it */
 typedef struct BgddlJob
@@ -170,7 +203,9 @@ extern bool CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, boo
 extern void CatalogJobSetPhase(int64 job_id, JobPhase phase);
 extern void CatalogJobSetState(int64 job_id, JobState state);
 extern void CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight);
-extern void CatalogJobLetGo(int64 job_id, TimestampTz not_before, const char *why);
+extern void CatalogJobRecordRetry(int64 job_id, const JobError *error);
+extern void CatalogJobLetGo(int64 job_id, TimestampTz not_before, const char *why,
+							JobWaitReason waits_for);
 extern void CatalogJobFinish(int64 job_id, JobState state, const JobError *error,
 							 bool record_cutover_snapshot, int64 rows_done,
 							 const char *target_name);
@@ -191,6 +226,9 @@ extern void CatalogJobRestartBuild(BgddlJob *job);
 extern void CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught);
 extern void CatalogJobCountCosts(int64 job_id);
 extern void CatalogJobAddCosts(void);
+extern void CatalogJobWaitBegin(JobWaitReason reason);
+extern void CatalogJobWaitEnd(void);
+extern void CatalogJobCountRetry(JobRetryReason reason);
 
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,

@@ -161,7 +161,7 @@ JobRunWaitForStandbys(JobRun *run)
 		if (!behind)
 		{
 			if (waited)
-				JobStepWaitingFor(NULL);
+				JobStepWaitingFor(JOB_WAIT_REPLICA_LAG, NULL);
 			return;
 		}
 		snprintf(reason, sizeof(reason),

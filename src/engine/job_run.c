@@ -96,6 +96,8 @@ JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase phase,
 				PG_RE_THROW();
 			if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED)
 				JobRunGaveWay(run->job.id, error);
+			CatalogJobCountRetry(error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ?
+								 JOB_RETRY_DEADLOCK : JOB_RETRY_LOCK);
 			FreeErrorData(error);
 			FlushErrorState();
 			JobStepAbort();
@@ -116,8 +118,10 @@ JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase phase,
 			JobStepGiveBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														JOB_GIVE_BACK_SECONDS * 1000),
 							"a lock (asked for without queueing, then for a short lock_timeout, and asked again)",
-							false);
+							JOB_WAIT_LOCK, false);
+		CatalogJobWaitBegin(JOB_WAIT_LOCK);
 		JobStepSleep(delay_ms);
+		CatalogJobWaitEnd();
 		delay_ms = Min(delay_ms * 2, 1000);
 	}
 }
@@ -321,15 +325,15 @@ JobRunPace(JobRun *run, uint64 rows, double seconds)
 			}
 			JobStepGiveBack(Min(until, TimestampTzPlusMilliseconds(now, JOB_RECHECK_SECONDS * 1000)),
 							psprintf("the rate limit of %g rows/s (alter_ddl)", run->job.max_rate),
-							came_to_look);
+							JOB_WAIT_RATE, came_to_look);
 		}
 		snprintf(reason, sizeof(reason), "the rate limit of %.15g rows/s (alter_ddl)",
 				 run->job.max_rate);
-		JobStepWaitingFor(reason);
+		JobStepWaitingFor(JOB_WAIT_RATE, reason);
 		waited = true;
 		JobStepSleep((long) (Min(wait_seconds, 1.0) * 1000) + 1);
 		JobRunReadLimits(run, "background_ddl: throttled by max_rate (reading the limits)");
 	}
 	if (waited)
-		JobStepWaitingFor(NULL);
+		JobStepWaitingFor(JOB_WAIT_RATE, NULL);
 }

@@ -465,6 +465,13 @@ JobPublishParallelWorkers(int parallel_workers)
 	LWLockRelease(JobShared->lock);
 }
 
+/* Is this process its job's first worker (not a helper, nor a session)? */
+bool
+JobIsFirstWorker(void)
+{
+	return MyJobSlot != NULL && !(MyWorkerSlot != NULL && MyWorkerSlot->helper);
+}
+
 /*
  * The lock the job's first worker is asking for, without queueing or in the
  * queue (InvalidOid: none), for pg_stat_background_ddl.waiting_on
@@ -472,7 +479,7 @@ JobPublishParallelWorkers(int parallel_workers)
 void
 JobPublishLockWait(Oid relid, int mode)
 {
-	if (MyJobSlot == NULL || (MyWorkerSlot != NULL && MyWorkerSlot->helper))
+	if (!JobIsFirstWorker())
 		return;
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 	MyJobSlot->lock_relid = relid;
@@ -492,7 +499,7 @@ JobPublishWaiting(const char *what, const char *standby)
 {
 	int			length = what != NULL ? pg_mbcliplen(what, strlen(what), JOB_WAITING_FOR_LEN - 1) : 0;
 
-	if (MyJobSlot == NULL || (MyWorkerSlot != NULL && MyWorkerSlot->helper))
+	if (!JobIsFirstWorker())
 		return;
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 	if (length > 0)

@@ -159,6 +159,7 @@ extern bool JobClaimChunk(uint32 generation, int32 blocks, int64 *start_block,
 extern void JobClaimSettled(void);
 extern int	JobChunksInFlight(void);
 extern bool JobHelpersShouldLeave(void);
+extern bool JobIsFirstWorker(void);
 extern void JobHelpersBackOff(TimestampTz until);
 extern int	JobWorkerCount(void);
 extern void JobPublishChunkDone(int64 chunks_done, double progress);

@@ -56,7 +56,7 @@
 
 volatile sig_atomic_t JobShutdownRequested = false;
 volatile sig_atomic_t JobCancelSignalled = false;
-JobGiveBack JobGivingBack = {false, 0, NULL};
+JobGiveBack JobGivingBack = {false, 0, NULL, JOB_WAIT_NONE, false};
 
 static int64 step_job_id = 0;
 static JobStepCommitHook before_commit = NULL;
@@ -149,17 +149,6 @@ JobControlAcknowledge(void)
 	LWLockRelease(JobShared->lock);
 }
 
-/*
- * Say what the job waits for between its steps (a standby, the rate limit,
- * a Citus node), in pg_stat_background_ddl.waiting_on and the worker's
- * activity, until the next call; NULL: nothing any more
- */
-void
-JobStepWaitingFor(const char *what)
-{
-	JobStepWaitingForStandby(what, NULL);
-}
-
 /* Is the worker waiting for something it published (JobStepWaitingFor)? */
 static bool published_waiting = false;
 
@@ -169,9 +158,14 @@ JobStepIsWaiting(void)
 	return published_waiting;
 }
 
-/* The same, waiting for a standby (its name is shown to fewer readers) */
-void
-JobStepWaitingForStandby(const char *what, const char *standby)
+/*
+ * Say what the job waits for, and why (a standby, the rate limit, a Citus
+ * node), in pg_stat_background_ddl.waiting_on and the worker's activity,
+ * until the next call; NULL: nothing any more.  The job's first worker
+ * counts the time in the job's waits (pg_stat_background_ddl.waited).
+ */
+static void
+PublishWaiting(JobWaitReason reason, const char *what, const char *standby)
 {
 	char		activity[JOB_WAITING_FOR_LEN + 32];
 
@@ -181,7 +175,27 @@ JobStepWaitingForStandby(const char *what, const char *standby)
 		snprintf(activity, sizeof(activity), "background_ddl: waiting for %s", what);
 		pgstat_report_activity(STATE_RUNNING, activity);
 	}
+	if (JobIsFirstWorker())
+	{
+		if (what != NULL)
+			CatalogJobWaitBegin(reason);
+		else
+			CatalogJobWaitEnd();
+	}
 	JobPublishWaiting(what, standby);
+}
+
+void
+JobStepWaitingFor(JobWaitReason reason, const char *what)
+{
+	PublishWaiting(reason, what, NULL);
+}
+
+/* The same, waiting for a standby (its name is shown to fewer readers) */
+void
+JobStepWaitingForStandby(const char *what, const char *standby)
+{
+	PublishWaiting(JOB_WAIT_REPLICA_LAG, what, standby);
 }
 
 /*
@@ -199,7 +213,10 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 				 errmsg("background DDL job %lld is letting go of its work",
 						(long long) step_job_id)));
 	if (!job_stopping && !step_recording && JobGiveBackRequested())
-		JobStepGiveBack(GetCurrentTimestamp(), JOB_FAIR_SHARE_REASON, false);
+	{
+		CatalogJobCountRetry(JOB_RETRY_FAIR_SHARE);
+		JobStepGiveBack(GetCurrentTimestamp(), JOB_FAIR_SHARE_REASON, JOB_WAIT_NONE, false);
+	}
 
 	lock_wait_failed = false;
 	JobCancelSignalled = false;
@@ -329,6 +346,7 @@ JobStepAbort(void)
 	JobPublishParallelWorkers(0);
 	/* What it waited for is no longer what it waits for (an ERROR resets the interrupt holdoff) */
 	JobPublishWaiting(NULL, NULL);
+	CatalogJobWaitEnd();
 	step_recording = false;
 	step_in_progress = false;
 	query_in_progress = false;
@@ -392,8 +410,12 @@ JobStepLookEnd(void)
 void
 JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms)
 {
+	bool		counts_wait = step_in_progress && JobIsFirstWorker();
+
 	if (step_in_progress)
 		JobPublishLockWait(relid, mode);
+	if (counts_wait)
+		CatalogJobWaitBegin(JOB_WAIT_LOCK);
 	if (!PgLockRelationWithin(relid, mode, patience_ms, true))
 	{
 		int			nest_level = NewGUCNestLevel();
@@ -407,6 +429,8 @@ JobStepLockRelation(Oid relid, LOCKMODE mode, long patience_ms)
 	}
 	if (step_in_progress)
 		JobPublishLockWait(InvalidOid, NoLock);
+	if (counts_wait)
+		CatalogJobWaitEnd();
 }
 
 /*
@@ -467,11 +491,12 @@ JobQueryEnd(void)
 
 /* The worker gives its slot back (see JobStepGiveBack), once it has stopped */
 void
-JobStepGivingBack(TimestampTz until, const char *why)
+JobStepGivingBack(TimestampTz until, const char *why, JobWaitReason waits_for)
 {
 	JobGivingBack.giving_back = true;
 	JobGivingBack.until = until;
 	JobGivingBack.why = MemoryContextStrdup(job_context, why);
+	JobGivingBack.waits_for = waits_for;
 	JobGivingBack.said_before = false;
 }
 
@@ -483,9 +508,9 @@ JobStepGivingBack(TimestampTz until, const char *why)
  * this as a clean stop, not an attempt, and exits.
  */
 void
-JobStepGiveBack(TimestampTz until, const char *why, bool said_before)
+JobStepGiveBack(TimestampTz until, const char *why, JobWaitReason waits_for, bool said_before)
 {
-	JobStepGivingBack(until, why);
+	JobStepGivingBack(until, why, waits_for);
 	JobGivingBack.said_before = said_before;
 	ereport(ERROR,
 			(errcode(ERRCODE_QUERY_CANCELED),

@@ -13,6 +13,7 @@
 #include "datatype/timestamp.h"
 #include "storage/lockdefs.h"
 
+#include "catalog/catalog_job.h"
 #include "catalog/job_identity.h"
 
 /* What a step of a phase found */
@@ -58,7 +59,7 @@ extern bool JobControlPending(void);
 extern bool JobControlOutstanding(void);
 extern void JobControlAcknowledge(void);
 extern void JobStepSleep(long milliseconds);
-extern void JobStepWaitingFor(const char *what);
+extern void JobStepWaitingFor(JobWaitReason reason, const char *what);
 extern void JobStepWaitingForStandby(const char *what, const char *standby);
 extern bool JobStepIsWaiting(void);
 extern void JobStepHoldPoint(const char *point);
@@ -75,6 +76,7 @@ typedef struct JobGiveBack
 	bool		giving_back;
 	TimestampTz until;
 	const char *why;
+	JobWaitReason waits_for;	/* the time until then counts as this wait */
 	bool		said_before;	/* an earlier worker of the job logged the same reason */
 } JobGiveBack;
 
@@ -89,7 +91,8 @@ extern JobGiveBack JobGivingBack;
  * lets it take its next batch
  */
 #define JOB_RECHECK_SECONDS		10
-extern void JobStepGiveBack(TimestampTz until, const char *why, bool said_before) pg_attribute_noreturn();
-extern void JobStepGivingBack(TimestampTz until, const char *why);
+extern void JobStepGiveBack(TimestampTz until, const char *why, JobWaitReason waits_for,
+							bool said_before) pg_attribute_noreturn();
+extern void JobStepGivingBack(TimestampTz until, const char *why, JobWaitReason waits_for);
 
 #endif							/* BGDDL_JOB_STEP_H */

@@ -213,22 +213,29 @@ ClassifyError(const ErrorData *error, const JobRun *run, bool ending)
 	return ErrorIsTransient(error) ? WORKER_RETRIES : WORKER_FAILS_JOB;
 }
 
-/* Why a worker gives its slot back (a verdict of ClassifyError), and for how long */
+/*
+ * A worker gives its slot back (a verdict of ClassifyError): counted as a
+ * retry, for how long, and why
+ */
 static const char *
-GiveBackReason(WorkerVerdict verdict, int *delay_ms)
+GiveBack(WorkerVerdict verdict, int *delay_ms)
 {
 	*delay_ms = 0;
 	switch (verdict)
 	{
 		case WORKER_GIVES_BACK_FOR_LOCK:
+			CatalogJobCountRetry(JOB_RETRY_LOCK);
 			*delay_ms = 1000;
 			return "a lock (asked for without queueing, then for a short lock_timeout, and asked again)";
 		case WORKER_GIVES_WAY:
+			CatalogJobCountRetry(JOB_RETRY_DEADLOCK);
 			*delay_ms = 1000;
 			return "a lock held by a statement that waited for the job (a deadlock, in which the job gave way)";
 		case WORKER_GIVES_FAIR_SHARE:
+			CatalogJobCountRetry(JOB_RETRY_FAIR_SHARE);
 			return JOB_FAIR_SHARE_REASON;
 		default:
+			CatalogJobCountRetry(JOB_RETRY_CANCELLED_WORKER);
 			return "its worker was cancelled (pg_cancel_backend)";
 	}
 }
@@ -567,7 +574,7 @@ AwaitCompletion(JobRun *run)
 		if (!ready)
 			JobRunSetPhase(run, JOB_PHASE_READY);
 		ready = true;
-		JobStepWaitingFor(waiting_for);
+		JobStepWaitingFor(JOB_WAIT_CUTOVER, waiting_for);
 		pfree(waiting_for);		/* (shown from shared memory: a wait of days leaks nothing) */
 		JobStepSleep(JOB_READY_LOOK_MS);
 		if (run->routine->catch_up == NULL)
@@ -580,7 +587,7 @@ AwaitCompletion(JobRun *run)
 		result = JOB_STEP_DONE;
 	}
 	if (ready)
-		JobStepWaitingFor(NULL);
+		JobStepWaitingFor(JOB_WAIT_CUTOVER, NULL);
 	return result;
 }
 
@@ -862,7 +869,7 @@ ExitCleanly(int64 job_id, bool job_ended)
 		JobStepBegin("background_ddl: stopping", STEP_READ_COMMITTED);
 		if (CatalogLookup() != NULL)
 			CatalogJobLetGo(job_id, JobGivingBack.why != NULL ? JobGivingBack.until : 0,
-					 JobGivingBack.why);
+							JobGivingBack.why, JobGivingBack.waits_for);
 		JobStepEnd();
 	}
 	PG_CATCH();
@@ -899,7 +906,7 @@ ExitForRetry(int64 job_id, const JobError *error)
 		JobStepBegin("background_ddl: recording an error", STEP_READ_COMMITTED);
 		JobMessagesNote(WARNING, text, error->detail);
 		if (CatalogLookup() != NULL)
-			CatalogJobRecordError(job_id, error, true);
+			CatalogJobRecordRetry(job_id, error);
 		JobStepEnd();
 	}
 	PG_CATCH();
@@ -1036,9 +1043,9 @@ JobWorkerMain(Datum main_arg)
 				case WORKER_GIVES_BACK_FOR_LOCK:
 				case WORKER_GIVES_FAIR_SHARE:
 				case WORKER_CANCELLED:
-					why = GiveBackReason(verdict, &delay_ms);
+					why = GiveBack(verdict, &delay_ms);
 					JobStepGivingBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay_ms),
-									  why);
+									  why, delay_ms > 0 ? JOB_WAIT_LOCK : JOB_WAIT_NONE);
 					/* FALLTHROUGH */
 				case WORKER_STOPS:
 					ExitCleanly(job_id, JobStateIsFinal(run->job.state));

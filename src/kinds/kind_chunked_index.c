@@ -318,9 +318,9 @@ WaitForWriters(Oid table_oid, const char *what)
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, table_oid);
-	JobStepWaitingFor(what);
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, what);
 	WaitForLockers(tag, ShareLock, false);
-	JobStepWaitingFor(NULL);
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
 }
 
 /*
@@ -566,10 +566,10 @@ MarkValidStep(JobRun *run)
 	JobStepBegin("background_ddl: marking the index valid", STEP_NO_SNAPSHOT);
 	(void) HoldTableForSession(table_oid);
 	InvalidateCatalogSnapshot();
-	JobStepWaitingFor("transactions with snapshots older than the index");
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, "transactions with snapshots older than the index");
 	WaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
 															  STATE_LIMIT_XMIN), false);
-	JobStepWaitingFor(NULL);
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
 	index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
 	CacheInvalidateRelcacheByRelid(table_oid);
 	CommandCounterIncrement();

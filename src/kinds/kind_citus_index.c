@@ -678,11 +678,11 @@ CitusIndexBackfillStep(JobRun *run)
 	RoundMemory(citus);
 	if (done == citus->nbuilds)
 	{
-		JobStepWaitingFor(NULL);
+		JobStepWaitingFor(JOB_WAIT_NODES, NULL);
 		MemoryContextSwitchTo(JobContext());
 		return JOB_STEP_DONE;
 	}
-	JobStepWaitingFor(citus->unreachable != NULL ? citus->unreachable : NodesActivity(citus));
+	JobStepWaitingFor(JOB_WAIT_NODES, citus->unreachable != NULL ? citus->unreachable : NodesActivity(citus));
 	MemoryContextSwitchTo(JobContext());
 	JobStepSleep(POLL_INTERVAL_MS);
 	return JOB_STEP_MORE;
@@ -784,7 +784,7 @@ CitusIndexCutOver(JobRun *run)
 	RoundMemory(citus);
 	citus->unreachable = NULL;
 	reached = OnMetadataNodes(citus, nodes, statements, 2, false);
-	JobStepWaitingFor(reached ? NULL : citus->unreachable);
+	JobStepWaitingFor(JOB_WAIT_NODES, reached ? NULL : citus->unreachable);
 	MemoryContextSwitchTo(JobContext());
 	if (!reached)
 	{

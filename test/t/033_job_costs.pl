@@ -11,7 +11,11 @@
 #  3. a job that writes no temporary file counts none;
 #  4. a new materialized view, and a table of CREATE TABLE AS, have their
 #     statistics when they are published (autovacuum is off: the job
-#     collected them).
+#     collected them);
+#  5. a job that waits for a lock counts its failed tries (retries) and the
+#     time it waited (waited), and its waiting_on says how many tries
+#     failed; a crash of its worker counts as a retry, and as nothing else;
+#     a manual cut-over's wait counts, live, as the time it was ready.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -24,6 +28,8 @@ use BackgroundDdlTest;
 my $node = bgddl_node('job_costs', q{
 autovacuum = off
 background_ddl.batch_time = '50ms'
+background_ddl.lock_timeout = '100ms'
+restart_after_crash = on
 });
 $node->safe_psql('postgres', q{
 CREATE TABLE big (id int, payload text);
@@ -84,5 +90,43 @@ SELECT (SELECT count(*) FROM pg_stats WHERE tablename = 'copied') || ' ' ||
        (SELECT n_distinct FROM pg_stats WHERE tablename = 'copied' AND attname = 'id') || ' ' ||
        (SELECT reltuples FROM pg_class WHERE relname = 'copied')}),
 	'2 -1 50000', '4: so does the table');
+is(job_field($node, $job, "coalesce(waited::text, '-') || ' ' || coalesce(retries::text, '-')"),
+	'- -', '5: a job that did not wait, nor try anything again, counts neither');
+
+# 5. Waits and retries
+$node->safe_psql('postgres', 'CREATE TABLE locked AS SELECT g AS id FROM generate_series(1, 1000) g');
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; INSERT INTO locked VALUES (0)');
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW waited AS SELECT id FROM locked');
+ok( $node->poll_query_until('postgres', qq{
+SELECT (retries->>'lock')::int >= 3 AND waiting_on ~ '^a lock.*; [0-9]+ tries failed so far\$'
+  FROM pg_stat_background_ddl WHERE id = $job}),
+	"5: job $job counts its failed tries for a lock, and says how many failed");
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok(wait_job_state($node, $job, 'succeeded'), '5: once the lock is let go, the job succeeds');
+my ($lock_tries, $lock_waited, $reasons) = split /\|/, job_field($node, $job,
+	"(retries->>'lock') || '|' || (waited->>'lock') || '|' || " .
+	"(SELECT string_agg(k, ',') FROM jsonb_object_keys(waited || retries) k)");
+cmp_ok($lock_tries, '>=', 3, "5: $lock_tries tries failed");
+cmp_ok($lock_waited, '>', 0.2, "5: it waited $lock_waited s for the lock");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM waited'), '1001', '5: the view has the rows');
+is($reasons, 'lock', '5: for nothing else');
+
+my $hold;
+($job, $hold) = submit_held_at($node, 'cutting over', 'CREATE MATERIALIZED VIEW crashed AS SELECT id FROM locked');
+kill_held_worker($node, $job, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), "5: job $job succeeds after its worker's crash");
+is(job_field($node, $job, 'retries'), '{"crash": 1}', '5: the crash is its one retry');
+
+$node->safe_psql('postgres', "ALTER SYSTEM SET background_ddl.cutover = manual; SELECT pg_reload_conf()");
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW completed AS SELECT id FROM locked');
+ok( $node->poll_query_until('postgres', qq{
+SELECT (waited->>'cutover')::float8 >= 2 FROM pg_stat_background_ddl WHERE id = $job}),
+	"5: job $job, ready, counts the time it waits for complete_ddl while it waits");
+$node->safe_psql('postgres', "CALL complete_ddl($job)");
+cmp_ok(job_field($node, $job, "(waited->>'cutover')::float8"), '>=', 2,
+	'5: and keeps it once published');
+is(job_field($node, $job, 'state'), 'succeeded', '5: which it is');
 
 done_testing();
