@@ -84,7 +84,9 @@ CREATE TABLE background_ddl.job (
 	 * names them), and how often its work was tried again, by reason (retries)
 	 */
 	waited_us		bigint[] NOT NULL DEFAULT '{}',
-	retries			bigint[] NOT NULL DEFAULT '{}'
+	retries			bigint[] NOT NULL DEFAULT '{}',
+	/* the pages its workers dirtied: its new heap and indexes, catalogs, the capture log */
+	dirtied_bytes	bigint NOT NULL DEFAULT 0
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
@@ -472,6 +474,7 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.cutover_max_writes,
 		   j.wal_bytes,
 		   j.temp_bytes,
+		   j.dirtied_bytes,
 		   /* the names of the job's waited_us and retries (JobWaitReason, JobRetryReason) */
 		   (SELECT pg_catalog.jsonb_object_agg(reason, pg_catalog.round(j.waited_us[i] / 1e6, 1))
 			  FROM pg_catalog.unnest(ARRAY['lock', 'rate', 'replica lag', 'cutover', 'transactions',

@@ -56,7 +56,7 @@ static const char *const job_columns[Natts_job] = {
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
 	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes", "wal_bytes",
-	"temp_bytes", "waited_us", "retries"
+	"temp_bytes", "waited_us", "retries", "dirtied_bytes"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -78,8 +78,9 @@ JobRowLock(CatalogRow *row, int64 job_id)
 
 /*
  * The job whose costs this process counts (a worker's: CatalogJobCountCosts)
- * and what it counts, each a total since the process started: WAL and
- * temporary file bytes (the executor's counters), then the microseconds it
+ * and what it counts, each a total since the process started: WAL bytes,
+ * temporary file bytes and the bytes of the pages it dirtied (the
+ * executor's counters), then the microseconds it
  * waited by JobWaitReason (the wait going on counts up to now), then its
  * retries by JobRetryReason.  The job's row has what this process counted
  * up to costs_counted (committed) or costs_counted_in_xact (written in the
@@ -87,7 +88,8 @@ JobRowLock(CatalogRow *row, int64 job_id)
  */
 #define COST_WAL		0
 #define COST_TEMP		1
-#define COST_WAITED		2
+#define COST_DIRTIED	2
+#define COST_WAITED		3
 #define COST_RETRIES	(COST_WAITED + JOB_WAIT_REASONS)
 #define COSTS			(COST_RETRIES + JOB_RETRY_REASONS)
 
@@ -114,6 +116,8 @@ CostsNow(int64 *costs)
 {
 	costs[COST_WAL] = (int64) pgWalUsage.wal_bytes;
 	costs[COST_TEMP] = pgBufferUsage.temp_blks_written * (int64) BLCKSZ;
+	costs[COST_DIRTIED] = (pgBufferUsage.shared_blks_dirtied + pgBufferUsage.local_blks_dirtied) *
+		(int64) BLCKSZ;
 	for (int i = 0; i < JOB_WAIT_REASONS; i++)
 		costs[COST_WAITED + i] = waited_us[i];
 	if (wait_reason >= 0)
@@ -202,6 +206,9 @@ JobRowWrite(CatalogRow *row)
 		CatalogRowSet(row, Anum_job_temp_bytes,
 					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_temp_bytes)) +
 									delta[COST_TEMP]), false);
+		CatalogRowSet(row, Anum_job_dirtied_bytes,
+					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_dirtied_bytes)) +
+									delta[COST_DIRTIED]), false);
 		RowAddToArray(row, Anum_job_waited_us, delta + COST_WAITED, JOB_WAIT_REASONS);
 		RowAddToArray(row, Anum_job_retries, delta + COST_RETRIES, JOB_RETRY_REASONS);
 		memcpy(costs_counted_in_xact, costs, sizeof(costs));

@@ -74,7 +74,8 @@
 #define Anum_job_temp_bytes			53
 #define Anum_job_waited_us			54
 #define Anum_job_retries			55
-#define Natts_job					55
+#define Anum_job_dirtied_bytes		56
+#define Natts_job					56
 
 /*
  * Why a job's worker waits (its job row's waited_us, by reason: the order

@@ -273,8 +273,11 @@ for my $vacuum (0, 1)
 	my $standby = PostgreSQL::Test::Cluster->new('failover_standby');
 	$standby->init_from_backup($node, 'failover', has_streaming => 1);
 	$standby->start;
-	my $job = submit_job($node, 'CREATE INDEX w_failover ON w (account)');
+	# (the limit set before its first chunk: a job that starts at once may
+	# otherwise be done before it)
+	my ($job, $hold) = submit_held_at($node, 'chunk 0', 'CREATE INDEX w_failover ON w (account)');
 	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 50000)");
+	release_hold($node, $hold);
 	ok($node->poll_query_until('postgres', "SELECT count(*) >= 3 FROM background_ddl.chunk WHERE job_id = $job"),
 		"$label: chunks checkpointed on the primary");
 	$node->wait_for_catchup($standby);

@@ -8,7 +8,8 @@
 #     counts the bytes it wrote to them, within 10% of the size of the
 #     files, which pg_stat_database counts for the database (a hash join
 #     writes each block of its batch files once);
-#  3. a job that writes no temporary file counts none;
+#  3. a job that writes no temporary file counts none; the pages it dirtied
+#     are about its view's (no more than a third more: catalogs, its row);
 #  4. a new materialized view, and a table of CREATE TABLE AS, have their
 #     statistics when they are published (autovacuum is off: the job
 #     collected them);
@@ -62,6 +63,9 @@ my $job_wal = job_field($node, $job, 'wal_bytes');
 cmp_ok($job_wal, '>', 0.9 * $server_wal, "1: the job's WAL, $job_wal bytes, is more than 90% of the server's, $server_wal");
 cmp_ok($job_wal, '<=', $server_wal, '1: and no more than it');
 is(job_field($node, $job, 'temp_bytes'), '0', '3: the job wrote no temporary file');
+my ($dirtied, $mv_size) = split /\|/, job_field($node, $job, "dirtied_bytes || '|' || pg_relation_size('mv')");
+cmp_ok($dirtied, '>=', $mv_size, "3: it dirtied $dirtied bytes, at least the view's $mv_size");
+cmp_ok($dirtied, '<=', 4 / 3 * $mv_size, '3: and no more than a third more');
 
 # 2. Temporary files
 $node->safe_psql('postgres', 'CREATE TABLE other AS TABLE big; VACUUM ANALYZE other');
