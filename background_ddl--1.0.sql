@@ -86,7 +86,12 @@ CREATE TABLE background_ddl.job (
 	waited_us		bigint[] NOT NULL DEFAULT '{}',
 	retries			bigint[] NOT NULL DEFAULT '{}',
 	/* the pages its workers dirtied: its new heap and indexes, catalogs, the capture log */
-	dirtied_bytes	bigint NOT NULL DEFAULT 0
+	dirtied_bytes	bigint NOT NULL DEFAULT 0,
+	/* the writers' changes its catch-up applied (the capture's marks) */
+	changes_caught_up bigint NOT NULL DEFAULT 0,
+	/* calls of its capture trigger that writers' sessions measured (1 in 16), and their time */
+	capture_samples	bigint NOT NULL DEFAULT 0,
+	capture_ns		bigint NOT NULL DEFAULT 0
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
@@ -475,6 +480,10 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.wal_bytes,
 		   j.temp_bytes,
 		   j.dirtied_bytes,
+		   j.changes_caught_up,
+		   CASE WHEN j.capture_samples > 0
+			 THEN pg_catalog.round(j.capture_ns / j.capture_samples / 1000.0, 1)
+		   END AS capture_overhead_us,
 		   /* the names of the job's waited_us and retries (JobWaitReason, JobRetryReason) */
 		   (SELECT pg_catalog.jsonb_object_agg(reason, pg_catalog.round(j.waited_us[i] / 1e6, 1))
 			  FROM pg_catalog.unnest(ARRAY['lock', 'rate', 'replica lag', 'cutover', 'transactions',

@@ -67,6 +67,7 @@ _PG_init(void)
 	JobXactInstall();
 	SessionSubmitInstall();
 	CaptureCallbacksInstall();
+	capture_cost_report = JobCaptureCostReport;
 	SessionGuardsInstall();
 	SessionOrderInstall();
 

@@ -606,6 +606,7 @@ CaptureBacklog(int64 job_id)
  * wrote one of these marks are its own too.  A mark written later is never
  * written by one of those, which had committed when they were read.  The
  * transactions are those of these marks alone: a batch's few, not a pass's.
+ * They count in the job's changes_caught_up.
  */
 void
 CaptureMarksDelete(int64 job_id, const MarkId *marks, int nmarks)
@@ -639,9 +640,10 @@ CaptureMarksDelete(int64 job_id, const MarkId *marks, int nmarks)
 	values[2] = PointerGetDatum(construct_array(xmin_datums, nxmins, XIDOID, sizeof(TransactionId),
 												true, TYPALIGN_INT));
 	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.dirty "
-				   "WHERE ctid = ANY($2) AND job_id = $1 AND xmin = ANY($3)",
-				   lengthof(values), argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogJobCountChanges(CatalogExecute("DELETE FROM background_ddl.dirty "
+										  "WHERE ctid = ANY($2) AND job_id = $1 AND xmin = ANY($3)",
+										  lengthof(values), argtypes, values, NULL,
+										  SPI_OK_DELETE));
 	CatalogAccessEnd(&access);
 	pfree(tids);
 	pfree(xmins);

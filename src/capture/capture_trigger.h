@@ -15,6 +15,14 @@
 #include "capture/block_space.h"
 #include "capture/capture_log.h"
 
+/*
+ * Where a writer's session reports what its capture triggers cost a job in
+ * a transaction, at its end: calls measured (one in CAPTURE_SAMPLE_EVERY of
+ * the session's) and their time; set by whoever keeps it (the engine)
+ */
+typedef void (*CaptureCostReport) (int64 job_id, int64 samples, int64 nanoseconds);
+extern CaptureCostReport capture_cost_report;
+
 extern void CaptureCallbacksInstall(void);
 extern void CaptureCheckRename(RenameStmt *stmt);
 extern char *CaptureRefusal(Oid relid, Oid roleid);

@@ -56,7 +56,8 @@ static const char *const job_columns[Natts_job] = {
 	"dirty_rows", "cleanup_pending", "not_before", "given_back_for", "max_rate",
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
 	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes", "wal_bytes",
-	"temp_bytes", "waited_us", "retries", "dirtied_bytes"
+	"temp_bytes", "waited_us", "retries", "dirtied_bytes", "changes_caught_up",
+	"capture_samples", "capture_ns"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -80,7 +81,10 @@ JobRowLock(CatalogRow *row, int64 job_id)
  * The job whose costs this process counts (a worker's: CatalogJobCountCosts)
  * and what it counts, each a total since the process started: WAL bytes,
  * temporary file bytes and the bytes of the pages it dirtied (the
- * executor's counters), then the microseconds it
+ * executor's counters), the writers' changes its catch-up applied (the
+ * capture's marks it deleted), the calls of its capture trigger that
+ * writers measured and their time (JobCaptureCostTake), then the
+ * microseconds it
  * waited by JobWaitReason (the wait going on counts up to now), then its
  * retries by JobRetryReason.  The job's row has what this process counted
  * up to costs_counted (committed) or costs_counted_in_xact (written in the
@@ -89,7 +93,10 @@ JobRowLock(CatalogRow *row, int64 job_id)
 #define COST_WAL		0
 #define COST_TEMP		1
 #define COST_DIRTIED	2
-#define COST_WAITED		3
+#define COST_CHANGES	3
+#define COST_CAPTURE_SAMPLES 4
+#define COST_CAPTURE_NS	5
+#define COST_WAITED		6
 #define COST_RETRIES	(COST_WAITED + JOB_WAIT_REASONS)
 #define COSTS			(COST_RETRIES + JOB_RETRY_REASONS)
 
@@ -98,6 +105,10 @@ static int64 costs_counted[COSTS];
 static int64 costs_counted_in_xact[COSTS];
 static int64 waited_us[JOB_WAIT_REASONS];
 static int64 retries[JOB_RETRY_REASONS];
+static int64 changes_caught_up = 0;
+static int64 changes_in_xact = 0;	/* (deleted by the current transaction: if it commits) */
+static int64 capture_samples = 0;
+static int64 capture_ns = 0;
 static int	wait_reason = -1;		/* the wait going on, or -1 */
 static TimestampTz wait_since;
 
@@ -105,9 +116,16 @@ static void
 CostsXactCallback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT)
+	{
 		memcpy(costs_counted, costs_counted_in_xact, sizeof(costs_counted));
+		changes_caught_up += changes_in_xact;
+		changes_in_xact = 0;
+	}
 	else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
 		memcpy(costs_counted_in_xact, costs_counted, sizeof(costs_counted));
+		changes_in_xact = 0;
+	}
 }
 
 /* This process's costs now, and whether any is not yet in the job's row */
@@ -118,6 +136,9 @@ CostsNow(int64 *costs)
 	costs[COST_TEMP] = pgBufferUsage.temp_blks_written * (int64) BLCKSZ;
 	costs[COST_DIRTIED] = (pgBufferUsage.shared_blks_dirtied + pgBufferUsage.local_blks_dirtied) *
 		(int64) BLCKSZ;
+	costs[COST_CHANGES] = changes_caught_up + changes_in_xact;
+	costs[COST_CAPTURE_SAMPLES] = capture_samples;
+	costs[COST_CAPTURE_NS] = capture_ns;
 	for (int i = 0; i < JOB_WAIT_REASONS; i++)
 		costs[COST_WAITED + i] = waited_us[i];
 	if (wait_reason >= 0)
@@ -168,6 +189,21 @@ CatalogJobCountRetry(JobRetryReason reason)
 	retries[reason]++;
 }
 
+/* The job's catch-up applied marks changes that writers made (their capture's marks) */
+void
+CatalogJobCountChanges(int64 marks)
+{
+	changes_in_xact += marks;
+}
+
+/* Writers' sessions measured samples calls of the job's capture trigger, which took nanoseconds */
+void
+CatalogJobCountCaptureCost(int64 samples, int64 nanoseconds)
+{
+	capture_samples += samples;
+	capture_ns += nanoseconds;
+}
+
 /* A bigint[] column of a locked job row, with delta[i] added to its element i + 1 */
 static void
 RowAddToArray(CatalogRow *row, int attno, const int64 *delta, int n)
@@ -188,6 +224,13 @@ RowAddToArray(CatalogRow *row, int attno, const int64 *delta, int n)
 				  false);
 }
 
+/* A bigint column of a locked job row, with delta added */
+static void
+RowAdd(CatalogRow *row, int attno, int64 delta)
+{
+	CatalogRowSet(row, attno, Int64GetDatum(DatumGetInt64(JobValue(row, attno)) + delta), false);
+}
+
 /* Write a locked job row, with the costs this process counts for it since its last write */
 static void
 JobRowWrite(CatalogRow *row)
@@ -200,15 +243,12 @@ JobRowWrite(CatalogRow *row)
 	{
 		for (int i = 0; i < COSTS; i++)
 			delta[i] = costs[i] - costs_counted_in_xact[i];
-		CatalogRowSet(row, Anum_job_wal_bytes,
-					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_wal_bytes)) +
-									delta[COST_WAL]), false);
-		CatalogRowSet(row, Anum_job_temp_bytes,
-					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_temp_bytes)) +
-									delta[COST_TEMP]), false);
-		CatalogRowSet(row, Anum_job_dirtied_bytes,
-					  Int64GetDatum(DatumGetInt64(JobValue(row, Anum_job_dirtied_bytes)) +
-									delta[COST_DIRTIED]), false);
+		RowAdd(row, Anum_job_wal_bytes, delta[COST_WAL]);
+		RowAdd(row, Anum_job_temp_bytes, delta[COST_TEMP]);
+		RowAdd(row, Anum_job_dirtied_bytes, delta[COST_DIRTIED]);
+		RowAdd(row, Anum_job_changes_caught_up, delta[COST_CHANGES]);
+		RowAdd(row, Anum_job_capture_samples, delta[COST_CAPTURE_SAMPLES]);
+		RowAdd(row, Anum_job_capture_ns, delta[COST_CAPTURE_NS]);
 		RowAddToArray(row, Anum_job_waited_us, delta + COST_WAITED, JOB_WAIT_REASONS);
 		RowAddToArray(row, Anum_job_retries, delta + COST_RETRIES, JOB_RETRY_REASONS);
 		memcpy(costs_counted_in_xact, costs, sizeof(costs));

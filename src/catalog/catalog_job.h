@@ -75,7 +75,10 @@
 #define Anum_job_waited_us			54
 #define Anum_job_retries			55
 #define Anum_job_dirtied_bytes		56
-#define Natts_job					56
+#define Anum_job_changes_caught_up	57
+#define Anum_job_capture_samples	58
+#define Anum_job_capture_ns			59
+#define Natts_job					59
 
 /*
  * Why a job's worker waits (its job row's waited_us, by reason: the order
@@ -230,6 +233,8 @@ extern void CatalogJobAddCosts(void);
 extern void CatalogJobWaitBegin(JobWaitReason reason);
 extern void CatalogJobWaitEnd(void);
 extern void CatalogJobCountRetry(JobRetryReason reason);
+extern void CatalogJobCountChanges(int64 marks);
+extern void CatalogJobCountCaptureCost(int64 samples, int64 nanoseconds);
 
 /* Limits (alter_ddl) */
 extern void CatalogJobSetLimits(int64 job_id, double max_rate, int batch_time_ms, int max_workers,

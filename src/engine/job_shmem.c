@@ -321,6 +321,8 @@ JobSlotFind(Oid database_oid, int64 job_id, bool create)
 		free_slot->job_id = job_id;
 		free_slot->rows_total = -1;
 		pg_atomic_init_u64(&free_slot->rows_done, 0);
+		pg_atomic_init_u64(&free_slot->capture_samples, 0);
+		pg_atomic_init_u64(&free_slot->capture_nanoseconds, 0);
 		return free_slot;
 	}
 	return NULL;
@@ -463,6 +465,37 @@ JobPublishParallelWorkers(int parallel_workers)
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 	MyJobSlot->parallel_workers = parallel_workers;
 	LWLockRelease(JobShared->lock);
+}
+
+/*
+ * A writer's session adds what its capture triggers cost a job (sampled:
+ * capture_trigger.c) to the job's slot, if the job has workers now (else
+ * the sample is lost: the job's cost is the workers' to keep)
+ */
+void
+JobCaptureCostReport(int64 job_id, int64 samples, int64 nanoseconds)
+{
+	JobSlot    *slot;
+
+	LWLockAcquire(JobShared->lock, LW_SHARED);
+	slot = JobSlotFind(MyDatabaseId, job_id, false);
+	if (slot != NULL)
+	{
+		pg_atomic_fetch_add_u64(&slot->capture_samples, (uint64) samples);
+		pg_atomic_fetch_add_u64(&slot->capture_nanoseconds, (uint64) nanoseconds);
+	}
+	LWLockRelease(JobShared->lock);
+}
+
+/* A worker of the job takes what the writers reported since it last took it */
+void
+JobCaptureCostTake(int64 *samples, int64 *nanoseconds)
+{
+	*samples = *nanoseconds = 0;
+	if (MyJobSlot == NULL)
+		return;
+	*samples = (int64) pg_atomic_exchange_u64(&MyJobSlot->capture_samples, 0);
+	*nanoseconds = (int64) pg_atomic_exchange_u64(&MyJobSlot->capture_nanoseconds, 0);
 }
 
 /* Is this process its job's first worker (not a helper, nor a session)? */

@@ -110,6 +110,9 @@ typedef struct JobSlot
 	char		waiting_for[JOB_WAITING_FOR_LEN];
 	/* the standby it waits for, if so: only pg_stat_replication's readers see it */
 	char		waiting_standby[NAMEDATALEN];
+	/* its capture triggers' calls measured in writers' sessions, and their time */
+	pg_atomic_uint64 capture_samples;
+	pg_atomic_uint64 capture_nanoseconds;
 } JobSlot;
 
 typedef struct JobSharedState
@@ -160,6 +163,8 @@ extern void JobClaimSettled(void);
 extern int	JobChunksInFlight(void);
 extern bool JobHelpersShouldLeave(void);
 extern bool JobIsFirstWorker(void);
+extern void JobCaptureCostReport(int64 job_id, int64 samples, int64 nanoseconds);
+extern void JobCaptureCostTake(int64 *samples, int64 *nanoseconds);
 extern void JobHelpersBackOff(TimestampTz until);
 extern int	JobWorkerCount(void);
 extern void JobPublishChunkDone(int64 chunks_done, double progress);

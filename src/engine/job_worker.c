@@ -940,8 +940,9 @@ KeepFreedMemory(void)
 
 /*
  * Each step, before it commits: the messages its statements raised go with
- * the job, and, once a second, what the worker wrote (a worker that writes
- * the job's row adds it there more often: CatalogJobCountCosts)
+ * the job, and, once a second, what the worker wrote and what the job's
+ * capture cost writers (a worker that writes the job's row adds it there
+ * more often: CatalogJobCountCosts)
  */
 static void
 WriteStepMessages(int64 job_id)
@@ -954,6 +955,11 @@ WriteStepMessages(int64 job_id)
 	JobMessagesDiscard();
 	if (TimestampDifferenceExceeds(costs_added_at, GetCurrentTimestamp(), JOB_COSTS_INTERVAL_MS))
 	{
+		int64		capture_samples;
+		int64		capture_ns;
+
+		JobCaptureCostTake(&capture_samples, &capture_ns);
+		CatalogJobCountCaptureCost(capture_samples, capture_ns);
 		CatalogJobAddCosts();
 		costs_added_at = GetCurrentTimestamp();
 	}

@@ -16,7 +16,9 @@
 #  5. a job that waits for a lock counts its failed tries (retries) and the
 #     time it waited (waited), and its waiting_on says how many tries
 #     failed; a crash of its worker counts as a retry, and as nothing else;
-#     a manual cut-over's wait counts, live, as the time it was ready.
+#     a manual cut-over's wait counts, live, as the time it was ready, and
+#     the changes written meanwhile count as the changes it caught up, and
+#     the writer's session measured what its capture trigger took.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -124,11 +126,19 @@ ok(wait_job_state($node, $job, 'succeeded'), "5: job $job succeeds after its wor
 is(job_field($node, $job, 'retries'), '{"crash": 1}', '5: the crash is its one retry');
 
 $node->safe_psql('postgres', "ALTER SYSTEM SET background_ddl.cutover = manual; SELECT pg_reload_conf()");
-$job = submit_job($node, 'CREATE MATERIALIZED VIEW completed AS SELECT id FROM locked');
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW completed AS SELECT id FROM big');
 ok( $node->poll_query_until('postgres', qq{
 SELECT (waited->>'cutover')::float8 >= 2 FROM pg_stat_background_ddl WHERE id = $job}),
 	"5: job $job, ready, counts the time it waits for complete_ddl while it waits");
+is(job_field($node, $job, 'changes_caught_up') . ' ' . job_field($node, $job, "coalesce(capture_overhead_us::text, '-')"),
+	'0 -', '5: it has caught up with no change yet, and measured no capture');
+$node->safe_psql('postgres', 'INSERT INTO big SELECT g FROM generate_series(200001, 200040) g');
+ok( $node->poll_query_until('postgres', qq{
+SELECT capture_overhead_us BETWEEN 0.1 AND 100000 FROM pg_stat_background_ddl WHERE id = $job}),
+	'5: the writer measured its capture trigger (2 calls of its 40)');
 $node->safe_psql('postgres', "CALL complete_ddl($job)");
+is(job_field($node, $job, 'changes_caught_up'), '40', '5: the job caught up with the 40 rows inserted meanwhile');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM completed'), '200040', '5: which the view has');
 cmp_ok(job_field($node, $job, "(waited->>'cutover')::float8"), '>=', 2,
 	'5: and keeps it once published');
 is(job_field($node, $job, 'state'), 'succeeded', '5: which it is');

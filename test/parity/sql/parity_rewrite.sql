@@ -15,6 +15,12 @@ VACUUM FULL pr; CALL parity_wait();
 SELECT count(*), sum(id), sum(length(c)), min(a), max(k) FROM pr;
 SELECT pg_relation_size('pr') < 3000 * 40 AS compacted;
 SELECT id, a FROM pr WHERE lower(a) = 'a10' AND id % 2 = 0;
+-- A new fillfactor, which only a rewrite applies: the job's rewrite applies it
+SELECT pg_relation_size('pr') AS packed_size \gset
+ALTER TABLE pr SET (fillfactor = 50); VACUUM FULL pr; CALL parity_wait();
+SELECT pg_relation_size('pr') BETWEEN 1.6 * :packed_size AND 2.4 * :packed_size AS half_filled;
+ALTER TABLE pr RESET (fillfactor); VACUUM FULL pr; CALL parity_wait();
+SELECT pg_relation_size('pr') <= 1.1 * :packed_size AS packed_again;
 -- The same script's next writes, and a second VACUUM FULL
 UPDATE pr SET a = 'b' || id WHERE id % 5 = 0;
 VACUUM (FULL) pr; CALL parity_wait();
