@@ -91,7 +91,9 @@ CREATE TABLE background_ddl.job (
 	changes_caught_up bigint NOT NULL DEFAULT 0,
 	/* calls of its capture trigger that writers' sessions measured (1 in 16), and their time */
 	capture_samples	bigint NOT NULL DEFAULT 0,
-	capture_ns		bigint NOT NULL DEFAULT 0
+	capture_ns		bigint NOT NULL DEFAULT 0,
+	/* since when it waits for a worker (NULL: it has one, is paused, or ended) */
+	queued_at		timestamptz DEFAULT now()
 );
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
@@ -487,7 +489,7 @@ CREATE VIEW pg_stat_background_ddl AS
 		   /* the names of the job's waited_us and retries (JobWaitReason, JobRetryReason) */
 		   (SELECT pg_catalog.jsonb_object_agg(reason, pg_catalog.round(j.waited_us[i] / 1e6, 1))
 			  FROM pg_catalog.unnest(ARRAY['lock', 'rate', 'replica lag', 'cutover', 'transactions',
-										   'nodes']) WITH ORDINALITY AS r(reason, i)
+										   'nodes', 'queued']) WITH ORDINALITY AS r(reason, i)
 			 WHERE j.waited_us[i] >= 50000) AS waited,
 		   (SELECT pg_catalog.jsonb_object_agg(reason, j.retries[i])
 			  FROM pg_catalog.unnest(ARRAY['lock', 'deadlock', 'fair share', 'cancelled worker',

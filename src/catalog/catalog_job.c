@@ -57,7 +57,7 @@ static const char *const job_columns[Natts_job] = {
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
 	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes", "wal_bytes",
 	"temp_bytes", "waited_us", "retries", "dirtied_bytes", "changes_caught_up",
-	"capture_samples", "capture_ns"
+	"capture_samples", "capture_ns", "queued_at"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -761,6 +761,33 @@ CatalogJobsPurge(int retention_seconds)
 }
 
 /*
+ * A job about to be claimed, not after a crash or an error, was queued,
+ * waiting for a worker, since it was queued (submitted, resumed, let go),
+ * or since the jobs it starts after ended, or since its worker was given
+ * back until (not_before), whichever is the latest: the time the scheduler
+ * takes to start a worker, and the time every worker was taken
+ * (background_ddl.max_workers)
+ */
+static void
+CountQueuedWait(CatalogRow *row, int64 job_id)
+{
+	TimestampTz since;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (JobIsNull(row, Anum_job_queued_at))
+		return;
+	since = DatumGetTimestampTz(JobValue(row, Anum_job_queued_at));
+	since = Max(since, TimestampOr(row, Anum_job_not_before, 0));
+	if (!JobIsNull(row, Anum_job_after))
+		since = Max(since, DatumGetTimestampTz(CatalogValueForJob(
+					"SELECT max(d.finished_at) FROM background_ddl.job j "
+					"JOIN background_ddl.job d ON d.id = ANY (j.after) WHERE j.id = $1",
+					job_id, TimestampTzGetDatum(0))));
+	if (now > since)
+		waited_us[JOB_WAIT_QUEUED] += now - since;
+}
+
+/*
  * Take a job for this worker and read it into *job.  A queued or running
  * job becomes running; it counts as a new attempt only if it is the first,
  * or if the worker before us did not let go of it cleanly (a crash, a
@@ -801,6 +828,9 @@ CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted
 	/* A worker that did not let go, nor record an error to be retried, crashed */
 	if (active && in_flight && JobIsNull(&row, Anum_job_given_back_for))
 		CatalogJobCountRetry(JOB_RETRY_CRASH);
+	if (active && !in_flight)
+		CountQueuedWait(&row, job_id);
+	CatalogRowSet(&row, Anum_job_queued_at, (Datum) 0, true);
 	if (active && (in_flight || attempts == 0) && attempts < max_attempts)
 		CatalogRowSet(&row, Anum_job_attempts, Int32GetDatum(attempts + 1), false);
 	CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(active), false);
@@ -847,6 +877,8 @@ CatalogJobSetState(int64 job_id, JobState state)
 	{
 		SetState(&row, state);
 		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(false), false);
+		CatalogRowSet(&row, Anum_job_queued_at, TimestampTzGetDatum(GetCurrentTimestamp()),
+					  state != JOB_STATE_QUEUED);
 		SetPhase(&row, state == JOB_STATE_CANCELLING ? JOB_PHASE_CLEANING_UP : JOB_PHASE_NONE);
 		CatalogRowSet(&row, Anum_job_eta, (Datum) 0, true);
 		SetError(&row, NULL);
@@ -924,6 +956,7 @@ CatalogJobLetGo(int64 job_id, TimestampTz not_before, const char *why,
 	if (JobRowLock(&row, job_id))
 	{
 		CatalogRowSet(&row, Anum_job_in_flight, BoolGetDatum(false), false);
+		CatalogRowSet(&row, Anum_job_queued_at, TimestampTzGetDatum(GetCurrentTimestamp()), false);
 		CatalogRowSet(&row, Anum_job_not_before, TimestampTzGetDatum(not_before),
 					  not_before == 0);
 		SetText(&row, Anum_job_given_back_for, why);

@@ -78,7 +78,8 @@
 #define Anum_job_changes_caught_up	57
 #define Anum_job_capture_samples	58
 #define Anum_job_capture_ns			59
-#define Natts_job					59
+#define Anum_job_queued_at			60
+#define Natts_job					60
 
 /*
  * Why a job's worker waits (its job row's waited_us, by reason: the order
@@ -93,6 +94,7 @@ typedef enum JobWaitReason
 	JOB_WAIT_CUTOVER,			/* ready: for complete_ddl, its window, fewer writes */
 	JOB_WAIT_TRANSACTIONS,		/* for older transactions to end (an index's build) */
 	JOB_WAIT_NODES,				/* for Citus nodes */
+	JOB_WAIT_QUEUED,			/* queued, until a worker took it (its start, max_workers) */
 	JOB_WAIT_REASONS
 } JobWaitReason;
 

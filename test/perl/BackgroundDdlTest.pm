@@ -10,7 +10,7 @@ use Test::More;
 use IPC::Run;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
-  held_at_hold submit_held_at release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
+  held_at_hold submit_held_at submit_paced release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state table_schema
   check_rewritten_table kill_held_worker start_table_writers);
@@ -145,6 +145,18 @@ sub submit_held_at
 	my $job = submit_job($node, $statement, %opts);
 	ok(held_at_hold($node), "job $job is held at '$point': $statement");
 	return ($job, $hold);
+}
+
+# Submit a job (submit_job's arguments) paced by max_rate => $rate from its
+# start: held while it plans, the limit set, then let go (a limit set after
+# the submit may come after a fast job's end); returns the job
+sub submit_paced
+{
+	my ($node, $statement, $rate, %opts) = @_;
+	my ($job, $hold) = submit_held_at($node, 'planning', $statement, %opts);
+	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => $rate)");
+	release_hold($node, $hold);
+	return $job;
 }
 
 # Start pgbench in the background on database postgres of $node: 2

@@ -45,8 +45,7 @@ sub job_row
 
 # --- Clean stops: ten fast and smart stops mid-job are no attempt --------
 my $mv_query = 'SELECT id, account, upper(payload) AS p FROM events';
-my $mv = submit_job($node, "CREATE MATERIALIZED VIEW mv_stops AS $mv_query");
-$node->safe_psql('postgres', "SELECT alter_ddl($mv, max_rate => 5000)");
+my $mv = submit_paced($node, "CREATE MATERIALIZED VIEW mv_stops AS $mv_query", 5000);
 my $index = submit_job($node, 'CREATE INDEX slow_idx ON slow_rows (slow_id(id))');
 my $log_start = -s $node->logfile;
 for my $round (1 .. 10)
@@ -74,8 +73,7 @@ like($log, qr/background DDL job $mv stops: its worker was asked to exit/, 'the 
 unlike($log, qr/canceling statement due to user request/, 'no "canceling statement" in the log');
 
 # --- pg_cancel_backend and pg_terminate_backend of a worker --------------
-my $sig = submit_job($node, "CREATE MATERIALIZED VIEW mv_signals AS $mv_query");
-$node->safe_psql('postgres', "SELECT alter_ddl($sig, max_rate => 20000)");
+my $sig = submit_paced($node, "CREATE MATERIALIZED VIEW mv_signals AS $mv_query", 20000);
 my $pid = worker_pid($sig);
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 ok( $node->poll_query_until('postgres',
@@ -177,8 +175,7 @@ my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($node, 'backup', has_streaming => 1);
 $standby->start;
 
-my $running = submit_job($node, "CREATE MATERIALIZED VIEW mv_standby AS $mv_query");
-$node->safe_psql('postgres', "SELECT alter_ddl($running, max_rate => 2000)");
+my $running = submit_paced($node, "CREATE MATERIALIZED VIEW mv_standby AS $mv_query", 2000);
 ok(defined worker_pid($running), 'standby: a job runs on the primary');
 $node->wait_for_catchup($standby);
 is( $standby->safe_psql('postgres',

@@ -18,7 +18,10 @@
 #     failed; a crash of its worker counts as a retry, and as nothing else;
 #     a manual cut-over's wait counts, live, as the time it was ready, and
 #     the changes written meanwhile count as the changes it caught up, and
-#     the writer's session measured what its capture trigger took.
+#     the writer's session measured what its capture trigger took;
+#  6. with one worker (max_workers), a job submitted while another holds it
+#     counts the time it was queued, and the job it waited for did not wait
+#     (beyond its start).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -30,6 +33,7 @@ use BackgroundDdlTest;
 
 my $node = bgddl_node('job_costs', q{
 autovacuum = off
+background_ddl.max_workers = 1
 background_ddl.batch_time = '50ms'
 background_ddl.lock_timeout = '100ms'
 restart_after_crash = on
@@ -96,8 +100,8 @@ SELECT (SELECT count(*) FROM pg_stats WHERE tablename = 'copied') || ' ' ||
        (SELECT n_distinct FROM pg_stats WHERE tablename = 'copied' AND attname = 'id') || ' ' ||
        (SELECT reltuples FROM pg_class WHERE relname = 'copied')}),
 	'2 -1 50000', '4: so does the table');
-is(job_field($node, $job, "coalesce(waited::text, '-') || ' ' || coalesce(retries::text, '-')"),
-	'- -', '5: a job that did not wait, nor try anything again, counts neither');
+is(job_field($node, $job, "coalesce(nullif(waited - 'queued', '{}')::text, '-') || ' ' || coalesce(retries::text, '-')"),
+	'- -', '5: a job that did not wait (but to start), nor try anything again, counts neither');
 
 # 5. Waits and retries
 $node->safe_psql('postgres', 'CREATE TABLE locked AS SELECT g AS id FROM generate_series(1, 1000) g');
@@ -113,7 +117,7 @@ $holder->quit;
 ok(wait_job_state($node, $job, 'succeeded'), '5: once the lock is let go, the job succeeds');
 my ($lock_tries, $lock_waited, $reasons) = split /\|/, job_field($node, $job,
 	"(retries->>'lock') || '|' || (waited->>'lock') || '|' || " .
-	"(SELECT string_agg(k, ',') FROM jsonb_object_keys(waited || retries) k)");
+	"(SELECT string_agg(k, ',') FROM jsonb_object_keys(waited - 'queued' || retries) k)");
 cmp_ok($lock_tries, '>=', 3, "5: $lock_tries tries failed");
 cmp_ok($lock_waited, '>', 0.2, "5: it waited $lock_waited s for the lock");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM waited'), '1001', '5: the view has the rows');
@@ -142,5 +146,19 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM completed'), '200040', '5:
 cmp_ok(job_field($node, $job, "(waited->>'cutover')::float8"), '>=', 2,
 	'5: and keeps it once published');
 is(job_field($node, $job, 'state'), 'succeeded', '5: which it is');
+
+# 6. Queued
+$node->safe_psql('postgres', "ALTER SYSTEM RESET background_ddl.cutover; SELECT pg_reload_conf()");
+my $first;
+($first, $hold) = submit_held_at($node, 'cutting over', 'CREATE MATERIALIZED VIEW queued_first AS SELECT id FROM locked');
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW queued_second AS SELECT id FROM locked');
+ok( $node->poll_query_until('postgres', qq{
+SELECT state = 'queued' AND now() - submitted_at >= '1 s' FROM pg_stat_background_ddl WHERE id = $job}),
+	"6: job $job is queued for a second while job $first holds the one worker");
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), "6: job $job succeeds once job $first let go of the worker");
+cmp_ok(job_field($node, $job, "(waited->>'queued')::float8"), '>=', 1, '6: it counts the time it was queued');
+cmp_ok(job_field($node, $first, "coalesce((waited->>'queued')::float8, 0)"), '<', 1,
+	'6: the first job, which had the worker at once, counts less than that');
 
 done_testing();
