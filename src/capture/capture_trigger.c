@@ -87,6 +87,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "portability/instr_time.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -95,7 +96,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "portability/instr_time.h"
 #include "utils/timestamp.h"
 
 #include "capture/capture_trigger.h"

@@ -83,9 +83,8 @@ JobRowLock(CatalogRow *row, int64 job_id)
  * temporary file bytes and the bytes of the pages it dirtied (the
  * executor's counters), the writers' changes its catch-up applied (the
  * capture's marks it deleted), the calls of its capture trigger that
- * writers measured and their time (JobCaptureCostTake), then the
- * microseconds it
- * waited by JobWaitReason (the wait going on counts up to now), then its
+ * writers measured and their time (JobCaptureCostTake), the microseconds
+ * it waited by JobWaitReason (the wait going on counts up to now), and its
  * retries by JobRetryReason.  The job's row has what this process counted
  * up to costs_counted (committed) or costs_counted_in_xact (written in the
  * current transaction).
@@ -149,10 +148,10 @@ CostsNow(int64 *costs)
 
 /*
  * From now on, this process (a job's worker) adds what it writes (WAL,
- * temporary files: its own counters, which its parallel workers add to),
- * the time it waits and its retries to the job's row whenever it writes it
- * (JobRowWrite), which it does a few times a second and at the job's end,
- * and when it asks (CatalogJobAddCosts).
+ * temporary files, pages: its own counters, which its parallel workers add
+ * to), the time it waits, its retries and the rest above to the job's row
+ * whenever it writes it (JobRowWrite), which it does a few times a second
+ * and at the job's end, and when it asks (CatalogJobAddCosts).
  */
 void
 CatalogJobCountCosts(int64 job_id)
