@@ -18,6 +18,16 @@ my $node = bgddl_node('order');
 $node->safe_psql('postgres',
 	'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 20000) g');
 
+# The session's standard error, once it says $pattern: psql writes its
+# messages through another pipe than the \echo that query_until waited for,
+# and they may come after it (bounded by the session's timer)
+sub stderr_until
+{
+	my ($session, $pattern) = @_;
+	pump_until($session->{run}, $session->{timeout}, \$session->{stderr}, $pattern);
+	return $session->{stderr};
+}
+
 # Until the session's statement waits in the job's wait (wait event
 # Extension), a bounded poll
 sub waits
@@ -49,6 +59,7 @@ is($node->safe_psql('postgres', "SELECT backend_xmin IS NULL FROM pg_stat_activi
 	't', 'and no snapshot');
 release_hold($node, $hold);
 $session->query_until(qr/done/, "\\echo done\n");
+stderr_until($session, qr/ERROR:.*\n/);
 like($session->{stderr}, qr/waiting for background DDL job $job, which this statement would change/,
 	'the INSERT said why it waited');
 like($session->{stderr}, qr/duplicate key value violates unique constraint "t_id"/,
@@ -73,6 +84,7 @@ $session->query_until(qr/sent/, "\\echo sent\nDELETE FROM t WHERE id <= 100;\n")
 ok(waits($pid), 'the DELETE waits for the job');
 release_hold($node, $hold);
 $session->query_until(qr/done/, "\\echo done\n");
+stderr_until($session, qr/DETAIL:.*\n/);
 like($session->{stderr}, qr/ERROR:  this statement cannot wait for background DDL job $job: the job waits for this transaction/,
 	'the DELETE fails instead of waiting for ever');
 like($session->{stderr}, qr/DETAIL:  Job $job asks for a lock on "t" that this transaction holds/,
