@@ -43,6 +43,7 @@ OBJS = \
 	src/engine/job_launcher.o \
 	src/engine/job_scheduler.o \
 	src/engine/job_worker.o \
+	src/engine/job_group.o \
 	src/engine/kind.o \
 	src/query/query_job.o \
 	src/query/query_submit.o \

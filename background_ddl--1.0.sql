@@ -93,8 +93,17 @@ CREATE TABLE background_ddl.job (
 	capture_samples	bigint NOT NULL DEFAULT 0,
 	capture_ns		bigint NOT NULL DEFAULT 0,
 	/* since when it waits for a worker (NULL: it has one, is paused, or ended) */
-	queued_at		timestamptz DEFAULT now()
+	queued_at		timestamptz DEFAULT now(),
+	/*
+	 * background_ddl.cutover_group: the jobs that one transaction submitted
+	 * under that name are published together, in one transaction
+	 */
+	cutover_group	text,
+	group_id		bigint,		/* the group's first job */
+	group_ready		boolean NOT NULL DEFAULT false,	/* built and caught up: its group may publish it */
+	published_by	bigint		/* the job whose worker publishes the group */
 );
+CREATE INDEX ON background_ddl.job (group_id) WHERE group_id IS NOT NULL;
 CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
 CREATE UNIQUE INDEX ON background_ddl.job (owner_oid, idempotency_key);
@@ -462,6 +471,9 @@ CREATE VIEW pg_stat_background_ddl AS
 				 WHEN kp.waiting_for IS NOT NULL THEN kp.waiting_for
 			   END
 			 WHEN dep.id IS NOT NULL THEN 'job ' || dep.id
+			 WHEN j.published_by <> j.id
+			   THEN 'the publication of its group ' || pg_catalog.quote_literal(j.cutover_group) ||
+					' by job ' || j.published_by
 			 WHEN j.not_before > now()
 			   THEN j.given_back_for || ' (its worker was given back until ' ||
 					greatest(j.not_before, j.rate_not_before)::text || ')' ||
@@ -479,6 +491,7 @@ CREATE VIEW pg_stat_background_ddl AS
 		   j.cutover,
 		   j.cutover_window,
 		   j.cutover_max_writes,
+		   j.cutover_group,
 		   j.wal_bytes,
 		   j.temp_bytes,
 		   j.dirtied_bytes,

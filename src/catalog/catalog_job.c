@@ -57,7 +57,8 @@ static const char *const job_columns[Natts_job] = {
 	"batch_time", "max_workers", "max_replica_lag", "messages", "after", "idempotency_key",
 	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes", "wal_bytes",
 	"temp_bytes", "waited_us", "retries", "dirtied_bytes", "changes_caught_up",
-	"capture_samples", "capture_ns", "queued_at"
+	"capture_samples", "capture_ns", "queued_at", "cutover_group", "group_id", "group_ready",
+	"published_by"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -384,6 +385,7 @@ LimitsFromRow(const CatalogRow *row, BgddlJob *job)
 							   job->cutover_window, sizeof(job->cutover_window));
 	job->cutover_max_writes = JobIsNull(row, Anum_job_cutover_max_writes) ? 0 :
 		DatumGetInt32(JobValue(row, Anum_job_cutover_max_writes));
+	job->published_by = Int64Or(row, Anum_job_published_by, 0);
 }
 
 /* The counters that every worker of a job adds to */
@@ -426,6 +428,8 @@ JobFromRow(const CatalogRow *row, BgddlJob *job)
 	job->error_detail = CatalogRowText(row, Anum_job_error_detail);
 	job->error_hint = CatalogRowText(row, Anum_job_error_hint);
 	job->rate_not_before = TimestampOr(row, Anum_job_rate_not_before, 0);
+	job->group_id = Int64Or(row, Anum_job_group_id, 0);
+	job->cutover_group = CatalogRowText(row, Anum_job_cutover_group);
 	LimitsFromRow(row, job);
 }
 
@@ -435,12 +439,14 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, TEXTOID,
-	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
-	Datum		values[15];
+	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID,
+	INT8OID};
+	Datum		values[17];
 	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
 		submission->strategy ? ' ' : 'n', ' ', submission->after != NIL ? ' ' : 'n',
-	submission->idempotency_key ? ' ' : 'n', ' ', submission->cutover_window ? ' ' : 'n',
-	submission->cutover_max_writes > 0 ? ' ' : 'n'};
+		submission->idempotency_key ? ' ' : 'n', ' ', submission->cutover_window ? ' ' : 'n',
+		submission->cutover_max_writes > 0 ? ' ' : 'n', submission->cutover_group ? ' ' : 'n',
+	submission->group_id != 0 ? ' ' : 'n'};
 	Datum	   *after = palloc(sizeof(Datum) * Max(list_length(submission->after), 1));
 	int			nafter = 0;
 	ListCell   *lc;
@@ -467,16 +473,26 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 	values[13] = submission->cutover_window ?
 		CStringGetTextDatum(submission->cutover_window) : (Datum) 0;
 	values[14] = Int32GetDatum(submission->cutover_max_writes);
+	values[15] = submission->cutover_group ?
+		CStringGetTextDatum(submission->cutover_group) : (Datum) 0;
+	values[16] = Int64GetDatum(submission->group_id);
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
 				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
 				   " command, settings, strategy, kind_state, after, idempotency_key, cutover, "
-				   " cutover_window, cutover_max_writes) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
+				   " cutover_window, cutover_max_writes, cutover_group, group_id) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
 				   "RETURNING id",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));
+	/* A group's first job gives it its id */
+	if (submission->cutover_group != NULL && submission->group_id == 0)
+	{
+		values[0] = Int64GetDatum(job_id);
+		CatalogExecute("UPDATE background_ddl.job SET group_id = id WHERE id = $1",
+					   1, &argtypes[16], values, NULL, SPI_OK_UPDATE);
+	}
 	CatalogAccessEnd(&access);
 	return job_id;
 }
@@ -558,9 +574,12 @@ CatalogJobsSchedulable(void)
 
 	CatalogAccessBegin(&access);
 	/* A queued job needs no worker before the jobs it starts after have ended */
+	/* Nor one handed over to the job that publishes its group (job_group.c) */
 	CatalogExecute("SELECT id, state <> 'paused' AND (state <> 'queued' OR NOT EXISTS "
 				   "  (SELECT FROM background_ddl.job d WHERE d.id = ANY (j.after) "
-				   "      AND d.state IN ('queued', 'running', 'paused', 'cancelling'))), "
+				   "      AND d.state IN ('queued', 'running', 'paused', 'cancelling'))) "
+				   "  AND NOT (state IN ('queued', 'running') AND NOT in_flight AND "
+				   "           published_by IS NOT NULL AND published_by <> id), "
 				   "in_flight, attempts, attempt_started_at, "
 				   "coalesce(max_workers, 0), owner_oid, "
 				   /* what a cancel or a cleanup has to do cannot wait for a rate limit */
@@ -638,6 +657,27 @@ CatalogJobEndedDependency(int64 job_id)
 }
 
 /*
+ * The job ids (int64 *, in the caller's memory) in the first column of the
+ * rows of the last catalog statement of access
+ */
+static List *
+JobIdsOfResult(CatalogAccess *access)
+{
+	List	   *ids = NIL;
+
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(access->caller_context);
+		int64	   *id = palloc(sizeof(int64));
+
+		*id = DatumGetInt64(CatalogColumn(row, 1, Int64GetDatum(0)));
+		ids = lappend(ids, id);
+		MemoryContextSwitchTo(spi_context);
+	}
+	return ids;
+}
+
+/*
  * The job ids (int64 *, in the caller's memory) that a catalog query with
  * one parameter of type argtype returns in its first column
  */
@@ -651,15 +691,7 @@ JobIdsOf(const char *sql, Oid argtype, Datum value)
 
 	CatalogAccessBegin(&access);
 	CatalogExecuteLatest(sql, OidIsValid(argtype) ? 1 : 0, argtypes, values, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
-		int64	   *id = palloc(sizeof(int64));
-
-		*id = DatumGetInt64(CatalogColumn(row, 1, Int64GetDatum(0)));
-		ids = lappend(ids, id);
-		MemoryContextSwitchTo(spi_context);
-	}
+	ids = JobIdsOfResult(&access);
 	CatalogAccessEnd(&access);
 	return ids;
 }
@@ -1414,6 +1446,158 @@ CatalogJobReadLimits(BgddlJob *job)
 	if (JobRowRead(&row, job->id, true))
 		LimitsFromRow(&row, job);
 	CatalogRowClose(&row);
+}
+
+/*
+ * A group: the jobs that one transaction submitted under one
+ * background_ddl.cutover_group, published together by one of them (its
+ * publisher) once all are ready; the other ones' workers hand them over.
+ */
+
+/* Row m is of a job of job $1's group */
+#define IN_GROUP \
+	"m.group_id = (SELECT g.group_id FROM background_ddl.job g WHERE g.id = $1) "
+
+/*
+ * The job is built and caught up, and its own cut-over conditions hold:
+ * mark it ready for its group, with the group's rows locked (by id, so
+ * that two jobs becoming ready at once take turns).  If every job of the
+ * group is ready and none publishes it yet, this one does from now on.
+ * Returns the group's publisher (0: none yet); *not_ready lists the jobs
+ * (int64 *) that are not ready.
+ */
+int64
+CatalogGroupReady(int64 job_id, List **not_ready)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	int64		publisher = 0;
+
+	*not_ready = NIL;
+	CatalogAccessBegin(&access);
+	CatalogExecute("SELECT m.id, m.group_ready OR m.id = $1, m.published_by "
+				   "FROM background_ddl.job m WHERE " IN_GROUP "ORDER BY m.id FOR UPDATE", 1, argtypes, values, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
+
+		if (!DatumGetBool(CatalogColumn(row, 2, BoolGetDatum(false))))
+		{
+			int64	   *id = palloc(sizeof(int64));
+
+			*id = DatumGetInt64(CatalogColumn(row, 1, Int64GetDatum(0)));
+			*not_ready = lappend(*not_ready, id);
+		}
+		publisher = Max(publisher, DatumGetInt64(CatalogColumn(row, 3, Int64GetDatum(0))));
+		MemoryContextSwitchTo(spi_context);
+	}
+	CatalogExecute("UPDATE background_ddl.job SET group_ready = true WHERE id = $1",
+				   1, argtypes, values, NULL, SPI_OK_UPDATE);
+	if (publisher == 0 && *not_ready == NIL)
+	{
+		CatalogExecute("UPDATE background_ddl.job m SET published_by = $1 WHERE " IN_GROUP,
+					   1, argtypes, values, NULL, SPI_OK_UPDATE);
+		publisher = job_id;
+	}
+	CatalogAccessEnd(&access);
+	return publisher;
+}
+
+/*
+ * The jobs of a job's group (int64 *, by id, itself included), as last
+ * committed.  *pending lists the other ones that are not handed over to it
+ * yet (a worker still has one, or it is paused, or it is not this job's to
+ * publish); *ended says whether one has ended or is being cancelled.
+ */
+List *
+CatalogGroupMembers(int64 job_id, List **pending, bool *ended)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+	List	   *members = NIL;
+
+	*pending = NIL;
+	*ended = false;
+	CatalogAccessBegin(&access);
+	CatalogExecuteLatest("SELECT m.id, m.id <> $1 AND (m.in_flight OR m.state = 'paused' OR "
+						 "  m.published_by IS DISTINCT FROM $1), "
+						 "m.state NOT IN ('queued', 'running', 'paused') "
+						 "FROM background_ddl.job m WHERE " IN_GROUP "ORDER BY m.id", 1, argtypes, values, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);
+		int64	   *id = palloc(sizeof(int64));
+
+		*id = DatumGetInt64(CatalogColumn(row, 1, Int64GetDatum(0)));
+		members = lappend(members, id);
+		if (DatumGetBool(CatalogColumn(row, 2, BoolGetDatum(false))))
+			*pending = lappend(*pending, id);
+		*ended |= DatumGetBool(CatalogColumn(row, 3, BoolGetDatum(false)));
+		MemoryContextSwitchTo(spi_context);
+	}
+	CatalogAccessEnd(&access);
+	return members;
+}
+
+/*
+ * The group's publication could not end (one job's build restarts): no job
+ * of it is ready or publishes it any more, and the jobs handed over get
+ * workers again
+ */
+void
+CatalogGroupRelease(int64 job_id)
+{
+	Oid			argtypes[] = {INT8OID};
+	Datum		values[] = {Int64GetDatum(job_id)};
+
+	CatalogRun("UPDATE background_ddl.job m SET group_ready = false, published_by = NULL, "
+			   "  not_before = NULL, given_back_for = NULL WHERE " IN_GROUP
+			   "AND m.state IN ('queued', 'running', 'paused')",
+			   1, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A job of the group failed or is being cancelled: the group's other
+ * unfinished jobs are being cancelled too, with reason as their error.
+ * Returns their ids (int64 *); whoever calls this announces them and wakes
+ * their workers.
+ */
+List *
+CatalogGroupCancel(int64 job_id, const char *reason)
+{
+	CatalogAccess access;
+	Oid			argtypes[] = {INT8OID, TEXTOID};
+	Datum		values[] = {Int64GetDatum(job_id), CStringGetTextDatum(reason)};
+	List	   *cancelled = NIL;
+
+	CatalogAccessBegin(&access);
+	CatalogExecute("UPDATE background_ddl.job m SET state = 'cancelling', phase = 'cleaning up', "
+				   "  in_flight = false, published_by = NULL, not_before = NULL, "
+				   "  given_back_for = NULL, queued_at = NULL, eta = NULL, error = $2, "
+				   "  error_sqlstate = NULL, error_detail = NULL, error_hint = NULL WHERE " IN_GROUP
+				   "AND m.id <> $1 AND m.state IN ('queued', 'running', 'paused') RETURNING m.id",
+				   2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+	cancelled = JobIdsOfResult(&access);
+	CatalogAccessEnd(&access);
+	return cancelled;
+}
+
+/*
+ * An unfinished job of the new job's group that another role owns, or that
+ * was submitted with other settings (its worker could not run both); 0 if
+ * none
+ */
+int64
+CatalogGroupMemberUnlike(int64 job_id)
+{
+	return DatumGetInt64(CatalogValueForJob(
+		"SELECT m.id FROM background_ddl.job n JOIN background_ddl.job m "
+		"  ON m.group_id = n.group_id AND m.id <> n.id "
+		"WHERE n.id = $1 AND (m.owner_oid <> n.owner_oid OR "
+		"  m.session_user_oid <> n.session_user_oid OR m.settings <> n.settings) "
+		"ORDER BY m.id LIMIT 1", job_id, Int64GetDatum(0)));
 }
 
 /*

@@ -79,7 +79,11 @@
 #define Anum_job_capture_samples	58
 #define Anum_job_capture_ns			59
 #define Anum_job_queued_at			60
-#define Natts_job					60
+#define Anum_job_cutover_group		61
+#define Anum_job_group_id			62
+#define Anum_job_group_ready		63
+#define Anum_job_published_by		64
+#define Natts_job					64
 
 /*
  * Why a job's worker waits (its job row's waited_us, by reason: the order
@@ -152,6 +156,10 @@ typedef struct BgddlJob
 	char		cutover_window[sizeof("HH:MM-HH:MM")];
 	int			cutover_max_writes; /* ... and for fewer writes a second; 0: any */
 	TimestampTz rate_not_before;	/* its rate limit holds its next batch until then */
+	/* its group (background_ddl.cutover_group): published with it, or 0 and NULL */
+	int64		group_id;
+	char	   *cutover_group;
+	int64		published_by;	/* the job whose worker publishes the group; 0: none yet */
 } BgddlJob;
 
 /* What the submit hook knows about a new job */
@@ -169,6 +177,8 @@ typedef struct BgddlJobSubmission
 	bool		manual_cutover; /* background_ddl.cutover = manual */
 	const char *cutover_window; /* background_ddl.cutover_window, or NULL */
 	int			cutover_max_writes; /* background_ddl.cutover_max_writes */
+	const char *cutover_group;	/* background_ddl.cutover_group, or NULL */
+	int64		group_id;		/* the group's first job; 0: this one */
 } BgddlJobSubmission;
 
 /* What the scheduler needs to know of an unfinished job */
@@ -248,6 +258,11 @@ extern List *CatalogJobsWaitingFor(int64 job_id);
 extern bool CatalogJobStartsAfter(int64 job_id, int64 earlier_id);
 extern List *CatalogJobsAwaited(int64 job_id);
 extern void CatalogJobReadLimits(BgddlJob *job);
+extern int64 CatalogGroupReady(int64 job_id, List **not_ready);
+extern List *CatalogGroupMembers(int64 job_id, List **pending, bool *ended);
+extern void CatalogGroupRelease(int64 job_id);
+extern List *CatalogGroupCancel(int64 job_id, const char *reason);
+extern int64 CatalogGroupMemberUnlike(int64 job_id);
 
 /* The state of capture for a trigger: is the job queued or running? */
 extern bool CatalogJobIsActive(int64 job_id);

@@ -32,6 +32,7 @@ bool		background_ddl_chunked_index_build = true;
 int			background_ddl_cutover = BGDDL_CUTOVER_AUTO;
 char	   *background_ddl_cutover_window = NULL;
 int			background_ddl_cutover_max_writes = 0;
+char	   *background_ddl_cutover_group = NULL;
 
 static const struct config_enum_entry cutover_options[] = {
 	{"auto", BGDDL_CUTOVER_AUTO, false},
@@ -194,6 +195,17 @@ SettingsDefine(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	/* (not background_ddl.group: GROUP is a reserved word, which SET would need quoted) */
+	DefineCustomStringVariable("background_ddl.cutover_group",
+							   "The jobs that one transaction submits while it is set are published together, in one transaction.",
+							   "Each is built on its own; once all are built, one of their workers publishes them all. "
+							   "'' for none.",
+							   &background_ddl_cutover_group,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   NULL, NULL, NULL);
 
 	DefineCustomIntVariable("background_ddl.max_replica_lag",
 							"Jobs wait between batches while a standby replays more than this behind.",

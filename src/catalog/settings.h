@@ -28,6 +28,7 @@ extern bool background_ddl_chunked_index_build;
 extern int	background_ddl_cutover;
 extern char *background_ddl_cutover_window;
 extern int	background_ddl_cutover_max_writes;
+extern char *background_ddl_cutover_group;
 
 /* The values of background_ddl.cutover */
 typedef enum BgddlCutover

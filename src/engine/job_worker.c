@@ -80,6 +80,7 @@
 #include "catalog/catalog_job.h"
 #include "catalog/job_identity.h"
 #include "catalog/settings.h"
+#include "engine/job_group.h"
 #include "engine/job_messages.h"
 #include "engine/job_replica_lag.h"
 #include "engine/job_run.h"
@@ -329,6 +330,17 @@ Discard(JobRun *run)
 	}
 }
 
+/* The job fails or is cancelled: so is its group, first */
+static void
+CancelGroup(JobRun *run, JobState final_state)
+{
+	if (run->job.group_id == 0)
+		return;
+	JobStepBegin("background_ddl: cancelling its group", STEP_READ_COMMITTED);
+	JobGroupCancel(&run->job, final_state, run->job.id);
+	JobStepEnd();
+}
+
 /*
  * End the job as failed or cancelled, leaving nothing behind: what its
  * kind cleans up (capture triggers), then what it created (if the user
@@ -339,6 +351,7 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 {
 	JobError	final_error;
 
+	CancelGroup(run, final_state);
 	if (error != NULL)
 	{
 		JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
@@ -389,6 +402,7 @@ FailLeavingRemains(JobRun *run, const JobError *failure, const ErrorData *remova
 
 	final_error.message = psprintf("%s (what the job created could not all be removed: %s)",
 								   failure->message, removal_error->message);
+	CancelGroup(run, JOB_STATE_FAILED);
 	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 	CatalogJobFinish(run->job.id, JOB_STATE_FAILED, &final_error, false, -1, NULL);
 	JobXactNotify(run->job.id, JOB_STATE_FAILED);
@@ -568,7 +582,11 @@ AwaitCompletion(JobRun *run)
 	for (;;)
 	{
 		JobRunReadLimits(run, "background_ddl: looking for complete_ddl");
+		if (run->job.published_by != 0)
+			break;				/* its group is being published */
 		waiting_for = CutOverWaitsFor(run, &looks);
+		if (waiting_for == NULL && run->job.group_id != 0)
+			JobGroupReady(run); /* returns once its group is being published */
 		if (waiting_for == NULL)
 			break;
 		if (!ready)
@@ -672,8 +690,16 @@ RunJob(JobRun *run)
 			goto target_gone;
 		if (result == JOB_STEP_RESTART)
 			continue;
+		if (run->job.published_by != 0 && run->job.published_by != run->job.id)
+		{
+			JobGroupHandOver(run);
+			return;
+		}
 		JobRunWaitForStandbys(run);
-		result = run->routine->cut_over(run);
+		if (run->job.published_by == run->job.id)
+			result = JobGroupPublish(run);
+		else
+			result = run->routine->cut_over(run);
 		if (result == JOB_STEP_TARGET_GONE)
 			goto target_gone;
 		if (result == JOB_STEP_DONE)

@@ -209,6 +209,15 @@ KindBuildHere(int64 job_id, const char *why)
 		elog(ERROR, "background DDL job %lld does not exist", (long long) job_id);
 	if (job.state != JOB_STATE_QUEUED)
 		return InvalidOid;
+	if (job.group_id != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("background DDL job %lld is published with its group \"%s\", not before",
+						(long long) job_id, job.cutover_group),
+				 errdetail("The transaction that submitted it %s before COMMIT, which would need it built here, now.",
+						   why),
+				 errhint("Run that statement after the group is published (CALL await_ddl(%lld)), or submit the job outside the group.",
+						 (long long) job_id)));
 	ereport(NOTICE,
 			(errmsg("background DDL job %lld is built in this session, now",
 					(long long) job_id),

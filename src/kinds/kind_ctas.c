@@ -380,6 +380,12 @@ CtasCutOver(JobRun *run)
 	return QueryJobCutOver(run, CtasPublish);
 }
 
+static JobStepResult
+CtasCutOverPublish(JobRun *run)
+{
+	return QueryJobCutOverPublish(run, CtasPublish);
+}
+
 /* The hidden table, filled here, takes the placeholder's place */
 static Oid
 CtasBuildHere(const BgddlJob *job)
@@ -446,6 +452,9 @@ const KindRoutine kind_ctas_routine = {
 	.catch_up = QueryJobCatchUp,
 	.writes_to_sources = QueryJobWritesToSources,
 	.cut_over = CtasCutOver,
+	.cut_over_lock = QueryJobCutOverLock,
+	.cut_over_publish = CtasCutOverPublish,
+	.restart_build = QueryJobRestartBuild,
 	.paused = QueryJobPaused,
 	.progress = QueryJobProgress,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,

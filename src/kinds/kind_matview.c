@@ -161,6 +161,12 @@ MatviewCutOver(JobRun *run)
 	return QueryJobCutOver(run, MatviewPublish);
 }
 
+static JobStepResult
+MatviewCutOverPublish(JobRun *run)
+{
+	return QueryJobCutOverPublish(run, MatviewPublish);
+}
+
 static Oid
 MatviewBuildHere(const BgddlJob *job)
 {
@@ -219,6 +225,9 @@ const KindRoutine kind_matview_routine = {
 	.catch_up = QueryJobCatchUp,
 	.writes_to_sources = QueryJobWritesToSources,
 	.cut_over = MatviewCutOver,
+	.cut_over_lock = QueryJobCutOverLock,
+	.cut_over_publish = MatviewCutOverPublish,
+	.restart_build = QueryJobRestartBuild,
 	.paused = QueryJobPaused,
 	.progress = QueryJobProgress,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,

@@ -329,6 +329,12 @@ RefreshCutOver(JobRun *run)
 	return QueryJobCutOver(run, RefreshPublish);
 }
 
+static JobStepResult
+RefreshCutOverPublish(JobRun *run)
+{
+	return QueryJobCutOverPublish(run, RefreshPublish);
+}
+
 static Oid
 RefreshBuildHere(const BgddlJob *job)
 {
@@ -400,6 +406,9 @@ const KindRoutine kind_refresh_routine = {
 	.catch_up = QueryJobCatchUp,
 	.writes_to_sources = QueryJobWritesToSources,
 	.cut_over = RefreshCutOver,
+	.cut_over_lock = QueryJobCutOverLock,
+	.cut_over_publish = RefreshCutOverPublish,
+	.restart_build = QueryJobRestartBuild,
 	.paused = QueryJobPaused,
 	.progress = QueryJobProgress,
 	.keeps_on_table_of = QueryJobKeepsOnTableOf,

@@ -910,6 +910,12 @@ RewriteCutOver(JobRun *run)
 	return QueryJobCutOver(run, RewritePublish);
 }
 
+static JobStepResult
+RewriteCutOverPublish(JobRun *run)
+{
+	return QueryJobCutOverPublish(run, RewritePublish);
+}
+
 /*
  * In the submitting transaction, which uses the table before it has
  * committed (a job submitted with submit_ddl): the rewrite here, as VACUUM
@@ -1018,6 +1024,9 @@ RewriteGoneReason(const BgddlJob *job)
 	.catch_up = RewriteCatchUp, \
 	.writes_to_sources = QueryJobWritesToSources, \
 	.cut_over = RewriteCutOver, \
+	.cut_over_lock = QueryJobCutOverLock, \
+	.cut_over_publish = RewriteCutOverPublish, \
+	.restart_build = QueryJobRestartBuild, \
 	.paused = QueryJobPaused, \
 	.progress = QueryJobProgress, \
 	.keeps_on_table_of = QueryJobKeepsOnTableOf, \

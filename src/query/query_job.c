@@ -1383,12 +1383,20 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 			CommandCounterIncrement();
 			UpdateActiveSnapshotCommandId();
 		}
-			*rows = (int64) QueryBackfillAll(content, query);
+		*rows = (int64) QueryBackfillAll(content, query);
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
 		QueryPartialAggDropStaging(q->staging_oid);
 	}
 	return JOB_STEP_DONE;
+}
+
+/* The phase of a cut-over: for a one-batch job it is the batch */
+static JobPhase
+CutOverPhase(const JobRun *run)
+{
+	return OidIsValid(QueryRunOf(run)->driving_oid) ?
+		JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING;
 }
 
 /*
@@ -1401,43 +1409,57 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 JobStepResult
 QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 {
+	JobStepResult result;
+
+	JobStepHoldPoint("cutting over");
+	JobPublishPhase(CutOverPhase(run));	/* while it waits for its locks */
+	JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ_LATER);
+	QueryJobCutOverLock(run);
+	JobStepTakeSnapshot();
+	result = QueryJobCutOverPublish(run, publish);
+	JobStepEnd();
+	if (result == JOB_STEP_RESTART)
+		return RestartBuildStep(run);
+	return result;
+}
+
+/*
+ * The cut-over's locks, taken in a step whose snapshot comes after them
+ * (STEP_REPEATABLE_READ_LATER): the sources', and a rewritten table's own,
+ * whose last changes are applied with its writers kept out until its
+ * storage is swapped
+ */
+void
+QueryJobCutOverLock(JobRun *run)
+{
+	QueryRun   *q = QueryRunOf(run);
+
+	if (q->rewrites_table)
+		JobStepLockRelation(q->rule_relid, AccessExclusiveLock, REWRITE_LOCK_PATIENCE_MS);
+	LockSources(q);
+}
+
+/*
+ * The rest of the cut-over, under the step's snapshot, in the caller's
+ * step (which one worker may share with the cut-overs of the other jobs of
+ * a group): finish the content and publish it.  JOB_STEP_RESTART: the
+ * driving table was rewritten, or its partitions changed, and the caller
+ * restarts the build (QueryJobRestartBuild) once the step has ended.
+ */
+JobStepResult
+QueryJobCutOverPublish(JobRun *run, QueryJobPublish publish)
+{
 	QueryRun   *q = QueryRunOf(run);
 	Relation	content;
 	JobStepResult result;
 	int64		rows;
-	JobPhase	phase = OidIsValid(q->driving_oid) ?
-		JOB_PHASE_CUTTING_OVER : JOB_PHASE_BACKFILLING;
 
-	JobStepHoldPoint("cutting over");
-	JobPublishPhase(phase);		/* while it waits for its locks */
-	if (q->rewrites_table)
-	{
-		/*
-		 * The last changes of a rewritten table are applied with its writers
-		 * kept out, until its storage is swapped: locked before the snapshot
-		 */
-		JobStepBegin("background_ddl: cutting over", STEP_REPEATABLE_READ_LATER);
-		JobStepLockRelation(q->rule_relid, AccessExclusiveLock, REWRITE_LOCK_PATIENCE_MS);
-		LockSources(q);
-		JobStepTakeSnapshot();
-	}
-	else
-		SourcesStepBegin(run, "background_ddl: cutting over", true);
-	JobRunRecordPhase(run, phase);
+	JobRunRecordPhase(run, CutOverPhase(run));
 	if (!JobRunTargetExists(run))
-	{
-		JobStepEnd();
 		return JOB_STEP_TARGET_GONE;
-	}
 	content = table_open(q->content_oid, RowExclusiveLock);
 	result = Finalize(run, content, &rows);
 	table_close(content, NoLock);
-	if (result == JOB_STEP_RESTART)
-	{
-		/* The driving table was rewritten, or its partitions changed */
-		JobStepEnd();
-		return RestartBuildStep(run);
-	}
 	if (result == JOB_STEP_DONE)
 	{
 		/*
@@ -1450,8 +1472,14 @@ QueryJobCutOver(JobRun *run, QueryJobPublish publish)
 		CaptureDetach(run->job.id, run->job.target_oid);
 		publish(run, rows);
 	}
-	JobStepEnd();
 	return result;
+}
+
+/* After a cut-over that found the build must start over */
+JobStepResult
+QueryJobRestartBuild(JobRun *run)
+{
+	return RestartBuildStep(run);
 }
 
 /*

@@ -84,6 +84,9 @@ extern int64 QueryJobWritesToSources(const BgddlJob *job);
 typedef void (*QueryJobPublish) (JobRun *run, int64 rows);
 
 extern JobStepResult QueryJobCutOver(JobRun *run, QueryJobPublish publish);
+extern void QueryJobCutOverLock(JobRun *run);
+extern JobStepResult QueryJobCutOverPublish(JobRun *run, QueryJobPublish publish);
+extern JobStepResult QueryJobRestartBuild(JobRun *run);
 extern void QueryJobAnalyzeContent(Oid content_oid, Oid owner);
 extern void QueryJobBuildHere(const BgddlJob *job, Oid rule_relid, Oid content_oid,
 							  Oid query_role, QueryJobPublish publish);

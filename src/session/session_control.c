@@ -46,6 +46,7 @@
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
+#include "engine/job_group.h"
 #include "engine/job_shmem.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
@@ -94,6 +95,7 @@ SessionCancelJob(int64 job_id, const char *reason, bool target_dropped)
 		return false;
 	routine = KindRoutineForJob(&job);
 	JobXactWakeScheduler();
+	JobGroupCancel(&job, JOB_STATE_CANCELLED, 0);
 	/* A job this session cancels: its later statements need not wait for it */
 	JobXactForgetAtCommit(job_id);
 	if (routine->discards_in_any_transaction != NULL &&

@@ -220,6 +220,97 @@ JobsToStartAfter(const KindSubmit *submit)
 }
 
 /*
+ * The group that the current transaction's jobs join
+ * (background_ddl.cutover_group): its name, and its first job, which gives
+ * the group its id
+ */
+static TransactionId group_xid = InvalidTransactionId;
+static char *group_name = NULL;
+static int64 group_first_job = 0;
+
+/*
+ * The group a job submitted now joins: 0 if it is the group's first job
+ * (or background_ddl.cutover_group is not set).  A statement that cannot be
+ * published with a group is refused: one whose result is in use before its
+ * cut-over, or one outside a transaction block (its group would be itself,
+ * published at once).
+ */
+static int64
+GroupToJoin(const KindRoutine *routine)
+{
+	if (*background_ddl_cutover_group == '\0')
+		return 0;
+	if (!routine->cut_over_publishes)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a %s job cannot be published with a group", routine->name),
+				 errdetail("What a %s job makes is in use before its cut-over, and background_ddl.cutover_group is \"%s\".",
+						   routine->name, background_ddl_cutover_group),
+				 errhint("Only the jobs of CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW and ALTER TABLE ... SET TABLESPACE or ALTER COLUMN ... TYPE are published with a group; RESET background_ddl.cutover_group to submit this one on its own.")));
+	if (!IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+				 errmsg("background_ddl.cutover_group groups the jobs of one transaction block"),
+				 errdetail("This statement runs outside a transaction block: its job would be a group of one."),
+				 errhint("BEGIN; SET LOCAL background_ddl.cutover_group = '%s'; then the statements; COMMIT.",
+						 background_ddl_cutover_group)));
+	if (TransactionIdIsValid(group_xid) && group_xid == GetTopTransactionIdIfAny() &&
+		strcmp(group_name, background_ddl_cutover_group) == 0)
+		return group_first_job;
+	return 0;
+}
+
+/*
+ * A job of a group must not start after another job of its group (which
+ * is published only once this one is built): refuse
+ */
+static void
+CheckGroupOrder(int64 group_id, List *after)
+{
+	ListCell   *lc;
+
+	foreach(lc, after)
+	{
+		BgddlJob	job;
+
+		if (group_id != 0 && CatalogJobLoad(*(int64 *) lfirst(lc), &job, true) &&
+			job.group_id == group_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("this job would start after job %lld of its group \"%s\"",
+							(long long) job.id, background_ddl_cutover_group),
+					 errdetail("It reads what job %lld builds (or background_ddl.after names it); a group's jobs are built side by side and published together.",
+							   (long long) job.id),
+					 errhint("Submit it after the group's transaction, or in another group.")));
+	}
+}
+
+/* The job is its group's: the group is known by it, and its members are alike */
+static void
+JoinedGroup(int64 job_id, int64 group_id)
+{
+	int64		unlike;
+
+	if (group_id == 0)
+	{
+		group_xid = GetTopTransactionId();
+		if (group_name != NULL)
+			pfree(group_name);
+		group_name = MemoryContextStrdup(TopMemoryContext, background_ddl_cutover_group);
+		group_first_job = job_id;
+		return;
+	}
+	unlike = CatalogGroupMemberUnlike(job_id);
+	if (unlike != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("this job cannot join job %lld in group \"%s\"",
+						(long long) unlike, background_ddl_cutover_group),
+				 errdetail("A group's jobs are published by one worker, as one role with one set of settings; this statement runs as another role, or with other settings."),
+				 errhint("Submit the group's statements as one role, without SET between them.")));
+}
+
+/*
  * Run a statement that a kind accepts as a background job.  False if its
  * validation declined it (it runs as PostgreSQL runs it).
  */
@@ -233,6 +324,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	BgddlJobSubmission submission;
 	JobOrder	order;
 	int64		job_id;
+	int64		group_id;
 	StringInfoData ids;
 	StringInfoData detail;
 	ListCell   *lc;
@@ -260,6 +352,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		routine->validates_against_keys(pstmt->utilityStmt))
 		SessionOrderAwaitKeys(pstmt->utilityStmt);
 	SessionOrderAwaitColumns(pstmt->utilityStmt);
+	group_id = GroupToJoin(routine);
 	routine->validate(&submit);
 	if (submit.declined)
 		return false;
@@ -281,7 +374,15 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		submission.cutover_window = background_ddl_cutover_window;
 	if (routine->cut_over_publishes)
 		submission.cutover_max_writes = background_ddl_cutover_max_writes;
+	if (*background_ddl_cutover_group != '\0')
+	{
+		CheckGroupOrder(group_id, submission.after);
+		submission.cutover_group = background_ddl_cutover_group;
+		submission.group_id = group_id;
+	}
 	job_id = CatalogJobInsert(&submission);
+	if (submission.cutover_group != NULL)
+		JoinedGroup(job_id, group_id);
 	if (routine->submitted != NULL)
 		routine->submitted(&submit, job_id);
 	JobXactNotify(job_id, JOB_STATE_QUEUED);
@@ -309,6 +410,10 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	if (submit.one_batch_reason != NULL)
 		appendStringInfo(&detail, "%sIt runs in one batch: %s.", detail.len > 0 ? " " : "",
 						 submit.one_batch_reason);
+	if (submission.cutover_group != NULL)
+		appendStringInfo(&detail, "%sIt is published with the other jobs of group \"%s\" (its first job, %lld), in one transaction, once all are built.",
+						 detail.len > 0 ? " " : "", submission.cutover_group,
+						 (long long) (group_id != 0 ? group_id : job_id));
 	if (submission.manual_cutover)
 		appendStringInfo(&detail, "%sOnce built, it waits for complete_ddl(%lld) to publish it.",
 						 detail.len > 0 ? " " : "", (long long) job_id);

@@ -13,7 +13,7 @@ our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_
   held_at_hold submit_held_at submit_paced release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state table_schema
-  check_rewritten_table kill_held_worker start_table_writers);
+  check_rewritten_table kill_held_worker start_table_writers events_write_script);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -463,6 +463,22 @@ sub start_table_writers
 	ok($node->poll_query_until('postgres', "SELECT last_value > $before + 50 FROM ids"),
 		'the writers write');
 	return ($writers, $err);
+}
+
+# A pgbench script for history_setup's events: updates, inserts and
+# deletes on the first 2000 rows, so that the catch-up goes row by row
+# (writes over most of the table would be left to the cut-over, which
+# recomputes the whole view)
+sub events_write_script
+{
+	return q{
+\set id random(1, 2000)
+\set acc random(0, 999)
+UPDATE events SET payload = md5(random()::text) WHERE id = :id;
+UPDATE events SET account = :acc WHERE id = :id + 1;
+INSERT INTO events (account, payload) VALUES (:acc, 'inserted');
+DELETE FROM events WHERE id = :id + 2;
+};
 }
 
 1;

@@ -49,18 +49,8 @@ CREATE TABLE plain (a int);
 INSERT INTO plain SELECT generate_series(1, 1000);
 });
 
-# About 100 transactions a second, on the first 2000 rows: the catch-up
-# goes row by row (writes over most of the table would be left to the
-# cut-over, which recomputes the whole view)
-my $write_script = q{
-\set id random(1, 2000)
-\set acc random(0, 999)
-UPDATE events SET payload = md5(random()::text) WHERE id = :id;
-UPDATE events SET account = :acc WHERE id = :id + 1;
-INSERT INTO events (account, payload) VALUES (:acc, 'inserted');
-DELETE FROM events WHERE id = :id + 2;
-};
-my ($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
+# About 100 transactions a second
+my ($writers, $err) = start_pgbench($node, events_write_script(), '-R', '100');
 
 my $manual = 'SET background_ddl.cutover = manual;';
 my $query = 'SELECT id, account, payload FROM events WHERE account % 3 = 0';
@@ -243,7 +233,7 @@ is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', '7: cancelled')
 ok(wait_job_state($node, $job, 'cancelled'), '7: the job is cancelled');
 
 # 8. A write limit: about 300 rows a second are written to events
-($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
+($writers, $err) = start_pgbench($node, events_write_script(), '-R', '100');
 $job = submit_job($node, "CREATE MATERIALIZED VIEW mv9 AS $query",
 	before => 'SET background_ddl.cutover_max_writes = 50;');
 ok( $node->poll_query_until('postgres', qq{
