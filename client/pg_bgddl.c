@@ -336,6 +336,10 @@ usage(void)
 	printf("  %s [OPTION]... submit [--wait] \"SQL\"   submit; prints each job's id\n", progname);
 	printf("  %s [OPTION]... submit [--wait] -f FILE  submit the statements of a file as one\n"
 		   "                                          chain: each job after the one before\n", progname);
+	printf("  %s [OPTION]... submit [--wait] --atomic -f FILE\n"
+		   "                                          submit them in one transaction, as one\n"
+		   "                                          group: built side by side, published\n"
+		   "                                          together in one transaction\n", progname);
 	printf("  %s [OPTION]... list [--all]             jobs not yet ended (--all: every job)\n", progname);
 	printf("  %s [OPTION]... watch [ID]...            live progress until the jobs end\n", progname);
 	printf("  %s [OPTION]... wait ID...               block until the jobs end\n", progname);
@@ -1317,10 +1321,14 @@ SubmittedJobsSucceeded(PGconn *conn)
  * (background_ddl.after), so that a migration runs in order; the others run
  * in their place in the file: with --wait, once the jobs before them have
  * succeeded (if one did not, the rest of the file is not run), else at once.
- * The chain's id is its first job's.
+ * The chain's id is its first job's.  With group (submit --atomic), the
+ * file runs in one transaction instead, with background_ddl.cutover_group
+ * set to group for it: its jobs are built side by side and published
+ * together, and none is submitted if a statement fails.
  */
 static int
-SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait)
+SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait,
+				 const char *group)
 {
 	char	  **statements = NULL;
 	int		   *lines = NULL;
@@ -1329,8 +1337,28 @@ SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait
 	if (file_text != NULL)
 		statements = SplitStatements(conn, file_text, &nstatements, &lines);
 	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "SET background_ddl = on"));
+	if (group != NULL)
+	{
+		const char *params[] = {group};
+
+		PQclear(Query(conn, EXIT_USAGE, 0, NULL, "BEGIN"));
+		PQclear(Query(conn, EXIT_USAGE, 1, params,
+					  "SELECT pg_catalog.set_config('background_ddl.cutover_group', $1, true)"));
+	}
 	SetSearchPath(conn, user_search_path);
-	for (int i = 0; i < nstatements; i++)
+	for (int i = 0; group != NULL && i < nstatements; i++)
+	{
+		RunUserStatement(conn, statements[i], i + 1, lines[i]);
+		if (PQtransactionStatus(conn) != PQTRANS_INTRANS)
+			fail(EXIT_REJECTED, "statement %d (line %d) ends the transaction of --atomic: leave out the file's own BEGIN, COMMIT and ROLLBACK",
+				 i + 1, lines[i]);
+	}
+	if (group != NULL)
+	{
+		SetSearchPath(conn, "");
+		PQclear(Query(conn, EXIT_REJECTED, 0, NULL, "COMMIT"));
+	}
+	for (int i = 0; group == NULL && i < nstatements; i++)
 	{
 		/*
 		 * In the file's own transaction block nothing of ours runs that could
@@ -1367,7 +1395,9 @@ SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait
 	PQclear(Query(conn, EXIT_USAGE, 0, NULL, "RESET background_ddl.after"));
 	if (nsubmitted == 0)
 		fail(EXIT_REJECTED, "the statement ran in the foreground: no background DDL job was submitted");
-	if (file_text != NULL)
+	if (group != NULL)
+		printf("group %s\n", submitted_ids[0]);
+	else if (file_text != NULL)
 		printf("chain %s\n", submitted_ids[0]);
 	for (int i = 0; i < nsubmitted; i++)
 		printf("%s\n", submitted_ids[i]);
@@ -1391,6 +1421,7 @@ main(int argc, char **argv)
 		{"no-password", no_argument, NULL, 'w'},
 		{"all", no_argument, NULL, 'a'},
 		{"file", required_argument, NULL, 'f'},
+		{"atomic", no_argument, NULL, 2},
 		{NULL, 0, NULL, 0}
 	};
 	const char *dbname = NULL;
@@ -1399,6 +1430,7 @@ main(int argc, char **argv)
 	const char *user = NULL;
 	const char *file = NULL;
 	bool		wait = false;
+	bool		atomic = false;
 	bool		all = false;
 	const char *command;
 	int			c;
@@ -1426,6 +1458,7 @@ main(int argc, char **argv)
 			case 'q': quiet = true; break;
 			case 'v': verbose = true; break;
 			case 1: wait = true; break;
+			case 2: atomic = true; break;
 			case 'w': prompt_password = TRI_NO; break;
 			case 'W': prompt_password = TRI_YES; break;
 			case 'a': all = true; break;
@@ -1447,8 +1480,12 @@ main(int argc, char **argv)
 		if ((file == NULL) == (optind >= argc) || (file != NULL && optind < argc) ||
 			argc - optind > 1)
 			fail(EXIT_USAGE, "submit takes one SQL string or -f FILE");
+		if (atomic && file == NULL)
+			fail(EXIT_USAGE, "submit --atomic takes -f FILE");
 		conn = Connect(dbname, host, port, user);
-		code = SubmitStatements(conn, file ? NULL : argv[optind], file ? ReadFile(file) : NULL, wait);
+		/* The group is named after the file (a name to read; the transaction makes it one) */
+		code = SubmitStatements(conn, file ? NULL : argv[optind], file ? ReadFile(file) : NULL, wait,
+								atomic ? (strcmp(file, "-") == 0 ? "stdin" : get_progname(file)) : NULL);
 	}
 	else if (strcmp(command, "list") == 0)
 	{

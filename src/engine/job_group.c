@@ -265,6 +265,7 @@ Publish(JobRun *run, List *members)
 	List	   *runs = NIL;
 	JobRun	   *stopped = NULL;
 	JobStepResult result;
+	TimestampTz started;
 	ListCell   *lc;
 
 	/* A control function may have come between the look and the locks */
@@ -277,11 +278,13 @@ Publish(JobRun *run, List *members)
 		runs = lappend(runs, id == run->job.id ? run : LoadMember(id));
 	}
 	JobStepHoldPoint("publishing its group");
+	started = GetCurrentTimestamp();
 	result = PublishTogether(runs, &stopped);
 	if (result == JOB_STEP_DONE)
 		ereport(LOG,
-				(errmsg("background DDL job %lld published its group \"%s\": jobs %s",
-						(long long) run->job.id, run->job.cutover_group, JobIdsText(members))));
+				(errmsg("background DDL job %lld published its group \"%s\": jobs %s, in %.1f ms",
+						(long long) run->job.id, run->job.cutover_group, JobIdsText(members),
+						(GetCurrentTimestamp() - started) / 1000.0)));
 	else if (result == JOB_STEP_TARGET_GONE && stopped != run)
 	{
 		/* Its target was dropped: it is cancelled, and the group with it */

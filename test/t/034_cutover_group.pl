@@ -15,12 +15,14 @@
 #  5. what cannot be a group's: outside a transaction block, an index, a
 #     job that reads another job of its group, a job with other settings, a
 #     later statement of the submitting transaction that uses a job's
-#     result.
+#     result;
+#  6. pg_bgddl submit --atomic -f FILE.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use BackgroundDdlTest;
@@ -127,7 +129,7 @@ is( $node->safe_psql('postgres', q{SELECT format_type(atttypid, atttypmod) FROM 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM w'), '5000', '1: the table has its rows');
 check_no_leftovers($node, $_) for @jobs;
 like(slurp_file($node->logfile),
-	qr/background DDL job $ctas_job published its group "release-1": jobs $mv_job, $ctas_job, $refresh_job, $alter_job/,
+	qr/background DDL job $ctas_job published its group "release-1": jobs $mv_job, $ctas_job, $refresh_job, $alter_job, in [\d.]+ ms/,
 	'1: the log says which job published which jobs');
 
 $stopped = stop_pgbench($writers, $err);
@@ -224,6 +226,31 @@ like($stderr, qr/background DDL job \d+ is published with its group "g", not bef
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) FROM pg_class WHERE relname IN ('mv5', 'mv6')}),
 	'0', '5: nothing was submitted');
+
+# 6. pg_bgddl submit --atomic -f FILE: the file in one transaction, as one
+#    group named after the file
+my $file = $node->basedir . '/release-6.sql';
+append_to_file($file, q{
+CREATE MATERIALIZED VIEW mv6 AS SELECT a FROM small;
+CREATE TABLE tripled AS SELECT a * 3 AS c FROM small;
+});
+my ($out6, $err6) = ('', '');
+IPC::Run::run([ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgres',
+	'submit', '--wait', '--atomic', '-f', $file ], '>', \$out6, '2>', \$err6);
+is($?, 0, '6: pg_bgddl submit --wait --atomic succeeded');
+like($out6, qr/^group (\d+)\n\1\n\d+\n/, '6: it prints the group and its jobs');
+is( $node->safe_psql('postgres', "SELECT string_agg(state, ',') || ' ' || count(DISTINCT cutover_snapshot)
+	  FROM pg_stat_background_ddl WHERE cutover_group = 'release-6.sql'"),
+	'succeeded,succeeded 1', '6: both jobs were published at one snapshot');
+my $file_with_commit = $node->basedir . '/with-commit.sql';
+append_to_file($file_with_commit, q{
+CREATE MATERIALIZED VIEW mv7 AS SELECT a FROM small;
+COMMIT;
+});
+IPC::Run::run([ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgres',
+	'submit', '--atomic', '-f', $file_with_commit ], '>', \$out6, '2>', \$err6);
+like($err6, qr/statement 2 \(line 3\) ends the transaction of --atomic/,
+	'6: a file with its own COMMIT is refused');
 
 $node->stop;
 done_testing();
