@@ -101,7 +101,9 @@ CREATE TABLE background_ddl.job (
 	cutover_group	text,
 	group_id		bigint,		/* the group's first job */
 	group_ready		boolean NOT NULL DEFAULT false,	/* built and caught up: its group may publish it */
-	published_by	bigint		/* the job whose worker publishes the group */
+	published_by	bigint,		/* the job whose worker publishes the group */
+	/* background_ddl.estimate: what estimate_ddl said of it at its submit */
+	estimate		jsonb
 );
 CREATE INDEX ON background_ddl.job (group_id) WHERE group_id IS NOT NULL;
 CREATE INDEX ON background_ddl.job (target_oid);
@@ -507,7 +509,8 @@ CREATE VIEW pg_stat_background_ddl AS
 		   (SELECT pg_catalog.jsonb_object_agg(reason, j.retries[i])
 			  FROM pg_catalog.unnest(ARRAY['lock', 'deadlock', 'fair share', 'cancelled worker',
 										   'error', 'crash']) WITH ORDINALITY AS r(reason, i)
-			 WHERE j.retries[i] > 0) AS retries
+			 WHERE j.retries[i] > 0) AS retries,
+		   j.estimate
 	  FROM background_ddl.job j
 	  LEFT JOIN pg_catalog.pg_database d ON d.oid = j.database_oid
 	  LEFT JOIN pg_catalog.pg_roles r ON r.oid = j.owner_oid

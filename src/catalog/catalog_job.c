@@ -58,7 +58,7 @@ static const char *const job_columns[Natts_job] = {
 	"rate_not_before", "cutover", "cutover_window", "cutover_max_writes", "wal_bytes",
 	"temp_bytes", "waited_us", "retries", "dirtied_bytes", "changes_caught_up",
 	"capture_samples", "capture_ns", "queued_at", "cutover_group", "group_id", "group_ready",
-	"published_by"
+	"published_by", "estimate"
 };
 
 #define JobValue(row, attno)	((row)->values[(attno) - 1])
@@ -440,13 +440,13 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 	CatalogAccess access;
 	Oid			argtypes[] = {OIDOID, OIDOID, OIDOID, TEXTOID, OIDOID, TEXTOID, TEXTOID,
 	TEXTARRAYOID, TEXTOID, JSONBOID, INT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID,
-	INT8OID};
-	Datum		values[17];
+	INT8OID, JSONBOID};
+	Datum		values[18];
 	char		nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
 		submission->strategy ? ' ' : 'n', ' ', submission->after != NIL ? ' ' : 'n',
 		submission->idempotency_key ? ' ' : 'n', ' ', submission->cutover_window ? ' ' : 'n',
 		submission->cutover_max_writes > 0 ? ' ' : 'n', submission->cutover_group ? ' ' : 'n',
-	submission->group_id != 0 ? ' ' : 'n'};
+		submission->group_id != 0 ? ' ' : 'n', submission->estimate ? ' ' : 'n'};
 	Datum	   *after = palloc(sizeof(Datum) * Max(list_length(submission->after), 1));
 	int			nafter = 0;
 	ListCell   *lc;
@@ -476,13 +476,15 @@ CatalogJobInsert(const BgddlJobSubmission *submission)
 	values[15] = submission->cutover_group ?
 		CStringGetTextDatum(submission->cutover_group) : (Datum) 0;
 	values[16] = Int64GetDatum(submission->group_id);
+	values[17] = submission->estimate ? JsonbPGetDatum(submission->estimate) : (Datum) 0;
 
 	CatalogAccessBegin(&access);
 	CatalogExecute("INSERT INTO background_ddl.job "
 				   "(database_oid, session_user_oid, owner_oid, kind, target_oid, target_name, "
 				   " command, settings, strategy, kind_state, after, idempotency_key, cutover, "
-				   " cutover_window, cutover_max_writes, cutover_group, group_id) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
+				   " cutover_window, cutover_max_writes, cutover_group, group_id, estimate) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
+				   " $18) "
 				   "RETURNING id",
 				   lengthof(values), argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	job_id = DatumGetInt64(CatalogColumn(0, 1, Int64GetDatum(0)));

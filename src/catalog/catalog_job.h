@@ -83,7 +83,8 @@
 #define Anum_job_group_id			62
 #define Anum_job_group_ready		63
 #define Anum_job_published_by		64
-#define Natts_job					64
+#define Anum_job_estimate			65
+#define Natts_job					65
 
 /*
  * Why a job's worker waits (its job row's waited_us, by reason: the order
@@ -179,6 +180,7 @@ typedef struct BgddlJobSubmission
 	int			cutover_max_writes; /* background_ddl.cutover_max_writes */
 	const char *cutover_group;	/* background_ddl.cutover_group, or NULL */
 	int64		group_id;		/* the group's first job; 0: this one */
+	Jsonb	   *estimate;		/* estimate_ddl's, measured at submit, or NULL */
 } BgddlJobSubmission;
 
 /* What the scheduler needs to know of an unfinished job */

@@ -33,6 +33,7 @@ int			background_ddl_cutover = BGDDL_CUTOVER_AUTO;
 char	   *background_ddl_cutover_window = NULL;
 int			background_ddl_cutover_max_writes = 0;
 char	   *background_ddl_cutover_group = NULL;
+bool		background_ddl_estimate = false;
 
 static const struct config_enum_entry cutover_options[] = {
 	{"auto", BGDDL_CUTOVER_AUTO, false},
@@ -195,6 +196,16 @@ SettingsDefine(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("background_ddl.estimate",
+							 "The jobs submitted next keep what estimate_ddl says of them, measured at their submit.",
+							 "Their submit samples the statement first (as estimate_ddl, rolled back); "
+							 "pg_stat_background_ddl.estimate shows it next to what the job cost.",
+							 &background_ddl_estimate,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	/* (not background_ddl.group: GROUP is a reserved word, which SET would need quoted) */
 	DefineCustomStringVariable("background_ddl.cutover_group",

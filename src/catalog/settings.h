@@ -29,6 +29,7 @@ extern int	background_ddl_cutover;
 extern char *background_ddl_cutover_window;
 extern int	background_ddl_cutover_max_writes;
 extern char *background_ddl_cutover_group;
+extern bool background_ddl_estimate;
 
 /* The values of background_ddl.cutover */
 typedef enum BgddlCutover

@@ -72,18 +72,22 @@ void
 JobGroupReady(JobRun *run)
 {
 	List	   *not_ready;
+	char	   *waiting_for = NULL;
 
 	JobStepBegin("background_ddl: ready for its group", STEP_READ_COMMITTED);
 	run->job.published_by = CatalogGroupReady(run->job.id, &not_ready);
 	if (run->job.published_by == 0)
+	{
 		JobRunRecordPhase(run, JOB_PHASE_READY);
+		waiting_for = MemoryContextStrdup(JobContext(),
+										  psprintf("the other jobs of its group \"%s\" to be built: %s",
+												   run->job.cutover_group, JobIdsText(not_ready)));
+	}
 	JobStepEnd();
-	if (run->job.published_by != 0)
+	if (waiting_for == NULL)
 		return;
 	JobStepGiveBack(TimestampTzPlusMilliseconds(GetCurrentTimestamp(), JOB_GIVE_BACK_SECONDS * 1000),
-					psprintf("the other jobs of its group \"%s\" to be built: %s",
-							 run->job.cutover_group, JobIdsText(not_ready)),
-					JOB_WAIT_NONE, true);
+					waiting_for, JOB_WAIT_NONE, true);
 }
 
 /*
@@ -183,6 +187,8 @@ AwaitHandOver(JobRun *run)
 		JobStepWaitingFor(JOB_WAIT_CUTOVER,
 						  psprintf("jobs %s of its group \"%s\" to be handed over to it",
 								   JobIdsText(pending), run->job.cutover_group));
+		list_free_deep(members);	/* (pending's cells point to the same ids) */
+		list_free(pending);
 		JobStepSleep(GROUP_LOOK_MS);
 	}
 }

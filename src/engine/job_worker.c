@@ -195,6 +195,9 @@ ClassifyError(const ErrorData *error, const JobRun *run, bool ending)
 	bool		running = !ending && run->claimed && !JobStateIsFinal(run->job.state);
 	bool		cancelled = error->sqlerrcode == ERRCODE_QUERY_CANCELED && JobCancelSignalled;
 
+	/* Given back by the step itself, which counted it (not again if a SIGINT came too) */
+	if (JobGivingBack.giving_back)
+		return WORKER_STOPS;
 	if (error->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && JobStepLockWaitFailed())
 		return WORKER_GIVES_BACK_FOR_LOCK;
 	if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED && running)
@@ -203,7 +206,7 @@ ClassifyError(const ErrorData *error, const JobRun *run, bool ending)
 		return WORKER_GIVES_FAIR_SHARE;
 	if (cancelled && running && !JobControlPending() && !JobShutdownRequested)
 		return WORKER_CANCELLED;
-	if (JobShutdownRequested || JobGivingBack.giving_back)
+	if (JobShutdownRequested)
 		return WORKER_STOPS;
 	if (JobControlPending())
 		return WORKER_YIELDS;

@@ -41,9 +41,12 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/parser.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 
 #include "capture/capture_trigger.h"
@@ -311,6 +314,42 @@ JoinedGroup(int64 job_id, int64 group_id)
 }
 
 /*
+ * background_ddl.estimate: what estimate_ddl says of the statement, measured
+ * now (on a rolled-back sample, as the submitting role, before the job's
+ * placeholder exists), as jsonb; NULL if its kind does not estimate it
+ */
+static Jsonb *
+EstimateAtSubmit(const KindRoutine *routine, const char *statement)
+{
+	List	   *raws = raw_parser(statement, RAW_PARSE_DEFAULT);
+	JobEstimate estimate;
+	volatile bool estimated = false;
+	bool		checks_were_on;
+
+	if (routine->estimate == NULL || list_length(raws) != 1)
+		return NULL;
+	/* What is sampled is rolled back: the session's order does not concern it */
+	checks_were_on = SessionOrderChecks(false);
+	PG_TRY();
+	{
+		estimated = routine->estimate(linitial_node(RawStmt, raws)->stmt, statement, &estimate);
+	}
+	PG_FINALLY();
+	{
+		(void) SessionOrderChecks(checks_were_on);
+	}
+	PG_END_TRY();
+	if (!estimated)
+		return NULL;
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(psprintf(
+		"{\"rows\": " INT64_FORMAT ", \"bytes\": " INT64_FORMAT ", \"wal_bytes\": " INT64_FORMAT
+		", \"seconds\": %s, \"sampled_blocks\": " INT64_FORMAT ", \"total_blocks\": " INT64_FORMAT "}",
+		estimate.rows, estimate.bytes, estimate.wal_bytes,
+		estimate.seconds < 0 ? "null" : psprintf("%.1f", estimate.seconds),
+		estimate.sampled_blocks, estimate.total_blocks))));
+}
+
+/*
  * Run a statement that a kind accepts as a background job.  False if its
  * validation declined it (it runs as PostgreSQL runs it).
  */
@@ -325,6 +364,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	JobOrder	order;
 	int64		job_id;
 	int64		group_id;
+	char	   *command;
+	Jsonb	   *estimate;
 	StringInfoData ids;
 	StringInfoData detail;
 	ListCell   *lc;
@@ -356,6 +397,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	routine->validate(&submit);
 	if (submit.declined)
 		return false;
+	command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
+	estimate = background_ddl_estimate ? EstimateAtSubmit(routine, command) : NULL;
 	routine->reserve(&submit);
 
 	memset(&submission, 0, sizeof(submission));
@@ -364,7 +407,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.target_oid = submit.target_oid;
 	submission.target_name = submit.target_name;
 	submission.kind_state = submit.kind_state;
-	submission.command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
+	submission.command = command;
+	submission.estimate = estimate;
 	submission.strategy = submit.strategy;
 	submission.after = JobsToStartAfter(&submit);
 	submission.idempotency_key = next_idempotency_key;

@@ -81,20 +81,23 @@ ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'parallel worker'"),
 	'no parallel worker is left');
 $node->safe_psql('postgres', "SELECT resume_ddl($job)");
-# kill -9 of a parallel worker, polled for (with the usual bound) until one
-# is found and killed (it ends with its chunk)
+# kill -9 of a parallel worker, polled for (with the usual bound, while the
+# job runs) until one is found and killed (it ends with its chunk)
 my $done_before;
 my $log_offset = -s $node->logfile;
 my $killed = 0;
-for (my $i = 0; !$killed && $i < 100 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+my $state = 'running';
+my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+while (!$killed && time() < $deadline && $state =~ /^(queued|running)$/)
 {
-	$done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'parallel worker' LIMIT 1");
+	($state, $done_before, my $pid) = split /\|/, $node->safe_psql('postgres', qq{
+SELECT state, work_done,
+       (SELECT pid FROM pg_stat_activity WHERE backend_type = 'parallel worker' LIMIT 1)
+  FROM background_ddl.job WHERE id = $job}), -1;
 	$killed = $pid ne '' && kill('KILL', $pid);
 	usleep(10_000) unless $killed;
 }
-ok($killed, 'resumed, with a parallel worker again, killed');
+ok($killed, "resumed, with a parallel worker again, killed (the job was $state)");
 cmp_ok($done_before, '>', 0, "the job had checked $done_before blocks");
 $node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 $node->wait_for_log(qr/database system is ready to accept connections/, $log_offset);

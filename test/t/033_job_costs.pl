@@ -21,7 +21,9 @@
 #     the writer's session measured what its capture trigger took;
 #  6. with one worker (max_workers), a job submitted while another holds it
 #     counts the time it was queued, and the job it waited for did not wait
-#     (beyond its start).
+#     (beyond its start);
+#  7. with background_ddl.estimate, the submit keeps estimate_ddl's
+#     prediction, next to the rows and bytes the job made.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -160,5 +162,21 @@ ok(wait_job_state($node, $job, 'succeeded'), "6: job $job succeeds once job $fir
 cmp_ok(job_field($node, $job, "(waited->>'queued')::float8"), '>=', 1, '6: it counts the time it was queued');
 cmp_ok(job_field($node, $first, "coalesce((waited->>'queued')::float8, 0)"), '<', 1,
 	'6: the first job, which had the worker at once, counts less than that');
+
+# 7. background_ddl.estimate: the submit keeps estimate_ddl's prediction,
+#    next to what the job made and cost
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW estimated AS SELECT id, payload FROM big WHERE id % 2 = 0',
+	before => 'SET background_ddl.estimate = on;');
+ok(wait_job_state($node, $job, 'succeeded'), "7: job $job succeeded");
+my ($estimated_rows, $rows, $estimated_bytes, $bytes) = split /\|/, $node->safe_psql('postgres',
+	"SELECT estimate->>'rows', rows_done, estimate->>'bytes', pg_relation_size('estimated')
+	   FROM pg_stat_background_ddl WHERE id = $job");
+cmp_ok(abs($estimated_rows - $rows), '<=', $rows / 4,
+	"7: the rows estimated at submit ($estimated_rows) are within a quarter of those made ($rows)");
+cmp_ok(abs($estimated_bytes - $bytes), '<=', $bytes / 2,
+	"7: the bytes estimated ($estimated_bytes) are within half of the view's size ($bytes)");
+is( job_field($node, $job, q{estimate ?& ARRAY['wal_bytes', 'seconds', 'sampled_blocks', 'total_blocks']}),
+	't', '7: with the WAL, time and sample the estimate measured');
+is(job_field($node, $first, 'estimate IS NULL'), 't', '7: a job submitted without the setting keeps none');
 
 done_testing();
