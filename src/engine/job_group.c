@@ -172,6 +172,7 @@ AwaitHandOver(JobRun *run)
 		List	   *members;
 		List	   *pending;
 		bool		ended;
+		char	   *waiting_for;
 
 		JobStepBegin("background_ddl: looking at its group", STEP_READ_COMMITTED);
 		MemoryContextSwitchTo(JobContext());
@@ -184,9 +185,11 @@ AwaitHandOver(JobRun *run)
 			JobStepWaitingFor(JOB_WAIT_CUTOVER, NULL);
 			return members;
 		}
-		JobStepWaitingFor(JOB_WAIT_CUTOVER,
-						  psprintf("jobs %s of its group \"%s\" to be handed over to it",
-								   JobIdsText(pending), run->job.cutover_group));
+		waiting_for = psprintf("jobs %s of its group \"%s\" to be handed over to it",
+							   JobIdsText(pending), run->job.cutover_group);
+		JobStepWaitingFor(JOB_WAIT_CUTOVER, waiting_for);
+		/* (shown from shared memory: a long wait leaks nothing) */
+		pfree(waiting_for);
 		list_free_deep(members);	/* (pending's cells point to the same ids) */
 		list_free(pending);
 		JobStepSleep(GROUP_LOOK_MS);
@@ -308,7 +311,8 @@ Publish(JobRun *run, List *members)
 	else if (result == JOB_STEP_RESTART)
 	{
 		/* Restarted before the others get workers again */
-		(void) stopped->routine->restart_build(stopped);
+		if (stopped->routine->restart_build != NULL)
+			(void) stopped->routine->restart_build(stopped);
 		JobStepBegin("background_ddl: releasing its group", STEP_READ_COMMITTED);
 		CatalogGroupRelease(run->job.id);
 		JobXactWakeScheduler();

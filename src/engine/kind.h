@@ -194,13 +194,14 @@ typedef struct KindRoutine
 	JobStepResult (*catch_up) (struct JobRun *run);
 	JobStepResult (*cut_over) (struct JobRun *run);	/* success when it commits */
 	/*
-	 * optional (with cut_over_publishes): the cut-over in parts, so that
-	 * one worker can publish the jobs of a group in one transaction
-	 * (job_group.c): take its locks, in a step whose snapshot comes after
+	 * optional: the cut-over in parts, so that one worker can publish the
+	 * jobs of a group in one transaction (job_group.c); a kind that has
+	 * them may be in a group, and leaves what it makes unused until then
+	 * (job.group_id).  Take its locks, in a step whose snapshot comes after
 	 * them; then, under that snapshot, finish and publish, leaving the step
 	 * to the caller.  JOB_STEP_RESTART from publish restarted nothing:
-	 * restart_build restarts the build, in steps of its own, once the step
-	 * is undone.
+	 * restart_build (optional) restarts the build, in steps of its own,
+	 * once the step is undone.
 	 */
 	void		(*cut_over_lock) (struct JobRun *run);
 	JobStepResult (*cut_over_publish) (struct JobRun *run);

@@ -59,6 +59,7 @@
 
 #include "capture/capture_log.h"
 #include "catalog/catalog_job.h"
+#include "catalog/settings.h"
 #include "engine/job_chunks.h"
 #include "engine/job_replica_lag.h"
 #include "engine/job_run.h"
@@ -578,6 +579,63 @@ MarkValidStep(JobRun *run)
 	return JOB_STEP_MORE;
 }
 
+/*
+ * A job of a group (background_ddl.cutover_group) leaves the index invalid
+ * for its group's publication, once the transactions older than
+ * validate_index's snapshot have ended (then anyone may use it as soon as
+ * it is valid); its worker lets go of the table.  Taken again by every
+ * worker of the job until the group is published: a wait for nothing once
+ * they have ended.
+ */
+static JobStepResult
+AwaitOlderSnapshotsStep(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+
+	JobStepBegin("background_ddl: waiting for older transactions", STEP_NO_SNAPSHOT);
+	InvalidateCatalogSnapshot();
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, "transactions with snapshots older than the index");
+	WaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
+															  STATE_LIMIT_XMIN), false);
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
+	JobStepEnd();
+	ReleaseTable(0, ObjectIdGetDatum(table_oid));
+	return JOB_STEP_DONE;
+}
+
+/* A group's publication: the index's table, as CREATE INDEX CONCURRENTLY holds it */
+static void
+ChunkedIndexCutOverLock(JobRun *run)
+{
+	JobStepLockRelation(IndexedTable(&run->job), ShareUpdateExclusiveLock,
+						background_ddl_lock_timeout_ms);
+}
+
+/* ... and the index marked valid, in the group's transaction */
+static JobStepResult
+ChunkedIndexCutOverPublish(JobRun *run)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	bool		valid;
+
+	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
+	if (!IndexTableExists(run) || !JobRunTargetExists(run) ||
+		!IndexBuildIsIndex(run->job.target_oid, &valid))
+		return JOB_STEP_TARGET_GONE;
+	if (!valid)
+	{
+		if (Stage(&run->job) != STAGE_VALIDATED)
+			elog(ERROR, "index %u of background DDL job %lld is not built",
+				 run->job.target_oid, (long long) run->job.id);
+		index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
+		CacheInvalidateRelcacheByRelid(table_oid);
+		CommandCounterIncrement();
+		IndexBuildAnalyzeExpressions(&run->job, table_oid, run->job.target_oid);
+	}
+	JobRunSucceeded(run, run->job.target_oid, false, -1);
+	return JOB_STEP_DONE;
+}
+
 /* The next step of the stage the job is at, until the index is valid */
 static JobStepResult
 ChunkedIndexBackfillStep(JobRun *run)
@@ -613,7 +671,7 @@ ChunkedIndexBackfillStep(JobRun *run)
 		case STAGE_READY:
 			return ValidateStep(run);
 		case STAGE_VALIDATED:
-			return MarkValidStep(run);
+			return run->job.group_id != 0 ? AwaitOlderSnapshotsStep(run) : MarkValidStep(run);
 	}
 	elog(ERROR, "background DDL job %lld is at an unknown stage", (long long) run->job.id);
 }
@@ -683,6 +741,8 @@ const KindRoutine kind_chunked_index_routine = {
 	.backfill_step = ChunkedIndexBackfillStep,
 	.help_step = ChunkedIndexHelpStep,
 	.cut_over = IndexCutOver,
+	.cut_over_lock = ChunkedIndexCutOverLock,
+	.cut_over_publish = ChunkedIndexCutOverPublish,
 	.progress = ChunkedIndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = ChunkedIndexDiscard,

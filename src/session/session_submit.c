@@ -233,23 +233,14 @@ static int64 group_first_job = 0;
 
 /*
  * The group a job submitted now joins: 0 if it is the group's first job
- * (or background_ddl.cutover_group is not set).  A statement that cannot be
- * published with a group is refused: one whose result is in use before its
- * cut-over, or one outside a transaction block (its group would be itself,
- * published at once).
+ * (or background_ddl.cutover_group is not set).  Outside a transaction
+ * block it is refused: its group would be itself, published at once.
  */
 static int64
-GroupToJoin(const KindRoutine *routine)
+GroupToJoin(void)
 {
 	if (*background_ddl_cutover_group == '\0')
 		return 0;
-	if (!routine->cut_over_publishes)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a %s job cannot be published with a group", routine->name),
-				 errdetail("What a %s job makes is in use before its cut-over, and background_ddl.cutover_group is \"%s\".",
-						   routine->name, background_ddl_cutover_group),
-				 errhint("Only the jobs of CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW and ALTER TABLE ... SET TABLESPACE or ALTER COLUMN ... TYPE are published with a group; RESET background_ddl.cutover_group to submit this one on its own.")));
 	if (!IsTransactionBlock())
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
@@ -261,6 +252,30 @@ GroupToJoin(const KindRoutine *routine)
 		strcmp(group_name, background_ddl_cutover_group) == 0)
 		return group_first_job;
 	return 0;
+}
+
+/*
+ * Refuse a statement that cannot be published with a group: one whose
+ * result is in use before its cut-over (as the kind's variant that its
+ * checks chose, in kind_state, builds it)
+ */
+static void
+CheckGroupable(const KindRoutine *kind, Jsonb *kind_state)
+{
+	BgddlJob	job = {.kind = (char *) kind->name, .kind_state = kind_state};
+	const KindRoutine *built_by;
+
+	if (*background_ddl_cutover_group == '\0')
+		return;
+	built_by = KindRoutineForJob(&job);
+	if (built_by->cut_over_publish != NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("a %s job cannot be published with a group", built_by->name),
+			 errdetail("What this %s job makes is in use before its cut-over, and background_ddl.cutover_group is \"%s\".",
+					   built_by->name, background_ddl_cutover_group),
+			 errhint("CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW, ALTER TABLE ... SET TABLESPACE or ALTER COLUMN ... TYPE, and CREATE INDEX of a btree index that is not unique, on a table, built by background_ddl's own build (background_ddl.chunked_index_build), are published with a group; RESET background_ddl.cutover_group to submit this one on its own.")));
 }
 
 /*
@@ -393,10 +408,11 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		routine->validates_against_keys(pstmt->utilityStmt))
 		SessionOrderAwaitKeys(pstmt->utilityStmt);
 	SessionOrderAwaitColumns(pstmt->utilityStmt);
-	group_id = GroupToJoin(routine);
+	group_id = GroupToJoin();
 	routine->validate(&submit);
 	if (submit.declined)
 		return false;
+	CheckGroupable(routine, submit.kind_state);
 	command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
 	estimate = background_ddl_estimate ? EstimateAtSubmit(routine, command) : NULL;
 	routine->reserve(&submit);

@@ -1,18 +1,18 @@
 # Jobs published together (background_ddl.cutover_group): the jobs that one
 # transaction submits under a group name are built each on its own and
 # published in one transaction once all are built.
-#  1. a materialized view, CREATE TABLE AS, REFRESH and ALTER COLUMN ...
-#     TYPE under writes, one of them held back (it starts after a job whose
+#  1. a materialized view, CREATE TABLE AS, REFRESH, ALTER COLUMN ... TYPE
+#     and an index under writes, one of them held back (it starts after a job whose
 #     cut-over is manual): the others wait, ready, their workers given back,
 #     through a crash; then all are published by one transaction (one
 #     cut-over snapshot, one xmin of their catalog rows), each exact at
-#     that snapshot, nothing left;
+#     that snapshot, the index valid only then, nothing left;
 #  2. a crash of the publisher in the middle of the publication publishes
 #     nothing; its next worker publishes all;
 #  3. a job of a group that fails cancels the others: nothing of any is
 #     left;
 #  4. cancel_ddl of one job cancels the group;
-#  5. what cannot be a group's: outside a transaction block, an index, a
+#  5. what cannot be a group's: outside a transaction block, a unique index, a
 #     job that reads another job of its group, a job with other settings, a
 #     later statement of the submitting transaction that uses a job's
 #     result;
@@ -70,7 +70,7 @@ sub gate
 	return $gate;
 }
 
-# 1. Four kinds in a group, one held back (it starts after a gate job); a
+# 1. Five kinds in a group, one held back (it starts after a gate job); a
 #    crash while the others wait for it
 my $gate = gate('gate1');
 my @jobs = submit_group('release-1',
@@ -80,43 +80,52 @@ my @jobs = submit_group('release-1',
 	'CREATE TABLE big_ids AS SELECT slow(id) AS id FROM events WHERE id % 2 = 0',
 	"SET LOCAL background_ddl.after = ''",
 	'REFRESH MATERIALIZED VIEW per_account',
-	'ALTER TABLE w ALTER COLUMN n TYPE bigint');
-is(scalar @jobs, 4, '1: four jobs in the group');
-my ($mv_job, $ctas_job, $refresh_job, $alter_job) = @jobs;
+	'ALTER TABLE w ALTER COLUMN n TYPE bigint',
+	'CREATE INDEX events_payload ON events (payload)');
+is(scalar @jobs, 5, '1: five jobs in the group');
+my ($mv_job, $ctas_job, $refresh_job, $alter_job, $index_job) = @jobs;
 
-# The three built wait for the fourth, ready, their workers given back
+# The four built wait for the fifth, ready, their workers given back
 sub others_ready
 {
 	return $node->poll_query_until('postgres', qq{
-SELECT count(*) = 3 FROM pg_stat_background_ddl
- WHERE id IN ($mv_job, $refresh_job, $alter_job) AND phase = 'ready'
+SELECT count(*) = 4 FROM pg_stat_background_ddl
+ WHERE id IN ($mv_job, $refresh_job, $alter_job, $index_job) AND phase = 'ready'
    AND waiting_on LIKE 'the other jobs of its group "release-1" to be built: %$ctas_job%'});
 }
-ok(others_ready(), '1: three jobs are ready and wait for the fourth, their workers given back');
-is(job_field($node, $ctas_job, 'waiting_on'), "job $gate", '1: the fourth waits for the gate job');
+ok(others_ready(), '1: four jobs are ready and wait for the fifth, their workers given back');
+is(job_field($node, $ctas_job, 'waiting_on'), "job $gate", '1: the fifth waits for the gate job');
 my ($ret, $out, $stderr) = $node->psql('postgres', 'SELECT count(*) FROM mv');
 like($stderr, qr/"mv" is being built by background DDL job $mv_job/, '1: the view is not usable yet');
 is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_background_ddl
-	 WHERE id IN ($mv_job, $refresh_job, $alter_job) AND state = 'succeeded'"),
+	 WHERE id IN ($mv_job, $refresh_job, $alter_job, $index_job) AND state = 'succeeded'"),
 	'0', '1: none is published');
+is( $node->safe_psql('postgres',
+		q{SELECT indisready::text || ' ' || indisvalid::text FROM pg_index WHERE indexrelid = 'events_payload'::regclass}),
+	'true false', '1: the index is built and kept up to date by the writers, not valid');
 
 my $stopped = stop_pgbench($writers, $err);
 unlike($stopped, qr/aborted|ERROR/, '1: no writer failed before the crash');
 kill_and_recover($node, $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'background_ddl scheduler'"));
-ok(others_ready(), '1: after a crash, the three are ready again');
+ok(others_ready(), '1: after a crash, the four are ready again');
 ($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
 $node->safe_psql('postgres', "CALL complete_ddl($gate)");
 ok( $node->poll_query_until('postgres',
 		"SELECT string_agg(state, ',') FROM pg_stat_background_ddl WHERE id IN (" . join(', ', @jobs) . ')',
-		'succeeded,succeeded,succeeded,succeeded'),
-	'1: once the fourth is built, all four succeed');
+		'succeeded,succeeded,succeeded,succeeded,succeeded'),
+	'1: once the fifth is built, all five succeed');
 is( $node->safe_psql('postgres', "SELECT count(DISTINCT cutover_snapshot) || ' ' || count(*)
-	  FROM pg_stat_background_ddl WHERE id IN (" . join(', ', @jobs) . ')'),
-	'1 4', '1: the four were published at one snapshot');
-is( $node->safe_psql('postgres', q{SELECT count(DISTINCT xmin::text)
-	  FROM pg_class WHERE oid IN ('mv'::regclass, 'big_ids'::regclass, 'per_account'::regclass)}),
-	'1', '1: ... by one transaction (the xmin of their catalog rows)');
+	  FROM pg_stat_background_ddl WHERE id IN ($mv_job, $ctas_job, $refresh_job, $alter_job)"),
+	'1 4', '1: the views and tables were published at one snapshot');
+is( $node->safe_psql('postgres', q{SELECT count(DISTINCT x) FROM (
+	  SELECT xmin::text AS x FROM pg_class
+	   WHERE oid IN ('mv'::regclass, 'big_ids'::regclass, 'per_account'::regclass)
+	  UNION ALL SELECT xmin::text FROM pg_index WHERE indexrelid = 'events_payload'::regclass) a}),
+	'1', '1: ... by one transaction, which made the index valid too (the xmin of their catalog rows)');
+is( $node->safe_psql('postgres', q{CREATE EXTENSION IF NOT EXISTS amcheck;
+	  SELECT bt_index_check('events_payload', true) IS NOT NULL}),
+	't', '1: the index has every row of the table (amcheck, heapallindexed)');
 check_exact_at_cutover($node, 'mv', $mv_job,
 	'SELECT id, account, payload FROM events_at(SNAP) WHERE account % 3 = 0', 1000);
 check_exact_at_cutover($node, 'big_ids', $ctas_job,
@@ -129,7 +138,7 @@ is( $node->safe_psql('postgres', q{SELECT format_type(atttypid, atttypmod) FROM 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM w'), '5000', '1: the table has its rows');
 check_no_leftovers($node, $_) for @jobs;
 like(slurp_file($node->logfile),
-	qr/background DDL job $ctas_job published its group "release-1": jobs $mv_job, $ctas_job, $refresh_job, $alter_job, in [\d.]+ ms/,
+	qr/background DDL job $ctas_job published its group "release-1": jobs $mv_job, $ctas_job, $refresh_job, $alter_job, $index_job, in [\d.]+ ms/,
 	'1: the log says which job published which jobs');
 
 $stopped = stop_pgbench($writers, $err);
@@ -203,8 +212,9 @@ like($stderr, qr/background_ddl.cutover_group groups the jobs of one transaction
 	'5: outside a transaction block');
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
-CREATE INDEX ON small (a); COMMIT});
-like($stderr, qr/a CREATE INDEX job cannot be published with a group/, '5: an index');
+CREATE UNIQUE INDEX ON small (a); COMMIT});
+like($stderr, qr/a CREATE INDEX job cannot be published with a group/,
+	'5: a unique index (CREATE INDEX CONCURRENTLY makes it valid itself)');
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
 CREATE MATERIALIZED VIEW mv5 AS SELECT a FROM small;
