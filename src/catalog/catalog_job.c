@@ -1526,7 +1526,8 @@ CatalogGroupMembers(int64 job_id, List **pending, bool *ended)
 	CatalogExecuteLatest("SELECT m.id, m.id <> $1 AND (m.in_flight OR m.state = 'paused' OR "
 						 "  m.published_by IS DISTINCT FROM $1), "
 						 "m.state NOT IN ('queued', 'running', 'paused') "
-						 "FROM background_ddl.job m WHERE " IN_GROUP "ORDER BY m.id", 1, argtypes, values, SPI_OK_SELECT);
+						 "FROM background_ddl.job m WHERE " IN_GROUP "ORDER BY m.id",
+						 1, argtypes, values, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		MemoryContext spi_context = MemoryContextSwitchTo(access.caller_context);

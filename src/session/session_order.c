@@ -1201,6 +1201,29 @@ SessionOrderChecks(bool on)
 }
 
 /*
+ * estimate_ddl of a raw statement (KindEstimate), with the checks off: what
+ * is sampled is rolled back, and the session's order does not concern it.
+ * False if no kind estimates it.
+ */
+bool
+SessionOrderFreeEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
+{
+	bool		checks_were_on = SessionOrderChecks(false);
+	volatile bool estimated = false;
+
+	PG_TRY();
+	{
+		estimated = KindEstimate(raw_statement, query_string, estimate);
+	}
+	PG_FINALLY();
+	{
+		(void) SessionOrderChecks(checks_were_on);
+	}
+	PG_END_TRY();
+	return estimated;
+}
+
+/*
  * The unfinished jobs of this session that a statement becoming a job
  * touches (int64 *): it starts after them.  One that has ended is
  * forgotten, and its failure is the statement's.

@@ -11,6 +11,7 @@
 
 #include "parser/parse_node.h"
 
+#include "engine/job_estimate.h"
 #include "engine/job_xact.h"
 
 extern void SessionOrderInstall(void);
@@ -20,5 +21,7 @@ extern void SessionOrderAwaitColumns(Node *parsetree);
 extern List *SessionOrderJobsBefore(Node *parsetree);
 extern void SessionOrderSubmitted(const JobOrder *order);
 extern bool SessionOrderChecks(bool on);
+extern bool SessionOrderFreeEstimate(Node *raw_statement, const char *query_string,
+									 JobEstimate *estimate);
 
 #endif							/* BGDDL_SESSION_ORDER_H */

@@ -331,30 +331,16 @@ JoinedGroup(int64 job_id, int64 group_id)
 /*
  * background_ddl.estimate: what estimate_ddl says of the statement, measured
  * now (on a rolled-back sample, as the submitting role, before the job's
- * placeholder exists), as jsonb; NULL if its kind does not estimate it
+ * placeholder exists), as jsonb; NULL if no kind estimates it
  */
 static Jsonb *
-EstimateAtSubmit(const KindRoutine *routine, const char *statement)
+EstimateAtSubmit(const char *statement)
 {
 	List	   *raws = raw_parser(statement, RAW_PARSE_DEFAULT);
 	JobEstimate estimate;
-	volatile bool estimated = false;
-	bool		checks_were_on;
 
-	if (routine->estimate == NULL || list_length(raws) != 1)
-		return NULL;
-	/* What is sampled is rolled back: the session's order does not concern it */
-	checks_were_on = SessionOrderChecks(false);
-	PG_TRY();
-	{
-		estimated = routine->estimate(linitial_node(RawStmt, raws)->stmt, statement, &estimate);
-	}
-	PG_FINALLY();
-	{
-		(void) SessionOrderChecks(checks_were_on);
-	}
-	PG_END_TRY();
-	if (!estimated)
+	if (list_length(raws) != 1 ||
+		!SessionOrderFreeEstimate(linitial_node(RawStmt, raws)->stmt, statement, &estimate))
 		return NULL;
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(psprintf(
 		"{\"rows\": " INT64_FORMAT ", \"bytes\": " INT64_FORMAT ", \"wal_bytes\": " INT64_FORMAT
@@ -414,7 +400,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 		return false;
 	CheckGroupable(routine, submit.kind_state);
 	command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
-	estimate = background_ddl_estimate ? EstimateAtSubmit(routine, command) : NULL;
+	estimate = background_ddl_estimate ? EstimateAtSubmit(command) : NULL;
 	routine->reserve(&submit);
 
 	memset(&submission, 0, sizeof(submission));

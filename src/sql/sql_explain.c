@@ -118,29 +118,16 @@ estimate_ddl(PG_FUNCTION_ARGS)
 	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Node	   *raw;
 	JobEstimate estimate;
-	volatile bool estimated = false;
 	ErrorContextCallback error_context;
 	TupleDesc	desc;
 	Datum		values[8];
 	bool		nulls[8] = {false};
-	volatile bool checks_were_on;
 
 	CatalogRequire();
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "estimate_ddl must return a record");
 	raw = ParseOneStatement(sql, &error_context);
-	/* What is sampled is rolled back: the session's order does not concern it */
-	checks_were_on = SessionOrderChecks(false);
-	PG_TRY();
-	{
-		estimated = raw != NULL && KindEstimate(raw, sql, &estimate);
-	}
-	PG_FINALLY();
-	{
-		(void) SessionOrderChecks(checks_were_on);
-	}
-	PG_END_TRY();
-	if (!estimated)
+	if (raw == NULL || !SessionOrderFreeEstimate(raw, sql, &estimate))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("estimate_ddl takes one %s statement, or a query", KindNames(true)),
