@@ -1314,6 +1314,66 @@ SubmittedJobsSucceeded(PGconn *conn)
 }
 
 /*
+ * The word at *sql (letters and underscores), after blanks and comments,
+ * copied into word (up to size - 1 characters); *sql moves past it
+ */
+static void
+NextWord(const char **sql, char *word, size_t size)
+{
+	const char *c = *sql;
+	size_t		length = 0;
+
+	for (;;)
+	{
+		while (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\n')
+			c++;
+		if (c[0] == '-' && c[1] == '-')
+			c += strcspn(c, "\n");
+		else if (c[0] == '/' && c[1] == '*')
+		{
+			/* (comments nest, as in the server's lexer) */
+			int			depth = 0;
+
+			do
+			{
+				if (c[0] == '/' && c[1] == '*')
+					depth++, c++;
+				else if (c[0] == '*' && c[1] == '/')
+					depth--, c++;
+				c++;
+			} while (depth > 0 && *c != '\0');
+		}
+		else
+			break;
+	}
+	while ((isalpha((unsigned char) *c) || *c == '_') && length + 1 < size)
+		word[length++] = *c++;
+	word[length] = '\0';
+	*sql = c;
+}
+
+/*
+ * Does the statement end or start a transaction block (BEGIN, START
+ * TRANSACTION, COMMIT, END, ROLLBACK, ABORT, PREPARE TRANSACTION)?  Told
+ * before it runs, since --atomic's transaction would be ended by it.
+ */
+static bool
+ControlsTransaction(const char *sql)
+{
+	static const char *const words[] = {"begin", "start", "commit", "end", "rollback", "abort"};
+	char		word[16];
+
+	NextWord(&sql, word, sizeof(word));
+	for (size_t i = 0; i < lengthof(words); i++)
+		if (pg_strcasecmp(word, words[i]) == 0)
+			return true;
+	if (pg_strcasecmp(word, "prepare") != 0)
+		return false;
+	NextWord(&sql, word, sizeof(word));
+	return pg_strcasecmp(word, "transaction") == 0;
+}
+
+/*
  * submit [--wait] SQL | -f FILE.  The statements run as the user wrote them,
  * with the user's search_path (which the job keeps for its worker too); the
  * client's own queries again without.  A file is one chain: each of its
@@ -1348,8 +1408,9 @@ SubmitStatements(PGconn *conn, const char *sql, const char *file_text, bool wait
 	SetSearchPath(conn, user_search_path);
 	for (int i = 0; group != NULL && i < nstatements; i++)
 	{
-		RunUserStatement(conn, statements[i], i + 1, lines[i]);
-		if (PQtransactionStatus(conn) != PQTRANS_INTRANS)
+		if (!ControlsTransaction(statements[i]))
+			RunUserStatement(conn, statements[i], i + 1, lines[i]);
+		if (ControlsTransaction(statements[i]) || PQtransactionStatus(conn) != PQTRANS_INTRANS)
 			fail(EXIT_REJECTED, "statement %d (line %d) ends the transaction of --atomic: leave out the file's own BEGIN, COMMIT and ROLLBACK",
 				 i + 1, lines[i]);
 	}

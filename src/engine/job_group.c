@@ -209,19 +209,27 @@ StillHandedOver(JobRun *run)
 	return pending == NIL && !ended;
 }
 
+/* The job row of member (again), as its worker loads it */
+static void
+ReloadMember(JobRun *member, const char *activity)
+{
+	JobStepBegin(activity, STEP_READ_COMMITTED);
+	MemoryContextSwitchTo(JobContext());
+	if (!CatalogJobLoad(member->job.id, &member->job, true))
+		elog(ERROR, "background DDL job %lld of a group does not exist", (long long) member->job.id);
+	JobStepEnd();
+}
+
 /* A job of the group as this worker runs it for the publication */
 static JobRun *
 LoadMember(int64 job_id)
 {
 	JobRun	   *member = MemoryContextAllocZero(JobContext(), sizeof(JobRun));
 
-	JobStepBegin("background_ddl: loading a job of its group", STEP_READ_COMMITTED);
-	MemoryContextSwitchTo(JobContext());
-	if (!CatalogJobLoad(job_id, &member->job, true))
-		elog(ERROR, "background DDL job %lld of a group does not exist", (long long) job_id);
+	member->job.id = job_id;
+	ReloadMember(member, "background_ddl: loading a job of its group");
 	member->claimed = true;
 	member->routine = KindRoutineForJob(&member->job);
-	JobStepEnd();
 	if (member->routine->start != NULL)
 		member->routine->start(member);
 	return member;
@@ -289,6 +297,9 @@ Publish(JobRun *run, List *members)
 	JobStepHoldPoint("publishing its group");
 	started = GetCurrentTimestamp();
 	result = PublishTogether(runs, &stopped);
+	/* What the undone publication changed of its job is undone too */
+	if (result != JOB_STEP_DONE)
+		ReloadMember(run, "background_ddl: reloading its job");
 	if (result == JOB_STEP_DONE)
 		ereport(LOG,
 				(errmsg("background DDL job %lld published its group \"%s\": jobs %s, in %.1f ms",
@@ -297,7 +308,8 @@ Publish(JobRun *run, List *members)
 	else if (result == JOB_STEP_TARGET_GONE && stopped != run)
 	{
 		/* Its target was dropped: it is cancelled, and the group with it */
-		JobError	error = {"the target was dropped", NULL, NULL, NULL};
+		const char *why = stopped->gone_reason != NULL ? stopped->gone_reason : "the target was dropped";
+		JobError	error = {why, NULL, NULL, NULL};
 
 		JobStepBegin("background_ddl: cancelling its group", STEP_READ_COMMITTED);
 		CatalogJobSetState(stopped->job.id, JOB_STATE_CANCELLING);
@@ -305,12 +317,14 @@ Publish(JobRun *run, List *members)
 		JobXactNotify(stopped->job.id, JOB_STATE_CANCELLING);
 		JobGroupCancel(&stopped->job, JOB_STATE_CANCELLED, run->job.id);
 		JobStepEnd();
-		run->gone_reason = psprintf("job %lld of its group \"%s\" was cancelled: its target was dropped",
-									(long long) stopped->job.id, run->job.cutover_group);
+		run->gone_reason = psprintf("job %lld of its group \"%s\" was cancelled: %s",
+									(long long) stopped->job.id, run->job.cutover_group, why);
 	}
 	else if (result == JOB_STEP_RESTART)
 	{
-		/* Restarted before the others get workers again */
+		/* Restarted before the others get workers again, from its job row */
+		if (stopped != run)
+			ReloadMember(stopped, "background_ddl: restarting a job of its group");
 		if (stopped->routine->restart_build != NULL)
 			(void) stopped->routine->restart_build(stopped);
 		JobStepBegin("background_ddl: releasing its group", STEP_READ_COMMITTED);

@@ -1963,16 +1963,6 @@ RunJobAttach(const BgddlJob *job)
 }
 
 /*
- * Every row is checked: the constraint is valid from this commit on, under
- * VALIDATE CONSTRAINT's SHARE UPDATE EXCLUSIVE, which writers do not wait
- * for.  A foreign key's last changed rows are checked under SHARE, which
- * keeps writers out for as long (a job's lock, asked for without queueing
- * first): none can change a row meanwhile.  A SET NOT NULL job's helper, valid, lets PostgreSQL's SET NOT NULL
- * skip its scan (it proves the column has no nulls), and is dropped: that
- * needs SET NOT NULL's ACCESS EXCLUSIVE, for as long as a few catalog
- * updates take.
- */
-/*
  * What the cut-over's ATTACH does under its locks beyond the helpers' reach
  * (an index created on the parent meanwhile, or a foreign key), logged; it
  * is what the blocking statement would have done
@@ -1996,85 +1986,77 @@ AttachSaysWhatItReads(const BgddlJob *job)
 }
 
 /*
- * An ATTACH's cut-over: ATTACH's own locks (SHARE UPDATE EXCLUSIVE on the
- * parent, which writers do not wait for; ACCESS EXCLUSIVE on the table
- * attached and the default partition, as a job takes a lock), its helpers
- * marked valid, PostgreSQL's ATTACH run (their valid helpers imply what it
- * would check: it reads no row), and the helpers dropped, as the blocking
- * statement would have left none.
+ * The lock the cut-over takes on the job's table (drops_capture: it drops
+ * a foreign key's capture triggers too).  A check's is VALIDATE
+ * CONSTRAINT's SHARE UPDATE EXCLUSIVE, which writers do not wait for; SET
+ * NOT NULL's and a key's, ACCESS EXCLUSIVE, for as long as a few catalog
+ * updates take.  A foreign key's cut-over checks
+ * the last changed rows with writers kept out (SHARE); with a capture that
+ * logs every change, it takes ACCESS EXCLUSIVE instead and drops the
+ * capture triggers too (DROP TRIGGER's lock): one moment of a strong lock
+ * at the end, not two.  An ATTACH takes ATTACH's SHARE UPDATE EXCLUSIVE on
+ * the parent, which writers do not wait for, and ACCESS EXCLUSIVE on the
+ * tables its helpers are on (AttachCutOver).
  */
-static JobStepResult
-AttachCutOver(JobRun *run)
+static LOCKMODE
+CutOverMode(const BgddlJob *job, bool drops_capture)
 {
-	HeapTuple	constraint;
-	bool		restarted;
-	List	   *carriers;
+	if (JobIsAttach(job))
+		return ShareUpdateExclusiveLock;
+	if (JobNotNullColumn(job) != InvalidAttrNumber || OidIsValid(JobKeyIndexOf(job->kind_state)) ||
+		drops_capture)
+		return AccessExclusiveLock;
+	return JobIsForeignKey(job) ? ShareLock : ShareUpdateExclusiveLock;
+}
 
-	constraint = BeginConstraintStep(run, "background_ddl: cutting over", ShareUpdateExclusiveLock,
-									 &restarted);
-	if (constraint == NULL)
-		return restarted ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
-	carriers = JobCarriers(&run->job, constraint, AccessExclusiveLock);
+/*
+ * An ATTACH's cut-over, under its lock on the parent: the tables its
+ * helpers are on locked ACCESS EXCLUSIVE (as a job takes a lock), its
+ * helpers marked valid, PostgreSQL's ATTACH run (their valid helpers imply
+ * what it would check: it reads no row), and the helpers dropped, as the
+ * blocking statement would have left none.
+ */
+static void
+AttachCutOver(JobRun *run, HeapTuple constraint)
+{
+	List	   *carriers = JobCarriers(&run->job, constraint, AccessExclusiveLock);
+
 	AttachSaysWhatItReads(&run->job);
 	MarkValid(carriers);
 	CommandCounterIncrement();
 	RunJobAttach(&run->job);
 	DropHelpers(&run->job, carriers);
-	JobRunSucceeded(run, run->job.target_oid, false, -1);
-	JobStepEnd();
-	return JOB_STEP_DONE;
 }
 
-JobStepResult
-ConstraintCutOver(JobRun *run)
+/*
+ * The cut-over's work, in its step, under its lock (mode) on the job's
+ * table: the tables below locked as VALIDATE locks them (any added
+ * meanwhile is checked first: JOB_STEP_MORE), a foreign key's last changed
+ * rows checked (with writers kept out, the last marks are read in one
+ * scan), the constraint marked valid, and the statement finished (SET NOT
+ * NULL, a key, ATTACH).  Every row is checked: the constraint is valid
+ * from this commit on.  A SET NOT NULL job's helper, valid, lets
+ * PostgreSQL's SET NOT NULL skip its scan (it proves the column has no
+ * nulls), and is dropped.
+ */
+static JobStepResult
+FinishConstraint(JobRun *run, HeapTuple constraint, LOCKMODE mode, bool drops_capture)
 {
 	AttrNumber	column = JobNotNullColumn(&run->job);
-	bool		key = OidIsValid(JobKeyIndexOf(run->job.kind_state));
-	bool		drops_capture;
-	LOCKMODE	mode;
-	HeapTuple	constraint;
-	bool		restarted;
 	List	   *carriers;
 
-	JobStepHoldPoint("cutting over");
 	if (JobIsAttach(&run->job))
-		return AttachCutOver(run);
-
-	/*
-	 * A foreign key's cut-over checks the last changed rows with writers
-	 * kept out (SHARE).  With a capture that logs every change, it takes
-	 * ACCESS EXCLUSIVE instead and drops the capture triggers too (DROP
-	 * TRIGGER's lock): one moment of a strong lock at the end, not two.
-	 * (Without one, it may have to check every row: readers keep reading.)
-	 */
-	drops_capture = false;
-	if (JobIsForeignKey(&run->job))
 	{
-		JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
-		drops_capture = CaptureTrusted(run->job.id);
-		JobStepEnd();
+		AttachCutOver(run, constraint);
+		JobRunSucceeded(run, run->job.target_oid, false, -1);
+		return JOB_STEP_DONE;
 	}
-	mode = column != InvalidAttrNumber || key || drops_capture ? AccessExclusiveLock :
-		JobIsForeignKey(&run->job) ? ShareLock : ShareUpdateExclusiveLock;
-	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode, &restarted);
-	if (constraint == NULL)
-		return restarted ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
-	/* The tables below, locked as VALIDATE locks them: any added meanwhile is checked first */
 	carriers = ConstraintCarriers(run->job.target_oid, constraint, mode);
 	if (AddNewParts(run, carriers))
-	{
-		JobStepEnd();
 		return JOB_STEP_MORE;
-	}
-	if (JobIsForeignKey(&run->job))
-	{
-		/* No row changes meanwhile: the last marks are read in one scan */
-		if (CheckChangedRows(run, constraint, INT_MAX, true) == JOB_STEP_RESTART)
-		{
-			JobStepEnd();
-			return JOB_STEP_RESTART;
-		}
-	}
+	if (JobIsForeignKey(&run->job) &&
+		CheckChangedRows(run, constraint, INT_MAX, true) == JOB_STEP_RESTART)
+		return JOB_STEP_RESTART;
 	MarkValid(carriers);
 	if (drops_capture)
 	{
@@ -2090,15 +2072,104 @@ ConstraintCutOver(JobRun *run)
 					  AccessExclusiveLock, run->job.command);
 		DropJobConstraint(&run->job, constraint);
 	}
-	else if (key)
+	else if (OidIsValid(JobKeyIndexOf(run->job.kind_state)))
 	{
 		CommandCounterIncrement();
 		ConstraintRunKey(&run->job);
 		DropJobConstraint(&run->job, constraint);
 	}
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
-	JobStepEnd();
 	return JOB_STEP_DONE;
+}
+
+JobStepResult
+ConstraintCutOver(JobRun *run)
+{
+	bool		drops_capture = false;
+	LOCKMODE	mode;
+	HeapTuple	constraint;
+	bool		restarted;
+	JobStepResult result;
+
+	JobStepHoldPoint("cutting over");
+	/* (without a capture that logs every change, it may have to check every row: readers keep reading) */
+	if (JobIsForeignKey(&run->job))
+	{
+		JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
+		drops_capture = CaptureTrusted(run->job.id);
+		JobStepEnd();
+	}
+	mode = CutOverMode(&run->job, drops_capture);
+	constraint = BeginConstraintStep(run, "background_ddl: cutting over", mode, &restarted);
+	if (constraint == NULL)
+		return restarted ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
+	result = FinishConstraint(run, constraint, mode, drops_capture);
+	JobStepEnd();
+	return result;
+}
+
+/*
+ * In a group (job_group.c): the cut-over's lock, taken before the group's
+ * snapshot.  A foreign key's capture triggers are left to the job's next
+ * worker, which drops them after the publication, as a view's.
+ */
+static void
+ConstraintCutOverLock(JobRun *run)
+{
+	JobStepLockRelation(run->job.target_oid, CutOverMode(&run->job, false),
+						background_ddl_lock_timeout_ms);
+}
+
+/*
+ * In a group: the cut-over's work, in the group's step.  Whatever would
+ * have the job check more rows first (tables added below, a constraint
+ * created again, changes not all captured) stops the publication
+ * (JOB_STEP_RESTART); ConstraintRestartBuild then records it once the
+ * step is undone.
+ */
+static JobStepResult
+ConstraintCutOverPublish(JobRun *run)
+{
+	HeapTuple	constraint;
+	JobStepResult result;
+
+	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
+	if (!JobRunTargetExists(run))
+		return JOB_STEP_TARGET_GONE;
+	constraint = JobConstraintTuple(&run->job);
+	if (constraint == NULL && JobConstraintCreatedAgain(run) != NULL)
+		return JOB_STEP_RESTART;
+	if (constraint == NULL)
+	{
+		run->gone_reason = "the constraint was dropped";
+		return JOB_STEP_TARGET_GONE;
+	}
+	result = FinishConstraint(run, constraint, CutOverMode(&run->job, false), false);
+	return result == JOB_STEP_MORE ? JOB_STEP_RESTART : result;
+}
+
+/*
+ * A group's publication stopped at this job (ConstraintCutOverPublish),
+ * and is undone: find again, in a step of its own, what stopped it, and
+ * record it, so that the job checks those rows before its group is
+ * published
+ */
+static JobStepResult
+ConstraintRestartBuild(JobRun *run)
+{
+	LOCKMODE	mode = CutOverMode(&run->job, false);
+	HeapTuple	constraint;
+	bool		restarted;
+
+	constraint = BeginConstraintStep(run, "background_ddl: restarting its check", mode, &restarted);
+	if (constraint == NULL)
+		return restarted ? JOB_STEP_RESTART : JOB_STEP_TARGET_GONE;
+	if (!JobIsAttach(&run->job) &&
+		!AddNewParts(run, ConstraintCarriers(run->job.target_oid, constraint, mode)) &&
+		JobIsForeignKey(&run->job))
+		(void) CheckChangedRows(run, constraint, INT_MAX, false);
+	JobStepEnd();
+	return JOB_STEP_RESTART;
 }
 
 /* Why the job's target is gone: its table was dropped */
@@ -2587,6 +2658,9 @@ const KindRoutine kind_constraint_routine = {
 	.backfill_step = ConstraintBackfillStep,
 	.catch_up = ConstraintCatchUp,
 	.cut_over = ConstraintCutOver,
+	.cut_over_lock = ConstraintCutOverLock,
+	.cut_over_publish = ConstraintCutOverPublish,
+	.restart_build = ConstraintRestartBuild,
 	.gone_reason = ConstraintGoneReason,
 	.discard = ConstraintDiscard,
 	.cleanup = ConstraintCleanup,

@@ -16,7 +16,15 @@
 #     job that reads another job of its group, a job with other settings, a
 #     later statement of the submitting transaction that uses a job's
 #     result;
-#  6. pg_bgddl submit --atomic -f FILE.
+#  6. pg_bgddl submit --atomic -f FILE;
+#  7. constraints (a foreign key, a check on a partitioned table, SET NOT
+#     NULL) published with a view, not valid until then; a partition
+#     created in the middle of the publication restarts a check;
+#  8. a constraint dropped in the middle of the publication cancels the
+#     group;
+#  9. another role's transaction under the same group name makes a group
+#     of its own;
+# 10. ATTACH PARTITION and ADD PRIMARY KEY USING INDEX in a group.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -213,7 +221,7 @@ like($stderr, qr/background_ddl.cutover_group groups the jobs of one transaction
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
 CREATE UNIQUE INDEX ON small (a); COMMIT});
-like($stderr, qr/a CREATE INDEX job cannot be published with a group/,
+like($stderr, qr/this CREATE INDEX job cannot be published with a group/,
 	'5: a unique index (CREATE INDEX CONCURRENTLY makes it valid itself)');
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
@@ -261,6 +269,150 @@ IPC::Run::run([ 'pg_bgddl', '-h', $node->host, '-p', $node->port, '-d', 'postgre
 	'submit', '--atomic', '-f', $file_with_commit ], '>', \$out6, '2>', \$err6);
 like($err6, qr/statement 2 \(line 3\) ends the transaction of --atomic/,
 	'6: a file with its own COMMIT is refused');
+is( $node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'mv7'}),
+	'0', '6: ... before it runs: nothing of the file is submitted');
+
+# 7. Constraints in a group with a view: a foreign key, a check on a
+#    partitioned table and a SET NOT NULL stay NOT VALID until the group's
+#    transaction marks them valid with the view's publication; a partition
+#    created in the middle of the publication stops it (the check must read
+#    the new partition's rows first), and the group is published again
+$node->safe_psql('postgres', q{
+CREATE TABLE parent_t (id int PRIMARY KEY);
+INSERT INTO parent_t SELECT generate_series(1, 1000);
+CREATE TABLE child_t (id int, parent_id int);
+INSERT INTO child_t SELECT g, g % 1000 + 1 FROM generate_series(1, 20000) g;
+CREATE TABLE pt (id int, v int) PARTITION BY RANGE (id);
+CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (10000);
+INSERT INTO pt SELECT g, g FROM generate_series(1, 9999) g;
+CREATE TABLE nn (x int);
+INSERT INTO nn SELECT generate_series(1, 5000);
+});
+$hold = hold_at($node, 'publishing its group');
+@jobs = submit_group('release-7',
+	'CREATE MATERIALIZED VIEW mv7 AS SELECT a FROM small',
+	'ALTER TABLE child_t ADD CONSTRAINT child_parent FOREIGN KEY (parent_id) REFERENCES parent_t',
+	'ALTER TABLE pt ADD CONSTRAINT pt_v CHECK (v > 0)',
+	'ALTER TABLE nn ALTER COLUMN x SET NOT NULL');
+is(scalar @jobs, 4, '7: four jobs in the group');
+ok(held_at_hold($node), '7: the publisher is held in the publication');
+is( $node->safe_psql('postgres', q{SELECT string_agg(conname || ' ' || convalidated, ', ' ORDER BY conname, conrelid)
+	  FROM pg_constraint WHERE conname IN ('child_parent', 'pt_v')}),
+	'child_parent false, pt_v false, pt_v false', '7: the constraints are all checked, and not valid yet');
+is($node->safe_psql('postgres', q{SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nn'::regclass AND attname = 'x'}),
+	'f', '7: the column is not NOT NULL yet');
+($ret, $out, $stderr) = $node->psql('postgres', 'SELECT count(*) FROM mv7');
+like($stderr, qr/"mv7" is being built by background DDL job $jobs[0]/, '7: the view is not usable yet');
+$node->safe_psql('postgres', q{
+CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (10000) TO (20000);
+INSERT INTO pt SELECT g, g FROM generate_series(10000, 10999) g;
+});
+release_hold($node, $hold);
+ok(wait_job_state($node, $_, 'succeeded'), "7: job $_ succeeded") for @jobs;
+like(slurp_file($node->logfile),
+	qr/background DDL job $jobs[2]: 1 tables that carry its constraint were added below "pt"; their rows are checked too/,
+	'7: the publication stopped for the new partition, whose rows were checked');
+is( $node->safe_psql('postgres', q{SELECT string_agg(conname || ' ' || convalidated, ', ' ORDER BY conname, conrelid)
+	  FROM pg_constraint WHERE conname IN ('child_parent', 'pt_v')}),
+	'child_parent true, pt_v true, pt_v true, pt_v true', '7: the constraints are valid');
+is($node->safe_psql('postgres', q{SELECT attnotnull FROM pg_attribute WHERE attrelid = 'nn'::regclass AND attname = 'x'}),
+	't', '7: the column is NOT NULL');
+is( $node->safe_psql('postgres', q{SELECT count(DISTINCT x) FROM (
+	  SELECT xmin::text AS x FROM pg_class WHERE oid = 'mv7'::regclass
+	  UNION ALL SELECT xmin::text FROM pg_constraint
+	   WHERE conname IN ('child_parent', 'pt_v') AND conrelid <> 'pt_2'::regclass
+	  UNION ALL SELECT xmin::text FROM pg_attribute WHERE attrelid = 'nn'::regclass AND attname = 'x') a}),
+	'1', '7: one transaction published the view and made the constraints valid (the xmin of their catalog rows)');
+is(differences($node, 'mv7', 'SELECT a FROM small'), '0', '7: the view is exact');
+is( $node->safe_psql('postgres', q{SELECT count(*) FROM pg_constraint WHERE conrelid = 'nn'::regclass}),
+	'0', '7: the helper of SET NOT NULL is dropped');
+check_no_leftovers($node, $_) for @jobs;
+($ret, $out, $stderr) = $node->psql('postgres', 'INSERT INTO child_t VALUES (0, 5000)');
+like($stderr, qr/violates foreign key constraint "child_parent"/, '7: the foreign key is in force');
+
+# 8. A job whose constraint is dropped in the middle of the publication:
+#    its group is cancelled, nothing of any is left
+$node->safe_psql('postgres', q{CREATE TABLE c8 (x int); INSERT INTO c8 SELECT generate_series(1, 1000);});
+$hold = hold_at($node, 'publishing its group');
+@jobs = submit_group('release-8',
+	'CREATE MATERIALIZED VIEW mv8 AS SELECT a FROM small',
+	'ALTER TABLE c8 ADD CONSTRAINT c8_pos CHECK (x > 0)');
+ok(held_at_hold($node), '8: the publisher is held in the publication');
+$publisher = $node->safe_psql('postgres',
+	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-8' AND pid IS NOT NULL");
+$node->safe_psql('postgres', 'ALTER TABLE c8 DROP CONSTRAINT c8_pos');
+release_hold($node, $hold);
+ok(wait_job_state($node, $_, 'cancelled'), "8: job $_ is cancelled") for @jobs;
+is(job_field($node, $jobs[1], 'error'), 'the constraint was dropped', '8: the constraint\'s job says why');
+is(job_field($node, $jobs[0], 'error'),
+	$publisher eq $jobs[0]
+	  ? "job $jobs[1] of its group \"release-8\" was cancelled: the constraint was dropped"
+	  : "job $jobs[1] of its group \"release-8\" was cancelled",
+	'8: the view\'s job says why');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'mv8'}),
+	'0', '8: the view is not left');
+check_no_leftovers($node, $_) for @jobs;
+
+# 9. A group is one transaction's jobs: another role's transaction under the
+#    same name makes a group of its own, which neither joins nor waits for
+#    the first
+$node->safe_psql('postgres', q{CREATE ROLE mallory LOGIN;
+GRANT SELECT ON small TO mallory; GRANT CREATE ON SCHEMA public TO mallory;});
+$gate = gate('gate9');
+my @victim = submit_group('shared',
+	'CREATE MATERIALIZED VIEW v9 AS SELECT a FROM small',
+	"SET LOCAL background_ddl.after = '$gate'",
+	'CREATE MATERIALIZED VIEW v10 AS SELECT a FROM small');
+ok( $node->poll_query_until('postgres',
+		"SELECT phase FROM pg_stat_background_ddl WHERE id = $victim[0]", 'ready'),
+	'9: the first group waits for its second job');
+$node->safe_psql('postgres', q{SET background_ddl = on; BEGIN;
+SET LOCAL background_ddl.cutover_group = 'shared';
+CREATE MATERIALIZED VIEW m9 AS SELECT a FROM small; COMMIT;}, extra_params => [ '-U', 'mallory' ]);
+my $mallory_job = $node->safe_psql('postgres',
+	"SELECT id FROM pg_stat_background_ddl WHERE target = 'public.m9'");
+ok(wait_job_state($node, $mallory_job, 'succeeded'), '9: the other role\'s job is published on its own');
+is( $node->safe_psql('postgres', "SELECT phase || ' ' || (state IN ('queued', 'running'))
+	 FROM pg_stat_background_ddl WHERE id = $victim[0]"),
+	'ready true', '9: the first group is not published with it');
+is( $node->safe_psql('postgres', "SELECT count(DISTINCT group_id) FROM background_ddl.job
+	 WHERE id IN ($victim[0], $victim[1], $mallory_job)"),
+	'2', '9: two groups of one name');
+($ret, $out, $stderr) = $node->psql('postgres', "SELECT cancel_ddl($victim[0])",
+	extra_params => [ '-U', 'mallory' ]);
+like($stderr, qr/permission denied|must be/, '9: the other role cannot cancel the first group');
+$node->safe_psql('postgres', "CALL complete_ddl($gate)");
+ok(wait_job_state($node, $_, 'succeeded'), "9: job $_ of the first group succeeded") for @victim;
+
+# 10. ATTACH PARTITION and ADD PRIMARY KEY USING INDEX published with a view,
+#     in one transaction; ADD PRIMARY KEY that builds its index is refused
+$node->safe_psql('postgres', q{
+CREATE TABLE ap (id int, v int) PARTITION BY RANGE (id);
+CREATE TABLE ap_1 PARTITION OF ap FOR VALUES FROM (0) TO (1000);
+CREATE TABLE ap_2 (id int, v int);
+INSERT INTO ap_2 SELECT g, g FROM generate_series(1000, 1999) g;
+CREATE TABLE k (id int, v int);
+INSERT INTO k SELECT g, g FROM generate_series(1, 5000) g;
+CREATE UNIQUE INDEX k_id ON k (id);
+});
+@jobs = submit_group('release-10',
+	'ALTER TABLE ap ATTACH PARTITION ap_2 FOR VALUES FROM (1000) TO (2000)',
+	'ALTER TABLE k ADD PRIMARY KEY USING INDEX k_id',
+	'CREATE MATERIALIZED VIEW mv10 AS SELECT a FROM small');
+ok(wait_job_state($node, $_, 'succeeded'), "10: job $_ succeeded") for @jobs;
+is( $node->safe_psql('postgres', q{SELECT count(DISTINCT x) FROM (
+	  SELECT xmin::text AS x FROM pg_class WHERE oid = 'mv10'::regclass
+	  UNION ALL SELECT xmin::text FROM pg_inherits WHERE inhrelid = 'ap_2'::regclass
+	  UNION ALL SELECT xmin::text FROM pg_constraint WHERE conrelid = 'k'::regclass AND contype = 'p') a}),
+	'1', '10: the partition attached, the key and the view in one transaction');
+is( $node->safe_psql('postgres', q{SELECT count(*) FROM pg_constraint WHERE conrelid IN ('ap_2'::regclass, 'k'::regclass) AND contype = 'c'}),
+	'0', '10: no helper is left');
+check_no_leftovers($node, $_) for @jobs;
+($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
+SET LOCAL background_ddl.cutover_group = 'g';
+ALTER TABLE small ADD PRIMARY KEY (a); COMMIT});
+like($stderr, qr/this ALTER TABLE job cannot be published with a group/,
+	'10: a key that builds its index (with CREATE INDEX CONCURRENTLY) is refused');
 
 $node->stop;
 done_testing();
