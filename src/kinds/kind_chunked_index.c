@@ -603,37 +603,19 @@ AwaitOlderSnapshotsStep(JobRun *run)
 	return JOB_STEP_DONE;
 }
 
-/* A group's publication: the index's table, as CREATE INDEX CONCURRENTLY holds it */
-static void
-ChunkedIndexCutOverLock(JobRun *run)
-{
-	JobStepLockRelation(IndexedTable(&run->job), ShareUpdateExclusiveLock,
-						background_ddl_lock_timeout_ms);
-}
-
-/* ... and the index marked valid, in the group's transaction */
+/*
+ * A group's publication (IndexCutOverLock): the index, built and validated,
+ * marked valid in the group's transaction, with its expression statistics
+ */
 static JobStepResult
 ChunkedIndexCutOverPublish(JobRun *run)
 {
-	Oid			table_oid = IndexedTable(&run->job);
-	bool		valid;
+	bool		marked;
+	JobStepResult result = IndexPublishHeld(run, Stage(&run->job) == STAGE_VALIDATED, &marked);
 
-	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
-	if (!IndexTableExists(run) || !JobRunTargetExists(run) ||
-		!IndexBuildIsIndex(run->job.target_oid, &valid))
-		return JOB_STEP_TARGET_GONE;
-	if (!valid)
-	{
-		if (Stage(&run->job) != STAGE_VALIDATED)
-			elog(ERROR, "index %u of background DDL job %lld is not built",
-				 run->job.target_oid, (long long) run->job.id);
-		index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
-		CacheInvalidateRelcacheByRelid(table_oid);
-		CommandCounterIncrement();
-		IndexBuildAnalyzeExpressions(&run->job, table_oid, run->job.target_oid);
-	}
-	JobRunSucceeded(run, run->job.target_oid, false, -1);
-	return JOB_STEP_DONE;
+	if (marked)
+		IndexBuildAnalyzeExpressions(&run->job, IndexedTable(&run->job), run->job.target_oid);
+	return result;
 }
 
 /* The next step of the stage the job is at, until the index is valid */
@@ -741,7 +723,7 @@ const KindRoutine kind_chunked_index_routine = {
 	.backfill_step = ChunkedIndexBackfillStep,
 	.help_step = ChunkedIndexHelpStep,
 	.cut_over = IndexCutOver,
-	.cut_over_lock = ChunkedIndexCutOverLock,
+	.cut_over_lock = IndexCutOverLock,
 	.cut_over_publish = ChunkedIndexCutOverPublish,
 	.progress = ChunkedIndexProgress,
 	.gone_reason = IndexGoneReason,

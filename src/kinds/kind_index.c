@@ -70,6 +70,7 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -100,6 +101,7 @@
 #define STATE_TABLE_OID		"table_oid"
 #define STATE_PARTS			"parts"
 #define STATE_NAMESPACE_OID	"namespace_oid"	/* of a table that does not exist yet */
+#define STATE_HELD			"held"		/* built, and held back for its group */
 
 static IndexStmt *
 IndexStatement(KindSubmit *submit)
@@ -955,6 +957,23 @@ IndexCheck(JobRun *run, bool *is_index, bool *valid)
 }
 
 /*
+ * In a group, in the last transaction of CREATE INDEX CONCURRENTLY, which
+ * marked the index valid: invalid again, so that nobody sees it valid
+ * before the group's transaction (IndexPublishHeld).  It is built, and
+ * every writer keeps it up to date meanwhile (and checks a unique index's
+ * keys), as during CREATE INDEX CONCURRENTLY; its job knows it is held.
+ */
+static void
+HoldBack(JobRun *run, Oid table_oid)
+{
+	CommandCounterIncrement();
+	index_set_state_flags(run->job.target_oid, INDEX_DROP_CLEAR_VALID);
+	CacheInvalidateRelcacheByRelid(table_oid);
+	JobRunSetStateInt(run, STATE_HELD, 1);
+	CatalogJobRecordKindState(&run->job);
+}
+
+/*
  * CREATE INDEX CONCURRENTLY with the stored statement.  Its first phase
  * commits the placeholder's drop, the index's OID in the job row and the
  * invalid index together.  Runs as the submitting role, with
@@ -988,6 +1007,8 @@ BuildIndex(JobRun *run)
 	run->job.target_oid = index_oid;
 	CatalogJobRecordTarget(run->job.id, index_oid);
 	(void) IndexBuildDefine(&run->job, table_oid, stmt, index_oid, InvalidOid);
+	if (run->job.group_id != 0)
+		HoldBack(run, table_oid);
 	JobStepEnd();
 	return JOB_STEP_DONE;
 }
@@ -1002,7 +1023,7 @@ IndexBackfillStep(JobRun *run)
 	JobStepHoldPoint("chunk 0");
 	if (!IndexCheck(run, &is_index, &valid))
 		return JOB_STEP_TARGET_GONE;
-	if (is_index && valid)
+	if (is_index && (valid || CatalogKindStateInt(run->job.kind_state, STATE_HELD) != 0))
 		return JOB_STEP_DONE;
 	if (is_index)
 	{
@@ -1041,6 +1062,53 @@ JobStepResult
 IndexCutOver(JobRun *run)
 {
 	return IndexPublish(run, false);
+}
+
+/* A group's publication: the index's table, as CREATE INDEX CONCURRENTLY holds it */
+void
+IndexCutOverLock(JobRun *run)
+{
+	JobStepLockRelation(IndexedTable(&run->job), ShareUpdateExclusiveLock,
+						background_ddl_lock_timeout_ms);
+}
+
+/*
+ * ... and, in the group's transaction, the index held back invalid (built:
+ * its job says so) marked valid; *marked says whether it was (a rewrite
+ * of the table may have made it valid already)
+ */
+JobStepResult
+IndexPublishHeld(JobRun *run, bool built, bool *marked)
+{
+	Oid			table_oid = IndexedTable(&run->job);
+	bool		valid;
+
+	*marked = false;
+	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
+	if (!IndexTableExists(run) || !JobRunTargetExists(run) ||
+		!IndexBuildIsIndex(run->job.target_oid, &valid))
+		return JOB_STEP_TARGET_GONE;
+	if (!valid)
+	{
+		if (!built)
+			elog(ERROR, "index %u of background DDL job %lld is not built",
+				 run->job.target_oid, (long long) run->job.id);
+		index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
+		CacheInvalidateRelcacheByRelid(table_oid);
+		CommandCounterIncrement();
+		*marked = true;
+	}
+	JobRunSucceeded(run, run->job.target_oid, false, -1);
+	return JOB_STEP_DONE;
+}
+
+/* IndexPublishHeld of an index that CREATE INDEX CONCURRENTLY built (BuildIndex) */
+static JobStepResult
+IndexCutOverPublish(JobRun *run)
+{
+	bool		marked;
+
+	return IndexPublishHeld(run, CatalogKindStateInt(run->job.kind_state, STATE_HELD) != 0, &marked);
 }
 
 /*
@@ -1149,6 +1217,8 @@ const KindRoutine kind_index_routine = {
 	.plan = IndexPlan,
 	.backfill_step = IndexBackfillStep,
 	.cut_over = IndexCutOver,
+	.cut_over_lock = IndexCutOverLock,
+	.cut_over_publish = IndexCutOverPublish,
 	.progress = IndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = IndexDiscard,

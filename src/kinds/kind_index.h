@@ -36,6 +36,8 @@ extern bool IndexCheck(JobRun *run, bool *is_index, bool *valid);
 extern JobStepResult IndexPublish(JobRun *run, bool may_stay_invalid);
 extern void IndexPlan(JobRun *run);
 extern JobStepResult IndexCutOver(JobRun *run);
+extern void IndexCutOverLock(JobRun *run);
+extern JobStepResult IndexPublishHeld(JobRun *run, bool built, bool *marked);
 extern void IndexRestartBuildStep(JobRun *run, void *arg);
 extern Oid	IndexBuildHere(const BgddlJob *job);
 extern bool IndexDiscardsInAnyTransaction(const BgddlJob *job);

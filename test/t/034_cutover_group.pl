@@ -12,7 +12,7 @@
 #  3. a job of a group that fails cancels the others: nothing of any is
 #     left;
 #  4. cancel_ddl of one job cancels the group;
-#  5. what cannot be a group's: outside a transaction block, a unique index, a
+#  5. what cannot be a group's: outside a transaction block, a partitioned index, a
 #     job that reads another job of its group, a job with other settings, a
 #     later statement of the submitting transaction that uses a job's
 #     result;
@@ -24,7 +24,10 @@
 #     group;
 #  9. another role's transaction under the same group name makes a group
 #     of its own;
-# 10. ATTACH PARTITION and ADD PRIMARY KEY USING INDEX in a group.
+# 10. ATTACH PARTITION and ADD PRIMARY KEY USING INDEX in a group;
+# 11. indexes that CREATE INDEX CONCURRENTLY builds (unique, GIN): held
+#     back invalid once built, through a crash, and made valid by the
+#     group's transaction.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -218,11 +221,13 @@ SET background_ddl.cutover_group = 'g';
 CREATE MATERIALIZED VIEW mv5 AS SELECT a FROM small});
 like($stderr, qr/background_ddl.cutover_group groups the jobs of one transaction block/,
 	'5: outside a transaction block');
+$node->safe_psql('postgres', q{CREATE TABLE parted (a int) PARTITION BY RANGE (a);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);});
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
-CREATE UNIQUE INDEX ON small (a); COMMIT});
+CREATE INDEX ON parted (a); COMMIT});
 like($stderr, qr/this CREATE INDEX job cannot be published with a group/,
-	'5: a unique index (CREATE INDEX CONCURRENTLY makes it valid itself)');
+	'5: an index on a partitioned table (its partitions\' indexes are valid each once built)');
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
 CREATE MATERIALIZED VIEW mv5 AS SELECT a FROM small;
@@ -413,6 +418,54 @@ SET LOCAL background_ddl.cutover_group = 'g';
 ALTER TABLE small ADD PRIMARY KEY (a); COMMIT});
 like($stderr, qr/this ALTER TABLE job cannot be published with a group/,
 	'10: a key that builds its index (with CREATE INDEX CONCURRENTLY) is refused');
+
+# 11. Indexes that CREATE INDEX CONCURRENTLY builds, in a group held back by
+#     a gate: once built each stays invalid (a unique one checks its keys
+#     meanwhile, as during CREATE INDEX CONCURRENTLY), a crash does not
+#     build it again, and the group's transaction makes them valid
+$node->safe_psql('postgres', q{CREATE TABLE u (id int, tags int[]);
+INSERT INTO u SELECT g, ARRAY[g % 7, g % 11] FROM generate_series(1, 20000) g;});
+$gate = gate('gate11');
+@jobs = submit_group('release-11',
+	'CREATE UNIQUE INDEX u_id ON u (id)',
+	'CREATE INDEX u_tags ON u USING gin (tags)',
+	"SET LOCAL background_ddl.after = '$gate'",
+	'CREATE MATERIALIZED VIEW mv11 AS SELECT a FROM small');
+ok( $node->poll_query_until('postgres', qq{SELECT count(*) = 2 FROM pg_stat_background_ddl
+	 WHERE id IN ($jobs[0], $jobs[1]) AND phase = 'ready'}),
+	'11: both indexes are built and wait for the view');
+is( $node->safe_psql('postgres', q{SELECT string_agg(indisready || ' ' || indisvalid, ', ' ORDER BY indexrelid)
+	  FROM pg_index WHERE indrelid = 'u'::regclass}),
+	'true false, true false', '11: ready for inserts, not valid');
+($ret, $out, $stderr) = $node->psql('postgres', 'INSERT INTO u VALUES (5, NULL)');
+like($stderr, qr/duplicate key value violates unique constraint "u_id"/,
+	'11: the unique index checks the keys of new rows already');
+my $held_oids = $node->safe_psql('postgres',
+	q{SELECT string_agg(indexrelid::text, ' ' ORDER BY indexrelid) FROM pg_index WHERE indrelid = 'u'::regclass});
+kill_and_recover($node, $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'background_ddl scheduler'"));
+ok( $node->poll_query_until('postgres', qq{SELECT count(*) = 2 FROM pg_stat_background_ddl
+	 WHERE id IN ($jobs[0], $jobs[1]) AND phase = 'ready'}),
+	'11: after a crash both are ready again');
+is( $node->safe_psql('postgres',
+		q{SELECT string_agg(indexrelid::text, ' ' ORDER BY indexrelid) FROM pg_index WHERE indrelid = 'u'::regclass}),
+	$held_oids, '11: ... the same indexes, not built again');
+$node->safe_psql('postgres', 'INSERT INTO u SELECT g, ARRAY[g] FROM generate_series(20001, 20100) g');
+$node->safe_psql('postgres', "CALL complete_ddl($gate)");
+ok(wait_job_state($node, $_, 'succeeded'), "11: job $_ succeeded") for @jobs;
+is( $node->safe_psql('postgres', q{SELECT count(DISTINCT x) || ' ' || bool_and(v) FROM (
+	  SELECT xmin::text AS x, true AS v FROM pg_class WHERE oid = 'mv11'::regclass
+	  UNION ALL SELECT xmin::text, indisvalid FROM pg_index WHERE indrelid = 'u'::regclass) a}),
+	'1 true', '11: the group\'s transaction made both valid and published the view');
+is( $node->safe_psql('postgres', q{SELECT bt_index_check('u_id', true) IS NOT NULL}),
+	't', '11: the unique index has every row (amcheck, heapallindexed)');
+like( $node->safe_psql('postgres', q{SET enable_seqscan = off;
+	  EXPLAIN (COSTS OFF) SELECT count(*) FROM u WHERE tags @> ARRAY[20050]}),
+	qr/Bitmap Index Scan on u_tags/, '11: the planner uses the GIN index');
+is( $node->safe_psql('postgres', q{SET enable_seqscan = off;
+	  SELECT count(*) FROM u WHERE tags @> ARRAY[20050]}),
+	'1', '11: the GIN index has a row written while it was held');
+check_no_leftovers($node, $_) for @jobs;
 
 $node->stop;
 done_testing();
