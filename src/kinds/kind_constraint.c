@@ -2113,7 +2113,7 @@ ConstraintCutOver(JobRun *run)
  * snapshot.  A foreign key's capture triggers are left to the job's next
  * worker, which drops them after the publication, as a view's.
  */
-static void
+void
 ConstraintCutOverLock(JobRun *run)
 {
 	JobStepLockRelation(run->job.target_oid, CutOverMode(&run->job, false),
@@ -2127,7 +2127,7 @@ ConstraintCutOverLock(JobRun *run)
  * (JOB_STEP_RESTART); ConstraintRestartBuild then records it once the
  * step is undone.
  */
-static JobStepResult
+JobStepResult
 ConstraintCutOverPublish(JobRun *run)
 {
 	HeapTuple	constraint;
@@ -2154,7 +2154,7 @@ ConstraintCutOverPublish(JobRun *run)
  * record it, so that the job checks those rows before its group is
  * published
  */
-static JobStepResult
+JobStepResult
 ConstraintRestartBuild(JobRun *run)
 {
 	LOCKMODE	mode = CutOverMode(&run->job, false);

@@ -45,6 +45,9 @@ extern void ConstraintStart(JobRun *run);
 extern void ConstraintPlan(JobRun *run);
 extern JobStepResult ConstraintBackfillStep(JobRun *run);
 extern JobStepResult ConstraintCutOver(JobRun *run);
+extern void ConstraintCutOverLock(JobRun *run);
+extern JobStepResult ConstraintCutOverPublish(JobRun *run);
+extern JobStepResult ConstraintRestartBuild(JobRun *run);
 extern const char *ConstraintGoneReason(const BgddlJob *job);
 extern void ConstraintDiscard(const BgddlJob *job, bool keep_target);
 

@@ -958,19 +958,27 @@ IndexCheck(JobRun *run, bool *is_index, bool *valid)
 
 /*
  * In a group, in the last transaction of CREATE INDEX CONCURRENTLY, which
- * marked the index valid: invalid again, so that nobody sees it valid
- * before the group's transaction (IndexPublishHeld).  It is built, and
- * every writer keeps it up to date meanwhile (and checks a unique index's
- * keys), as during CREATE INDEX CONCURRENTLY; its job knows it is held.
+ * marked index_oid (of table_oid) valid: invalid again, so that nobody
+ * sees it valid before the group's transaction (IndexMarkValid).  It is
+ * built, and every writer keeps it up to date meanwhile (and checks a
+ * unique index's keys), as during CREATE INDEX CONCURRENTLY; its job knows
+ * it is held (IndexHeld).
  */
-static void
-HoldBack(JobRun *run, Oid table_oid)
+void
+IndexHoldBack(JobRun *run, Oid index_oid, Oid table_oid)
 {
 	CommandCounterIncrement();
-	index_set_state_flags(run->job.target_oid, INDEX_DROP_CLEAR_VALID);
+	index_set_state_flags(index_oid, INDEX_DROP_CLEAR_VALID);
 	CacheInvalidateRelcacheByRelid(table_oid);
 	JobRunSetStateInt(run, STATE_HELD, 1);
 	CatalogJobRecordKindState(&run->job);
+}
+
+/* Is the job's index built, and held back for its group (IndexHoldBack)? */
+bool
+IndexHeld(const BgddlJob *job)
+{
+	return CatalogKindStateInt(job->kind_state, STATE_HELD) != 0;
 }
 
 /*
@@ -1008,7 +1016,7 @@ BuildIndex(JobRun *run)
 	CatalogJobRecordTarget(run->job.id, index_oid);
 	(void) IndexBuildDefine(&run->job, table_oid, stmt, index_oid, InvalidOid);
 	if (run->job.group_id != 0)
-		HoldBack(run, table_oid);
+		IndexHoldBack(run, index_oid, table_oid);
 	JobStepEnd();
 	return JOB_STEP_DONE;
 }
@@ -1023,7 +1031,7 @@ IndexBackfillStep(JobRun *run)
 	JobStepHoldPoint("chunk 0");
 	if (!IndexCheck(run, &is_index, &valid))
 		return JOB_STEP_TARGET_GONE;
-	if (is_index && (valid || CatalogKindStateInt(run->job.kind_state, STATE_HELD) != 0))
+	if (is_index && (valid || IndexHeld(&run->job)))
 		return JOB_STEP_DONE;
 	if (is_index)
 	{
@@ -1073,14 +1081,33 @@ IndexCutOverLock(JobRun *run)
 }
 
 /*
- * ... and, in the group's transaction, the index held back invalid (built:
- * its job says so) marked valid; *marked says whether it was (a rewrite
- * of the table may have made it valid already)
+ * In a group's transaction: index_oid (of table_oid), held back invalid
+ * once built (built: its job says so), marked valid.  False if it was valid
+ * already (a rewrite of the table may have made it valid).
+ */
+bool
+IndexMarkValid(const BgddlJob *job, Oid index_oid, Oid table_oid, bool built)
+{
+	bool		valid;
+
+	if (IndexBuildIsIndex(index_oid, &valid) && valid)
+		return false;
+	if (!built)
+		elog(ERROR, "index %u of background DDL job %lld is not built",
+			 index_oid, (long long) job->id);
+	index_set_state_flags(index_oid, INDEX_CREATE_SET_VALID);
+	CacheInvalidateRelcacheByRelid(table_oid);
+	CommandCounterIncrement();
+	return true;
+}
+
+/*
+ * ... and, in the group's transaction, the job's index marked valid
+ * (IndexMarkValid; *marked: whether it was)
  */
 JobStepResult
 IndexPublishHeld(JobRun *run, bool built, bool *marked)
 {
-	Oid			table_oid = IndexedTable(&run->job);
 	bool		valid;
 
 	*marked = false;
@@ -1088,16 +1115,7 @@ IndexPublishHeld(JobRun *run, bool built, bool *marked)
 	if (!IndexTableExists(run) || !JobRunTargetExists(run) ||
 		!IndexBuildIsIndex(run->job.target_oid, &valid))
 		return JOB_STEP_TARGET_GONE;
-	if (!valid)
-	{
-		if (!built)
-			elog(ERROR, "index %u of background DDL job %lld is not built",
-				 run->job.target_oid, (long long) run->job.id);
-		index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
-		CacheInvalidateRelcacheByRelid(table_oid);
-		CommandCounterIncrement();
-		*marked = true;
-	}
+	*marked = IndexMarkValid(&run->job, run->job.target_oid, IndexedTable(&run->job), built);
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
 	return JOB_STEP_DONE;
 }
@@ -1108,7 +1126,7 @@ IndexCutOverPublish(JobRun *run)
 {
 	bool		marked;
 
-	return IndexPublishHeld(run, CatalogKindStateInt(run->job.kind_state, STATE_HELD) != 0, &marked);
+	return IndexPublishHeld(run, IndexHeld(&run->job), &marked);
 }
 
 /*

@@ -434,6 +434,8 @@ BuildKeyIndex(JobRun *run)
 	CatalogKindStateSetText(&run->job.kind_state, STATE_KEY_INDEX_NAME, stmt->idxname);
 	CatalogJobRecordKindState(&run->job);
 	(void) IndexBuildDefine(&run->job, table, stmt, index, InvalidOid);
+	if (run->job.group_id != 0)
+		IndexHoldBack(run, index, table);
 	JobStepEnd();
 	return JOB_STEP_MORE;
 }
@@ -531,6 +533,7 @@ KeyBackfillStep(JobRun *run)
 	JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
 	exists = JobRunTargetExists(run) && AdoptKeyIndex(run);
 	is_index = IndexBuildIsIndex(KeyIndex(&run->job), &valid);
+	valid |= is_index && IndexHeld(&run->job);	/* built, held back for its group */
 	JobStepEnd();
 	if (!exists)
 		return JOB_STEP_TARGET_GONE;
@@ -575,6 +578,35 @@ KeyCutOver(JobRun *run)
 	ConstraintRunKey(&run->job);
 	JobRunSucceeded(run, run->job.target_oid, false, -1);
 	JobStepEnd();
+	return JOB_STEP_DONE;
+}
+
+/* A group's publication: ADD CONSTRAINT ... USING INDEX's lock */
+static void
+KeyCutOverLock(JobRun *run)
+{
+	JobStepLockRelation(run->job.target_oid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
+}
+
+/*
+ * ... and in the group's transaction the index, held back invalid once
+ * built, marked valid, then the end of KeyCutOver
+ */
+static JobStepResult
+KeyCutOverPublish(JobRun *run)
+{
+	bool		valid;
+
+	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
+	if (!JobRunTargetExists(run) || !AdoptKeyIndex(run) ||
+		!IndexBuildIsIndex(KeyIndex(&run->job), &valid))
+		return JOB_STEP_TARGET_GONE;
+	(void) IndexMarkValid(&run->job, KeyIndex(&run->job), run->job.target_oid,
+						  IndexHeld(&run->job));
+	if (OidIsValid(ConstraintOfJob(&run->job)))
+		return ConstraintCutOverPublish(run);
+	ConstraintRunKey(&run->job);
+	JobRunSucceeded(run, run->job.target_oid, false, -1);
 	return JOB_STEP_DONE;
 }
 
@@ -653,6 +685,9 @@ const KindRoutine kind_key_constraint_routine = {
 	.plan = KeyPlan,
 	.backfill_step = KeyBackfillStep,
 	.cut_over = KeyCutOver,
+	.cut_over_lock = KeyCutOverLock,
+	.cut_over_publish = KeyCutOverPublish,
+	.restart_build = ConstraintRestartBuild,	/* (its helper's) */
 	.progress = IndexProgress,	/* while the index is built */
 	.gone_reason = ConstraintGoneReason,
 	.discard = KeyDiscard,

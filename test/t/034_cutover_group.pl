@@ -24,7 +24,7 @@
 #     group;
 #  9. another role's transaction under the same group name makes a group
 #     of its own;
-# 10. ATTACH PARTITION and ADD PRIMARY KEY USING INDEX in a group;
+# 10. ATTACH PARTITION, ADD PRIMARY KEY [USING INDEX], UNIQUE in a group;
 # 11. indexes that CREATE INDEX CONCURRENTLY builds (unique, GIN): held
 #     back invalid once built, through a crash, and made valid by the
 #     group's transaction.
@@ -390,7 +390,8 @@ $node->safe_psql('postgres', "CALL complete_ddl($gate)");
 ok(wait_job_state($node, $_, 'succeeded'), "9: job $_ of the first group succeeded") for @victim;
 
 # 10. ATTACH PARTITION and ADD PRIMARY KEY USING INDEX published with a view,
-#     in one transaction; ADD PRIMARY KEY that builds its index is refused
+#     in one transaction; then ADD PRIMARY KEY and UNIQUE that build their
+#     index, held in the middle of the publication: built, not valid, no key
 $node->safe_psql('postgres', q{
 CREATE TABLE ap (id int, v int) PARTITION BY RANGE (id);
 CREATE TABLE ap_1 PARTITION OF ap FOR VALUES FROM (0) TO (1000);
@@ -413,11 +414,37 @@ is( $node->safe_psql('postgres', q{SELECT count(DISTINCT x) FROM (
 is( $node->safe_psql('postgres', q{SELECT count(*) FROM pg_constraint WHERE conrelid IN ('ap_2'::regclass, 'k'::regclass) AND contype = 'c'}),
 	'0', '10: no helper is left');
 check_no_leftovers($node, $_) for @jobs;
-($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
-SET LOCAL background_ddl.cutover_group = 'g';
-ALTER TABLE small ADD PRIMARY KEY (a); COMMIT});
-like($stderr, qr/this ALTER TABLE job cannot be published with a group/,
-	'10: a key that builds its index (with CREATE INDEX CONCURRENTLY) is refused');
+$node->safe_psql('postgres', q{
+CREATE TABLE k2 (id int, v int);
+INSERT INTO k2 SELECT g, g FROM generate_series(1, 5000) g;
+CREATE TABLE k3 (id int, v int);
+INSERT INTO k3 SELECT g, g FROM generate_series(1, 5000) g;
+});
+$hold = hold_at($node, 'publishing its group');
+@jobs = submit_group('release-10b',
+	'ALTER TABLE k2 ADD PRIMARY KEY (id)',
+	'ALTER TABLE k3 ADD CONSTRAINT k3_v_key UNIQUE (v)',
+	'CREATE MATERIALIZED VIEW mv10b AS SELECT a FROM small');
+ok(held_at_hold($node), '10: keys that build their index, held in the publication');
+is( $node->safe_psql('postgres', q{SELECT string_agg(indisready || ' ' || indisvalid, ', ' ORDER BY indexrelid)
+	  FROM pg_index WHERE indrelid IN ('k2'::regclass, 'k3'::regclass)}),
+	'true false, true false', '10: their indexes are built, not valid');
+is( $node->safe_psql('postgres', q{SELECT count(*) FROM pg_constraint
+	  WHERE conrelid IN ('k2'::regclass, 'k3'::regclass) AND contype IN ('p', 'u')}),
+	'0', '10: no key yet');
+release_hold($node, $hold);
+ok(wait_job_state($node, $_, 'succeeded'), "10: job $_ succeeded") for @jobs;
+is( $node->safe_psql('postgres', q{SELECT count(DISTINCT x) || ' ' || count(*) FROM (
+	  SELECT xmin::text AS x FROM pg_class WHERE oid = 'mv10b'::regclass
+	  UNION ALL SELECT xmin::text FROM pg_constraint
+	   WHERE conrelid IN ('k2'::regclass, 'k3'::regclass) AND contype IN ('p', 'u')
+	  UNION ALL SELECT xmin::text FROM pg_index
+	   WHERE indrelid IN ('k2'::regclass, 'k3'::regclass) AND indisvalid) a}),
+	'1 5', '10: the keys, their valid indexes and the view in one transaction');
+is( $node->safe_psql('postgres', q{SELECT string_agg(pg_get_constraintdef(oid), ', ' ORDER BY conname)
+	  FROM pg_constraint WHERE conrelid IN ('k2'::regclass, 'k3'::regclass)}),
+	'PRIMARY KEY (id), UNIQUE (v)', '10: the keys as the statements make them, no helper left');
+check_no_leftovers($node, $_) for @jobs;
 
 # 11. Indexes that CREATE INDEX CONCURRENTLY builds, in a group held back by
 #     a gate: once built each stays invalid (a unique one checks its keys
