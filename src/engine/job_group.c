@@ -266,6 +266,7 @@ PublishTogether(List *runs, JobRun **stopped)
 			return result;
 		}
 	}
+	JobStepHoldPoint("publishing its group: before its commit");
 	/* The others' capture triggers: their next workers drop them */
 	JobXactWakeScheduler();
 	JobStepEnd();

@@ -27,7 +27,8 @@
 # 10. ATTACH PARTITION, ADD PRIMARY KEY [USING INDEX], UNIQUE in a group;
 # 11. indexes that CREATE INDEX CONCURRENTLY builds (unique, GIN): held
 #     back invalid once built, through a crash, and made valid by the
-#     group's transaction.
+#     group's transaction;
+# 12. a crash at the end of the publication's transaction publishes nothing.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -492,6 +493,34 @@ like( $node->safe_psql('postgres', q{SET enable_seqscan = off;
 is( $node->safe_psql('postgres', q{SET enable_seqscan = off;
 	  SELECT count(*) FROM u WHERE tags @> ARRAY[20050]}),
 	'1', '11: the GIN index has a row written while it was held');
+check_no_leftovers($node, $_) for @jobs;
+
+# 12. A crash at the end of the publication's transaction, every job
+#     published in it but not committed: others see none of it meanwhile,
+#     and after the crash none is published; the next worker publishes all
+$node->safe_psql('postgres', q{CREATE TABLE c12 (x int); INSERT INTO c12 SELECT generate_series(1, 3000);});
+$hold = hold_at($node, 'publishing its group: before its commit');
+@jobs = submit_group('release-12',
+	'CREATE MATERIALIZED VIEW mv12 AS SELECT a FROM small',
+	'ALTER TABLE c12 ADD CONSTRAINT c12_pos CHECK (x > 0)',
+	'CREATE UNIQUE INDEX c12_x ON c12 (x)');
+ok(held_at_hold($node), '12: the publisher is held before its commit');
+my $unpublished = q{SELECT (SELECT relispopulated FROM pg_class WHERE relname = 'mv12') || ' '
+	|| (SELECT convalidated FROM pg_constraint WHERE conname = 'c12_pos') || ' '
+	|| (SELECT indisvalid FROM pg_index WHERE indexrelid = 'c12_x'::regclass)};
+is($node->safe_psql('postgres', $unpublished), 'false false false',
+	'12: others see none of the group published');
+$publisher = $node->safe_psql('postgres',
+	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-12' AND pid IS NOT NULL");
+kill_and_recover($node, job_field($node, $publisher, 'pid'));
+eval { $hold->quit };
+is($node->safe_psql('postgres', $unpublished), 'false false false',
+	'12: after the crash none is published');
+$node->safe_psql('postgres',
+	'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
+ok(wait_job_state($node, $_, 'succeeded'), "12: job $_ succeeded after the crash") for @jobs;
+is($node->safe_psql('postgres', $unpublished), 'true true true', '12: all are published');
+is(differences($node, 'mv12', 'SELECT a FROM small'), '0', '12: the view is exact');
 check_no_leftovers($node, $_) for @jobs;
 
 $node->stop;
