@@ -160,6 +160,35 @@ LockOthers(JobRun *run, List *members, bool lock)
 }
 
 /*
+ * The jobs among ids (int64 *) that are paused, as a list of new ids; in a
+ * step, whose memory (step_context) holds the job rows read
+ */
+static List *
+PausedJobs(List *ids, MemoryContext step_context)
+{
+	List	   *paused = NIL;
+	ListCell   *lc;
+
+	foreach(lc, ids)
+	{
+		BgddlJob	job;
+		MemoryContext caller_context = MemoryContextSwitchTo(step_context);
+		bool		is_paused = CatalogJobLoad(*(int64 *) lfirst(lc), &job, true) &&
+			job.state == JOB_STATE_PAUSED;
+
+		MemoryContextSwitchTo(caller_context);
+		if (is_paused)
+		{
+			int64	   *id = palloc(sizeof(int64));
+
+			*id = job.id;
+			paused = lappend(paused, id);
+		}
+	}
+	return paused;
+}
+
+/*
  * Wait until the group's other jobs are handed over.  Returns the group's
  * jobs (int64 *, by id), or NIL if one of them ended or is being cancelled:
  * the group is cancelled.
@@ -171,12 +200,15 @@ AwaitHandOver(JobRun *run)
 	{
 		List	   *members;
 		List	   *pending;
+		List	   *paused;
 		bool		ended;
 		char	   *waiting_for;
+		MemoryContext step_context;
 
 		JobStepBegin("background_ddl: looking at its group", STEP_READ_COMMITTED);
-		MemoryContextSwitchTo(JobContext());
+		step_context = MemoryContextSwitchTo(JobContext());
 		members = CatalogGroupMembers(run->job.id, &pending, &ended);
+		paused = PausedJobs(pending, step_context);
 		JobStepEnd();
 		if (ended)
 			return NIL;
@@ -185,13 +217,18 @@ AwaitHandOver(JobRun *run)
 			JobStepWaitingFor(JOB_WAIT_CUTOVER, NULL);
 			return members;
 		}
-		waiting_for = psprintf("jobs %s of its group \"%s\" to be handed over to it",
-							   JobIdsText(pending), run->job.cutover_group);
+		waiting_for = psprintf("%s %s of its group \"%s\" to be handed over to it%s%s%s",
+							   list_length(pending) == 1 ? "job" : "jobs",
+							   JobIdsText(pending), run->job.cutover_group,
+							   paused != NIL ? "; paused: " : "",
+							   paused != NIL ? JobIdsText(paused) : "",
+							   paused != NIL ? " (resume_ddl resumes a job)" : "");
 		JobStepWaitingFor(JOB_WAIT_CUTOVER, waiting_for);
 		/* (shown from shared memory: a long wait leaks nothing) */
 		pfree(waiting_for);
 		list_free_deep(members);	/* (pending's cells point to the same ids) */
 		list_free(pending);
+		list_free_deep(paused);
 		JobStepSleep(GROUP_LOOK_MS);
 	}
 }

@@ -28,7 +28,8 @@
 # 11. indexes that CREATE INDEX CONCURRENTLY builds (unique, GIN): held
 #     back invalid once built, through a crash, and made valid by the
 #     group's transaction;
-# 12. a crash at the end of the publication's transaction publishes nothing.
+# 12. a crash at the end of the publication's transaction publishes nothing;
+# 13. a job paused once ready holds its group until resumed.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -200,14 +201,22 @@ check_no_leftovers($node, $_) for @jobs;
 
 # 4. cancel_ddl of a job that waits for the rest of its group cancels the
 #    group, the job not yet started too
-$gate = gate('gate4');
-@jobs = submit_group('release-4',
-	'CREATE MATERIALIZED VIEW mv4 AS SELECT a FROM small',
-	"SET LOCAL background_ddl.after = '$gate'",
-	'CREATE MATERIALIZED VIEW mv5 AS SELECT a * 2 AS b FROM small');
-ok( $node->poll_query_until('postgres',
-		"SELECT phase FROM pg_stat_background_ddl WHERE id = $jobs[0]", 'ready'),
-	'4: the first job is ready');
+# A group of two views, the second started after a gate job: returns the
+# gate and the group's jobs once the first is ready (test: its number)
+sub gated_group
+{
+	my ($test, $group, $first, $second) = @_;
+	my $gate = gate("gate$test");
+	my @jobs = submit_group($group,
+		"CREATE MATERIALIZED VIEW $first AS SELECT a FROM small",
+		"SET LOCAL background_ddl.after = '$gate'",
+		"CREATE MATERIALIZED VIEW $second AS SELECT a * 2 AS b FROM small");
+	ok( $node->poll_query_until('postgres',
+			"SELECT phase FROM pg_stat_background_ddl WHERE id = $jobs[0]", 'ready'),
+		"$test: the first job is ready");
+	return ($gate, @jobs);
+}
+($gate, @jobs) = gated_group(4, 'release-4', 'mv4', 'mv5');
 is($node->safe_psql('postgres', "SELECT cancel_ddl($jobs[0])"), 't', '4: cancel_ddl of it');
 ok(wait_job_state($node, $jobs[1], 'cancelled'), '4: the other job of the group is cancelled too');
 is(job_field($node, $jobs[1], 'error'), "job $jobs[0] of its group \"release-4\" was cancelled",
@@ -364,14 +373,8 @@ check_no_leftovers($node, $_) for @jobs;
 #    the first
 $node->safe_psql('postgres', q{CREATE ROLE mallory LOGIN;
 GRANT SELECT ON small TO mallory; GRANT CREATE ON SCHEMA public TO mallory;});
-$gate = gate('gate9');
-my @victim = submit_group('shared',
-	'CREATE MATERIALIZED VIEW v9 AS SELECT a FROM small',
-	"SET LOCAL background_ddl.after = '$gate'",
-	'CREATE MATERIALIZED VIEW v10 AS SELECT a FROM small');
-ok( $node->poll_query_until('postgres',
-		"SELECT phase FROM pg_stat_background_ddl WHERE id = $victim[0]", 'ready'),
-	'9: the first group waits for its second job');
+my @victim;
+($gate, @victim) = gated_group(9, 'shared', 'v9', 'v10');
 $node->safe_psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'shared';
 CREATE MATERIALIZED VIEW m9 AS SELECT a FROM small; COMMIT;}, extra_params => [ '-U', 'mallory' ]);
@@ -512,16 +515,31 @@ is($node->safe_psql('postgres', $unpublished), 'false false false',
 	'12: others see none of the group published');
 $publisher = $node->safe_psql('postgres',
 	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-12' AND pid IS NOT NULL");
+my $log_at_crash = -s $node->logfile;
 kill_and_recover($node, job_field($node, $publisher, 'pid'));
 eval { $hold->quit };
-is($node->safe_psql('postgres', $unpublished), 'false false false',
-	'12: after the crash none is published');
 $node->safe_psql('postgres',
 	'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
 ok(wait_job_state($node, $_, 'succeeded'), "12: job $_ succeeded after the crash") for @jobs;
 is($node->safe_psql('postgres', $unpublished), 'true true true', '12: all are published');
+my @publications = slurp_file($node->logfile) =~ /published its group "release-12"/g;
+is(scalar @publications, 1, '12: by one publication ...');
+like(slurp_file($node->logfile, $log_at_crash), qr/published its group "release-12"/,
+	'12: ... after the crash: the one in the crash published nothing');
 is(differences($node, 'mv12', 'SELECT a FROM small'), '0', '12: the view is exact');
 check_no_leftovers($node, $_) for @jobs;
+
+# 13. A job paused once ready holds its group: the publisher waits for it,
+#     says so, and publishes once it is resumed
+($gate, @jobs) = gated_group(13, 'release-13', 'mv13', 'mv14');
+is($node->safe_psql('postgres', "SELECT pause_ddl($jobs[0])"), 't', '13: pause_ddl of it');
+$node->safe_psql('postgres', "CALL complete_ddl($gate)");
+ok( $node->poll_query_until('postgres',
+		"SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $jobs[1]",
+		"job $jobs[0] of its group \"release-13\" to be handed over to it; paused: $jobs[0] (resume_ddl resumes a job)"),
+	'13: the publisher waits for the paused job, and says so');
+$node->safe_psql('postgres', "SELECT resume_ddl($jobs[0])");
+ok(wait_job_state($node, $_, 'succeeded'), "13: job $_ succeeded once resumed") for @jobs;
 
 $node->stop;
 done_testing();
