@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # bench/group_publish.sh -- benchmark (not a test): what publishing jobs together costs.  The
-# same three statements (a materialized view over events, a CREATE TABLE AS of half its rows, a
-# REFRESH of a per-account view) are submitted in one transaction, ROUNDS times each way in
-# alternating order: as a group (background_ddl.cutover_group: one transaction publishes all
-# three) and as three jobs published each at its own cut-over, while CLIENTS pgbench clients
+# same five statements (a materialized view over events, a CREATE TABLE AS of half its rows, a
+# REFRESH of a per-account view, a unique index and a CHECK constraint on events) are submitted
+# in one transaction, ROUNDS times each way in alternating order: as a group
+# (background_ddl.cutover_group: one transaction publishes all five) and as five jobs published
+# each at its own cut-over (the index and the constraint are dropped after each round), while
+# CLIENTS pgbench clients
 # update and insert rows of events.  It reports, as medians over the rounds: the time from the
-# submit until all three have succeeded, the longest single write during it, and for the group
+# submit until all five have succeeded, the longest single write during it, and for the group
 # the publication's own transaction (from the publisher's log line, on a throwaway cluster).
+# (Before 2026-12-06 it had the first three statements only.)
 #
 # Usage: bench/group_publish.sh [ROWS]   (env ROWS, default 1000000; ROUNDS, default 3; CLIENTS,
 #        default 2, 0 for none; EXTRA_CONF, more postgresql.conf lines)
@@ -25,7 +28,7 @@ bench_writes_setup "$ROWS"
 bench_stoppable_writes
 sql -q -c "CREATE MATERIALIZED VIEW per_account AS SELECT account, count(*) AS n FROM events GROUP BY account"
 
-# measure MODE ROUND: the three jobs, grouped or not; print "total_ms longest_write_ms publish_ms"
+# measure MODE ROUND: the five jobs, grouped or not; print "total_ms longest_write_ms publish_ms"
 measure() {
     local mode=$1 round=$2 group_line='' t0 t1 last publish_ms='-'
     [ "$mode" = group ] && group_line="SET LOCAL background_ddl.cutover_group = 'round_$round';"
@@ -35,15 +38,20 @@ measure() {
         -c "$group_line SELECT 1" \
         -c "CREATE MATERIALIZED VIEW mv_${mode}_$round AS SELECT id, account, payload FROM events WHERE account % 3 = 0" \
         -c "CREATE TABLE half_${mode}_$round AS SELECT id, account FROM events WHERE id % 2 = 0" \
-        -c "REFRESH MATERIALIZED VIEW per_account" -c "COMMIT" >/dev/null
+        -c "REFRESH MATERIALIZED VIEW per_account" \
+        -c "CREATE UNIQUE INDEX events_id_${mode}_$round ON events (id, account)" \
+        -c "ALTER TABLE events ADD CONSTRAINT events_account_${mode}_$round CHECK (account >= 0)" \
+        -c "COMMIT" >/dev/null
     last=$(sql -c "SELECT max(id) FROM pg_stat_background_ddl")
-    for job in $((last - 2)) $((last - 1)) "$last"; do
+    for job in $(seq $((last - 4)) "$last"); do
         sql -q -c "CALL await_ddl($job, '2 hours')" >/dev/null
         [ "$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")" = succeeded ] ||
             { echo "job $job did not succeed" >&2; exit 1; }
     done
     t1=$(date +%s%N)
     bench_logged_writers_stop "$t0" "$t1"
+    sql -q -c "DROP INDEX events_id_${mode}_$round" \
+        -c "ALTER TABLE events DROP CONSTRAINT events_account_${mode}_$round" >/dev/null
     if [ "$mode" = group ] && [ -f "$B/server.log" ]; then
         publish_ms=$(sed -nE "s/.*published its group \"round_$round\": .*, in ([0-9.]+) ms.*/\1/p" "$B/server.log")
     fi
@@ -56,7 +64,7 @@ for round in $(seq "$ROUNDS"); do
     for mode in $order; do
         read -r total longest publish <<<"$(measure "$mode" "$round")"
         echo "$mode $total $longest $publish" >>"$B/results"
-        echo "== round $round: $mode: all three succeeded in $total ms; longest write $longest ms; publication $publish ms"
+        echo "== round $round: $mode: all five succeeded in $total ms; longest write $longest ms; publication $publish ms"
     done
 done
 

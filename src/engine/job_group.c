@@ -345,7 +345,10 @@ Publish(JobRun *run, List *members)
 						(GetCurrentTimestamp() - started) / 1000.0)));
 	else if (result == JOB_STEP_TARGET_GONE && stopped != run)
 	{
-		/* Its target was dropped: it is cancelled, and the group with it */
+		/*
+		 * What it publishes is gone (its target, its constraint): it is
+		 * cancelled, and the group with it
+		 */
 		const char *why = stopped->gone_reason != NULL ? stopped->gone_reason : "the target was dropped";
 		JobError	error = {why, NULL, NULL, NULL};
 

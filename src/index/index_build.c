@@ -13,6 +13,7 @@
 
 #include "access/amapi.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
@@ -29,6 +30,7 @@
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/backend_status.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -196,6 +198,30 @@ IndexBuildIsIndex(Oid relid, bool *valid)
 	*valid = ((Form_pg_index) GETSTRUCT(tuple))->indisvalid;
 	ReleaseSysCache(tuple);
 	return true;
+}
+
+/*
+ * In the last transaction of CREATE INDEX CONCURRENTLY, which has marked
+ * index_oid (of table_oid) valid: invalid again, held back for a group's
+ * transaction (IndexBuildSetValid), so that nobody sees it valid before.
+ * It is built, and every writer keeps it up to date meanwhile (and checks
+ * a unique index's keys), as during CREATE INDEX CONCURRENTLY.
+ */
+void
+IndexBuildHoldBack(Oid index_oid, Oid table_oid)
+{
+	CommandCounterIncrement();
+	index_set_state_flags(index_oid, INDEX_DROP_CLEAR_VALID);
+	CacheInvalidateRelcacheByRelid(table_oid);
+}
+
+/* Mark index_oid (of table_oid), built and held back, valid */
+void
+IndexBuildSetValid(Oid index_oid, Oid table_oid)
+{
+	index_set_state_flags(index_oid, INDEX_CREATE_SET_VALID);
+	CacheInvalidateRelcacheByRelid(table_oid);
+	CommandCounterIncrement();
 }
 
 /*

@@ -31,6 +31,8 @@ extern void IndexBuildReindex(const BgddlJob *job, ReindexStmt *stmt);
 extern bool IndexBuildIsIndex(Oid relid, bool *valid);
 extern bool IndexBuildAnyExclusion(List *indexes);
 extern void IndexBuildDrop(Oid index_oid);
+extern void IndexBuildHoldBack(Oid index_oid, Oid table_oid);
+extern void IndexBuildSetValid(Oid index_oid, Oid table_oid);
 extern bool IndexBuildProgressOf(pid_t pid, IndexBuildProgress *progress);
 
 #endif							/* BGDDL_INDEX_BUILD_H */

@@ -87,6 +87,10 @@
 #define STATE_LEFT_INVALID		"left_invalid"	/* done; an adopted index keeps it invalid */
 #define STATE_REBUILT_TABLE		"rebuilt_table" /* a leaf whose invalid index was dropped */
 #define STATE_REBUILT_NAME		"rebuilt_name"	/* ... and that index's name, for its rebuild */
+/* In a group: the leaf's index just built, held back invalid (IndexBuildHoldBack) */
+#define STATE_BUILT_HELD		"built_held"
+/* In a group: every partition has its index (the job's held back): the job is built */
+#define STATE_TREE_DONE			"tree_done"
 
 /* A partition (at any level) of the indexed table, and the job's indexes */
 typedef struct TreePartition
@@ -184,11 +188,12 @@ IndexOfTable(List *partitions, Oid table)
 /*
  * The partitions of the indexed table, parents before children, each with
  * the job's index on it (the one attached to the job's index on its
- * parent).  Each is locked ACCESS SHARE (no writer waits for that); one
- * dropped or detached meanwhile is not in the list.
+ * parent), valid or not (a leaf's that the job created, in a group, held
+ * back invalid, counts as valid).  Each is locked ACCESS SHARE (no writer
+ * waits for that); one dropped or detached meanwhile is not in the list.
  */
 static List *
-JobTree(Oid table_oid, Oid root_index)
+JobTree(const BgddlJob *job, Oid table_oid, Oid root_index)
 {
 	List	   *partitions = NIL;
 	ListCell   *lc;
@@ -219,6 +224,8 @@ JobTree(Oid table_oid, Oid root_index)
 			partition->index = index_get_partition(rel, partition->parent_index);
 		if (OidIsValid(partition->index))
 			(void) IndexBuildIsIndex(partition->index, &partition->valid);
+		partition->valid |= OidIsValid(partition->index) && job->group_id != 0 &&
+			partition->relkind == RELKIND_RELATION && Created(job, partition->table);
 		relation_close(rel, NoLock);
 		partitions = lappend(partitions, partition);
 	}
@@ -368,7 +375,7 @@ IndexPartitionsPlan(JobRun *run, Oid table_oid)
 	double		rows_done;
 	double		rows_total;
 
-	CountLeaves(JobTree(table_oid, InvalidOid), &done, &total, &rows_done, &rows_total);
+	CountLeaves(JobTree(&run->job, table_oid, InvalidOid), &done, &total, &rows_done, &rows_total);
 	run->job.work_total = total;
 	run->job.rows_total = (int64) rows_total;
 	JobRunSetStateInt(run, STATE_TOTAL, total);
@@ -426,7 +433,7 @@ MatchingIndex(const TreePartition *partition)
 static PartitionStep
 DecideStep(JobRun *run, Oid table_oid)
 {
-	List	   *partitions = JobTree(table_oid, run->job.target_oid);
+	List	   *partitions = JobTree(&run->job, table_oid, run->job.target_oid);
 	PartitionStep step = {PARTITION_STEP_NONE};
 	Oid			building = StateOid(&run->job, STATE_BUILDING_INDEX);
 	int64		done;
@@ -450,7 +457,8 @@ DecideStep(JobRun *run, Oid table_oid)
 			(partition == NULL || partition->index != building))
 		{
 			step.index = building;
-			if (partition != NULL && !OidIsValid(partition->index) && valid)
+			if (partition != NULL && !OidIsValid(partition->index) &&
+				(valid || StateOid(&run->job, STATE_BUILT_HELD) == building))
 			{
 				step.kind = PARTITION_STEP_ATTACH;
 				step.table = partition->table;
@@ -598,7 +606,8 @@ AttachStep(JobRun *run, void *arg)
 	LockRelationOid(step->parent_index, ShareUpdateExclusiveLock);
 	if (StillWithoutIndex(step->table, step->parent_index) &&
 		IndexBuildIsIndex(step->index, &valid) &&
-		(valid || get_rel_relkind(step->index) == RELKIND_PARTITIONED_INDEX) &&
+		(valid || get_rel_relkind(step->index) == RELKIND_PARTITIONED_INDEX ||
+		 (step->built && StateOid(&run->job, STATE_BUILT_HELD) == step->index)) &&
 		!get_rel_relispartition(step->index) &&
 		IndexGetRelation(step->index, false) == step->table)
 	{
@@ -709,6 +718,12 @@ BuildStep(JobRun *run, const PartitionStep *step)
 	JobRunSetStateInt(run, STATE_BUILDING_TABLE, step->table);
 	CatalogJobRecordKindState(&run->job);
 	(void) IndexBuildDefine(&run->job, step->table, stmt, index_oid, InvalidOid);
+	if (run->job.group_id != 0)
+	{
+		IndexBuildHoldBack(index_oid, step->table);
+		JobRunSetStateInt(run, STATE_BUILT_HELD, index_oid);
+		CatalogJobRecordKindState(&run->job);
+	}
 	JobStepEnd();
 	return JOB_STEP_MORE;
 }
@@ -755,17 +770,29 @@ Complete(List *partitions, Oid table, Oid index_oid)
 }
 
 /*
+ * The tree is complete (mark false, in a group, until its transaction):
+ * recorded, nothing marked
+ */
+static void
+RecordTreeDone(JobRun *run)
+{
+	JobRunSetStateInt(run, STATE_TREE_DONE, 1);
+	CatalogJobRecordKindState(&run->job);
+}
+
+/*
  * Every partition has its index: mark the indexes of the partitioned
  * tables valid, bottom up (children come after parents in the tree), and
  * the job's index last; nothing unless the whole tree is complete (an index
  * marked valid short of that, a cancel could leave valid over partitions it
- * does not cover).  The partitioned tables and the indexes marked are
+ * does not cover).  Unless mark: only record that it is complete
+ * (RecordTreeDone).  The partitioned tables and the indexes marked are
  * locked SHARE UPDATE EXCLUSIVE (within lock_timeout): no partition is
  * attached or detached meanwhile.  If one came (the tree is not complete),
  * the next step does its index.
  */
 static void
-FinishStep(JobRun *run, void *arg)
+FinishTree(JobRun *run, bool mark)
 {
 	Oid			table_oid;
 	List	   *partitions;
@@ -777,7 +804,7 @@ FinishStep(JobRun *run, void *arg)
 	if (!OidIsValid(table_oid))
 		return;
 	JobStepLockTree(table_oid, ShareUpdateExclusiveLock, background_ddl_lock_timeout_ms);
-	partitions = JobTree(table_oid, run->job.target_oid);
+	partitions = JobTree(&run->job, table_oid, run->job.target_oid);
 	for (int i = list_length(partitions) - 1; i >= 0; i--)
 	{
 		TreePartition *partition = list_nth(partitions, i);
@@ -805,10 +832,20 @@ FinishStep(JobRun *run, void *arg)
 				!BelowAdoptedIndex(&run->job, partitions, partition))
 				return;
 		}
+		if (!mark)
+		{
+			RecordTreeDone(run);
+			return;
+		}
 		foreach(lc, to_mark)
 			MarkValid(lfirst_oid(lc));
 		JobRunSetStateInt(run, STATE_LEFT_INVALID, 1);
 		CatalogJobRecordKindState(&run->job);
+		return;
+	}
+	if (!mark)
+	{
+		RecordTreeDone(run);
 		return;
 	}
 	foreach(lc, to_mark)
@@ -821,14 +858,82 @@ FinishStep(JobRun *run, void *arg)
 	}
 }
 
+/* FinishTree, in a locking step: marking, unless the job is a group's */
+static void
+FinishStep(JobRun *run, void *arg)
+{
+	FinishTree(run, run->job.group_id == 0);
+}
+
 /*
  * Is the job's index done: valid, or left invalid by an index it adopted,
- * as CREATE INDEX leaves it?
+ * as CREATE INDEX leaves it?  In a group: every partition has its index
+ * (RecordTreeDone).
  */
 bool
 IndexPartitionsDone(const BgddlJob *job, bool valid)
 {
-	return valid || CatalogKindStateInt(job->kind_state, STATE_LEFT_INVALID) != 0;
+	return valid || CatalogKindStateInt(job->kind_state, STATE_LEFT_INVALID) != 0 ||
+		CatalogKindStateInt(job->kind_state, STATE_TREE_DONE) != 0;
+}
+
+/*
+ * A group's publication: the locks FinishTree takes, the job's index and
+ * the tree SHARE UPDATE EXCLUSIVE
+ */
+void
+IndexPartitionsCutOverLock(JobRun *run)
+{
+	Oid			table_oid;
+
+	JobStepLockRelation(run->job.target_oid, ShareUpdateExclusiveLock,
+						background_ddl_lock_timeout_ms);
+	table_oid = IndexGetRelation(run->job.target_oid, true);
+	if (OidIsValid(table_oid))
+		JobStepLockTree(table_oid, ShareUpdateExclusiveLock, background_ddl_lock_timeout_ms);
+}
+
+/*
+ * ... and in the group's transaction: the leaves' indexes that the job
+ * built and held back marked valid, then the tree's, as FinishTree marks
+ * them.  JOB_STEP_RESTART if the tree is not complete any more
+ * (IndexPartitionsRestart records it).
+ */
+JobStepResult
+IndexPartitionsPublish(JobRun *run)
+{
+	Oid			table_oid = InvalidOid;
+	bool		valid;
+	ListCell   *lc;
+
+	if (get_rel_relkind(run->job.target_oid) == RELKIND_PARTITIONED_INDEX)
+		table_oid = IndexGetRelation(run->job.target_oid, true);
+	if (!OidIsValid(table_oid))
+		return JOB_STEP_TARGET_GONE;
+	foreach(lc, JobTree(&run->job, table_oid, run->job.target_oid))
+	{
+		TreePartition *partition = lfirst(lc);
+		bool		leaf_valid;
+
+		if (partition->relkind == RELKIND_RELATION && OidIsValid(partition->index) &&
+			Created(&run->job, partition->table) &&
+			IndexBuildIsIndex(partition->index, &leaf_valid) && !leaf_valid)
+			IndexBuildSetValid(partition->index, partition->table);
+	}
+	FinishTree(run, true);
+	(void) IndexBuildIsIndex(run->job.target_oid, &valid);
+	if (!valid && CatalogKindStateInt(run->job.kind_state, STATE_LEFT_INVALID) == 0)
+		return JOB_STEP_RESTART;
+	JobRunSucceeded(run, run->job.target_oid, false, -1);
+	return JOB_STEP_DONE;
+}
+
+/* The tree was not complete at the group's publication: its steps go on, in a step */
+void
+IndexPartitionsRestart(JobRun *run)
+{
+	JobRunSetStateInt(run, STATE_TREE_DONE, 0);
+	CatalogJobRecordKindState(&run->job);
 }
 
 /* What the check of the partitions (CheckStep) is given, and finds */
@@ -929,7 +1034,7 @@ IndexPartitionsDiscard(const BgddlJob *job, bool keep_target)
 		foreach(lc, find_all_inheritors(table_oid, NoLock, NULL))
 			JobStepLockRelation(lfirst_oid(lc), AccessExclusiveLock,
 								background_ddl_lock_timeout_ms);
-		partitions = JobTree(table_oid, job->target_oid);
+		partitions = JobTree(job, table_oid, job->target_oid);
 		for (int i = list_length(partitions) - 1; i >= 0; i--)
 		{
 			TreePartition *partition = list_nth(partitions, i);

@@ -23,6 +23,9 @@ extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
 extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
 extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);
 extern bool IndexPartitionsDone(const BgddlJob *job, bool valid);
+extern void IndexPartitionsCutOverLock(JobRun *run);
+extern JobStepResult IndexPartitionsPublish(JobRun *run);
+extern void IndexPartitionsRestart(JobRun *run);
 extern void IndexPartitionsDiscard(const BgddlJob *job, bool keep_target);
 extern void IndexPartitionsProgress(const BgddlJob *job, const IndexBuildProgress *build,
 									KindProgress *progress);

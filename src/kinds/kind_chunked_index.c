@@ -571,9 +571,7 @@ MarkValidStep(JobRun *run)
 	WaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
 															  STATE_LIMIT_XMIN), false);
 	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
-	index_set_state_flags(run->job.target_oid, INDEX_CREATE_SET_VALID);
-	CacheInvalidateRelcacheByRelid(table_oid);
-	CommandCounterIncrement();
+	IndexBuildSetValid(run->job.target_oid, table_oid);
 	IndexBuildAnalyzeExpressions(&run->job, table_oid, run->job.target_oid);
 	JobStepEnd();
 	return JOB_STEP_MORE;

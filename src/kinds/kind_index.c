@@ -70,7 +70,6 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -957,19 +956,15 @@ IndexCheck(JobRun *run, bool *is_index, bool *valid)
 }
 
 /*
- * In a group, in the last transaction of CREATE INDEX CONCURRENTLY, which
- * marked index_oid (of table_oid) valid: invalid again, so that nobody
- * sees it valid before the group's transaction (IndexMarkValid).  It is
- * built, and every writer keeps it up to date meanwhile (and checks a
- * unique index's keys), as during CREATE INDEX CONCURRENTLY; its job knows
- * it is held (IndexHeld).
+ * In a group, in the last transaction of CREATE INDEX CONCURRENTLY:
+ * index_oid (of table_oid) held back invalid (IndexBuildHoldBack) until the
+ * group's transaction (IndexMarkValid); its job knows it is held
+ * (IndexHeld).
  */
 void
 IndexHoldBack(JobRun *run, Oid index_oid, Oid table_oid)
 {
-	CommandCounterIncrement();
-	index_set_state_flags(index_oid, INDEX_DROP_CLEAR_VALID);
-	CacheInvalidateRelcacheByRelid(table_oid);
+	IndexBuildHoldBack(index_oid, table_oid);
 	JobRunSetStateInt(run, STATE_HELD, 1);
 	CatalogJobRecordKindState(&run->job);
 }
@@ -1095,9 +1090,7 @@ IndexMarkValid(const BgddlJob *job, Oid index_oid, Oid table_oid, bool built)
 	if (!built)
 		elog(ERROR, "index %u of background DDL job %lld is not built",
 			 index_oid, (long long) job->id);
-	index_set_state_flags(index_oid, INDEX_CREATE_SET_VALID);
-	CacheInvalidateRelcacheByRelid(table_oid);
-	CommandCounterIncrement();
+	IndexBuildSetValid(index_oid, table_oid);
 	return true;
 }
 

@@ -103,6 +103,27 @@ PartitionedIndexCutOver(JobRun *run)
 }
 
 /*
+ * A group's publication: IndexPartitionsCutOverLock, IndexPartitionsPublish
+ * (as the job's index is published alone, with the job's phase recorded)
+ */
+static JobStepResult
+PartitionedIndexCutOverPublish(JobRun *run)
+{
+	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
+	return IndexPartitionsPublish(run);
+}
+
+/* ... which, if the tree was not complete any more, goes on with its steps */
+static JobStepResult
+PartitionedIndexRestartBuild(JobRun *run)
+{
+	JobStepBegin("background_ddl: checking the partitions", STEP_READ_COMMITTED);
+	IndexPartitionsRestart(run);
+	JobStepEnd();
+	return JOB_STEP_RESTART;
+}
+
+/*
  * The view's progress of the job: the leaves done and in all, and the build
  * of the one being indexed, as pg_stat_progress_create_index shows it
  */
@@ -124,6 +145,9 @@ const KindRoutine kind_partitioned_index_routine = {
 	.plan = PartitionedIndexPlan,
 	.backfill_step = PartitionedIndexBackfillStep,
 	.cut_over = PartitionedIndexCutOver,
+	.cut_over_lock = IndexPartitionsCutOverLock,
+	.cut_over_publish = PartitionedIndexCutOverPublish,
+	.restart_build = PartitionedIndexRestartBuild,
 	.progress = PartitionedIndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = IndexPartitionsDiscard,

@@ -275,7 +275,7 @@ CheckGroupable(const KindRoutine *kind, Jsonb *kind_state)
 			 errmsg("this %s job cannot be published with a group", built_by->name),
 			 errdetail("What this %s job makes is in use before its cut-over, and background_ddl.cutover_group is \"%s\".",
 					   built_by->name, background_ddl_cutover_group),
-			 errhint("CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW, ALTER TABLE ... SET TABLESPACE, ALTER COLUMN ... TYPE, ADD CHECK, ADD FOREIGN KEY, ADD PRIMARY KEY, ADD UNIQUE, VALIDATE CONSTRAINT, SET NOT NULL or ATTACH PARTITION, and CREATE INDEX on a table (not a partitioned or a distributed one), are published with a group; RESET background_ddl.cutover_group to submit this one on its own.")));
+			 errhint("CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW, ALTER TABLE ... SET TABLESPACE, ALTER COLUMN ... TYPE, ADD CHECK, ADD FOREIGN KEY, ADD PRIMARY KEY, ADD UNIQUE, VALIDATE CONSTRAINT, SET NOT NULL or ATTACH PARTITION, and CREATE INDEX (not on a distributed table), are published with a group; RESET background_ddl.cutover_group to submit this one on its own.")));
 }
 
 /*

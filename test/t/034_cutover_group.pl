@@ -12,7 +12,7 @@
 #  3. a job of a group that fails cancels the others: nothing of any is
 #     left;
 #  4. cancel_ddl of one job cancels the group;
-#  5. what cannot be a group's: outside a transaction block, a partitioned index, a
+#  5. what cannot be a group's: outside a transaction block, REINDEX, a
 #     job that reads another job of its group, a job with other settings, a
 #     later statement of the submitting transaction that uses a job's
 #     result;
@@ -29,7 +29,9 @@
 #     back invalid once built, through a crash, and made valid by the
 #     group's transaction;
 # 12. a crash at the end of the publication's transaction publishes nothing;
-# 13. a job paused once ready holds its group until resumed.
+# 13. a job paused once ready holds its group until resumed;
+# 14. a unique index on a partitioned table in a group, through a crash;
+# 15. a savepoint rolled back over a group's first job; a prepared group.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -43,6 +45,7 @@ use BackgroundDdlTest;
 my $node = bgddl_node('cutover_group', q{
 background_ddl.batch_time = '20ms'
 restart_after_crash = on
+max_prepared_transactions = 2
 });
 history_setup($node, 20000);
 # (the CREATE TABLE AS of test 1 lasts seconds, under the writes)
@@ -231,13 +234,12 @@ SET background_ddl.cutover_group = 'g';
 CREATE MATERIALIZED VIEW mv5 AS SELECT a FROM small});
 like($stderr, qr/background_ddl.cutover_group groups the jobs of one transaction block/,
 	'5: outside a transaction block');
-$node->safe_psql('postgres', q{CREATE TABLE parted (a int) PARTITION BY RANGE (a);
-CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);});
+$node->safe_psql('postgres', 'CREATE INDEX small_a ON small (a)');
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
-CREATE INDEX ON parted (a); COMMIT});
-like($stderr, qr/this CREATE INDEX job cannot be published with a group/,
-	'5: an index on a partitioned table (its partitions\' indexes are valid each once built)');
+REINDEX INDEX small_a; COMMIT});
+like($stderr, qr/this REINDEX job cannot be published with a group/,
+	'5: REINDEX (CONCURRENTLY swaps the new index in itself)');
 ($ret, $out, $stderr) = $node->psql('postgres', q{SET background_ddl = on; BEGIN;
 SET LOCAL background_ddl.cutover_group = 'g';
 CREATE MATERIALIZED VIEW mv5 AS SELECT a FROM small;
@@ -540,6 +542,96 @@ ok( $node->poll_query_until('postgres',
 	'13: the publisher waits for the paused job, and says so');
 $node->safe_psql('postgres', "SELECT resume_ddl($jobs[0])");
 ok(wait_job_state($node, $_, 'succeeded'), "13: job $_ succeeded once resumed") for @jobs;
+
+# 14. A unique index on a partitioned table (two leaves and a sub-partitioned
+#     table) in a group held back by a gate: each leaf's index, once built,
+#     stays invalid, through a crash; the group's transaction makes the
+#     leaves' and the partitioned tables' indexes valid
+$node->safe_psql('postgres', q{
+CREATE TABLE pi (id int, v int) PARTITION BY RANGE (id);
+CREATE TABLE pi_1 PARTITION OF pi FOR VALUES FROM (0) TO (5000);
+CREATE TABLE pi_2 PARTITION OF pi FOR VALUES FROM (5000) TO (10000) PARTITION BY RANGE (id);
+CREATE TABLE pi_2a PARTITION OF pi_2 FOR VALUES FROM (5000) TO (10000);
+INSERT INTO pi SELECT g, g FROM generate_series(1, 9999) g;
+});
+$gate = gate('gate14');
+@jobs = submit_group('release-14',
+	'CREATE UNIQUE INDEX pi_id ON pi (id)',
+	"SET LOCAL background_ddl.after = '$gate'",
+	'CREATE MATERIALIZED VIEW mv15 AS SELECT a FROM small');
+my $tree_indexes = q{SELECT string_agg(c.relname || ' ' || i.indisvalid, ', ' ORDER BY c.relname)
+	FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+	WHERE i.indrelid IN ('pi'::regclass, 'pi_1'::regclass, 'pi_2'::regclass, 'pi_2a'::regclass)};
+ok( $node->poll_query_until('postgres',
+		"SELECT phase FROM pg_stat_background_ddl WHERE id = $jobs[0]", 'ready'),
+	'14: the partitioned index is built and waits for the view');
+is($node->safe_psql('postgres', $tree_indexes),
+	'pi_1_id_idx false, pi_2_id_idx false, pi_2a_id_idx false, pi_id false',
+	'14: every index of the tree is invalid');
+($ret, $out, $stderr) = $node->psql('postgres', 'INSERT INTO pi VALUES (7, 7)');
+like($stderr, qr/duplicate key value violates unique constraint "pi_1_id_idx"/,
+	'14: a leaf\'s index checks the keys of new rows already');
+my $tree_oids = $node->safe_psql('postgres',
+	q{SELECT string_agg(indexrelid::text, ' ' ORDER BY indexrelid) FROM pg_index
+	   WHERE indrelid IN ('pi_1'::regclass, 'pi_2a'::regclass)});
+kill_and_recover($node, $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'background_ddl scheduler'"));
+ok( $node->poll_query_until('postgres',
+		"SELECT phase FROM pg_stat_background_ddl WHERE id = $jobs[0]", 'ready'),
+	'14: after a crash it is ready again');
+is( $node->safe_psql('postgres', q{SELECT string_agg(indexrelid::text, ' ' ORDER BY indexrelid) FROM pg_index
+	   WHERE indrelid IN ('pi_1'::regclass, 'pi_2a'::regclass)}),
+	$tree_oids, '14: ... with the same leaves\' indexes, not built again');
+$node->safe_psql('postgres', "CALL complete_ddl($gate)");
+ok(wait_job_state($node, $_, 'succeeded'), "14: job $_ succeeded") for @jobs;
+is($node->safe_psql('postgres', $tree_indexes),
+	'pi_1_id_idx true, pi_2_id_idx true, pi_2a_id_idx true, pi_id true', '14: every index of the tree is valid');
+is( $node->safe_psql('postgres', q{SELECT count(DISTINCT x) FROM (
+	  SELECT xmin::text AS x FROM pg_class WHERE oid = 'mv15'::regclass
+	  UNION ALL SELECT xmin::text FROM pg_index
+	   WHERE indrelid IN ('pi'::regclass, 'pi_1'::regclass, 'pi_2'::regclass, 'pi_2a'::regclass)) a}),
+	'1', '14: ... made valid by the group\'s transaction, with the view');
+is( $node->safe_psql('postgres', q{SELECT bool_and(bt_index_check(indexrelid, true) IS NOT NULL) FROM pg_index
+	   WHERE indrelid IN ('pi_1'::regclass, 'pi_2a'::regclass)}),
+	't', '14: the leaves\' indexes have every row (amcheck, heapallindexed)');
+check_no_leftovers($node, $_) for @jobs;
+
+# 15. Transaction edges: a savepoint rolled back over the group's first job
+#     leaves the later ones one group; a prepared transaction's group is
+#     published once COMMIT PREPARED has run
+$node->safe_psql('postgres', q{SET background_ddl = on; BEGIN;
+SET LOCAL background_ddl.cutover_group = 'release-15';
+SAVEPOINT s;
+CREATE MATERIALIZED VIEW mv16 AS SELECT a FROM small;
+ROLLBACK TO SAVEPOINT s;
+CREATE MATERIALIZED VIEW mv17 AS SELECT a FROM small;
+CREATE MATERIALIZED VIEW mv18 AS SELECT a * 2 AS b FROM small;
+COMMIT;});
+# The group's two jobs succeed, published at one snapshot
+sub two_published_together
+{
+	my ($group, $what) = @_;
+	my @ids = split /\n/, $node->safe_psql('postgres',
+		"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = '$group' ORDER BY id");
+	is(scalar @ids, 2, "15: $what");
+	ok(wait_job_state($node, $_, 'succeeded'), "15: job $_ succeeded") for @ids;
+	is( $node->safe_psql('postgres', "SELECT count(DISTINCT cutover_snapshot) FROM pg_stat_background_ddl
+		 WHERE cutover_group = '$group'"),
+		'1', "15: group $group published at one snapshot");
+	return;
+}
+two_published_together('release-15', 'the job rolled back to its savepoint is not in the group');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'mv16'}),
+	'0', '15: nothing of the job rolled back');
+$node->safe_psql('postgres', q{SET background_ddl = on; BEGIN;
+SET LOCAL background_ddl.cutover_group = 'release-16';
+CREATE MATERIALIZED VIEW mv19 AS SELECT a FROM small;
+CREATE TABLE t16 AS SELECT a FROM small;
+PREPARE TRANSACTION 'group16';});
+is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_background_ddl WHERE cutover_group = 'release-16'"),
+	'0', '15: a prepared group\'s jobs do not exist yet');
+$node->safe_psql('postgres', "COMMIT PREPARED 'group16'");
+two_published_together('release-16', 'once committed, the group has its two jobs');
 
 $node->stop;
 done_testing();
