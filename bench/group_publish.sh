@@ -5,8 +5,8 @@
 # in one transaction, ROUNDS times each way in alternating order: as a group
 # (background_ddl.cutover_group: one transaction publishes all five) and as five jobs published
 # each at its own cut-over, while CLIENTS pgbench clients update and insert rows of events.  The
-# constraint comes first (a job that alters a table after a job that reads or indexes it starts
-# after that job, which a group refuses); it and the index are dropped after each round.  It reports,
+# constraint comes first (without a group, a constraint added to a table after a job that reads
+# it starts after that job); it and the index are dropped after each round.  It reports,
 # as medians over the rounds: the time from the submit until all five have succeeded, the
 # longest single write during it, and for the group the publication's own transaction (from the
 # publisher's log line, on a throwaway cluster).  (Before 2026-12-06 it had the first three

@@ -95,6 +95,7 @@
 #include "kinds/kind_placeholder.h"
 #include "session/session_control.h"
 #include "session/session_order.h"
+#include "session/session_submit.h"
 #include "session/session_statement.h"
 
 static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
@@ -125,6 +126,8 @@ typedef struct StatementEffects
 	const char *target_use;		/* how it uses a job's target, for the job's strategy */
 	bool		keys_only;		/* only the jobs that define keys on its tables */
 	bool		columns_only;	/* only the jobs that change its tables' columns */
+	bool		only_constrains;	/* an ALTER TABLE that only adds or validates
+									 * constraints (AlterTableOnlyConstrains) */
 } StatementEffects;
 
 /* StatementTouches: the statement uses the job's target */
@@ -338,6 +341,48 @@ AlterTableEffects(StatementEffects *statement, AlterTableStmt *stmt)
 	}
 }
 
+/*
+ * Does an ALTER TABLE only add or validate constraints (a check, a foreign
+ * key, a key, NOT NULL)?  That changes neither the table's rows nor what a
+ * query reads of it.
+ */
+static bool
+AlterTableOnlyConstrains(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		switch (cmd->subtype)
+		{
+			case AT_AddConstraint:
+			case AT_AddConstraintRecurse:
+				if (!IsA(cmd->def, Constraint))
+					return false;
+				switch (((Constraint *) cmd->def)->contype)
+				{
+					case CONSTR_CHECK:
+					case CONSTR_FOREIGN:
+					case CONSTR_PRIMARY:
+					case CONSTR_UNIQUE:
+						break;
+					default:
+						return false;
+				}
+				break;
+			case AT_ValidateConstraint:
+			case AT_ValidateConstraintRecurse:
+			case AT_SetNotNull:
+				break;
+			default:
+				return false;
+		}
+	}
+	return stmt->cmds != NIL;
+}
+
 /* What a GRANT or REVOKE does to the tables it names (a REVOKE may take what a job needs) */
 static void
 GrantEffects(StatementEffects *statement, GrantStmt *stmt)
@@ -399,6 +444,7 @@ UtilityEffects(StatementEffects *statement, Node *parsetree)
 			AddRangeVar(statement, ((AlterTableStmt *) parsetree)->relation,
 						REL_NAMES | REL_REDEFINES);
 			AlterTableEffects(statement, (AlterTableStmt *) parsetree);
+			statement->only_constrains = AlterTableOnlyConstrains((AlterTableStmt *) parsetree);
 			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
@@ -1223,6 +1269,16 @@ SessionOrderFreeEstimate(Node *raw_statement, const char *query_string, JobEstim
 	return estimated;
 }
 
+/* Is the job (of the current transaction) in the group that a job submitted now joins? */
+static bool
+InGroupJoined(int64 job_id)
+{
+	int64		group_id = SessionSubmitGroup();
+	BgddlJob	job;
+
+	return group_id != 0 && CatalogJobLoad(job_id, &job, true) && job.group_id == group_id;
+}
+
 /*
  * The unfinished jobs of this session that a statement becoming a job
  * touches (int64 *): it starts after them.  One that has ended is
@@ -1247,7 +1303,18 @@ SessionOrderJobsBefore(Node *parsetree)
 	orders = SessionJobsTouched(&statement, &touches);
 	foreach(lc, JobXactSubmittedOrders())
 	{
-		if (StatementTouches(&statement, lfirst(lc)) != 0)
+		int			touch = StatementTouches(&statement, lfirst(lc));
+
+		/*
+		 * A constraint added to a table that a job of the same group reads
+		 * changes none of its rows; were the job to fail, the group's
+		 * cancel would remove the constraint too, as the transaction's
+		 * rollback would have: the two need no order
+		 */
+		if (touch == REL_REDEFINES && statement.only_constrains &&
+			InGroupJoined(((JobOrder *) lfirst(lc))->job_id))
+			continue;
+		if (touch != 0)
 			orders = lappend(orders, lfirst(lc));
 	}
 	foreach(lc, orders)

@@ -248,7 +248,18 @@ GroupToJoin(void)
 				 errdetail("This statement runs outside a transaction block: its job would be a group of one."),
 				 errhint("BEGIN; SET LOCAL background_ddl.cutover_group = '%s'; then the statements; COMMIT.",
 						 background_ddl_cutover_group)));
-	if (TransactionIdIsValid(group_xid) && group_xid == GetTopTransactionIdIfAny() &&
+	return SessionSubmitGroup();
+}
+
+/*
+ * The group that a job submitted now joins (its first job's id), if the
+ * transaction has submitted one under background_ddl.cutover_group; else 0
+ */
+int64
+SessionSubmitGroup(void)
+{
+	if (*background_ddl_cutover_group != '\0' && TransactionIdIsValid(group_xid) &&
+		group_xid == GetTopTransactionIdIfAny() &&
 		strcmp(group_name, background_ddl_cutover_group) == 0)
 		return group_first_job;
 	return 0;

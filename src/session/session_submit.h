@@ -12,6 +12,7 @@
 #include "nodes/pg_list.h"
 
 extern void SessionSubmitInstall(void);
+extern int64 SessionSubmitGroup(void);
 extern void SessionSubmitWith(const char *idempotency_key, List *after);
 extern char *SessionStatementText(const char *query_string, int location, int length);
 

@@ -31,7 +31,8 @@
 # 12. a crash at the end of the publication's transaction publishes nothing;
 # 13. a job paused once ready holds its group until resumed;
 # 14. a unique index on a partitioned table in a group, through a crash;
-# 15. a savepoint rolled back over a group's first job; a prepared group.
+# 15. a savepoint rolled back over a group's first job; a prepared group;
+# 16. constraints added to a table after a job of the group that reads it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -632,6 +633,25 @@ is( $node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_background_ddl WH
 	'0', '15: a prepared group\'s jobs do not exist yet');
 $node->safe_psql('postgres', "COMMIT PREPARED 'group16'");
 two_published_together('release-16', 'once committed, the group has its two jobs');
+
+# 16. A constraint added to a table that a job of the group reads, after
+#     that job: adding a constraint changes no row the job reads, and the
+#     group's cancel would remove it, so the two are built side by side,
+#     one group; without a group the constraint starts after the job
+$node->safe_psql('postgres', q{CREATE TABLE c16 (x int); INSERT INTO c16 SELECT generate_series(1, 2000);});
+@jobs = submit_group('release-17',
+	'CREATE MATERIALIZED VIEW mv20 AS SELECT x FROM c16',
+	'ALTER TABLE c16 ADD CONSTRAINT c16_pos CHECK (x > 0)',
+	'CREATE INDEX c16_x ON c16 (x)');
+is(scalar @jobs, 3, '16: a view, a check and an index of one table in one group');
+ok(wait_job_state($node, $_, 'succeeded'), "16: job $_ succeeded") for @jobs;
+is(differences($node, 'mv20', 'SELECT x FROM c16'), '0', '16: the view is exact');
+$node->safe_psql('postgres', q{SET background_ddl = on; BEGIN;
+CREATE MATERIALIZED VIEW mv21 AS SELECT x FROM c16;
+ALTER TABLE c16 ADD CONSTRAINT c16_pos2 CHECK (x > 0); COMMIT;});
+is( $node->safe_psql('postgres', q{SELECT after_jobs = ARRAY[(SELECT id FROM pg_stat_background_ddl WHERE target = 'public.mv21')]
+	  FROM pg_stat_background_ddl WHERE command LIKE '%c16_pos2%'}),
+	't', '16: without a group, the constraint still starts after the view (were the view to fail, it would not be added)');
 
 $node->stop;
 done_testing();
