@@ -127,7 +127,7 @@ typedef struct StatementEffects
 	bool		keys_only;		/* only the jobs that define keys on its tables */
 	bool		columns_only;	/* only the jobs that change its tables' columns */
 	bool		only_constrains;	/* an ALTER TABLE that only adds or validates
-									 * constraints (AlterTableOnlyConstrains) */
+									 * constraints (AlterTableEffects) */
 } StatementEffects;
 
 /* StatementTouches: the statement uses the job's target */
@@ -291,16 +291,47 @@ AddForeignKeys(StatementEffects *statement, List *constraints)
 	}
 }
 
-/* What an ALTER TABLE's subcommands name besides its table */
+/*
+ * Does an ALTER TABLE subcommand only add a check, a foreign key or a key,
+ * validate a constraint, or set NOT NULL?
+ */
+static bool
+OnlyConstrains(AlterTableCmd *cmd)
+{
+	switch (cmd->subtype)
+	{
+		case AT_AddConstraint:
+		case AT_AddConstraintRecurse:
+			return IsA(cmd->def, Constraint) &&
+				(((Constraint *) cmd->def)->contype == CONSTR_CHECK ||
+				 ((Constraint *) cmd->def)->contype == CONSTR_FOREIGN ||
+				 ((Constraint *) cmd->def)->contype == CONSTR_PRIMARY ||
+				 ((Constraint *) cmd->def)->contype == CONSTR_UNIQUE);
+		case AT_ValidateConstraint:
+		case AT_ValidateConstraintRecurse:
+		case AT_SetNotNull:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * What an ALTER TABLE's subcommands name besides its table; and whether
+ * they only add or validate constraints (statement->only_constrains),
+ * which changes neither the table's rows nor what a query reads of it
+ */
 static void
 AlterTableEffects(StatementEffects *statement, AlterTableStmt *stmt)
 {
 	ListCell   *lc;
 
+	statement->only_constrains = stmt->cmds != NIL;
 	foreach(lc, stmt->cmds)
 	{
 		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
 
+		statement->only_constrains &= OnlyConstrains(cmd);
 		switch (cmd->subtype)
 		{
 			case AT_AddColumn:
@@ -339,48 +370,6 @@ AlterTableEffects(StatementEffects *statement, AlterTableStmt *stmt)
 				break;
 		}
 	}
-}
-
-/*
- * Does an ALTER TABLE only add or validate constraints (a check, a foreign
- * key, a key, NOT NULL)?  That changes neither the table's rows nor what a
- * query reads of it.
- */
-static bool
-AlterTableOnlyConstrains(AlterTableStmt *stmt)
-{
-	ListCell   *lc;
-
-	foreach(lc, stmt->cmds)
-	{
-		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
-
-		switch (cmd->subtype)
-		{
-			case AT_AddConstraint:
-			case AT_AddConstraintRecurse:
-				if (!IsA(cmd->def, Constraint))
-					return false;
-				switch (((Constraint *) cmd->def)->contype)
-				{
-					case CONSTR_CHECK:
-					case CONSTR_FOREIGN:
-					case CONSTR_PRIMARY:
-					case CONSTR_UNIQUE:
-						break;
-					default:
-						return false;
-				}
-				break;
-			case AT_ValidateConstraint:
-			case AT_ValidateConstraintRecurse:
-			case AT_SetNotNull:
-				break;
-			default:
-				return false;
-		}
-	}
-	return stmt->cmds != NIL;
 }
 
 /* What a GRANT or REVOKE does to the tables it names (a REVOKE may take what a job needs) */
@@ -444,7 +433,6 @@ UtilityEffects(StatementEffects *statement, Node *parsetree)
 			AddRangeVar(statement, ((AlterTableStmt *) parsetree)->relation,
 						REL_NAMES | REL_REDEFINES);
 			AlterTableEffects(statement, (AlterTableStmt *) parsetree);
-			statement->only_constrains = AlterTableOnlyConstrains((AlterTableStmt *) parsetree);
 			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN)
