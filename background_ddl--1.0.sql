@@ -406,7 +406,9 @@ CREATE VIEW pg_stat_background_ddl AS
 		   CASE WHEN v.visible THEN j.command ELSE '<insufficient privilege>' END AS command,
 		   CASE WHEN j.state = 'running' AND l.pid IS NULL AND NOT pg_catalog.pg_is_in_recovery()
 				THEN 'queued' ELSE j.state END AS state,
-		   coalesce(kp.phase,
+		   /* a job ready for its cut-over is ready, whatever its kind's step was */
+		   coalesce(CASE WHEN j.state = 'running' AND l.phase = 'ready' THEN l.phase END,
+					kp.phase,
 					CASE WHEN j.state IN ('running', 'cancelling') THEN l.phase END,
 					/* an ended job's clean-up waits for its locks: cleanup_pending says so */
 					CASE WHEN j.state IN ('succeeded', 'failed', 'cancelled') AND

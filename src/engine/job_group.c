@@ -378,6 +378,28 @@ Publish(JobRun *run, List *members)
 }
 
 /*
+ * The cut-over of one job by the parts of its kind's cut-over
+ * (cut_over_lock, cut_over_publish), as a group of one: for a kind that
+ * held back what it built (an index left invalid) until its cut-over.
+ * Returns as the kind's cut-over would; a restart is recorded
+ * (restart_build) once the step is undone.
+ */
+JobStepResult
+JobPublishAlone(JobRun *run)
+{
+	JobRun	   *stopped = NULL;
+	JobStepResult result;
+
+	JobStepHoldPoint("cutting over");
+	result = PublishTogether(list_make1(run), &stopped);
+	if (result != JOB_STEP_DONE)
+		ReloadMember(run, "background_ddl: reloading its job");
+	if (result == JOB_STEP_RESTART && run->routine->restart_build != NULL)
+		(void) run->routine->restart_build(run);
+	return result;
+}
+
+/*
  * Publish the group of run's job, whose worker publishes it
  * (job.published_by): once the others are handed over, all of it in one
  * transaction, holding the others meanwhile.  Returns JOB_STEP_DONE once

@@ -15,6 +15,7 @@
 extern void JobGroupReady(JobRun *run);
 extern void JobGroupHandOver(JobRun *run);
 extern JobStepResult JobGroupPublish(JobRun *run);
+extern JobStepResult JobPublishAlone(JobRun *run);
 extern void JobGroupCancel(const BgddlJob *job, JobState ended_as, int64 own_job);
 
 #endif							/* BGDDL_JOB_GROUP_H */

@@ -143,6 +143,18 @@ JobRunRecordPhase(const JobRun *run, JobPhase phase)
 	JobPublishPhase(phase);
 }
 
+/*
+ * Is what the job builds held back until its cut-over publishes it (an
+ * index left invalid once built)?  In a group, and when its cut-over waits
+ * (for complete_ddl, a window, fewer writes)
+ */
+bool
+JobRunPublishesLater(const BgddlJob *job)
+{
+	return job->group_id != 0 || job->manual_cutover || job->cutover_window[0] != '\0' ||
+		job->cutover_max_writes > 0;
+}
+
 /* Does the job's target still exist?  Caller is in a transaction. */
 bool
 JobRunTargetExists(const JobRun *run)

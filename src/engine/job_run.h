@@ -43,6 +43,7 @@ extern void JobRunGaveWay(int64 job_id, const ErrorData *error);
 extern void JobRunSetPhase(JobRun *run, JobPhase phase);
 extern void JobRunRecordPhase(const JobRun *run, JobPhase phase);
 extern bool JobRunTargetExists(const JobRun *run);
+extern bool JobRunPublishesLater(const BgddlJob *job);
 extern void JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,
 							int64 rows);
 extern void JobRunSetStateText(JobRun *run, const char *key, const char *value);

@@ -91,6 +91,8 @@
 #define STATE_BUILT_HELD		"built_held"
 /* In a group: every partition has its index (the job's held back): the job is built */
 #define STATE_TREE_DONE			"tree_done"
+/* The leaves' indexes that the job builds are held back (JobRunPublishesLater at the first) */
+#define STATE_HOLDS				"holds"
 
 /* A partition (at any level) of the indexed table, and the job's indexes */
 typedef struct TreePartition
@@ -224,7 +226,8 @@ JobTree(const BgddlJob *job, Oid table_oid, Oid root_index)
 			partition->index = index_get_partition(rel, partition->parent_index);
 		if (OidIsValid(partition->index))
 			(void) IndexBuildIsIndex(partition->index, &partition->valid);
-		partition->valid |= OidIsValid(partition->index) && job->group_id != 0 &&
+		partition->valid |= OidIsValid(partition->index) &&
+			CatalogKindStateInt(job->kind_state, STATE_HOLDS) != 0 &&
 			partition->relkind == RELKIND_RELATION && Created(job, partition->table);
 		relation_close(rel, NoLock);
 		partitions = lappend(partitions, partition);
@@ -718,9 +721,10 @@ BuildStep(JobRun *run, const PartitionStep *step)
 	JobRunSetStateInt(run, STATE_BUILDING_TABLE, step->table);
 	CatalogJobRecordKindState(&run->job);
 	(void) IndexBuildDefine(&run->job, step->table, stmt, index_oid, InvalidOid);
-	if (run->job.group_id != 0)
+	if (JobRunPublishesLater(&run->job) || CatalogKindStateInt(run->job.kind_state, STATE_HOLDS) != 0)
 	{
 		IndexBuildHoldBack(index_oid, step->table);
+		JobRunSetStateInt(run, STATE_HOLDS, 1);
 		JobRunSetStateInt(run, STATE_BUILT_HELD, index_oid);
 		CatalogJobRecordKindState(&run->job);
 	}
@@ -858,11 +862,22 @@ FinishTree(JobRun *run, bool mark)
 	}
 }
 
-/* FinishTree, in a locking step: marking, unless the job is a group's */
+/*
+ * FinishTree, in a locking step: marking, unless the job's cut-over
+ * publishes later, or its leaves' indexes are held back for it
+ */
 static void
 FinishStep(JobRun *run, void *arg)
 {
-	FinishTree(run, run->job.group_id == 0);
+	FinishTree(run, !JobRunPublishesLater(&run->job) &&
+			   CatalogKindStateInt(run->job.kind_state, STATE_HOLDS) == 0);
+}
+
+/* Is the job's tree complete, its indexes held back for its cut-over (RecordTreeDone)? */
+bool
+IndexPartitionsHeld(const BgddlJob *job)
+{
+	return CatalogKindStateInt(job->kind_state, STATE_TREE_DONE) != 0;
 }
 
 /*

@@ -23,6 +23,7 @@ extern void IndexPartitionsCheckSubmit(Oid table_oid, IndexStmt *stmt);
 extern void IndexPartitionsPlan(JobRun *run, Oid table_oid);
 extern JobStepResult IndexPartitionsStep(JobRun *run, Oid table_oid);
 extern bool IndexPartitionsDone(const BgddlJob *job, bool valid);
+extern bool IndexPartitionsHeld(const BgddlJob *job);
 extern void IndexPartitionsCutOverLock(JobRun *run);
 extern JobStepResult IndexPartitionsPublish(JobRun *run);
 extern void IndexPartitionsRestart(JobRun *run);

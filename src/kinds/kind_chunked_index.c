@@ -578,8 +578,9 @@ MarkValidStep(JobRun *run)
 }
 
 /*
- * A job of a group (background_ddl.cutover_group) leaves the index invalid
- * for its group's publication, once the transactions older than
+ * A job whose cut-over publishes later (a group's, or one that waits for
+ * complete_ddl, a window or fewer writes: JobRunPublishesLater) leaves the
+ * index invalid for its cut-over, once the transactions older than
  * validate_index's snapshot have ended (then anyone may use it as soon as
  * it is valid); its worker lets go of the table.  Taken again by every
  * worker of the job until the group is published: a wait for nothing once
@@ -651,7 +652,8 @@ ChunkedIndexBackfillStep(JobRun *run)
 		case STAGE_READY:
 			return ValidateStep(run);
 		case STAGE_VALIDATED:
-			return run->job.group_id != 0 ? AwaitOlderSnapshotsStep(run) : MarkValidStep(run);
+			return JobRunPublishesLater(&run->job) ? AwaitOlderSnapshotsStep(run) :
+				MarkValidStep(run);
 	}
 	elog(ERROR, "background DDL job %lld is at an unknown stage", (long long) run->job.id);
 }
@@ -716,6 +718,7 @@ const KindRoutine kind_chunked_index_routine = {
 	.stands_for = OBJECT_INDEX,
 	.replaces_placeholder = true,
 	.waits_for_older_snapshots = true,
+	.cut_over_publishes = true,
 	.start = ChunkedIndexStart,
 	.plan = IndexPlan,
 	.backfill_step = ChunkedIndexBackfillStep,
@@ -723,6 +726,7 @@ const KindRoutine kind_chunked_index_routine = {
 	.cut_over = IndexCutOver,
 	.cut_over_lock = IndexCutOverLock,
 	.cut_over_publish = ChunkedIndexCutOverPublish,
+	.writes_to_sources = IndexWritesToTable,
 	.progress = ChunkedIndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = ChunkedIndexDiscard,

@@ -118,6 +118,7 @@
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
 #include "citus/pg_citus.h"
+#include "pg/pg_relation.h"
 #include "engine/job_run.h"
 #include "engine/job_shmem.h"
 #include "engine/job_step.h"
@@ -1990,13 +1991,13 @@ AttachSaysWhatItReads(const BgddlJob *job)
  * a foreign key's capture triggers too).  A check's is VALIDATE
  * CONSTRAINT's SHARE UPDATE EXCLUSIVE, which writers do not wait for; SET
  * NOT NULL's and a key's, ACCESS EXCLUSIVE, for as long as a few catalog
- * updates take.  A foreign key's cut-over checks
- * the last changed rows with writers kept out (SHARE); with a capture that
- * logs every change, it takes ACCESS EXCLUSIVE instead and drops the
- * capture triggers too (DROP TRIGGER's lock): one moment of a strong lock
- * at the end, not two.  An ATTACH takes ATTACH's SHARE UPDATE EXCLUSIVE on
- * the parent, which writers do not wait for, and ACCESS EXCLUSIVE on the
- * tables its helpers are on (AttachCutOver).
+ * updates take.  A foreign key's cut-over checks the last changed rows with
+ * writers kept out (SHARE); with a capture that logs every change, it
+ * takes ACCESS EXCLUSIVE instead and drops the capture triggers too (DROP
+ * TRIGGER's lock): one moment of a strong lock at the end, not two.  An
+ * ATTACH takes ATTACH's SHARE UPDATE EXCLUSIVE on the parent, which writers
+ * do not wait for, and ACCESS EXCLUSIVE on the tables its helpers are on
+ * (AttachCutOver).
  */
 static LOCKMODE
 CutOverMode(const BgddlJob *job, bool drops_capture)
@@ -2092,7 +2093,10 @@ ConstraintCutOver(JobRun *run)
 	JobStepResult result;
 
 	JobStepHoldPoint("cutting over");
-	/* (without a capture that logs every change, it may have to check every row: readers keep reading) */
+	/*
+	 * (without a capture that logs every change, it may have to check every
+	 * row: readers keep reading)
+	 */
 	if (JobIsForeignKey(&run->job))
 	{
 		JobStepBegin("background_ddl: cutting over", STEP_READ_COMMITTED);
@@ -2170,6 +2174,13 @@ ConstraintRestartBuild(JobRun *run)
 		(void) CheckChangedRows(run, constraint, INT_MAX, false);
 	JobStepEnd();
 	return JOB_STEP_RESTART;
+}
+
+/* The rows written to the job's table and those below it (background_ddl.cutover_max_writes), in a step */
+int64
+ConstraintWritesToTable(const BgddlJob *job)
+{
+	return PgTableTreeWrites(job->target_oid);
 }
 
 /* Why the job's target is gone: its table was dropped */
@@ -2646,6 +2657,7 @@ ConstraintEstimate(Node *raw_statement, const char *query_string, JobEstimate *e
 const KindRoutine kind_constraint_routine = {
 	.name = "ALTER TABLE",
 	.stands_for = OBJECT_TABLE,
+	.cut_over_publishes = true,
 	.accepts = ConstraintAccepts,
 	.validates_against_keys = ConstraintValidatesAgainstKeys,
 	.validate = ConstraintValidate,
@@ -2661,6 +2673,7 @@ const KindRoutine kind_constraint_routine = {
 	.cut_over_lock = ConstraintCutOverLock,
 	.cut_over_publish = ConstraintCutOverPublish,
 	.restart_build = ConstraintRestartBuild,
+	.writes_to_sources = ConstraintWritesToTable,
 	.gone_reason = ConstraintGoneReason,
 	.discard = ConstraintDiscard,
 	.cleanup = ConstraintCleanup,

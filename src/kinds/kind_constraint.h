@@ -48,6 +48,7 @@ extern JobStepResult ConstraintCutOver(JobRun *run);
 extern void ConstraintCutOverLock(JobRun *run);
 extern JobStepResult ConstraintCutOverPublish(JobRun *run);
 extern JobStepResult ConstraintRestartBuild(JobRun *run);
+extern int64 ConstraintWritesToTable(const BgddlJob *job);
 extern const char *ConstraintGoneReason(const BgddlJob *job);
 extern void ConstraintDiscard(const BgddlJob *job, bool keep_target);
 

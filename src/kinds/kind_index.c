@@ -81,6 +81,7 @@
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
 #include "citus/pg_citus.h"
+#include "engine/job_group.h"
 #include "engine/job_step.h"
 #include "index/index_build.h"
 #include "index/index_chunked.h"
@@ -1010,7 +1011,7 @@ BuildIndex(JobRun *run)
 	run->job.target_oid = index_oid;
 	CatalogJobRecordTarget(run->job.id, index_oid);
 	(void) IndexBuildDefine(&run->job, table_oid, stmt, index_oid, InvalidOid);
-	if (run->job.group_id != 0)
+	if (JobRunPublishesLater(&run->job))
 		IndexHoldBack(run, index_oid, table_oid);
 	JobStepEnd();
 	return JOB_STEP_DONE;
@@ -1061,10 +1062,27 @@ IndexPublish(JobRun *run, bool may_stay_invalid)
 	return JOB_STEP_DONE;
 }
 
+/*
+ * The cut-over: an index held back invalid once built (its cut-over waited,
+ * or waits no more: JobRunPublishesLater at its build) is marked valid
+ * now, by the parts of the cut-over (JobPublishAlone)
+ */
 JobStepResult
 IndexCutOver(JobRun *run)
 {
+	bool		is_index;
+	bool		valid;
+
+	if (IndexCheck(run, &is_index, &valid) && is_index && !valid)
+		return JobPublishAlone(run);
 	return IndexPublish(run, false);
+}
+
+/* The rows written to the indexed table (background_ddl.cutover_max_writes), in a step */
+int64
+IndexWritesToTable(const BgddlJob *job)
+{
+	return PgTableTreeWrites(IndexedTable(job));
 }
 
 /* A group's publication: the index's table, as CREATE INDEX CONCURRENTLY holds it */
@@ -1219,6 +1237,7 @@ const KindRoutine kind_index_routine = {
 	.stands_for = OBJECT_INDEX,
 	.replaces_placeholder = true,
 	.waits_for_older_snapshots = true,
+	.cut_over_publishes = true,
 	.load = IndexLoad,
 	.accepts = IndexAccepts,
 	.validate = IndexValidate,
@@ -1230,6 +1249,7 @@ const KindRoutine kind_index_routine = {
 	.cut_over = IndexCutOver,
 	.cut_over_lock = IndexCutOverLock,
 	.cut_over_publish = IndexCutOverPublish,
+	.writes_to_sources = IndexWritesToTable,
 	.progress = IndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = IndexDiscard,

@@ -36,6 +36,7 @@ extern bool IndexCheck(JobRun *run, bool *is_index, bool *valid);
 extern JobStepResult IndexPublish(JobRun *run, bool may_stay_invalid);
 extern void IndexPlan(JobRun *run);
 extern JobStepResult IndexCutOver(JobRun *run);
+extern int64 IndexWritesToTable(const BgddlJob *job);
 extern void IndexCutOverLock(JobRun *run);
 extern JobStepResult IndexPublishHeld(JobRun *run, bool built, bool *marked);
 extern void IndexHoldBack(JobRun *run, Oid index_oid, Oid table_oid);

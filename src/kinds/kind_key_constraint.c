@@ -75,6 +75,7 @@
 
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
+#include "engine/job_group.h"
 #include "engine/job_run.h"
 #include "engine/job_step.h"
 #include "index/index_build.h"
@@ -434,7 +435,7 @@ BuildKeyIndex(JobRun *run)
 	CatalogKindStateSetText(&run->job.kind_state, STATE_KEY_INDEX_NAME, stmt->idxname);
 	CatalogJobRecordKindState(&run->job);
 	(void) IndexBuildDefine(&run->job, table, stmt, index, InvalidOid);
-	if (run->job.group_id != 0)
+	if (JobRunPublishesLater(&run->job))
 		IndexHoldBack(run, index, table);
 	JobStepEnd();
 	return JOB_STEP_MORE;
@@ -560,6 +561,17 @@ KeyBackfillStep(JobRun *run)
 static JobStepResult
 KeyCutOver(JobRun *run)
 {
+	bool		valid = true;
+
+	/* An index held back invalid once built (JobRunPublishesLater): by the parts */
+	if (IndexHeld(&run->job))
+	{
+		JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
+		(void) IndexBuildIsIndex(KeyIndex(&run->job), &valid);
+		JobStepEnd();
+	}
+	if (!valid)
+		return JobPublishAlone(run);
 	if (OidIsValid(ConstraintOfJob(&run->job)))
 	{
 		JobStepBegin("background_ddl: checking the index", STEP_READ_COMMITTED);
@@ -681,6 +693,7 @@ const KindRoutine kind_key_constraint_routine = {
 	.variant_key = CONSTRAINT_STATE_KEY_BUILD,
 	.stands_for = OBJECT_TABLE,
 	.waits_for_older_snapshots = true,
+	.cut_over_publishes = true,
 	.start = ConstraintStart,
 	.plan = KeyPlan,
 	.backfill_step = KeyBackfillStep,
@@ -688,6 +701,7 @@ const KindRoutine kind_key_constraint_routine = {
 	.cut_over_lock = KeyCutOverLock,
 	.cut_over_publish = KeyCutOverPublish,
 	.restart_build = ConstraintRestartBuild,	/* (its helper's) */
+	.writes_to_sources = ConstraintWritesToTable,
 	.progress = IndexProgress,	/* while the index is built */
 	.gone_reason = ConstraintGoneReason,
 	.discard = KeyDiscard,

@@ -24,6 +24,7 @@
 
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
+#include "engine/job_group.h"
 #include "engine/job_run.h"
 #include "engine/job_step.h"
 #include "index/index_build.h"
@@ -96,9 +97,16 @@ PartitionedIndexBackfillStep(JobRun *run)
 	return IndexPartitionsStep(run, IndexedTable(&run->job));
 }
 
+/*
+ * The cut-over: a tree held back for it (its indexes invalid once built:
+ * JobRunPublishesLater) is marked valid now, by the parts of the cut-over
+ * (JobPublishAlone)
+ */
 static JobStepResult
 PartitionedIndexCutOver(JobRun *run)
 {
+	if (IndexPartitionsHeld(&run->job))
+		return JobPublishAlone(run);
 	return IndexPublish(run, IndexPartitionsDone(&run->job, false));
 }
 
@@ -142,12 +150,14 @@ const KindRoutine kind_partitioned_index_routine = {
 	.stands_for = OBJECT_INDEX,
 	.replaces_placeholder = true,
 	.waits_for_older_snapshots = true,
+	.cut_over_publishes = true,
 	.plan = PartitionedIndexPlan,
 	.backfill_step = PartitionedIndexBackfillStep,
 	.cut_over = PartitionedIndexCutOver,
 	.cut_over_lock = IndexPartitionsCutOverLock,
 	.cut_over_publish = PartitionedIndexCutOverPublish,
 	.restart_build = PartitionedIndexRestartBuild,
+	.writes_to_sources = IndexWritesToTable,
 	.progress = PartitionedIndexProgress,
 	.gone_reason = IndexGoneReason,
 	.discard = IndexPartitionsDiscard,

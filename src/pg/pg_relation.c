@@ -28,12 +28,35 @@
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_inherits.h"
+#include "pgstat.h"
 #include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "pg/pg_compat.h"
 #include "pg/pg_relation.h"
+
+/*
+ * The rows written (inserted, updated, deleted) to a table and the tables
+ * below it, as the cumulative statistics count them now
+ */
+int64
+PgTableTreeWrites(Oid relid)
+{
+	int64		writes = 0;
+	ListCell   *lc;
+
+	pgstat_clear_snapshot();
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		PgStat_StatTabEntry *entry = pgstat_fetch_stat_tabentry(lfirst_oid(lc));
+
+		if (entry != NULL)
+			writes += entry->tuples_inserted + entry->tuples_updated + entry->tuples_deleted;
+	}
+	return writes;
+}
 
 /*
  * Empty a relation, transactionally, as TRUNCATE does: a new relfilenode

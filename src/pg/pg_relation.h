@@ -12,6 +12,7 @@
 #include "utils/relcache.h"
 
 extern void PgRelationTruncate(Relation rel);
+extern int64 PgTableTreeWrites(Oid relid);
 extern void PgRelationDrop(Oid relid);
 extern void PgRelationSetDecoded(Oid relid, bool decoded);
 extern void PgRelationSetOwnerTransient(Oid relid, Oid owner);

@@ -265,20 +265,24 @@ SessionSubmitGroup(void)
 	return 0;
 }
 
-/*
- * Refuse a statement that cannot be published with a group: one whose
- * result is in use before its cut-over (as the kind's variant that its
- * checks chose, in kind_state, builds it)
- */
-static void
-CheckGroupable(const KindRoutine *kind, Jsonb *kind_state)
+/* The routine that builds the job: the kind's variant that its checks chose (in kind_state) */
+static const KindRoutine *
+BuiltBy(const KindRoutine *kind, Jsonb *kind_state)
 {
 	BgddlJob	job = {.kind = (char *) kind->name, .kind_state = kind_state};
-	const KindRoutine *built_by;
 
+	return KindRoutineForJob(&job);
+}
+
+/*
+ * Refuse a statement that cannot be published with a group: one whose
+ * result is in use before its cut-over (as built_by builds it)
+ */
+static void
+CheckGroupable(const KindRoutine *built_by)
+{
 	if (*background_ddl_cutover_group == '\0')
 		return;
-	built_by = KindRoutineForJob(&job);
 	if (built_by->cut_over_publish != NULL)
 		return;
 	ereport(ERROR,
@@ -372,6 +376,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 {
 	const BgddlCatalog *catalog = CatalogLookup();
 	KindSubmit	submit;
+	const KindRoutine *built_by;
 	BgddlJobSubmission submission;
 	JobOrder	order;
 	int64		job_id;
@@ -409,7 +414,8 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	routine->validate(&submit);
 	if (submit.declined)
 		return false;
-	CheckGroupable(routine, submit.kind_state);
+	built_by = BuiltBy(routine, submit.kind_state);
+	CheckGroupable(built_by);
 	command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
 	estimate = background_ddl_estimate ? EstimateAtSubmit(command) : NULL;
 	routine->reserve(&submit);
@@ -426,10 +432,10 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submission.after = JobsToStartAfter(&submit);
 	submission.idempotency_key = next_idempotency_key;
 	submission.manual_cutover = background_ddl_cutover == BGDDL_CUTOVER_MANUAL &&
-		routine->cut_over_publishes;
-	if (routine->cut_over_publishes && *background_ddl_cutover_window != '\0')
+		built_by->cut_over_publishes;
+	if (built_by->cut_over_publishes && *background_ddl_cutover_window != '\0')
 		submission.cutover_window = background_ddl_cutover_window;
-	if (routine->cut_over_publishes)
+	if (built_by->cut_over_publishes)
 		submission.cutover_max_writes = background_ddl_cutover_max_writes;
 	if (*background_ddl_cutover_group != '\0')
 	{
@@ -483,7 +489,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	else if (background_ddl_cutover == BGDDL_CUTOVER_MANUAL ||
 			 *background_ddl_cutover_window != '\0' || background_ddl_cutover_max_writes > 0)
 		appendStringInfo(&detail, "%sIts cut-over does not wait for complete_ddl: what a %s job makes is in use before it.",
-						 detail.len > 0 ? " " : "", routine->name);
+						 detail.len > 0 ? " " : "", built_by->name);
 	/*
 	 * pg_bgddl takes the job's id from this NOTICE, which it knows by its
 	 * text and by this file's name (its SUBMIT_NOTICE_SOURCE_FILE)

@@ -273,7 +273,7 @@ alter_ddl(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("the cut-over of background DDL job %lld cannot wait", (long long) job_id),
 				 errdetail("What a %s job makes is in use before its cut-over.", job.kind),
-				 errhint("Only the jobs of CREATE MATERIALIZED VIEW, CREATE TABLE AS, REFRESH MATERIALIZED VIEW, VACUUM FULL and ALTER TABLE ... SET TABLESPACE or ALTER COLUMN ... TYPE wait for complete_ddl or a cut-over window.")));
+				 errhint("The jobs of REINDEX and of an index on a distributed table do not wait for complete_ddl or a cut-over window; the others do.")));
 	if (JobStateIsFinal(job.state) || job.state == JOB_STATE_CANCELLING)
 		PG_RETURN_BOOL(false);
 	CatalogJobSetLimits(job_id, max_rate, batch_time_ms, workers, max_replica_lag_ms, cutover,

@@ -14,7 +14,9 @@
 #     paused job; a timeout leaves the job completing; a later statement of
 #     the submitting session that uses the result is refused, not left
 #     waiting; a cancel while ready leaves nothing;
-#  6. an index, in use before its job's cut-over, is not held back: the
+#  6. indexes (CREATE INDEX CONCURRENTLY's, our own build's) and a
+#     constraint wait, ready, invalid (NOT VALID), until complete_ddl;
+#     REINDEX, in use before its job's cut-over, is not held back: the
 #     submit says so, and alter_ddl refuses to make its cut-over manual;
 #  7. a cut-over window (background_ddl.cutover_window): a job waits, ready,
 #     while the time of day is out of it, and cuts over once alter_ddl
@@ -171,18 +173,55 @@ check_no_leftovers($node, $job);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'mv6'}),
 	'0', '5: nothing of it is left');
 
-# 6. An index job's cut-over is not held back
+# 6. Indexes and constraints: once built (checked) each waits, ready, with
+#    its index invalid (its constraint NOT VALID) until complete_ddl; a
+#    unique index checks the keys of new rows meanwhile, as during CREATE
+#    INDEX CONCURRENTLY.  REINDEX is not held back: the submit says so, and
+#    alter_ddl refuses to make its cut-over manual.
+# (one at a time: a ready job keeps its worker, and there are two)
+my $row = 100000;
+for my $held (
+	[ 'plain_u', 'CREATE UNIQUE INDEX plain_u ON plain (a)', 'CREATE INDEX CONCURRENTLY\'s' ],
+	[ 'plain_b', 'CREATE INDEX plain_b ON plain (a)', 'our own build\'s' ],
+	[ 'plain_pos', 'ALTER TABLE plain ADD CONSTRAINT plain_pos CHECK (a > 0)', 'a constraint' ])
+{
+	my ($name, $statement, $what) = @$held;
+	my $state = $name eq 'plain_pos'
+	  ? q{SELECT convalidated::text FROM pg_constraint WHERE conname = 'plain_pos'}
+	  : "SELECT indisready::text || ' ' || indisvalid::text FROM pg_index WHERE indexrelid = '$name'::regclass";
+	$job = submit_job($node, $statement, before => $manual);
+	ok(wait_ready($job), "6: $what, once built, waits for complete_ddl");
+	is($node->safe_psql('postgres', $state), $name eq 'plain_pos' ? 'false' : 'true false',
+		"6: $what: ready for writes, not valid");
+	if ($name eq 'plain_u')
+	{
+		($ret, $out, $stderr) = $node->psql('postgres', 'INSERT INTO plain VALUES (5)');
+		like($stderr, qr/duplicate key value violates unique constraint "plain_u"/,
+			'6: the unique index checks the keys of new rows already');
+	}
+	$row++;
+	$node->safe_psql('postgres', "INSERT INTO plain VALUES ($row)");
+	$node->safe_psql('postgres', "CALL complete_ddl($job)");
+	is(job_field($node, $job, 'state') . ' ' . job_field($node, $job, 'cutover'),
+		'succeeded completed', "6: complete_ddl published $what");
+	is($node->safe_psql('postgres', $state), $name eq 'plain_pos' ? 'true' : 'true true',
+		"6: $what is valid");
+	check_no_leftovers($node, $job);
+}
+is( $node->safe_psql('postgres', q{CREATE EXTENSION IF NOT EXISTS amcheck;
+	  SELECT bool_and(bt_index_check(indexrelid, true) IS NOT NULL) FROM pg_index WHERE indrelid = 'plain'::regclass}),
+	't', '6: both indexes have every row, those written while they waited too (amcheck, heapallindexed)');
 ($ret, $out, $stderr) = $node->psql('postgres',
-	"SET background_ddl = on; $manual CREATE INDEX plain_a ON plain (a)");
-like($stderr, qr/Its cut-over does not wait for complete_ddl: what a CREATE INDEX job makes is in use before it/,
-	'6: the submit of an index says that its cut-over does not wait');
-$job = $node->safe_psql('postgres', q{SELECT id FROM pg_stat_background_ddl WHERE target = 'public.plain_a'});
-ok(wait_job_state($node, $job, 'succeeded'), '6: the index job succeeds');
+	"SET background_ddl = on; $manual REINDEX INDEX plain_b");
+like($stderr, qr/Its cut-over does not wait for complete_ddl: what a REINDEX job makes is in use before it/,
+	'6: the submit of a REINDEX says that its cut-over does not wait');
+$job = $node->safe_psql('postgres', q{SELECT max(id) FROM pg_stat_background_ddl WHERE kind = 'REINDEX'});
+ok(wait_job_state($node, $job, 'succeeded'), '6: the REINDEX job succeeds');
 is(job_field($node, $job, 'cutover'), 'auto', '6: its cut-over was automatic');
-($job, $hold) = submit_held_at($node, 'cutting over', 'CREATE INDEX plain_a2 ON plain (a)');
+($job, $hold) = submit_held_at($node, 'cutting over', 'REINDEX INDEX plain_u');
 ($ret, $out, $stderr) = $node->psql('postgres', "SELECT alter_ddl($job, cutover => 'manual')");
 like($stderr, qr/the cut-over of background DDL job $job cannot wait/,
-	'6: alter_ddl refuses to make an index job\'s cut-over manual');
+	'6: alter_ddl refuses to make a REINDEX job\'s cut-over manual');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), '6: and the job goes on');
 
