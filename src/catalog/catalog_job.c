@@ -1510,10 +1510,11 @@ CatalogGroupReady(int64 job_id, List **not_ready)
  * The jobs of a job's group (int64 *, by id, itself included), as last
  * committed.  *pending lists the other ones that are not handed over to it
  * yet (a worker still has one, or it is paused, or it is not this job's to
- * publish); *ended says whether one has ended or is being cancelled.
+ * publish), and *paused (if not NULL) those of them that are paused; *ended
+ * says whether one has ended or is being cancelled.
  */
 List *
-CatalogGroupMembers(int64 job_id, List **pending, bool *ended)
+CatalogGroupMembers(int64 job_id, List **pending, List **paused, bool *ended)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID};
@@ -1521,11 +1522,14 @@ CatalogGroupMembers(int64 job_id, List **pending, bool *ended)
 	List	   *members = NIL;
 
 	*pending = NIL;
+	if (paused != NULL)
+		*paused = NIL;
 	*ended = false;
 	CatalogAccessBegin(&access);
 	CatalogExecuteLatest("SELECT m.id, m.id <> $1 AND (m.in_flight OR m.state = 'paused' OR "
 						 "  m.published_by IS DISTINCT FROM $1), "
-						 "m.state NOT IN ('queued', 'running', 'paused') "
+						 "m.state NOT IN ('queued', 'running', 'paused'), "
+						 "m.id <> $1 AND m.state = 'paused' "
 						 "FROM background_ddl.job m WHERE " IN_GROUP "ORDER BY m.id",
 						 1, argtypes, values, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
@@ -1538,6 +1542,8 @@ CatalogGroupMembers(int64 job_id, List **pending, bool *ended)
 		if (DatumGetBool(CatalogColumn(row, 2, BoolGetDatum(false))))
 			*pending = lappend(*pending, id);
 		*ended |= DatumGetBool(CatalogColumn(row, 3, BoolGetDatum(false)));
+		if (paused != NULL && DatumGetBool(CatalogColumn(row, 4, BoolGetDatum(false))))
+			*paused = lappend(*paused, id);
 		MemoryContextSwitchTo(spi_context);
 	}
 	CatalogAccessEnd(&access);

@@ -261,7 +261,7 @@ extern bool CatalogJobStartsAfter(int64 job_id, int64 earlier_id);
 extern List *CatalogJobsAwaited(int64 job_id);
 extern void CatalogJobReadLimits(BgddlJob *job);
 extern int64 CatalogGroupReady(int64 job_id, List **not_ready);
-extern List *CatalogGroupMembers(int64 job_id, List **pending, bool *ended);
+extern List *CatalogGroupMembers(int64 job_id, List **pending, List **paused, bool *ended);
 extern void CatalogGroupRelease(int64 job_id);
 extern List *CatalogGroupCancel(int64 job_id, const char *reason);
 extern int64 CatalogGroupMemberUnlike(int64 job_id);

@@ -160,35 +160,6 @@ LockOthers(JobRun *run, List *members, bool lock)
 }
 
 /*
- * The jobs among ids (int64 *) that are paused, as a list of new ids; in a
- * step, whose memory (step_context) holds the job rows read
- */
-static List *
-PausedJobs(List *ids, MemoryContext step_context)
-{
-	List	   *paused = NIL;
-	ListCell   *lc;
-
-	foreach(lc, ids)
-	{
-		BgddlJob	job;
-		MemoryContext caller_context = MemoryContextSwitchTo(step_context);
-		bool		is_paused = CatalogJobLoad(*(int64 *) lfirst(lc), &job, true) &&
-			job.state == JOB_STATE_PAUSED;
-
-		MemoryContextSwitchTo(caller_context);
-		if (is_paused)
-		{
-			int64	   *id = palloc(sizeof(int64));
-
-			*id = job.id;
-			paused = lappend(paused, id);
-		}
-	}
-	return paused;
-}
-
-/*
  * Wait until the group's other jobs are handed over.  Returns the group's
  * jobs (int64 *, by id), or NIL if one of them ended or is being cancelled:
  * the group is cancelled.
@@ -203,12 +174,10 @@ AwaitHandOver(JobRun *run)
 		List	   *paused;
 		bool		ended;
 		char	   *waiting_for;
-		MemoryContext step_context;
 
 		JobStepBegin("background_ddl: looking at its group", STEP_READ_COMMITTED);
-		step_context = MemoryContextSwitchTo(JobContext());
-		members = CatalogGroupMembers(run->job.id, &pending, &ended);
-		paused = PausedJobs(pending, step_context);
+		MemoryContextSwitchTo(JobContext());
+		members = CatalogGroupMembers(run->job.id, &pending, &paused, &ended);
 		JobStepEnd();
 		if (ended)
 			return NIL;
@@ -226,9 +195,10 @@ AwaitHandOver(JobRun *run)
 		JobStepWaitingFor(JOB_WAIT_CUTOVER, waiting_for);
 		/* (shown from shared memory: a long wait leaks nothing) */
 		pfree(waiting_for);
-		list_free_deep(members);	/* (pending's cells point to the same ids) */
+		/* (pending's and paused's cells point to the same ids) */
+		list_free_deep(members);
 		list_free(pending);
-		list_free_deep(paused);
+		list_free(paused);
 		JobStepSleep(GROUP_LOOK_MS);
 	}
 }
@@ -241,7 +211,7 @@ StillHandedOver(JobRun *run)
 	bool		ended;
 
 	JobStepBegin("background_ddl: looking at its group", STEP_READ_COMMITTED);
-	(void) CatalogGroupMembers(run->job.id, &pending, &ended);
+	(void) CatalogGroupMembers(run->job.id, &pending, NULL, &ended);
 	JobStepEnd();
 	return pending == NIL && !ended;
 }
