@@ -71,6 +71,17 @@ sub submit_group
 		"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = '$group' ORDER BY id");
 }
 
+# Submit a group with the publisher to be held at hold point $point: returns
+# the hold (release_hold) and the group's jobs once the publisher is held
+sub submit_group_held
+{
+	my ($point, $what, $group, @statements) = @_;
+	my $hold = hold_at($node, $point);
+	my @ids = submit_group($group, @statements);
+	ok(held_at_hold($node), $what);
+	return ($hold, @ids);
+}
+
 my $write_script = events_write_script() . "UPDATE w SET n = n + 1 WHERE id = :id;\n";
 my ($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
 
@@ -163,11 +174,11 @@ unlike($stopped, qr/aborted|ERROR/, '1: no writer failed after the crash');
 
 # 2. A crash in the middle of the publication publishes nothing; the next
 #    worker of the publisher publishes all
-my $hold = hold_at($node, 'publishing its group');
-@jobs = submit_group('release-2',
+my $hold;
+($hold, @jobs) = submit_group_held('publishing its group',
+	'2: the publisher is held in the publication', 'release-2',
 	'CREATE MATERIALIZED VIEW mv2 AS SELECT a FROM small',
 	'CREATE TABLE doubled AS SELECT a * 2 AS b FROM small');
-ok(held_at_hold($node), '2: the publisher is held in the publication');
 my $publisher = $node->safe_psql('postgres',
 	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-2' AND pid IS NOT NULL");
 my ($other) = grep { $_ ne $publisher } @jobs;
@@ -351,11 +362,10 @@ like($stderr, qr/violates foreign key constraint "child_parent"/, '7: the foreig
 # 8. A job whose constraint is dropped in the middle of the publication:
 #    its group is cancelled, nothing of any is left
 $node->safe_psql('postgres', q{CREATE TABLE c8 (x int); INSERT INTO c8 SELECT generate_series(1, 1000);});
-$hold = hold_at($node, 'publishing its group');
-@jobs = submit_group('release-8',
+($hold, @jobs) = submit_group_held('publishing its group',
+	'8: the publisher is held in the publication', 'release-8',
 	'CREATE MATERIALIZED VIEW mv8 AS SELECT a FROM small',
 	'ALTER TABLE c8 ADD CONSTRAINT c8_pos CHECK (x > 0)');
-ok(held_at_hold($node), '8: the publisher is held in the publication');
 $publisher = $node->safe_psql('postgres',
 	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-8' AND pid IS NOT NULL");
 $node->safe_psql('postgres', 'ALTER TABLE c8 DROP CONSTRAINT c8_pos');
@@ -427,12 +437,11 @@ INSERT INTO k2 SELECT g, g FROM generate_series(1, 5000) g;
 CREATE TABLE k3 (id int, v int);
 INSERT INTO k3 SELECT g, g FROM generate_series(1, 5000) g;
 });
-$hold = hold_at($node, 'publishing its group');
-@jobs = submit_group('release-10b',
+($hold, @jobs) = submit_group_held('publishing its group',
+	'10: keys that build their index, held in the publication', 'release-10b',
 	'ALTER TABLE k2 ADD PRIMARY KEY (id)',
 	'ALTER TABLE k3 ADD CONSTRAINT k3_v_key UNIQUE (v)',
 	'CREATE MATERIALIZED VIEW mv10b AS SELECT a FROM small');
-ok(held_at_hold($node), '10: keys that build their index, held in the publication');
 is( $node->safe_psql('postgres', q{SELECT string_agg(indisready || ' ' || indisvalid, ', ' ORDER BY indexrelid)
 	  FROM pg_index WHERE indrelid IN ('k2'::regclass, 'k3'::regclass)}),
 	'true false, true false', '10: their indexes are built, not valid');
@@ -505,12 +514,11 @@ check_no_leftovers($node, $_) for @jobs;
 #     published in it but not committed: others see none of it meanwhile,
 #     and after the crash none is published; the next worker publishes all
 $node->safe_psql('postgres', q{CREATE TABLE c12 (x int); INSERT INTO c12 SELECT generate_series(1, 3000);});
-$hold = hold_at($node, 'publishing its group: before its commit');
-@jobs = submit_group('release-12',
+($hold, @jobs) = submit_group_held('publishing its group: before its commit',
+	'12: the publisher is held before its commit', 'release-12',
 	'CREATE MATERIALIZED VIEW mv12 AS SELECT a FROM small',
 	'ALTER TABLE c12 ADD CONSTRAINT c12_pos CHECK (x > 0)',
 	'CREATE UNIQUE INDEX c12_x ON c12 (x)');
-ok(held_at_hold($node), '12: the publisher is held before its commit');
 my $unpublished = q{SELECT (SELECT relispopulated FROM pg_class WHERE relname = 'mv12') || ' '
 	|| (SELECT convalidated FROM pg_constraint WHERE conname = 'c12_pos') || ' '
 	|| (SELECT indisvalid FROM pg_index WHERE indexrelid = 'c12_x'::regclass)};
