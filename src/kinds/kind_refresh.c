@@ -384,7 +384,7 @@ RefreshEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a materialized view", RelationGetRelationName(matview))));
 	JobQueryEnter(matview->rd_rel->relowner, &context, false);
-	QueryJobEstimate(copyObject(get_view_query(matview)), relid, estimate);
+	QueryJobEstimate(copyObject(get_view_query(matview)), relid, false, estimate);
 	JobQueryLeave(&context);
 	table_close(matview, NoLock);
 	return true;

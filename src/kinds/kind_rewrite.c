@@ -2,8 +2,8 @@
  *
  * kind_rewrite.c
  *	  Background VACUUM FULL, ALTER TABLE ... SET TABLESPACE, SET ACCESS
- *	  METHOD and ALTER COLUMN ... TYPE: a table's rows rewritten into new
- *	  storage while the table stays readable and writable.
+ *	  METHOD, ALTER COLUMN ... TYPE and ADD COLUMN: a table's rows rewritten
+ *	  into new storage while the table stays readable and writable.
  *
  * All hold ACCESS EXCLUSIVE on the table for the whole rewrite (or copy
  * of its files).  As a job, the table's rows are copied in checkpointed
@@ -38,8 +38,10 @@
  * follows its rows by tuple id).  The table's indexes stay where they are,
  * as with SET TABLESPACE.
  *
- * ALTER TABLE ... ALTER COLUMN ... TYPE is the same job with the changed
- * columns' new values in its query, bound at submit
+ * ALTER TABLE ... ALTER COLUMN ... TYPE and ADD COLUMN (a volatile default,
+ * a stored generated column: what PostgreSQL rewrites the table for) are
+ * the same job with the changed columns' new values and the added ones'
+ * in its query, bound at submit
  * (query_column_change.c), into a hidden heap of the new shape; the copies
  * of the indexes that use a changed column are made from their definitions
  * analysed again on it.  At submit the statement itself runs on the table
@@ -78,6 +80,7 @@
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/evtcache.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -111,8 +114,8 @@
 #define STATE_MOVES	"moves"
 
 /*
- * The key of the variant that changes columns' types (ALTER COLUMN ...
- * TYPE): 1; and its changes, as bound at submit (QueryColumnChangesBind,
+ * The key of the variant that changes or adds columns (ALTER COLUMN ...
+ * TYPE, ADD COLUMN): 1; and its changes, as bound at submit (QueryColumnChangesBind,
  * nodeToString)
  */
 #define STATE_COLUMN_CHANGES	"column_changes"
@@ -121,7 +124,8 @@
 #define STRATEGY_REWRITE	"table rewritten in ctid chunks, changed rows captured"
 #define STRATEGY_NO_REWRITE	"runs as PostgreSQL runs it: the change rewrites no row"
 #define STRATEGY_BLOCKING	"runs as PostgreSQL runs it, blocking: the table is not one plain table " \
-	"that the user owns, or a view, rule, trigger, policy, CHECK or foreign key uses a changed column"
+	"that the user owns, or a view, rule, trigger, policy, CHECK or foreign key uses a changed column, " \
+	"or an added column is not one a job adds (serial, identity, a constraint of its own)"
 
 /* Where an ALTER TABLE moves a table: its new tablespace, access method (NULL: none) */
 typedef struct TableMove
@@ -185,11 +189,12 @@ RewrittenTable(Node *parsetree, TableMove *move)
 }
 
 /*
- * ALTER TABLE t ALTER COLUMN c [SET DATA] TYPE ..., with subcommands all of
- * that kind: its subcommands (the column changes); NIL if not one
+ * ALTER TABLE t ALTER COLUMN c [SET DATA] TYPE ... or ADD [COLUMN] c ...,
+ * with subcommands all of those two kinds: its subcommands (the column
+ * changes); NIL if not one
  */
 static List *
-ColumnTypeChanges(Node *parsetree)
+ColumnChanges(Node *parsetree)
 {
 	AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
 	ListCell   *lc;
@@ -198,7 +203,9 @@ ColumnTypeChanges(Node *parsetree)
 		return NIL;
 	foreach(lc, stmt->cmds)
 	{
-		if (lfirst_node(AlterTableCmd, lc)->subtype != AT_AlterColumnType)
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		if (cmd->subtype != AT_AlterColumnType && cmd->subtype != AT_AddColumn)
 			return NIL;
 	}
 	return stmt->cmds;
@@ -213,11 +220,11 @@ JobColumnChanges(const BgddlJob *job)
 	return (List *) stringToNode(CatalogKindStateText(job->kind_state, STATE_COLUMN_VALUES));
 }
 
-/* The subcommands of a job's ALTER COLUMN ... TYPE (its statement, parsed again) */
+/* The subcommands of a job's ALTER COLUMN ... TYPE or ADD COLUMN (its statement, parsed again) */
 static List *
 JobStatementCommands(const BgddlJob *job)
 {
-	return ColumnTypeChanges(linitial_node(RawStmt, raw_parser(job->command,
+	return ColumnChanges(linitial_node(RawStmt, raw_parser(job->command,
 															   RAW_PARSE_DEFAULT))->stmt);
 }
 
@@ -381,22 +388,6 @@ UniqueKeysChangeReason(Relation table, List *changes)
 	return reason;
 }
 
-/* Would PostgreSQL rewrite the table for these changes (QueryColumnChangeRewrites)? */
-static bool
-ChangesRewrite(List *changes)
-{
-	ListCell   *lc;
-
-	foreach(lc, changes)
-	{
-		TargetEntry *change = lfirst_node(TargetEntry, lc);
-
-		if (QueryColumnChangeRewrites((Node *) change->expr, change->resno))
-			return true;
-	}
-	return false;
-}
-
 /* May the current user vacuum the table (vacuum.c's check, without its WARNING)? */
 static bool
 MayVacuum(Oid relid)
@@ -422,6 +413,19 @@ StoresAsHeap(Oid access_method_oid)
 	heap = ((Form_pg_am) GETSTRUCT(tuple))->amhandler == F_HEAP_TABLEAM_HANDLER;
 	ReleaseSysCache(tuple);
 	return heap;
+}
+
+/*
+ * Why a job cannot run an ALTER TABLE that rewrites the table, or NULL: an
+ * event trigger on table_rewrite (it may refuse the rewrite, or log it)
+ * fires for PostgreSQL's rewrite only
+ */
+static const char *
+RewriteEventReason(void)
+{
+	if (EventCacheLookup(EVT_TableRewrite) != NIL)
+		return "An event trigger fires on table_rewrite, which only PostgreSQL's own rewrite fires.";
+	return NULL;
 }
 
 /* Why a job cannot rewrite this table, or NULL */
@@ -474,6 +478,8 @@ RewriteAccepts(Node *parsetree, NodeTag statement, const char **reason)
 	access_method_oid = move.access_method ? get_table_am_oid(move.access_method, true) : InvalidOid;
 	if (*reason == NULL && OidIsValid(access_method_oid) && !StoresAsHeap(access_method_oid))
 		*reason = "The new access method does not store rows as heap does, as the job needs to write them.";
+	if (*reason == NULL && move.access_method != NULL)
+		*reason = RewriteEventReason();
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
 }
 
@@ -558,7 +564,7 @@ TableOfStatement(Node *parsetree)
 {
 	TableMove	move;
 
-	if (ColumnTypeChanges(parsetree) != NIL)
+	if (ColumnChanges(parsetree) != NIL)
 		return ((AlterTableStmt *) parsetree)->relation;
 	return RewrittenTable(parsetree, &move);
 }
@@ -654,7 +660,7 @@ RewriteCatchUp(JobRun *run)
 }
 
 /*
- * PostgreSQL's own ALTER COLUMN ... TYPE of the table (its subcommands), as role,
+ * PostgreSQL's own ALTER TABLE of the table (its subcommands), as role,
  * on the table emptied first (PgRelationTruncate): it makes the table's
  * catalog exactly what the blocking statement makes of it (the columns,
  * their defaults, the indexes and constraints it makes again, statistics
@@ -699,7 +705,7 @@ CheckStillAlterable(JobRun *run)
 	if (reason != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" changed while background DDL job %lld changed its columns' types",
+				 errmsg("table \"%s\" changed while background DDL job %lld changed its columns",
 						RelationGetRelationName(table), (long long) run->job.id),
 				 errdetail("%s", reason),
 				 errhint("Run the statement again: it runs as PostgreSQL runs it.")));
@@ -798,17 +804,68 @@ RewritePublish(JobRun *run, int64 rows)
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
 }
 
+/* Is a type name one of the serial types' (a column of one owns a sequence made for it)? */
+static bool
+IsSerialType(TypeName *type_name)
+{
+	const char *name;
+
+	if (list_length(type_name->names) != 1 || type_name->pct_type)
+		return false;
+	name = strVal(linitial(type_name->names));
+	return strcmp(name, "smallserial") == 0 || strcmp(name, "serial2") == 0 ||
+		strcmp(name, "serial") == 0 || strcmp(name, "serial4") == 0 ||
+		strcmp(name, "bigserial") == 0 || strcmp(name, "serial8") == 0;
+}
+
 /*
- * ALTER COLUMN ... TYPE of the columns of one plain table that the user
+ * May a job add this column: a new one, of no serial type, with nothing but
+ * a default or generation expression and NOT NULL or NULL (no identity, key,
+ * foreign key or check), and if generated, in a statement that changes no
+ * column's type (the expression reads the columns as they are)?
+ */
+static bool
+JobMayAdd(Oid relid, ColumnDef *def, List *cmds)
+{
+	ListCell   *lc;
+	ListCell   *cmd_cell;
+
+	if (get_attnum(relid, def->colname) != InvalidAttrNumber || IsSerialType(def->typeName))
+		return false;
+	foreach(lc, def->constraints)
+	{
+		switch (lfirst_node(Constraint, lc)->contype)
+		{
+			case CONSTR_DEFAULT:
+			case CONSTR_NOTNULL:
+			case CONSTR_NULL:
+				break;
+			case CONSTR_GENERATED:
+				foreach(cmd_cell, cmds)
+				{
+					if (lfirst_node(AlterTableCmd, cmd_cell)->subtype == AT_AlterColumnType)
+						return false;
+				}
+				break;
+			default:
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * ALTER COLUMN ... TYPE and ADD COLUMN of one plain table that the user
  * owns, without inheritance (PostgreSQL's recursion runs it), where only
- * what the statement makes again depends on the columns; in the session,
- * with the reason, a table whose rewrite a job cannot do.  Whether
- * PostgreSQL would rewrite the table at all is known at validate.
+ * what the statement makes again depends on the changed columns, and each
+ * added column is one a job may add (JobMayAdd); in the session, with the
+ * reason, a table whose rewrite a job cannot do.  Whether PostgreSQL would
+ * rewrite the table at all is known at validate.
  */
 static KindAcceptance
-AlterTypeAccepts(Node *parsetree, const char **reason)
+AlterColumnsAccepts(Node *parsetree, const char **reason)
 {
-	List	   *changes = ColumnTypeChanges(parsetree);
+	List	   *changes = ColumnChanges(parsetree);
 	Oid			relid;
 	Relation	table;
 	KindAcceptance acceptance = KIND_ACCEPTED;
@@ -828,80 +885,111 @@ AlterTypeAccepts(Node *parsetree, const char **reason)
 		acceptance = KIND_NOT_ACCEPTED;
 	foreach(lc, changes)
 	{
-		AttrNumber	attnum = get_attnum(relid, lfirst_node(AlterTableCmd, lc)->name);
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		AttrNumber	attnum;
 
+		if (cmd->subtype == AT_AddColumn)
+		{
+			if (!JobMayAdd(relid, castNode(ColumnDef, cmd->def), changes))
+				acceptance = KIND_NOT_ACCEPTED;
+			continue;
+		}
+		attnum = get_attnum(relid, cmd->name);
 		if (attnum <= 0 || !OnlyRemadeDependents(relid, attnum))
 			acceptance = KIND_NOT_ACCEPTED;
 	}
-	if (acceptance == KIND_ACCEPTED && (*reason = InSessionReason(table)) != NULL)
+	if (acceptance == KIND_ACCEPTED &&
+		((*reason = InSessionReason(table)) != NULL || (*reason = RewriteEventReason()) != NULL))
 		acceptance = KIND_IN_SESSION;
 	relation_close(table, AccessShareLock);
 	return acceptance;
 }
 
-/* What the submit's rolled-back ALTER TABLE runs */
-typedef struct AlterTypeDryRun
+/* What the submit's rolled-back work reads and finds */
+typedef struct AlterColumnsDryRun
 {
-	Oid			relid;
-	List	   *cmds;
+	AlterTableStmt *stmt;
 	const char *query_string;
-} AlterTypeDryRun;
+	Oid			relid;			/* the table; InvalidOid: none, or not a plain table */
+	List	   *changes;		/* the statement bound (QueryColumnChangesBind) */
+	bool		rewrites;		/* PostgreSQL would rewrite the table */
+	const char *unique_reason;	/* UniqueKeysChangeReason */
+} AlterColumnsDryRun;
 
 /*
  * The statement itself, as the user, on the table emptied
  * (AlterEmptiedTable), under its ACCESS EXCLUSIVE lock taken as a job takes
- * a lock others use; the subtransaction's rollback releases both
+ * a lock others use, after PostgreSQL's own look-up of the table (IF
+ * EXISTS, owner); the subtransaction's rollback releases both
  */
 static void
-RunAlterTypeRolledBack(void *arg)
+RunAlterColumnsRolledBack(void *arg)
 {
-	AlterTypeDryRun *dry_run = arg;
+	AlterColumnsDryRun *dry_run = arg;
 
+	dry_run->relid = RangeVarGetRelidExtended(dry_run->stmt->relation, AccessShareLock,
+											  dry_run->stmt->missing_ok ? RVR_MISSING_OK : 0,
+											  RangeVarCallbackOwnsTable, NULL);
+	if (!OidIsValid(dry_run->relid) || get_rel_relkind(dry_run->relid) != RELKIND_RELATION)
+	{
+		dry_run->relid = InvalidOid;
+		return;
+	}
 	JobStepLockRelation(dry_run->relid, AccessExclusiveLock, background_ddl_lock_timeout_ms);
-	AlterEmptiedTable(dry_run->relid, dry_run->cmds, GetUserId(), dry_run->query_string);
+	AlterEmptiedTable(dry_run->relid, dry_run->stmt->cmds, GetUserId(), dry_run->query_string);
+}
+
+/* The statement bound against the table as it is, under a lock the rollback releases */
+static void
+BindAlterColumnsRolledBack(void *arg)
+{
+	AlterColumnsDryRun *dry_run = arg;
+	Relation	table = relation_open(dry_run->relid, AccessShareLock);
+
+	dry_run->changes = QueryColumnChangesBind(table, dry_run->stmt->cmds);
+	dry_run->rewrites = QueryColumnChangesRewrite(dry_run->stmt->cmds, dry_run->changes);
+	if (dry_run->rewrites)
+		dry_run->unique_reason = UniqueKeysChangeReason(table, dry_run->changes);
+	relation_close(table, AccessShareLock);
 }
 
 /*
  * The blocking statement's checks and errors, all of them: the statement
  * itself, run by PostgreSQL on the table emptied, rolled back
- * (RunAlterTypeRolledBack).  Then it runs as PostgreSQL runs it if
- * PostgreSQL would not rewrite the table (a binary-coercible change), or,
- * with a NOTICE, if a unique index's keys might not stay distinct.
+ * (RunAlterColumnsRolledBack).  Then it runs as PostgreSQL runs it if
+ * PostgreSQL would not rewrite the table (a binary-coercible change, a
+ * constant default), or, with a NOTICE, if a unique index's keys might not
+ * stay distinct.  Every lock taken here is released: a statement that runs
+ * as PostgreSQL runs it first waits for the session's jobs on the table
+ * (session_order.c), whose cut-over would wait for such a lock.
  */
 static void
-AlterTypeValidate(KindSubmit *submit)
+AlterColumnsValidate(KindSubmit *submit)
 {
-	AlterTableStmt *stmt = castNode(AlterTableStmt, submit->pstmt->utilityStmt);
-	AlterTypeDryRun dry_run = {.cmds = stmt->cmds,.query_string = submit->query_string};
-	Relation	table;
-	List	   *changes;
-	const char *reason;
+	AlterColumnsDryRun dry_run = {.stmt = castNode(AlterTableStmt, submit->pstmt->utilityStmt),
+	.query_string = submit->query_string};
 
 	/* The session's later statements that use the table see its new columns */
 	submit->target_effects = REL_ANY;
 	submit->changes_columns = true;
 	submit->strategy = pstrdup(STRATEGY_REWRITE);
-	dry_run.relid = RangeVarGetRelidExtended(stmt->relation, AccessShareLock,
-											 stmt->missing_ok ? RVR_MISSING_OK : 0,
-											 RangeVarCallbackOwnsTable, NULL);
-	if (!OidIsValid(dry_run.relid) || get_rel_relkind(dry_run.relid) != RELKIND_RELATION)
+	PgRunRolledBack(RunAlterColumnsRolledBack, &dry_run);
+	if (!OidIsValid(dry_run.relid))
 	{
 		submit->declined = true;
 		return;
 	}
-	PgRunRolledBack(RunAlterTypeRolledBack, &dry_run);
-	table = relation_open(dry_run.relid, NoLock);
-	changes = QueryColumnChangesBind(table, stmt->cmds);
-	if (!ChangesRewrite(changes))
+	PgRunRolledBack(BindAlterColumnsRolledBack, &dry_run);
+	if (!dry_run.rewrites)
 		submit->declined = true;
-	else if ((reason = UniqueKeysChangeReason(table, changes)) != NULL)
+	else if (dry_run.unique_reason != NULL)
 	{
-		KindNoticeInSession(reason);
+		KindNoticeInSession(dry_run.unique_reason);
 		submit->declined = true;
 	}
-	relation_close(table, NoLock);
 	CatalogKindStateSetInt(&submit->kind_state, STATE_COLUMN_CHANGES, 1);
-	CatalogKindStateSetText(&submit->kind_state, STATE_COLUMN_VALUES, nodeToString(changes));
+	CatalogKindStateSetText(&submit->kind_state, STATE_COLUMN_VALUES,
+							nodeToString(dry_run.changes));
 }
 
 static JobStepResult
@@ -930,7 +1018,8 @@ RewriteBuildHere(const BgddlJob *job)
 
 /*
  * explain_ddl: VACUUM FULL of one table, ALTER TABLE ... SET TABLESPACE,
- * ALTER COLUMN ... TYPE (a job if PostgreSQL would rewrite the table)
+ * ALTER COLUMN ... TYPE, ADD COLUMN (a job if PostgreSQL would rewrite the
+ * table)
  */
 static const char *
 RewriteExplain(Node *raw_statement, const char *query_string)
@@ -941,9 +1030,9 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 
 	if (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason) == KIND_ACCEPTED)
 		return STRATEGY_REWRITE;
-	if (ColumnTypeChanges(raw_statement) == NIL)
+	if (ColumnChanges(raw_statement) == NIL)
 		return NULL;
-	switch (AlterTypeAccepts(raw_statement, &reason))
+	switch (AlterColumnsAccepts(raw_statement, &reason))
 	{
 		case KIND_ACCEPTED:
 			break;
@@ -953,7 +1042,8 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 			return STRATEGY_BLOCKING;
 	}
 	table = table_openrv(((AlterTableStmt *) raw_statement)->relation, AccessShareLock);
-	rewrites = ChangesRewrite(QueryColumnChangesBind(table, ColumnTypeChanges(raw_statement)));
+	rewrites = QueryColumnChangesRewrite(ColumnChanges(raw_statement),
+										 QueryColumnChangesBind(table, ColumnChanges(raw_statement)));
 	table_close(table, AccessShareLock);
 	return rewrites ? STRATEGY_REWRITE : STRATEGY_NO_REWRITE;
 }
@@ -983,8 +1073,8 @@ RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 				 errdetail("Only a plain table is rewritten as a job.")));
 	JobQueryEnter(table->rd_rel->relowner, &context, false);
 	QueryJobEstimate(QueryOfTableRows(table, QueryColumnChangesBind(table,
-																	ColumnTypeChanges(raw_statement))),
-					 InvalidOid, estimate);
+																	ColumnChanges(raw_statement))),
+					 InvalidOid, true, estimate);
 	JobQueryLeave(&context);
 	foreach(lc, RelationGetIndexList(table))
 	{
@@ -1057,7 +1147,7 @@ const KindRoutine kind_set_tablespace_routine = {
 const KindRoutine kind_alter_type_routine = {
 	.name = "ALTER TABLE",
 	.variant_key = STATE_COLUMN_CHANGES,
-	.accepts = AlterTypeAccepts,
-	.validate = AlterTypeValidate,
+	.accepts = AlterColumnsAccepts,
+	.validate = AlterColumnsValidate,
 	REWRITE_ROUTINES
 };

@@ -306,7 +306,8 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
  * every column FROM ONLY table", a dropped column's place kept by a null
  * (which takes no room in a row, whatever the column's type was), so that
  * the output's columns are the table's attribute numbers; a column that
- * changes (ALTER COLUMN ... TYPE: query_column_change.c) as its new value.
+ * changes (ALTER COLUMN ... TYPE: query_column_change.c) as its new value,
+ * a column added (ADD COLUMN) after them.
  */
 Query *
 QueryOfTableRows(Relation table, List *column_changes)
@@ -316,6 +317,7 @@ QueryOfTableRows(Relation table, List *column_changes)
 															 NULL, false, false);
 	TupleDesc	desc = RelationGetDescr(table);
 	Query	   *query = makeNode(Query);
+	ListCell   *lc;
 
 	Assert(item->p_rtindex == 1);	/* as the column changes' values have it */
 	query->commandType = CMD_SELECT;
@@ -341,6 +343,16 @@ QueryOfTableRows(Relation table, List *column_changes)
 									makeTargetEntry(column, i + 1,
 													pstrdup(NameStr(attribute->attname)),
 													false));
+	}
+	foreach(lc, column_changes)
+	{
+		TargetEntry *change = lfirst_node(TargetEntry, lc);
+
+		/* An added column (query_column_change.c: in the order of its number) */
+		if (change->resno > desc->natts)
+			query->targetList = lappend(query->targetList,
+										makeTargetEntry(copyObject(change->expr), change->resno,
+														pstrdup(change->resname), false));
 	}
 	query->rtable = pstate->p_rtable;
 	PgQuerySetPermInfos(query, pstate);

@@ -1,19 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * query_column_change.c
- *	  The columns that an ALTER TABLE ... ALTER COLUMN ... TYPE changes, as a
- *	  table's rewrite computes them: each row's new value, and the shape of
- *	  the rows that hold them.
+ *	  The columns that an ALTER TABLE ... ALTER COLUMN ... TYPE changes or an
+ *	  ADD COLUMN adds, as a table's rewrite computes them: each row's new
+ *	  value, and the shape of the rows that hold them.
  *
  * The statement's subcommands (AlterTableCmd of subtype AT_AlterColumnType:
  * a column's name, its new type and collation, and the USING expression or
- * none) are bound at submit, as a view's query is: each becomes a
- * TargetEntry whose resno is the column's attribute number and whose
- * expression is the row's new value, the USING expression or the column
- * coerced to the new type by assignment, as PostgreSQL's ALTER TABLE
- * computes it (tablecmds.c, ATPrepAlterColumnType), relabelled to the
- * column's new type, typmod and collation.  The job keeps that list
- * (nodeToString): no name in it is looked up again while the job runs.
+ * none; or of subtype AT_AddColumn: a new column, with its default or
+ * generation expression) are bound at submit, as a view's query is: each
+ * becomes a TargetEntry whose resno is the column's attribute number (an
+ * added column's the next ones after the table's, in the statement's
+ * order, as ALTER TABLE numbers them) and whose expression is the row's new
+ * value: for a changed column the USING expression or the column coerced
+ * to the new type by assignment, as PostgreSQL's ALTER TABLE computes it
+ * (tablecmds.c, ATPrepAlterColumnType); for an added column its default or
+ * generation expression cooked as PostgreSQL cooks it (heap.c,
+ * cookDefault), or a null, coerced to its type (its domain checks it);
+ * relabelled to the column's new type, typmod and collation.  An added
+ * column that is NOT NULL has its entry marked resjunk (no entry of the
+ * list is ever a query's output column, so the flag is free to carry it).
+ * The job keeps that list (nodeToString): no name in it is looked up again
+ * while the job runs.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,9 +29,11 @@
 
 #include "access/tupdesc.h"
 #include "catalog/heap.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_collate.h"
 #include "parser/parse_expr.h"
@@ -79,35 +89,94 @@ NewType(AlterTableCmd *cmd, Oid *type, int32 *typmod, Oid *collation)
 	*collation = GetColumnDefCollation(NULL, def, *type);
 }
 
+/* The number of columns that the changes add to the table */
+static int
+AddedColumns(Relation table, List *changes)
+{
+	int			added = 0;
+	ListCell   *lc;
+
+	foreach(lc, changes)
+		added += lfirst_node(TargetEntry, lc)->resno > RelationGetDescr(table)->natts;
+	return added;
+}
+
 /*
  * The descriptor of the table's rows once the changes are made: its own,
  * each changed attribute with its new type, typmod, collation and storage
- * (at its place: ALTER COLUMN TYPE keeps the attribute number), NOT NULL
- * where the column is (the content relation checks it: query_backfill.c).
+ * (at its place: ALTER COLUMN TYPE keeps the attribute number), each added
+ * one after them; NOT NULL where the column is (the content relation
+ * checks it: query_backfill.c).
  */
 TupleDesc
 QueryColumnChangesDesc(Relation table, List *changes)
 {
-	TupleDesc	desc = CreateTupleDescCopy(RelationGetDescr(table));
+	TupleDesc	old_desc = RelationGetDescr(table);
+	TupleDesc	desc = CreateTemplateTupleDesc(old_desc->natts + AddedColumns(table, changes));
 	ListCell   *lc;
 
+	for (AttrNumber attnum = 1; attnum <= old_desc->natts; attnum++)
+		TupleDescCopyEntry(desc, attnum, old_desc, attnum);
 	foreach(lc, changes)
 	{
 		TargetEntry *change = lfirst_node(TargetEntry, lc);
 		AttrNumber	attnum = change->resno;
-		Form_pg_attribute attribute = TupleDescAttr(RelationGetDescr(table), attnum - 1);
+		bool		added = attnum > old_desc->natts;
+		Form_pg_attribute attribute = added ? NULL : TupleDescAttr(old_desc, attnum - 1);
 
-		TupleDescInitEntry(desc, attnum, NameStr(attribute->attname), exprType((Node *) change->expr),
-						   exprTypmod((Node *) change->expr), attribute->attndims);
+		TupleDescInitEntry(desc, attnum, change->resname, exprType((Node *) change->expr),
+						   exprTypmod((Node *) change->expr), added ? 0 : attribute->attndims);
 		TupleDescInitEntryCollation(desc, attnum, exprCollation((Node *) change->expr));
-		TupleDescAttr(desc, attnum - 1)->attnotnull = attribute->attnotnull;
+		TupleDescAttr(desc, attnum - 1)->attnotnull = added ? change->resjunk : attribute->attnotnull;
 	}
 	return desc;
 }
 
+/* A raw column definition's constraint of a type (a CONSTR_*), or NULL */
+static Constraint *
+ColumnConstraint(ColumnDef *def, ConstrType type)
+{
+	ListCell   *lc;
+
+	foreach(lc, def->constraints)
+	{
+		if (lfirst_node(Constraint, lc)->contype == type)
+			return lfirst(lc);
+	}
+	return NULL;
+}
+
 /*
- * Bind the subcommands (cmds) of an ALTER COLUMN ... TYPE of the table:
- * the list of changes described above, with ALTER TABLE's errors
+ * An added column's value in each row: its generation expression or its
+ * default, cooked as ADD COLUMN cooks them (the table the parse state's
+ * only entry, for a generation expression's columns), or a null of its type
+ * (through its domain's checks, as ALTER TABLE makes it)
+ */
+static Node *
+AddedColumnValue(ParseState *pstate, ColumnDef *def, Oid type, int32 typmod)
+{
+	Constraint *generated = ColumnConstraint(def, CONSTR_GENERATED);
+	Constraint *default_value = ColumnConstraint(def, CONSTR_DEFAULT);
+	Oid			base_type;
+	int32		base_typmod;
+	Node	   *value;
+
+	if (generated != NULL)
+		return cookDefault(pstate, copyObject(generated->raw_expr), type, typmod, def->colname,
+						   ATTRIBUTE_GENERATED_STORED);
+	if (default_value != NULL)
+		return cookDefault(pstate, copyObject(default_value->raw_expr), type, typmod, def->colname, '\0');
+	base_typmod = typmod;
+	base_type = getBaseTypeAndTypmod(type, &base_typmod);
+	value = (Node *) makeNullConst(base_type, base_typmod, get_typcollation(base_type));
+	return coerce_to_target_type(pstate, value, base_type, type, typmod, COERCION_ASSIGNMENT,
+								 COERCE_IMPLICIT_CAST, -1);
+}
+
+/*
+ * Bind the subcommands (cmds) of an ALTER COLUMN ... TYPE or ADD COLUMN of
+ * the table: the list of changes described above, one per subcommand in
+ * its order, with ALTER TABLE's errors
  */
 List *
 QueryColumnChangesBind(Relation table, List *cmds)
@@ -115,6 +184,7 @@ QueryColumnChangesBind(Relation table, List *cmds)
 	ParseState *pstate = make_parsestate(NULL);
 	ParseNamespaceItem *item = addRangeTableEntryForRelation(pstate, table, AccessShareLock,
 															 NULL, false, true);
+	AttrNumber	next_attnum = RelationGetDescr(table)->natts + 1;
 	List	   *changes = NIL;
 	ListCell   *lc;
 
@@ -123,14 +193,18 @@ QueryColumnChangesBind(Relation table, List *cmds)
 	{
 		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
 		ColumnDef  *def = castNode(ColumnDef, cmd->def);
-		Form_pg_attribute attribute = ChangedAttribute(table, cmd);
+		bool		adds = cmd->subtype == AT_AddColumn;
+		Form_pg_attribute attribute = adds ? NULL : ChangedAttribute(table, cmd);
 		Node	   *value;
 		Oid			type;
 		int32		typmod;
 		Oid			collation;
+		TargetEntry *change;
 
 		NewType(cmd, &type, &typmod, &collation);
-		if (def->raw_default != NULL)
+		if (adds)
+			value = AddedColumnValue(pstate, def, type, typmod);
+		else if (def->raw_default != NULL)
 		{
 			value = transformExpr(pstate, copyObject(def->raw_default),
 								  EXPR_KIND_ALTER_COL_TRANSFORM);
@@ -143,8 +217,9 @@ QueryColumnChangesBind(Relation table, List *cmds)
 		else
 			value = (Node *) makeVar(item->p_rtindex, attribute->attnum, attribute->atttypid,
 									 attribute->atttypmod, attribute->attcollation, 0);
-		value = coerce_to_target_type(pstate, value, exprType(value), type, typmod,
-									  COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+		if (!adds)
+			value = coerce_to_target_type(pstate, value, exprType(value), type, typmod,
+										  COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
 		if (value == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -153,14 +228,17 @@ QueryColumnChangesBind(Relation table, List *cmds)
 		assign_expr_collations(pstate, value);
 		value = (Node *) makeRelabelType((Expr *) value, type, typmod, collation,
 										 COERCE_IMPLICIT_CAST);
-		changes = lappend(changes, makeTargetEntry((Expr *) value, attribute->attnum,
-												   pstrdup(NameStr(attribute->attname)), false));
+		change = makeTargetEntry((Expr *) value, adds ? next_attnum++ : attribute->attnum,
+								 pstrdup(adds ? def->colname : NameStr(attribute->attname)),
+								 adds && (def->is_not_null ||
+										  ColumnConstraint(def, CONSTR_NOTNULL) != NULL));
+		changes = lappend(changes, change);
 	}
 	return changes;
 }
 
 /*
- * A changed column's new value in a row of the table (the table the only
+ * A changed or added column's value in a row of the table (the table the only
  * entry of the query's range table), or NULL if the column is not changed
  */
 Expr *
@@ -178,8 +256,8 @@ QueryColumnChangedValue(List *changes, AttrNumber attnum)
  * between timestamp and timestamptz where the time zone makes them the
  * same: as ALTER TABLE decides (tablecmds.c, ATColumnChangeRequiresRewrite).
  */
-bool
-QueryColumnChangeRewrites(Node *value, AttrNumber attnum)
+static bool
+ChangeRewrites(Node *value, AttrNumber attnum)
 {
 	for (;;)
 	{
@@ -198,6 +276,33 @@ QueryColumnChangeRewrites(Node *value, AttrNumber attnum)
 		else
 			return true;
 	}
+}
+
+/*
+ * Would PostgreSQL rewrite the table for these changes (the subcommands
+ * cmds bound: QueryColumnChangesBind)?  For a changed column, as above; for
+ * an added one, if it is generated, or its default is volatile, or its
+ * domain has constraints (tablecmds.c, ATExecAddColumn): otherwise its value
+ * is stored once, as the column's missing value.
+ */
+bool
+QueryColumnChangesRewrite(List *cmds, List *changes)
+{
+	ListCell   *cmd_cell;
+	ListCell   *change_cell;
+
+	forboth(cmd_cell, cmds, change_cell, changes)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, cmd_cell);
+		TargetEntry *change = lfirst_node(TargetEntry, change_cell);
+
+		if (cmd->subtype != AT_AddColumn ? ChangeRewrites((Node *) change->expr, change->resno) :
+			(ColumnConstraint(castNode(ColumnDef, cmd->def), CONSTR_GENERATED) != NULL ||
+			 contain_volatile_functions((Node *) change->expr) ||
+			 DomainHasConstraints(exprType((Node *) change->expr))))
+			return true;
+	}
+	return false;
 }
 
 /*

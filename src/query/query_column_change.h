@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * query_column_change.h
- *	  The columns that an ALTER COLUMN ... TYPE changes, as a table's
- *	  rewrite computes them.
+ *	  The columns that an ALTER COLUMN ... TYPE changes or an ADD COLUMN
+ *	  adds, as a table's rewrite computes them.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,7 +16,7 @@
 extern List *QueryColumnChangesBind(Relation table, List *cmds);
 extern TupleDesc QueryColumnChangesDesc(Relation table, List *changes);
 extern Expr *QueryColumnChangedValue(List *changes, AttrNumber attnum);
-extern bool QueryColumnChangeRewrites(Node *value, AttrNumber attnum);
+extern bool QueryColumnChangesRewrite(List *cmds, List *changes);
 extern bool QueryColumnChangeKeepsDistinct(Node *value, AttrNumber attnum);
 
 #endif							/* BGDDL_QUERY_COLUMN_CHANGE_H */

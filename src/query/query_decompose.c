@@ -249,9 +249,15 @@ SubqueryInFrom(Query *query, Node *node)
 	return false;
 }
 
-/* Why the shape of the query forbids batches, or NULL */
+/*
+ * Why the shape of the query forbids batches, or NULL.  The functions it
+ * calls must give the same result in every batch, but where it copies a
+ * table's rows (copies_rows: a table's rewrite, whose every row's values,
+ * a volatile default's too, are its own, computed when the row is copied,
+ * as the blocking statement computes them for each row it rewrites).
+ */
 static char *
-ShapeRefusal(Query *query)
+ShapeRefusal(Query *query, bool copies_rows)
 {
 	char	   *refusal;
 
@@ -273,7 +279,7 @@ ShapeRefusal(Query *query)
 		return "the query uses ORDER BY";
 	if (query->rowMarks != NIL || query->hasForUpdate)
 		return "the query locks rows";
-	if ((refusal = QueryFunctionRefusal(query)) != NULL)
+	if (!copies_rows && (refusal = QueryFunctionRefusal(query)) != NULL)
 		return refusal;
 	if (QueryPartialAggApplies(query))
 		return QueryPartialAggRefusal(query);
@@ -329,16 +335,17 @@ PartitionsRead(Query *query, Index rtindex, List *relids, Oid roleid, char **ref
  * largest relation that can drive a chunked backfill.  With
  * required_driving, take that relation or none (a resumed job keeps the
  * driving table it started with).  roleid is the role whose TRIGGER
- * privileges decide whether changes can be captured.
+ * privileges decide whether changes can be captured.  copies_rows: the
+ * query copies a table's rows (ShapeRefusal).
  */
 void
-QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
+QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving, bool copies_rows,
 			   QueryDecomposition *result)
 {
 	List	   *candidates = NIL;
 	ListCell   *lc;
 	BlockNumber best_pages = 0;
-	char	   *refusal = ShapeRefusal(query);
+	char	   *refusal = ShapeRefusal(query, copies_rows);
 
 	memset(result, 0, sizeof(QueryDecomposition));
 	if (refusal == NULL)

@@ -36,7 +36,7 @@ typedef struct QueryDecomposition
 #define STRATEGY_PARTIAL_AGGREGATION	"partial aggregation"
 
 extern void QueryDecompose(Query *query, Oid target_oid, Oid roleid, Oid required_driving,
-						   QueryDecomposition *result);
+						   bool copies_rows, QueryDecomposition *result);
 extern char *QueryStrategy(const QueryDecomposition *decomposition);
 extern Index QueryDrivingRtindex(Query *query, Oid driving_oid);
 extern List *QueryJoinKeys(Query *query, Index driving_rtindex);

@@ -197,11 +197,12 @@ ScaleCost(const SampleCosts *costs, const double *per_range, const double *secon
 
 /*
  * Estimate the job of an analysed query (a view's, a CREATE TABLE AS's, a
- * REFRESH's: the view it refreshes is target_oid), as the calling role.  Caller is in a transaction with an
+ * REFRESH's: the view it refreshes is target_oid; a table's rewrite's, which
+ * copies_rows: QueryDecompose), as the calling role.  Caller is in a transaction with an
  * active snapshot.
  */
 void
-QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate)
+QueryJobEstimate(Query *query, Oid target_oid, bool copies_rows, JobEstimate *estimate)
 {
 	Query	   *job_query = QueryJobRewritten(query);
 	QueryDecomposition decomposition;
@@ -210,7 +211,7 @@ QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate)
 	SampleCosts costs;
 	double		scale;
 
-	QueryDecompose(job_query, target_oid, GetUserId(), InvalidOid, &decomposition);
+	QueryDecompose(job_query, target_oid, GetUserId(), InvalidOid, copies_rows, &decomposition);
 
 	memset(estimate, 0, sizeof(JobEstimate));
 	estimate->strategy = QueryStrategy(&decomposition);
@@ -256,5 +257,5 @@ QueryJobEstimateSelect(Node *raw_select, const char *query_string, JobEstimate *
 	select->intoClause = NULL;
 	raw->stmt = (Node *) select;
 	QueryJobEstimate(parse_analyze_fixedparams(raw, query_string, NULL, 0, NULL), InvalidOid,
-					 estimate);
+					 false, estimate);
 }

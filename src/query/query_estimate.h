@@ -13,7 +13,8 @@
 #include "engine/job_estimate.h"
 
 
-extern void QueryJobEstimate(Query *query, Oid target_oid, JobEstimate *estimate);
+extern void QueryJobEstimate(Query *query, Oid target_oid, bool copies_rows,
+							 JobEstimate *estimate);
 extern void QueryJobEstimateSelect(Node *raw_select, const char *query_string,
 								   JobEstimate *estimate);
 

@@ -298,7 +298,8 @@ QueryJobPlan(JobRun *run)
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->column_changes, q->query_role, run->job.started_at);
-	QueryDecompose(query, DecomposedFor(q), q->query_role, InvalidOid, &decomposition);
+	QueryDecompose(query, DecomposedFor(q), q->query_role, InvalidOid, q->rewrites_table,
+				   &decomposition);
 	run->job.rows_total = QueryEstimateRows(query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);
@@ -341,7 +342,8 @@ InstallCaptureStep(JobRun *run, void *arg)
 	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	JobQueryBegin(q->query_role, false);
 	query = QueryOfRule(rule_relation, q->column_changes, q->query_role, run->job.started_at);
-	QueryDecompose(query, DecomposedFor(q), q->query_role, q->driving_oid, &decomposition);
+	QueryDecompose(query, DecomposedFor(q), q->query_role, q->driving_oid, q->rewrites_table,
+				   &decomposition);
 	if (decomposition.partial)
 		chunk_query = QueryPartialAggChunk(query);
 	JobQueryEnd();

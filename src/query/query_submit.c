@@ -133,7 +133,7 @@ QueryJobStrategyAtSubmit(Query *query, Oid rule_relid, char **one_batch_reason)
 {
 	QueryDecomposition decomposition;
 
-	QueryDecompose(QueryJobRewritten(query), rule_relid, GetUserId(), InvalidOid,
+	QueryDecompose(QueryJobRewritten(query), rule_relid, GetUserId(), InvalidOid, false,
 				   &decomposition);
 	*one_batch_reason = decomposition.reason;
 	return QueryStrategy(&decomposition);

@@ -168,6 +168,10 @@ SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN id TYPE bigint, ALTER COLUM
 SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN payload TYPE varchar');
 SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN payload TYPE int');
 SELECT explain_ddl('ALTER TABLE events ALTER COLUMN payload TYPE varchar(50)');
+-- ADD COLUMN: a job for a volatile default or a stored generated column
+SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid(), ADD COLUMN twice bigint GENERATED ALWAYS AS (id * 2) STORED');
+SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN flag int DEFAULT 1');
+SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN serial_id bigserial');
 
 -- estimate_ddl: the job measured on a rolled-back sample of its chunks
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,

@@ -1,4 +1,4 @@
-# ALTER TABLE ... ALTER COLUMN ... TYPE as a job, while pgbench writes to the
+# ALTER TABLE ... ALTER COLUMN ... TYPE and ADD COLUMN as a job, while pgbench writes to the
 # table as its owner (updates of the changed columns, inserts, deletes), each
 # write made to a mirror table too, in the same transaction (the values
 # written are the USING expression's results: a rewrite converts only the rows
@@ -26,6 +26,13 @@
 #     its cut-over;
 #  9. killed, or the server shut down in immediate mode, at each point of
 #     its life, the job resumes and succeeds.
+# 10. ADD COLUMN of a stored generated column and of a NOT NULL column with a
+#     volatile default, killed after its second chunk: the generated values
+#     the blocking statement's, a uuid of its own in each row, the schema
+#     the blocking statement's (pg_dump);
+# 11. ADD COLUMN at submit: a constant default, a serial column (no job), a
+#     role that does not own the table (PostgreSQL's error); a volatile
+#     default giving a null to a NOT NULL column fails the job.
 # Each time the table's indexes pass amcheck with every row, it keeps its
 # OID, and no writer fails.
 use strict;
@@ -273,7 +280,7 @@ $types = column_types();
 $node->safe_psql('postgres', 'ALTER TABLE t ADD CONSTRAINT t_n_check CHECK (n >= 0)');
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'failed'), 'the job failed');
-like(job_field($node, $job, 'error'), qr/^table "t" changed while background DDL job \d+ changed its columns' types$/,
+like(job_field($node, $job, 'error'), qr/^table "t" changed while background DDL job \d+ changed its columns$/,
 	'saying why');
 like(job_field($node, $job, 'error_detail'), qr/now depends on column "n"/, 'and what');
 is(filenode(), $filenode, 'the table keeps its storage');
@@ -311,6 +318,69 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'catching up',
 		$to = $to eq 'bigint' ? 'integer' : 'bigint';
 	}
 }
+
+# 10. ADD COLUMN: a stored generated column and a NOT NULL column whose
+# default is volatile, one statement, under the writers, killed after its
+# second chunk.  The generated column's values are exactly the blocking
+# statement's (the mirror's); each row has its own uuid, rows written
+# during the job too (given theirs when the job copies them); the table's
+# schema is the blocking statement's (pg_dump: the table as it was, made in
+# the other database and altered there by the blocking statement).
+my $before = table_schema($node, 'postgres', 't');
+my $alter10 = 'ALTER TABLE t ADD COLUMN g bigint GENERATED ALWAYS AS (k * 2 + n) STORED, '
+  . 'ADD COLUMN u uuid NOT NULL DEFAULT gen_random_uuid()';
+start_writers();
+$filenode = filenode();
+$types = column_types();
+($job, $hold) = submit_held_at($node, 'chunk 2', $alter10, user => 'alice');
+is(column_types(), $types, 'the columns are not there during the job');
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+start_writers();
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+is(column_types(), "$types, g bigint, u uuid", 'the columns are added');
+isnt(filenode(), $filenode, 'the table has new storage');
+stop_writers('added columns');
+is( $node->safe_psql('postgres', q{SELECT count(*) = count(DISTINCT u) AND count(*) = count(u) FROM t}),
+	't', 'each row has a uuid of its own');
+$node->safe_psql('postgres', q{
+ALTER TABLE mirror ADD COLUMN g bigint GENERATED ALWAYS AS (k * 2 + n) STORED, ADD COLUMN u uuid;
+UPDATE mirror SET u = t.u FROM t WHERE t.id = mirror.id;
+});
+check_table($job, 'added columns');
+$node->safe_psql('blocking', 'DROP TABLE t');
+$node->safe_psql('blocking', $before);
+$node->safe_psql('blocking', $alter10, extra_params => [ '-U', 'alice' ]);
+is(table_schema($node, 'postgres', 't'), table_schema($node, 'blocking', 't'),
+	"the table's schema is the blocking statement's (pg_dump)");
+
+# 11. ADD COLUMN at submit: a constant default and a serial column run as
+# PostgreSQL runs them (no rewrite; a sequence of its own); a role with
+# SELECT and TRIGGER gets PostgreSQL's error; a volatile default that gives
+# a null to a NOT NULL column fails the job with PostgreSQL's error, the
+# table as it was.
+$jobs_before = $node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job');
+$filenode = filenode();
+$node->safe_psql('postgres', q{
+SET background_ddl = on;
+ALTER TABLE t ADD COLUMN d int NOT NULL DEFAULT 7;
+ALTER TABLE t ADD COLUMN s bigserial;
+ALTER TABLE t DROP COLUMN d, DROP COLUMN s;
+}, extra_params => [ '-U', 'alice' ]);
+is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job'), $jobs_before,
+	'a constant default and a serial column submit no job');
+($rc, $out, $err) = $node->psql('postgres',
+	'SET background_ddl = on; ALTER TABLE t ADD COLUMN x float8 DEFAULT random()',
+	extra_params => [ '-U', 'mallory' ]);
+like($err, qr/ERROR:  must be owner of table t/, "a role with SELECT and TRIGGER: PostgreSQL's error");
+$types = column_types();
+$job = submit_job($node, 'ALTER TABLE t ADD COLUMN z int NOT NULL DEFAULT nullif((random() * 0)::int, 0)',
+	user => 'alice');
+ok(wait_job_state($node, $job, 'failed'), 'a null for a NOT NULL column fails the job');
+is(job_field($node, $job, 'error'), 'column "z" of relation "t" contains null values',
+	"with the blocking statement's error");
+is(column_types(), $types, 'the table keeps its columns');
+check_table($job, 'a null in an added column');
 
 $node->stop;
 done_testing();

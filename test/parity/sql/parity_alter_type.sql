@@ -99,3 +99,45 @@ SELECT pg_typeof(v), sum(v) FROM pty_tx GROUP BY 1;
 DROP TABLE pty_tx;
 DROP TABLE pty_ref, pty;
 DROP ROLE pty_other;
+-- ADD COLUMN: a stored generated column and a volatile default (the values
+-- checked, not shown), NOT NULL, with a type change, a domain with checks;
+-- errors from the rows and at the statement; what rewrites nothing
+CREATE TABLE pac (id int PRIMARY KEY, v int, gone text);
+INSERT INTO pac SELECT g, g % 100, 'x' FROM generate_series(1, 3000) g;
+ALTER TABLE pac DROP COLUMN gone;
+ALTER TABLE pac ADD COLUMN twice bigint GENERATED ALWAYS AS (v * 2) STORED,
+  ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid(); CALL parity_wait();
+\d pac
+SELECT count(*), sum(twice), count(DISTINCT token) FROM pac;
+INSERT INTO pac (id, v) VALUES (5000, 7) RETURNING twice, token IS NOT NULL;
+ALTER TABLE pac ADD COLUMN r float8 DEFAULT random(), ALTER COLUMN id TYPE bigint; CALL parity_wait();
+SELECT count(r), bool_and(r >= 0 AND r < 1), pg_typeof(id) FROM pac GROUP BY 3;
+CREATE DOMAIN pac_positive AS int CHECK (VALUE > 0);
+CREATE DOMAIN pac_given AS int NOT NULL;
+ALTER TABLE pac ADD COLUMN p pac_positive DEFAULT 1; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN q pac_positive; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN nn pac_given; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN neg pac_positive DEFAULT -1; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN z int NOT NULL DEFAULT nullif((random() * 0)::int, 0); CALL parity_wait();
+ALTER TABLE pac ADD COLUMN n int NOT NULL; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN twice int; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN g2 float8 GENERATED ALWAYS AS (random()) STORED; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN g3 int GENERATED ALWAYS AS (v + 1) STORED, ALTER COLUMN v TYPE bigint; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN c int DEFAULT 5, ADD COLUMN s bigserial; CALL parity_wait();
+ALTER TABLE pac ADD COLUMN IF NOT EXISTS twice int; CALL parity_wait();
+\d pac
+SELECT count(*), sum(twice), sum(p), count(q), sum(c), count(DISTINCT s) FROM pac;
+-- An event trigger on table_rewrite fires, as for PostgreSQL's own rewrite
+CREATE FUNCTION pac_rewrite() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE WARNING 'rewriting table % for reason %', pg_event_trigger_table_rewrite_oid()::regclass,
+    pg_event_trigger_table_rewrite_reason();
+END $$;
+CREATE EVENT TRIGGER pac_rewrite ON table_rewrite EXECUTE FUNCTION pac_rewrite();
+ALTER TABLE pac ADD COLUMN t timestamptz DEFAULT clock_timestamp(); CALL parity_wait();
+ALTER TABLE pac ALTER COLUMN v TYPE numeric; CALL parity_wait();
+DROP EVENT TRIGGER pac_rewrite;
+DROP FUNCTION pac_rewrite();
+SELECT count(t), pg_typeof(v) FROM pac GROUP BY 2;
+DROP TABLE pac;
+DROP DOMAIN pac_positive, pac_given;
