@@ -1159,6 +1159,31 @@ OrderStatementOnce(OrderCheck *check)
 }
 
 /*
+ * A statement that becomes a job waits at submit, before its checks, for
+ * some of the session's jobs (SessionOrderAwaitKeys, SessionOrderAwaitColumns).
+ * Where nothing holds a snapshot at the end of its parse analysis (a
+ * top-level utility statement: its portal takes the statement's snapshot
+ * after), it waits for them here already, holding no xmin at any time: a
+ * job that waits for the transactions with older snapshots, as CREATE INDEX
+ * CONCURRENTLY does, would otherwise find this transaction among them in the
+ * moment between its snapshot and the wait, and wait for it to end.  At
+ * submit there is then nothing left to wait for.
+ */
+static void
+AwaitBeforeSnapshot(Node *utility)
+{
+	const char *in_session_reason;
+	const KindRoutine *routine;
+
+	if (JobXactSessionOrders() == NIL || ActiveSnapshotSet() || !SessionStatementWouldSubmit(utility))
+		return;
+	routine = KindForStatement(utility, &in_session_reason);
+	if (routine->validates_against_keys != NULL && routine->validates_against_keys(utility))
+		SessionOrderAwaitKeys(utility);
+	SessionOrderAwaitColumns(utility);
+}
+
+/*
  * At the end of a query's parse analysis (PostgreSQL holds the relations
  * locked that the query names)
  */
@@ -1170,6 +1195,8 @@ OrderPostParseAnalyze(ParseState *pstate, Query *query, JumbleState *jstate)
 	if (prev_post_parse_analyze)
 		prev_post_parse_analyze(pstate, query, jstate);
 	OrderStatementOnce(&check);
+	if (query->utilityStmt != NULL)
+		AwaitBeforeSnapshot(query->utilityStmt);
 }
 
 /* At library load: see each query at the end of its parse analysis */
