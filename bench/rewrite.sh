@@ -13,10 +13,12 @@
 #
 # With STATEMENT=alter, the rewrite is ALTER TABLE events ALTER COLUMN account TYPE bigint (its
 # index made again for bigint), two ways: blocking and the job (pg_repack cannot change a type); the
-# column is made int again after each, blocking, outside the measure.
+# column is made int again after each, blocking, outside the measure.  With STATEMENT=add, it is
+# ALTER TABLE events ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid() (a volatile default:
+# PostgreSQL rewrites the table), the same two ways; the column is dropped after each.
 #
 # Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4;
-#        STATEMENT, vacuum or alter)
+#        STATEMENT, vacuum, alter or add)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -28,7 +30,9 @@ STATEMENT=${STATEMENT:-vacuum}
 case $STATEMENT in
     vacuum) REWRITE="VACUUM FULL events"; methods=(blocking pg_repack job) ;;
     alter) REWRITE="ALTER TABLE events ALTER COLUMN account TYPE bigint"; methods=(blocking job) ;;
-    *) echo "STATEMENT is vacuum or alter" >&2; exit 1 ;;
+    add) REWRITE="ALTER TABLE events ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid()"
+         methods=(blocking job) ;;
+    *) echo "STATEMENT is vacuum, alter or add" >&2; exit 1 ;;
 esac
 export PGPORT=${PGPORT:-54337}
 
@@ -90,6 +94,11 @@ measure() {
         [ "$(sql -c "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'events'::regclass AND attname = 'account'")" = bigint ] ||
             { echo "after $method, events.account is not bigint" >&2; exit 1; }
         sql -q -c "ALTER TABLE events ALTER COLUMN account TYPE int"
+    fi
+    if [ "$STATEMENT" = add ]; then
+        [ "$(sql -c "SELECT count(*) = count(DISTINCT token) FROM events")" = t ] ||
+            { echo "after $method, events.token is not a uuid of its own in each row" >&2; exit 1; }
+        sql -q -c "ALTER TABLE events DROP COLUMN token"
     fi
     echo "$ms $max $wal $(awk -v a="$rate_during" -v b="$rate_without" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
 }

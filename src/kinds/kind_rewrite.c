@@ -189,14 +189,64 @@ RewrittenTable(Node *parsetree, TableMove *move)
 }
 
 /*
+ * Does a subcommand change only the catalog, whatever the rows are, so that
+ * it may go with a job's column changes (PostgreSQL runs it at the cut-over,
+ * on the table emptied: AlterEmptiedTable)?  A column's default (not of a
+ * column the statement adds: its value is the ADD COLUMN's), statistics
+ * target, options, storage, compression, DROP NOT NULL; the index it is
+ * clustered on; its triggers enabled or disabled; its replica identity.
+ */
+static bool
+OnlyChangesCatalog(AlterTableCmd *cmd, List *cmds)
+{
+	ListCell   *lc;
+
+	switch (cmd->subtype)
+	{
+		case AT_ColumnDefault:
+			foreach(lc, cmds)
+			{
+				AlterTableCmd *other = lfirst_node(AlterTableCmd, lc);
+
+				if (other->subtype == AT_AddColumn &&
+					strcmp(castNode(ColumnDef, other->def)->colname, cmd->name) == 0)
+					return false;
+			}
+			return true;
+		case AT_SetStatistics:
+		case AT_SetOptions:
+		case AT_ResetOptions:
+		case AT_SetStorage:
+		case AT_SetCompression:
+		case AT_DropNotNull:
+		case AT_ClusterOn:
+		case AT_DropCluster:
+		case AT_EnableTrig:
+		case AT_EnableAlwaysTrig:
+		case AT_EnableReplicaTrig:
+		case AT_DisableTrig:
+		case AT_EnableTrigAll:
+		case AT_DisableTrigAll:
+		case AT_EnableTrigUser:
+		case AT_DisableTrigUser:
+		case AT_ReplicaIdentity:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * ALTER TABLE t ALTER COLUMN c [SET DATA] TYPE ... or ADD [COLUMN] c ...,
- * with subcommands all of those two kinds: its subcommands (the column
- * changes); NIL if not one
+ * with other subcommands only if they change only the catalog
+ * (OnlyChangesCatalog): its column changes (the subcommands of those two
+ * kinds); NIL if not one
  */
 static List *
 ColumnChanges(Node *parsetree)
 {
 	AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+	List	   *changes = NIL;
 	ListCell   *lc;
 
 	if (!IsA(parsetree, AlterTableStmt) || stmt->objtype != OBJECT_TABLE)
@@ -205,10 +255,12 @@ ColumnChanges(Node *parsetree)
 	{
 		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
 
-		if (cmd->subtype != AT_AlterColumnType && cmd->subtype != AT_AddColumn)
+		if (cmd->subtype == AT_AlterColumnType || cmd->subtype == AT_AddColumn)
+			changes = lappend(changes, cmd);
+		else if (!OnlyChangesCatalog(cmd, stmt->cmds))
 			return NIL;
 	}
-	return stmt->cmds;
+	return changes;
 }
 
 /* A job's column changes, as bound at submit (query_column_change.c), or NIL */
@@ -220,12 +272,12 @@ JobColumnChanges(const BgddlJob *job)
 	return (List *) stringToNode(CatalogKindStateText(job->kind_state, STATE_COLUMN_VALUES));
 }
 
-/* The subcommands of a job's ALTER COLUMN ... TYPE or ADD COLUMN (its statement, parsed again) */
+/* The subcommands of a job's ALTER TABLE, all of them (its statement, parsed again) */
 static List *
 JobStatementCommands(const BgddlJob *job)
 {
-	return ColumnChanges(linitial_node(RawStmt, raw_parser(job->command,
-															   RAW_PARSE_DEFAULT))->stmt);
+	return castNode(AlterTableStmt, linitial_node(RawStmt, raw_parser(job->command,
+																	  RAW_PARSE_DEFAULT))->stmt)->cmds;
 }
 
 /* The changed columns' attribute numbers, offset by FirstLowInvalidHeapAttributeNumber */
@@ -945,9 +997,10 @@ BindAlterColumnsRolledBack(void *arg)
 {
 	AlterColumnsDryRun *dry_run = arg;
 	Relation	table = relation_open(dry_run->relid, AccessShareLock);
+	List	   *cmds = ColumnChanges((Node *) dry_run->stmt);
 
-	dry_run->changes = QueryColumnChangesBind(table, dry_run->stmt->cmds);
-	dry_run->rewrites = QueryColumnChangesRewrite(dry_run->stmt->cmds, dry_run->changes);
+	dry_run->changes = QueryColumnChangesBind(table, cmds);
+	dry_run->rewrites = QueryColumnChangesRewrite(cmds, dry_run->changes);
 	if (dry_run->rewrites)
 		dry_run->unique_reason = UniqueKeysChangeReason(table, dry_run->changes);
 	relation_close(table, AccessShareLock);

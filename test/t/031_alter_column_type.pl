@@ -320,7 +320,9 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'catching up',
 }
 
 # 10. ADD COLUMN: a stored generated column and a NOT NULL column whose
-# default is volatile, one statement, under the writers, killed after its
+# default is volatile, with a column's new default and statistics target
+# (subcommands that change only the catalog), one statement, under the
+# writers, killed after its
 # second chunk.  The generated column's values are exactly the blocking
 # statement's (the mirror's); each row has its own uuid, rows written
 # during the job too (given theirs when the job copies them); the table's
@@ -328,7 +330,8 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'catching up',
 # the other database and altered there by the blocking statement).
 my $before = table_schema($node, 'postgres', 't');
 my $alter10 = 'ALTER TABLE t ADD COLUMN g bigint GENERATED ALWAYS AS (k * 2 + n) STORED, '
-  . 'ADD COLUMN u uuid NOT NULL DEFAULT gen_random_uuid()';
+  . 'ADD COLUMN u uuid NOT NULL DEFAULT gen_random_uuid(), '
+  . q{ALTER COLUMN c SET DEFAULT 'none', ALTER COLUMN k SET STATISTICS 300};
 start_writers();
 $filenode = filenode();
 $types = column_types();

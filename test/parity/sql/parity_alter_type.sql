@@ -127,6 +127,22 @@ ALTER TABLE pac ADD COLUMN c int DEFAULT 5, ADD COLUMN s bigserial; CALL parity_
 ALTER TABLE pac ADD COLUMN IF NOT EXISTS twice int; CALL parity_wait();
 \d pac
 SELECT count(*), sum(twice), sum(p), count(q), sum(c), count(DISTINCT s) FROM pac;
+-- With subcommands that change only the catalog; with one that does more
+-- (runs as PostgreSQL runs it)
+ALTER TABLE pac ALTER COLUMN c TYPE bigint USING c + 1, ALTER COLUMN c SET DEFAULT 3,
+  ALTER COLUMN c SET STATISTICS 500, ALTER COLUMN token DROP NOT NULL,
+  ADD COLUMN w float8 DEFAULT random(), ALTER COLUMN r SET (n_distinct = 10),
+  REPLICA IDENTITY FULL, CLUSTER ON pac_pkey; CALL parity_wait();
+\d+ pac
+SELECT attname, attstattarget,
+       (SELECT option_value FROM pg_options_to_table(attoptions) WHERE option_name = 'n_distinct')
+  FROM pg_attribute WHERE attrelid = 'pac'::regclass AND attname IN ('c', 'r') ORDER BY 1;
+SELECT count(w), sum(c), count(token) FROM pac;
+ALTER TABLE pac ADD COLUMN w2 float8 DEFAULT random(), ALTER COLUMN w2 SET DEFAULT 1; CALL parity_wait();
+ALTER TABLE pac ALTER COLUMN c TYPE int, ADD CONSTRAINT pac_c CHECK (c > 0); CALL parity_wait();
+ALTER TABLE pac ALTER COLUMN c TYPE bigint, DROP COLUMN w2; CALL parity_wait();
+\d pac
+SELECT count(w), sum(c) FROM pac;
 -- An event trigger on table_rewrite fires, as for PostgreSQL's own rewrite
 CREATE FUNCTION pac_rewrite() RETURNS event_trigger LANGUAGE plpgsql AS $$
 BEGIN
