@@ -586,7 +586,9 @@ CatalogJobsSchedulable(void)
 				   "coalesce(max_workers, 0), owner_oid, "
 				   /* what a cancel or a cleanup has to do cannot wait for a rate limit */
 				   "CASE WHEN state IN ('queued', 'running') THEN coalesce(not_before, '-infinity') "
-				   "     ELSE '-infinity' END "
+				   "     ELSE '-infinity' END, "
+				   /* ready (with a worker or given back): until complete_ddl makes its cut-over due */
+				   "state IN ('queued', 'running') AND phase = 'ready' AND cutover <> 'completed' "
 				   "FROM background_ddl.job j "
 				   "WHERE state IN ('queued', 'running', 'paused', 'cancelling') "
 				   "   OR (state IN ('succeeded', 'failed', 'cancelled') AND cleanup_pending) "
@@ -605,6 +607,7 @@ CatalogJobsSchedulable(void)
 		entry->max_workers = DatumGetInt32(CatalogColumn(row, 6, Int32GetDatum(0)));
 		entry->owner_oid = DatumGetObjectId(CatalogColumn(row, 7, ObjectIdGetDatum(InvalidOid)));
 		entry->not_before = DatumGetTimestampTz(CatalogColumn(row, 8, TimestampTzGetDatum(0)));
+		entry->ready = DatumGetBool(CatalogColumn(row, 9, BoolGetDatum(false)));
 		entries = lappend(entries, entry);
 		MemoryContextSwitchTo(spi_context);
 	}

@@ -194,6 +194,7 @@ typedef struct JobScheduleEntry
 	int			max_workers;	/* 0: background_ddl.max_workers_per_job */
 	Oid			owner_oid;		/* whose job it is (fairness between roles) */
 	TimestampTz not_before;		/* no worker before (it gave its worker back) */
+	bool		ready;			/* built, waiting for its cut-over: it yields its worker */
 } JobScheduleEntry;
 
 /* The error a job ended with (or last met) */

@@ -263,9 +263,10 @@ RoleWorkers(Oid role_oid)
 }
 
 /*
- * The job to start a first worker for next: of those that need one, the job
- * of the role with the fewest workers now, oldest first among equals (a
- * role's jobs keep their order).
+ * The job to start a first worker for next: of those that need one, a job
+ * with work to do before one that is ready (it only keeps caught up while
+ * it waits for its cut-over); then the job of the role with the fewest
+ * workers now, oldest first among equals (a role's jobs keep their order).
  */
 static JobScheduleEntry *
 NextJob(List *candidates)
@@ -280,7 +281,8 @@ NextJob(List *candidates)
 		JobScheduleEntry *entry = lfirst(lc);
 		int			workers = RoleWorkers(entry->owner_oid);
 
-		if (workers < next_workers)
+		if (next == NULL || (next->ready && !entry->ready) ||
+			(next->ready == entry->ready && workers < next_workers))
 		{
 			next = entry;
 			next_workers = workers;
@@ -354,6 +356,52 @@ AskForFairShare(const JobScheduleEntry *waiting)
 }
 
 /*
+ * Every worker slot is taken and a job with work to do waits (not one that
+ * is ready itself): ask the worker of a ready job (built and caught up, it
+ * waits for complete_ddl, its window or fewer writes) to give its slot back
+ * at its next look, a second at most; it is queued again, after the jobs
+ * with work to do (NextJob), and catches up when it has a worker again.
+ * False if no worker runs a ready job.
+ */
+static bool
+AskReadyToYield(const JobScheduleEntry *waiting, List *entries)
+{
+	JobWorkerSlot *yielding = NULL;
+	ListCell   *lc;
+
+	if (waiting->ready)
+		return false;
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < background_ddl_max_workers && yielding == NULL; i++)
+	{
+		JobWorkerSlot *slot = &JobShared->workers[i];
+
+		if (!slot->in_use || slot->helper || slot->database_oid != MyDatabaseId)
+			continue;
+		foreach(lc, entries)
+		{
+			JobScheduleEntry *entry = lfirst(lc);
+
+			if (entry->id == slot->job_id && entry->ready)
+				yielding = slot;
+		}
+	}
+	if (yielding != NULL && !yielding->give_back)
+	{
+		yielding->give_back = true;
+		yielding->give_back_for_work = true;
+		yielding->give_back_asked_at = GetCurrentTimestamp();
+		if (yielding->latch != NULL)
+			SetLatch(yielding->latch);
+		ereport(LOG,
+				(errmsg("background_ddl asks the worker of job %lld, which is ready and waits for its cut-over, to give its slot back, for job %lld",
+						(long long) yielding->job_id, (long long) waiting->id)));
+	}
+	LWLockRelease(JobShared->lock);
+	return yielding != NULL;
+}
+
+/*
  * One scan of the job table: purge old history and start workers for the
  * jobs that need one.  Returns the number of such jobs.
  */
@@ -396,7 +444,8 @@ ScheduleJobs(void)
 		if (!LaunchWorker(next, false))
 		{
 			starved = true;
-			AskForFairShare(next);
+			if (!AskReadyToYield(next, entries))
+				AskForFairShare(next);
 			break;
 		}
 		candidates = list_delete_ptr(candidates, next);

@@ -705,9 +705,13 @@ JobPublishProgress(int64 rows_done, int64 chunks_done, double progress,
 	LWLockRelease(JobShared->lock);
 }
 
-/* Has the scheduler asked this worker to give its slot back (fairness)? */
+/*
+ * Has the scheduler asked this worker to give its slot back: for fairness
+ * between roles, or (*for_work, if not NULL) because its job is ready and
+ * another job has work to do?
+ */
 bool
-JobGiveBackRequested(void)
+JobGiveBackRequested(bool *for_work)
 {
 	bool		requested;
 
@@ -715,6 +719,8 @@ JobGiveBackRequested(void)
 		return false;
 	LWLockAcquire(JobShared->lock, LW_SHARED);
 	requested = MyWorkerSlot->give_back;
+	if (for_work != NULL)
+		*for_work = MyWorkerSlot->give_back_for_work;
 	LWLockRelease(JobShared->lock);
 	return requested;
 }

@@ -23,6 +23,7 @@
  */
 #define JOB_GIVE_BACK_FORCE_SECONDS	10
 #define JOB_FAIR_SHARE_REASON	"a fair share of the workers for other roles"
+#define JOB_READY_YIELD_REASON	"it is ready, waiting for its cut-over, and a job with work to do waits for a worker"
 
 /* How many databases can have a scheduler at the same time */
 #define BGDDL_MAX_DATABASES		64
@@ -61,6 +62,7 @@ typedef struct JobWorkerSlot
 	bool		helper;			/* takes chunks of a job another worker runs */
 	Oid			role_oid;		/* the job's role (fairness between roles) */
 	bool		give_back;		/* asked to give the slot back (a fairer use) */
+	bool		give_back_for_work; /* ... because its job is ready, another has work */
 	TimestampTz give_back_asked_at;
 	bool		give_back_forced;	/* interrupted: it had no step to give it back at */
 	pid_t		pid;			/* 0 until the worker has started */
@@ -146,7 +148,7 @@ extern int	JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pid
 /* The job slot of this worker's job, and its own slot (NULL outside job workers) */
 extern JobSlot *MyJobSlot;
 extern JobWorkerSlot *MyWorkerSlot;
-extern bool JobGiveBackRequested(void);
+extern bool JobGiveBackRequested(bool *for_work);
 extern void JobPublishLiveRows(int64 rows);
 extern void JobLiveRowsCommitted(void);
 extern void JobLiveRowsAborted(void);

@@ -205,6 +205,8 @@ JobStepWaitingForStandby(const char *what, const char *standby)
 void
 JobStepBegin(const char *activity, JobStepIsolation isolation)
 {
+	bool		for_work;
+
 	Assert(!step_in_progress);
 	CHECK_FOR_INTERRUPTS();
 	if (!job_stopping && !step_recording && (JobShutdownRequested || JobControlPending()))
@@ -212,10 +214,12 @@ JobStepBegin(const char *activity, JobStepIsolation isolation)
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("background DDL job %lld is letting go of its work",
 						(long long) step_job_id)));
-	if (!job_stopping && !step_recording && JobGiveBackRequested())
+	if (!job_stopping && !step_recording && JobGiveBackRequested(&for_work))
 	{
-		CatalogJobCountRetry(JOB_RETRY_FAIR_SHARE);
-		JobStepGiveBack(GetCurrentTimestamp(), JOB_FAIR_SHARE_REASON, JOB_WAIT_NONE, false);
+		if (!for_work)
+			CatalogJobCountRetry(JOB_RETRY_FAIR_SHARE);
+		JobStepGiveBack(GetCurrentTimestamp(), for_work ? JOB_READY_YIELD_REASON : JOB_FAIR_SHARE_REASON,
+						JOB_WAIT_NONE, false);
 	}
 
 	lock_wait_failed = false;

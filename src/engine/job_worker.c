@@ -202,7 +202,7 @@ ClassifyError(const ErrorData *error, const JobRun *run, bool ending)
 		return WORKER_GIVES_BACK_FOR_LOCK;
 	if (error->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED && running)
 		return WORKER_GIVES_WAY;
-	if (cancelled && running && JobGiveBackRequested())
+	if (cancelled && running && JobGiveBackRequested(NULL))
 		return WORKER_GIVES_FAIR_SHARE;
 	if (cancelled && running && !JobControlPending() && !JobShutdownRequested)
 		return WORKER_CANCELLED;

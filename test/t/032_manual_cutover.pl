@@ -178,35 +178,47 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 
 #    unique index checks the keys of new rows meanwhile, as during CREATE
 #    INDEX CONCURRENTLY.  REINDEX is not held back: the submit says so, and
 #    alter_ddl refuses to make its cut-over manual.
-# (one at a time: a ready job keeps its worker, and there are two)
+# All three at once, with two workers: a ready job gives its worker back to
+# a job with work to do, and waits for a worker again (not kept caught up
+# meanwhile); complete_ddl gives it one.
 my $row = 100000;
-for my $held (
+my @held = (
 	[ 'plain_u', 'CREATE UNIQUE INDEX plain_u ON plain (a)', 'CREATE INDEX CONCURRENTLY\'s' ],
 	[ 'plain_b', 'CREATE INDEX plain_b ON plain (a)', 'our own build\'s' ],
-	[ 'plain_pos', 'ALTER TABLE plain ADD CONSTRAINT plain_pos CHECK (a > 0)', 'a constraint' ])
+	[ 'plain_pos', 'ALTER TABLE plain ADD CONSTRAINT plain_pos CHECK (a > 0)', 'a constraint' ]);
+sub held_state
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres', $name eq 'plain_pos'
+		? q{SELECT convalidated::text FROM pg_constraint WHERE conname = 'plain_pos'}
+		: "SELECT indisready::text || ' ' || indisvalid::text FROM pg_index WHERE indexrelid = '$name'::regclass");
+}
+my $log_offset = -s $node->logfile;
+my %jobs = map { ($_->[0] => submit_job($node, $_->[1], before => $manual)) } @held;
+for my $held (@held)
 {
 	my ($name, $statement, $what) = @$held;
-	my $state = $name eq 'plain_pos'
-	  ? q{SELECT convalidated::text FROM pg_constraint WHERE conname = 'plain_pos'}
-	  : "SELECT indisready::text || ' ' || indisvalid::text FROM pg_index WHERE indexrelid = '$name'::regclass";
-	$job = submit_job($node, $statement, before => $manual);
-	ok(wait_ready($job), "6: $what, once built, waits for complete_ddl");
-	is($node->safe_psql('postgres', $state), $name eq 'plain_pos' ? 'false' : 'true false',
-		"6: $what: ready for writes, not valid");
-	if ($name eq 'plain_u')
-	{
-		($ret, $out, $stderr) = $node->psql('postgres', 'INSERT INTO plain VALUES (5)');
-		like($stderr, qr/duplicate key value violates unique constraint "plain_u"/,
-			'6: the unique index checks the keys of new rows already');
-	}
+	ok( $node->poll_query_until('postgres',
+			"SELECT phase FROM pg_stat_background_ddl WHERE id = $jobs{$name}", 'ready'),
+		"6: $what, once built, waits for complete_ddl (three jobs, two workers)");
+	is(held_state($name), $name eq 'plain_pos' ? 'false' : 'true false', "6: $what: ready for writes, not valid");
+}
+like(slurp_file($node->logfile, $log_offset),
+	qr/asks the worker of job \d+, which is ready and waits for its cut-over, to give its slot back, for job \d+/,
+	'6: a ready job gave its worker back to a job with work to do');
+($ret, $out, $stderr) = $node->psql('postgres', 'INSERT INTO plain VALUES (5)');
+like($stderr, qr/duplicate key value violates unique constraint "plain_u"/,
+	'6: the unique index checks the keys of new rows already');
+for my $held (@held)
+{
+	my ($name, $statement, $what) = @$held;
 	$row++;
 	$node->safe_psql('postgres', "INSERT INTO plain VALUES ($row)");
-	$node->safe_psql('postgres', "CALL complete_ddl($job)");
-	is(job_field($node, $job, 'state') . ' ' . job_field($node, $job, 'cutover'),
+	$node->safe_psql('postgres', "CALL complete_ddl($jobs{$name})");
+	is(job_field($node, $jobs{$name}, 'state') . ' ' . job_field($node, $jobs{$name}, 'cutover'),
 		'succeeded completed', "6: complete_ddl published $what");
-	is($node->safe_psql('postgres', $state), $name eq 'plain_pos' ? 'true' : 'true true',
-		"6: $what is valid");
-	check_no_leftovers($node, $job);
+	is(held_state($name), $name eq 'plain_pos' ? 'true' : 'true true', "6: $what is valid");
+	check_no_leftovers($node, $jobs{$name});
 }
 is( $node->safe_psql('postgres', q{CREATE EXTENSION IF NOT EXISTS amcheck;
 	  SELECT bool_and(bt_index_check(indexrelid, true) IS NOT NULL) FROM pg_index WHERE indrelid = 'plain'::regclass}),
