@@ -293,6 +293,21 @@ NextJob(List *candidates)
 }
 
 /*
+ * Ask a worker to give its slot back at its next step (JobStepBegin); for_work:
+ * its job is ready, and a job with work to do waits.  Caller holds the lock.
+ */
+static void
+AskToGiveBack(JobWorkerSlot *slot, bool for_work)
+{
+	slot->give_back = true;
+	slot->give_back_for_work = for_work;
+	slot->give_back_asked_at = GetCurrentTimestamp();
+	slot->give_back_forced = false;
+	if (slot->latch != NULL)
+		SetLatch(slot->latch);
+}
+
+/*
  * Every worker slot is taken and the job waits: if another role runs at
  * least two jobs more than the waiting job's role, ask the newest of them to
  * give its slot back at its next step (JobStepGiveBack; it is queued again,
@@ -343,11 +358,7 @@ AskForFairShare(const JobScheduleEntry *waiting)
 	}
 	if (newest != NULL)
 	{
-		newest->give_back = true;
-		newest->give_back_asked_at = GetCurrentTimestamp();
-		newest->give_back_forced = false;
-		if (newest->latch != NULL)
-			SetLatch(newest->latch);
+		AskToGiveBack(newest, false);
 		ereport(LOG,
 				(errmsg("background_ddl asks the worker of job %lld to give its slot back, for job %lld of another role",
 						(long long) newest->job_id, (long long) waiting->id)));
@@ -388,11 +399,7 @@ AskReadyToYield(const JobScheduleEntry *waiting, List *entries)
 	}
 	if (yielding != NULL && !yielding->give_back)
 	{
-		yielding->give_back = true;
-		yielding->give_back_for_work = true;
-		yielding->give_back_asked_at = GetCurrentTimestamp();
-		if (yielding->latch != NULL)
-			SetLatch(yielding->latch);
+		AskToGiveBack(yielding, true);
 		ereport(LOG,
 				(errmsg("background_ddl asks the worker of job %lld, which is ready and waits for its cut-over, to give its slot back, for job %lld",
 						(long long) yielding->job_id, (long long) waiting->id)));
