@@ -21,12 +21,12 @@ SELECT relispopulated FROM pg_class WHERE oid = 'mv_join'::regclass;
 
 SELECT wait_ddl(:job, '60s');
 
--- The view row of a finished job.
+-- The view row of a finished job (not its pid: its worker may still be leaving).
 SELECT datname = current_database() AS right_db, usename = current_user AS right_user,
        kind, target, state, phase, progress, rows_done, rows_total > 0 AS estimated,
        chunks_done >= 1 AS chunked, chunks_done = chunks_total AS all_chunks,
        rate > 0 AS has_rate, eta, submitted_at <= started_at AS started_after_submit,
-       started_at <= finished_at AS finished_after_start, attempts, pid, error,
+       started_at <= finished_at AS finished_after_start, attempts, error,
        cutover_at = finished_at AS cutover_at_end, dirty_rows
   FROM pg_stat_background_ddl WHERE id = :job;
 
