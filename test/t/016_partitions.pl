@@ -99,17 +99,18 @@ sub interrupt_building
 {
 	my ($done, $how, $attempts) = @_;
 	my $n = $done + 1;
+	# (the view's phase is the build's progress, read in the same look: between
+	# two steps of the build it is the job's own)
 	ok( $node->poll_query_until('postgres', qq{
 			SELECT j.kind_state ->> 'partitions_done' = '$done'
 			   AND coalesce(j.kind_state ->> 'building_index', '0') <> '0'
 			   AND p.relid = (j.kind_state ->> 'building_table')::oid
+			   AND v.phase ~ '\\(partition events_\\S+, $n of 9\\)\$'
 			  FROM background_ddl.job j
-			  JOIN pg_stat_progress_create_index p
-			    ON p.pid = (SELECT pid FROM pg_stat_background_ddl WHERE id = j.id)
+			  JOIN pg_stat_background_ddl v ON v.id = j.id
+			  JOIN pg_stat_progress_create_index p ON p.pid = v.pid
 			 WHERE j.id = $job}),
-		"the job builds the index of partition $n");
-	my $phase = $node->safe_psql('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $job");
-	like($phase, qr/\(partition events_\S+, $n of 9\)$/, "the view names the partition: $phase");
+		"the job builds the index of partition $n, and the view names it ($n of 9)");
 	my $before = attached_indexes('events_slow_idx');
 	my $interrupted = $node->safe_psql('postgres',
 		"SELECT kind_state ->> 'building_index' FROM background_ddl.job WHERE id = $job");
