@@ -34,8 +34,11 @@ my %statements = (
 );
 
 # A paused job and a failed one, then one job of each kind held mid-job
-my $paused = submit_job($node, 'CREATE MATERIALIZED VIEW d_paused AS SELECT id FROM events');
+# (paused while held before its first chunk: it would otherwise be done first)
+my ($paused, $paused_hold) = submit_held_at($node, 'chunk 0',
+	'CREATE MATERIALIZED VIEW d_paused AS SELECT id FROM events');
 $node->safe_psql('postgres', "SELECT pause_ddl($paused)");
+release_hold($node, $paused_hold);
 ok(wait_job_state($node, $paused, 'paused'), 'a job is paused');
 my $failed = submit_job($node, 'CREATE MATERIALIZED VIEW d_failed AS SELECT 1 / (id - 50000) AS x FROM events');
 ok(wait_job_state($node, $failed, 'failed'), 'a job failed');
