@@ -1078,12 +1078,13 @@ static const char *
 RewriteExplain(Node *raw_statement, const char *query_string)
 {
 	const char *reason = NULL;
+	List	   *changes;
 	Relation	table;
 	bool		rewrites;
 
 	if (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason) == KIND_ACCEPTED)
 		return STRATEGY_REWRITE;
-	if (ColumnChanges(raw_statement) == NIL)
+	if ((changes = ColumnChanges(raw_statement)) == NIL)
 		return NULL;
 	switch (AlterColumnsAccepts(raw_statement, &reason))
 	{
@@ -1095,8 +1096,7 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 			return STRATEGY_BLOCKING;
 	}
 	table = table_openrv(((AlterTableStmt *) raw_statement)->relation, AccessShareLock);
-	rewrites = QueryColumnChangesRewrite(ColumnChanges(raw_statement),
-										 QueryColumnChangesBind(table, ColumnChanges(raw_statement)));
+	rewrites = QueryColumnChangesRewrite(changes, QueryColumnChangesBind(table, changes));
 	table_close(table, AccessShareLock);
 	return rewrites ? STRATEGY_REWRITE : STRATEGY_NO_REWRITE;
 }

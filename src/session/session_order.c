@@ -1095,7 +1095,7 @@ OrderStatement(OrderCheck *check)
 		(void) QueryEffectsWalker((Node *) check->query, &statement);
 		/* A statement that becomes a job starts after those jobs instead */
 		if (statement.relations != NIL && check->query->utilityStmt != NULL &&
-			SessionStatementWouldSubmit(check->query->utilityStmt))
+			SessionStatementWouldSubmit(check->query->utilityStmt) != NULL)
 			return;
 	}
 	else
@@ -1172,12 +1172,11 @@ OrderStatementOnce(OrderCheck *check)
 static void
 AwaitBeforeSnapshot(Node *utility)
 {
-	const char *in_session_reason;
 	const KindRoutine *routine;
 
-	if (JobXactSessionOrders() == NIL || ActiveSnapshotSet() || !SessionStatementWouldSubmit(utility))
+	if (JobXactSessionOrders() == NIL || ActiveSnapshotSet() ||
+		(routine = SessionStatementWouldSubmit(utility)) == NULL)
 		return;
-	routine = KindForStatement(utility, &in_session_reason);
 	if (routine->validates_against_keys != NULL && routine->validates_against_keys(utility))
 		SessionOrderAwaitKeys(utility);
 	SessionOrderAwaitColumns(utility);

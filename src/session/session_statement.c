@@ -61,15 +61,17 @@ SessionSetEnclosingUtility(Node *utility)
 }
 
 /*
- * Would this statement, if it ran now, become a job?  (In its parse
- * analysis, before the ProcessUtility hook decides: session_order.c.)
+ * Would this statement, if it ran now, become a job: the kind it would be,
+ * or NULL?  (In its parse analysis, before the ProcessUtility hook decides:
+ * session_order.c.)
  */
-bool
+const KindRoutine *
 SessionStatementWouldSubmit(Node *parsetree)
 {
 	const char *in_session_reason;
 
-	return background_ddl_enabled && !RecoveryInProgress() &&
-		SessionStatementIsUsers(PROCESS_UTILITY_QUERY, enclosing_utility) &&
-		KindForStatement(parsetree, &in_session_reason) != NULL;
+	if (!background_ddl_enabled || RecoveryInProgress() ||
+		!SessionStatementIsUsers(PROCESS_UTILITY_QUERY, enclosing_utility))
+		return NULL;
+	return KindForStatement(parsetree, &in_session_reason);
 }
