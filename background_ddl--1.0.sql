@@ -110,7 +110,11 @@ CREATE INDEX ON background_ddl.job (target_oid);
 /* Each role has keys of its own: no role learns, takes or blocks another's */
 CREATE UNIQUE INDEX ON background_ddl.job (owner_oid, idempotency_key);
 
-/* One row per committed chunk: the checkpoint of the backfill. */
+/*
+ * One row per committed chunk: the checkpoint of the backfill.  A chunk of
+ * rows in an index's order (CLUSTER) has a negative start_block, its
+ * number, until its pairs are regrouped by block (capture_log.c).
+ */
 CREATE TABLE background_ddl.chunk (
 	job_id			bigint NOT NULL REFERENCES background_ddl.job ON DELETE CASCADE,
 	start_block		bigint NOT NULL,

@@ -80,6 +80,7 @@ _PG_init(void)
 	KindRegister(&kind_chunked_index_routine);
 	KindRegister(&kind_index_routine);
 	KindRegister(&kind_rewrite_routine);
+	KindRegister(&kind_cluster_routine);
 	KindRegister(&kind_set_tablespace_routine);
 	KindRegister(&kind_alter_type_routine);
 	KindRegister(&kind_key_constraint_routine);

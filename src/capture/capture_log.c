@@ -330,6 +330,79 @@ CaptureChunkReplaceTidMap(int64 job_id, int64 start_block, bytea *tid_map)
 			   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
+static int	TidPairSourceCompare(const void *a, const void *b);
+
+/*
+ * The chunks of a backfill in an index's order (query_job.c, for CLUSTER)
+ * are recorded under negative numbers, -1, -2, ...: each holds rows from
+ * anywhere in the table.  The catch-up finds a source's outputs by the
+ * chunk of blocks that covers it, so once they are all done their pairs
+ * are regrouped into chunks of chunk_blocks blocks, as a backfill in blocks
+ * would have recorded them, covering every block that a pair's source is
+ * in (rows added since the backfill began included) and at least
+ * [0, end_block).  One call makes the chunks of blocks [from_block,
+ * from_block + group_blocks), decoding every ordered chunk's pairs once;
+ * the last one also deletes the ordered chunks.  Returns the block it got
+ * to, or -1 when the regrouping is done.
+ */
+int64
+CaptureChunksRegroup(int64 job_id, int64 from_block, int64 group_blocks, int64 chunk_blocks,
+					 int64 end_block)
+{
+	int64		to_block = from_block + group_blocks;
+	int64		covered_to = end_block;
+	TidPair    *kept = NULL;
+	int			nkept = 0;
+	int			capacity = 1024;
+	int			first = 0;
+	ListCell   *lc;
+
+	kept = palloc(sizeof(TidPair) * capacity);
+	foreach(lc, CaptureChunkRanges(job_id))
+	{
+		ChunkRange *range = lfirst(lc);
+		bytea	   *raw;
+		TidPair    *pairs;
+		int			npairs = 0;
+
+		if (range->start_block >= 0)
+			break;
+		raw = CaptureChunkTidMap(job_id, range->start_block);
+		pairs = raw != NULL ? CaptureTidMapDecode(raw, &npairs) : NULL;
+		for (int i = 0; i < npairs; i++)
+		{
+			int64		block = ItemPointerGetBlockNumber(&pairs[i].source);
+
+			covered_to = Max(covered_to, block + 1);
+			if (block < from_block || block >= to_block)
+				continue;
+			if (nkept == capacity)
+				kept = repalloc_huge(kept, sizeof(TidPair) * (capacity *= 2));
+			kept[nkept++] = pairs[i];
+		}
+		if (pairs != NULL)
+			pfree(pairs);
+	}
+	qsort(kept, nkept, sizeof(TidPair), TidPairSourceCompare);
+	to_block = Min(to_block, covered_to);
+	for (int64 start = from_block; start < to_block; start += chunk_blocks)
+	{
+		ChunkRange	chunk = {start, Min(start + chunk_blocks, to_block)};
+		int			last = first;
+
+		while (last < nkept && ItemPointerGetBlockNumber(&kept[last].source) < chunk.end_block)
+			last++;
+		ChunkRecord(job_id, &chunk, last - first, 1, 0, CaptureTidMapEncode(kept + first, last - first),
+					NULL);
+		first = last;
+	}
+	if (to_block < covered_to)
+		return to_block;
+	CatalogRun("DELETE FROM background_ddl.chunk WHERE job_id = $1 AND start_block < 0", 1,
+			   (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_DELETE);
+	return -1;
+}
+
 /*
  * Forget a job's captured changes: its marks, recomputed rows and tid maps;
  * with chunks_too, its chunks as well (the build starts over, or is

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * kind_rewrite.c
- *	  Background VACUUM FULL, ALTER TABLE ... SET TABLESPACE, SET ACCESS
- *	  METHOD, ALTER COLUMN ... TYPE and ADD COLUMN: a table's rows rewritten
- *	  into new storage while the table stays readable and writable.
+ *	  Background VACUUM FULL, CLUSTER, ALTER TABLE ... SET TABLESPACE, SET
+ *	  ACCESS METHOD, ALTER COLUMN ... TYPE and ADD COLUMN: a table's rows
+ *	  rewritten into new storage while the table stays readable and writable.
  *
  * All hold ACCESS EXCLUSIVE on the table for the whole rewrite (or copy
  * of its files).  As a job, the table's rows are copied in checkpointed
@@ -38,6 +38,12 @@
  * follows its rows by tuple id).  The table's indexes stay where they are,
  * as with SET TABLESPACE.
  *
+ * CLUSTER of one table is the same job with its rows copied in the order of
+ * the index, a chunk of rows at a time (QUERY_STATE_ORDER_INDEX), where the
+ * index's keys are columns whose order a chunk can continue
+ * (QueryIndexGivesOrder); on another index it runs as PostgreSQL runs it.
+ * The cut-over marks the index clustered.
+ *
  * ALTER TABLE ... ALTER COLUMN ... TYPE and ADD COLUMN (a volatile default,
  * a stored generated column: what PostgreSQL rewrites the table for) are
  * the same job with the changed columns' new values and the added ones'
@@ -57,6 +63,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/amapi.h"
 #include "access/genam.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -68,8 +75,10 @@
 #include "catalog/pg_attrdef.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_statistic_ext.h"
+#include "commands/cluster.h"
 #include "commands/defrem.h"
 #include "commands/tablecmds.h"
 #include "commands/tablespace.h"
@@ -127,23 +136,39 @@
 	"that the user owns, or a view, rule, trigger, policy, CHECK or foreign key uses a changed column, " \
 	"or an added column is not one a job adds (serial, identity, a constraint of its own)"
 
-/* Where an ALTER TABLE moves a table: its new tablespace, access method (NULL: none) */
+/*
+ * Where an ALTER TABLE moves a table: its new tablespace, access method
+ * (NULL: none); or the index a CLUSTER orders it by
+ */
 typedef struct TableMove
 {
 	const char *tablespace;
 	const char *access_method;
 	bool		missing_ok;		/* IF EXISTS */
+	bool		clusters;		/* CLUSTER ... */
+	const char *cluster_index;	/* ... USING this index (NULL: the one it is clustered on) */
 } TableMove;
 
 /*
  * A statement that rewrites one table: VACUUM (FULL) of one table, without
- * a column list or another option, or ALTER TABLE ... SET TABLESPACE, SET
- * ACCESS METHOD, or both, alone (*move: where to).  NULL: not one.
+ * a column list or another option, CLUSTER of one table without an option,
+ * or ALTER TABLE ... SET TABLESPACE, SET ACCESS METHOD, or both, alone
+ * (*move: where to).  NULL: not one.
  */
 static RangeVar *
 RewrittenTable(Node *parsetree, TableMove *move)
 {
 	memset(move, 0, sizeof(TableMove));
+	if (IsA(parsetree, ClusterStmt))
+	{
+		ClusterStmt *stmt = (ClusterStmt *) parsetree;
+
+		if (stmt->params != NIL)
+			return NULL;
+		move->clusters = true;
+		move->cluster_index = stmt->indexname;
+		return stmt->relation;
+	}
 	if (IsA(parsetree, VacuumStmt))
 	{
 		VacuumStmt *stmt = (VacuumStmt *) parsetree;
@@ -500,6 +525,59 @@ InSessionReason(Relation table)
 }
 
 /*
+ * The index a CLUSTER of the table orders it by: the one named, in the
+ * table's schema, or the one it is clustered on (cluster.c's lookup);
+ * InvalidOid if there is none
+ */
+static Oid
+ClusterIndex(Relation table, const char *name)
+{
+	ListCell   *lc;
+
+	if (name != NULL)
+		return get_relname_relid(name, RelationGetNamespace(table));
+	foreach(lc, RelationGetIndexList(table))
+	{
+		HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		clustered;
+
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		clustered = ((Form_pg_index) GETSTRUCT(tuple))->indisclustered;
+		ReleaseSysCache(tuple);
+		if (clustered)
+			return lfirst_oid(lc);
+	}
+	return InvalidOid;
+}
+
+/*
+ * May a job copy the table in the order of the index a CLUSTER names
+ * (QueryIndexGivesOrder)?  False where PostgreSQL refuses the index (no
+ * such index of the table, not valid, partial, of an access method that
+ * does not cluster): its error.  True with *reason set (unless set before)
+ * where PostgreSQL clusters on it and a job cannot.
+ */
+static bool
+ClusterOrderReadable(Relation table, const char *name, const char **reason)
+{
+	Oid			index_oid = ClusterIndex(table, name);
+	Relation	index;
+	bool		clusterable;
+
+	if (!OidIsValid(index_oid) || get_rel_relkind(index_oid) != RELKIND_INDEX)
+		return false;
+	index = index_open(index_oid, AccessShareLock);
+	clusterable = index->rd_index->indrelid == RelationGetRelid(table) &&
+		index->rd_indam->amclusterable && index->rd_index->indisvalid &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
+	if (clusterable && *reason == NULL && !QueryIndexGivesOrder(table, index))
+		*reason = "The index's keys are not all columns declared NOT NULL, ascending, of their type's default btree operator class and collation, in whose order the job copies the table a chunk at a time.";
+	index_close(index, AccessShareLock);
+	return clusterable;
+}
+
+/*
  * The rewrite of one plain table (that the user may vacuum, for VACUUM
  * FULL: its WARNING otherwise); in the session, with the reason, a table
  * whose rewrite a job cannot do.  What is not there or not a plain table
@@ -519,12 +597,18 @@ RewriteAccepts(Node *parsetree, NodeTag statement, const char **reason)
 		return KIND_NOT_ACCEPTED;
 	relid = RangeVarGetRelid(rv, NoLock, true);
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION ||
-		(statement == T_VacuumStmt && !MayVacuum(relid)))
+		(statement == T_VacuumStmt && !MayVacuum(relid)) ||
+		(statement == T_ClusterStmt && !PgRelationOwnerCheck(relid, GetUserId())))
 		return KIND_NOT_ACCEPTED;
 	table = try_relation_open(relid, AccessShareLock);
 	if (table == NULL)
 		return KIND_NOT_ACCEPTED;
 	*reason = InSessionReason(table);
+	if (move.clusters && !ClusterOrderReadable(table, move.cluster_index, reason))
+	{
+		relation_close(table, AccessShareLock);
+		return KIND_NOT_ACCEPTED;
+	}
 	relation_close(table, AccessShareLock);
 	/* (an access method that is not there: PostgreSQL's error) */
 	access_method_oid = move.access_method ? get_table_am_oid(move.access_method, true) : InvalidOid;
@@ -533,6 +617,12 @@ RewriteAccepts(Node *parsetree, NodeTag statement, const char **reason)
 	if (*reason == NULL && move.access_method != NULL)
 		*reason = RewriteEventReason();
 	return *reason != NULL ? KIND_IN_SESSION : KIND_ACCEPTED;
+}
+
+static KindAcceptance
+ClusterAccepts(Node *parsetree, const char **reason)
+{
+	return RewriteAccepts(parsetree, T_ClusterStmt, reason);
 }
 
 static KindAcceptance
@@ -545,6 +635,36 @@ static KindAcceptance
 SetTablespaceAccepts(Node *parsetree, const char **reason)
 {
 	return RewriteAccepts(parsetree, T_AlterTableStmt, reason);
+}
+
+/*
+ * CLUSTER's checks of its index, in its order and with its errors
+ * (cluster.c): there is one, it can order the table
+ * (check_index_is_clusterable); the job copies the table in its order
+ * (QUERY_STATE_ORDER_INDEX).  A table that is no longer a plain one runs
+ * as PostgreSQL runs it.
+ */
+static void
+ClusterValidateIndex(KindSubmit *submit, Relation table, RangeVar *rv, const char *name)
+{
+	Oid			index_oid = ClusterIndex(table, name);
+
+	if (table->rd_rel->relkind != RELKIND_RELATION)
+	{
+		submit->declined = true;
+		return;
+	}
+	if (!OidIsValid(index_oid) && name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("there is no previously clustered index for table \"%s\"", rv->relname)));
+	if (!OidIsValid(index_oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("index \"%s\" for table \"%s\" does not exist", name, rv->relname)));
+	check_index_is_clusterable(table, index_oid, AccessShareLock);
+	CatalogKindStateSetInt(&submit->kind_state, QUERY_STATE_ORDER_INDEX, index_oid);
+	submit->strategy = QueryJobOrderStrategy(index_oid);
 }
 
 /*
@@ -568,6 +688,14 @@ RewriteValidate(KindSubmit *submit)
 	/* The session's later statements wait for it if they redefine or drop the table */
 	submit->target_effects = REL_REDEFINES | REL_DROPS;
 	submit->strategy = pstrdup(STRATEGY_REWRITE);
+	if (move.clusters)
+	{
+		relid = RangeVarGetRelidExtended(rv, AccessShareLock, 0, RangeVarCallbackOwnsTable, NULL);
+		table = relation_open(relid, NoLock);
+		ClusterValidateIndex(submit, table, rv, move.cluster_index);
+		relation_close(table, NoLock);
+		return;
+	}
 	if (IsA(statement, VacuumStmt))
 	{
 		PreventInTransactionBlock(submit->context == PROCESS_UTILITY_TOPLEVEL, "VACUUM");
@@ -846,12 +974,16 @@ RewritePublish(JobRun *run, int64 rows)
 	old_indexes = list_concat(old_indexes, more_old);
 	new_indexes = list_concat(new_indexes, more_new);
 	PgHeapRecordSize(hidden, (double) rows);
+	/* (an index dropped since: the table stays clustered on none, or another) */
+	if (OidIsValid(q->order_index) && list_member_oid(indexes, q->order_index))
+		mark_index_clustered(table, q->order_index, true);
 	table_close(hidden, NoLock);
 	table_close(table, NoLock);
 
 	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
 	PgHeapSwap(run->job.target_oid, hidden_oid, old_indexes, new_indexes,
-			   moves || q->column_changes != NIL ? "ALTER TABLE" : "VACUUM",
+			   moves || q->column_changes != NIL ? "ALTER TABLE" :
+			   OidIsValid(q->order_index) ? "CLUSTER" : "VACUUM",
 			   moves);
 	JobRunSucceeded(run, run->job.target_oid, true, rows);
 }
@@ -1069,8 +1201,19 @@ RewriteBuildHere(const BgddlJob *job)
 									  JobColumnChanges(job), RewritePublish);
 }
 
+/* The strategy of a CLUSTER that a job runs (its table and index are there) */
+static char *
+ClusterStrategy(ClusterStmt *stmt)
+{
+	Relation	table = table_openrv(stmt->relation, AccessShareLock);
+	char	   *strategy = QueryJobOrderStrategy(ClusterIndex(table, stmt->indexname));
+
+	table_close(table, AccessShareLock);
+	return strategy;
+}
+
 /*
- * explain_ddl: VACUUM FULL of one table, ALTER TABLE ... SET TABLESPACE,
+ * explain_ddl: VACUUM FULL or CLUSTER of one table, ALTER TABLE ... SET TABLESPACE,
  * ALTER COLUMN ... TYPE, ADD COLUMN (a job if PostgreSQL would rewrite the
  * table)
  */
@@ -1082,8 +1225,16 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 	Relation	table;
 	bool		rewrites;
 
-	if (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason) == KIND_ACCEPTED)
-		return STRATEGY_REWRITE;
+	switch (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason))
+	{
+		case KIND_ACCEPTED:
+			return IsA(raw_statement, ClusterStmt) ?
+				ClusterStrategy((ClusterStmt *) raw_statement) : STRATEGY_REWRITE;
+		case KIND_IN_SESSION:
+			return psprintf("runs as PostgreSQL runs it, blocking: %s", reason);
+		case KIND_NOT_ACCEPTED:
+			break;
+	}
 	if ((changes = ColumnChanges(raw_statement)) == NIL)
 		return NULL;
 	switch (AlterColumnsAccepts(raw_statement, &reason))
@@ -1185,6 +1336,13 @@ const KindRoutine kind_rewrite_routine = {
 	.accepts = VacuumFullAccepts,
 	.explain = RewriteExplain,
 	.estimate = RewriteEstimate,
+	.validate = RewriteValidate,
+	REWRITE_ROUTINES
+};
+
+const KindRoutine kind_cluster_routine = {
+	.name = "CLUSTER",
+	.accepts = ClusterAccepts,
 	.validate = RewriteValidate,
 	REWRITE_ROUTINES
 };

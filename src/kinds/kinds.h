@@ -22,6 +22,7 @@ extern const KindRoutine kind_key_constraint_routine;
 extern const KindRoutine kind_constraint_routine;
 extern const KindRoutine kind_reindex_routine;
 extern const KindRoutine kind_rewrite_routine;
+extern const KindRoutine kind_cluster_routine;
 extern const KindRoutine kind_set_tablespace_routine;
 extern const KindRoutine kind_alter_type_routine;
 

@@ -32,17 +32,27 @@
 #include "access/heapam.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/nbtree.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "commands/defrem.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_oper.h"
 #include "parser/parse_relation.h"
+#include "parser/parsetree.h"
 #include "rewrite/rewriteDefine.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
+#include "utils/datum.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -98,6 +108,7 @@ typedef struct ContentInsertReceiver
 	TidPair    *pairs;
 	int			npairs;
 	int			pairs_capacity;
+	ItemPointerData last_source;	/* the last row's, as a tuple id of its table */
 } ContentInsertReceiver;
 
 static void
@@ -220,6 +231,7 @@ ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 		source_datum = slot_getattr(slot, desc->natts + 1, &isnull);
 		Assert(!isnull);
 		ItemPointerCopy((ItemPointer) DatumGetPointer(source_datum), &source);
+		receiver->last_source = source;
 		if (receiver->segment != NULL)
 		{
 			BlockNumber job_block;
@@ -297,6 +309,7 @@ ContentInsertReceiverCreate(Relation content, bool track_sources)
 	receiver->pub.mydest = DestNone;
 	receiver->content = content;
 	receiver->track_sources = track_sources;
+	ItemPointerSetInvalid(&receiver->last_source);
 	receiver->pairs_context = CurrentMemoryContext;
 	return receiver;
 }
@@ -502,13 +515,15 @@ TidPairCompare(const void *a, const void *b)
  * holds RowExclusiveLock on the content relation.  With pairs non-NULL the
  * query carries a source column (see AppendSourceColumn) and *pairs
  * receives the (source, output) tuple ids, sorted by source; with segment,
- * the sources are rows of its table, and become the job's tuple ids.  With
- * count_live, the rows count in the job's live progress as they come.
- * Returns the number of rows inserted.
+ * the sources are rows of its table, and become the job's tuple ids; with
+ * last_source non-NULL, it gets the last row's source, as a tuple id of its
+ * table (invalid if none).  With count_live, the rows count in the job's
+ * live progress as they come.  Returns the number of rows inserted.
  */
 static uint64
 RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bool count_live,
-				   const CaptureSegment *segment, TidPair **pairs, int *npairs)
+				   const CaptureSegment *segment, TidPair **pairs, int *npairs,
+				   ItemPointer last_source)
 {
 	QueryDesc  *query_desc;
 	ContentInsertReceiver *receiver;
@@ -534,19 +549,22 @@ RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bo
 		*pairs = receiver->pairs;
 		*npairs = receiver->npairs;
 	}
+	if (last_source != NULL)
+		*last_source = receiver->last_source;
 	receiver->pub.rDestroy((DestReceiver *) receiver);
 	return rows;
 }
 
 static uint64
 RunIntoContent(Relation content, Query *query, int cursor_options, bool count_live,
-			   const CaptureSegment *segment, TidPair **pairs, int *npairs)
+			   const CaptureSegment *segment, TidPair **pairs, int *npairs,
+			   ItemPointer last_source)
 {
 	/* An xid before a parallel plan starts: parallel mode cannot assign one */
 	(void) GetCurrentTransactionId();
 	return RunPlanIntoContent(content, pg_plan_query(query, "background_ddl backfill",
 													 cursor_options, NULL),
-							  NULL, count_live, segment, pairs, npairs);
+							  NULL, count_live, segment, pairs, npairs, last_source);
 }
 
 /* Append pairs to *all (both sorted, the new ones after the others) */
@@ -601,7 +619,7 @@ QueryBackfillBlocks(Relation content, Query *query, const QueryDriving *driving,
 		AddQual(piece, MakeCtidBound(rtindex, TIDLessOperator, MakeBlockTid(pieces[i].end)));
 		AppendSourceColumn(piece, rtindex, partial ? MakeBlockTid(start_block) : NULL);
 		rows += RunIntoContent(content, piece, 0, count_live, segment,
-							   partial ? NULL : &piece_pairs, &piece_npairs);
+							   partial ? NULL : &piece_pairs, &piece_npairs, NULL);
 		AppendPairs(pairs, npairs, piece_pairs, piece_npairs);
 	}
 	return rows;
@@ -655,7 +673,8 @@ QueryBackfillRanges(Relation content, Query *query, const QueryDriving *driving,
 			ItemPointerSet(&values[0], (BlockNumber) starts[i], 0);
 			ItemPointerSet(&values[1], pieces[p].start, 0);
 			ItemPointerSet(&values[2], pieces[p].end, 0);
-			rows += RunPlanIntoContent(content, plans[segment], params, false, NULL, NULL, NULL);
+			rows += RunPlanIntoContent(content, plans[segment], params, false, NULL, NULL, NULL,
+									   NULL);
 		}
 	}
 	return rows;
@@ -668,7 +687,210 @@ QueryBackfillRanges(Relation content, Query *query, const QueryDriving *driving,
 uint64
 QueryBackfillAll(Relation content, Query *query)
 {
-	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, true, NULL, NULL, NULL);
+	return RunIntoContent(content, query, CURSOR_OPT_PARALLEL_OK, true, NULL, NULL, NULL, NULL);
+}
+
+/*
+ * Can a table be read a chunk at a time in the order of this index
+ * (QueryBackfillInOrder)?  A valid btree, not partial, whose keys are all
+ * columns declared NOT NULL, ascending, of their type's default operator
+ * class and their own collation: then "ORDER BY" those columns is the
+ * index's order, and "(columns) > (values)" its continuation, with no null
+ * to sort or compare.
+ */
+bool
+QueryIndexGivesOrder(Relation table, Relation index)
+{
+	Form_pg_index form = index->rd_index;
+
+	if (index->rd_rel->relam != BTREE_AM_OID || !form->indisvalid ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
+		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+		return false;
+	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+	{
+		AttrNumber	attnum = form->indkey.values[i];
+		Form_pg_attribute attribute;
+
+		if (attnum <= 0)
+			return false;
+		attribute = TupleDescAttr(RelationGetDescr(table), attnum - 1);
+		if (!attribute->attnotnull || index->rd_indoption[i] != 0 ||
+			index->rd_indcollation[i] != attribute->attcollation ||
+			GetDefaultOpClass(attribute->atttypid, BTREE_AM_OID) != get_index_column_opclass(RelationGetRelid(index), i + 1))
+			return false;
+	}
+	return true;
+}
+
+/* The btree operator family of a type's default operator class */
+static Oid
+DefaultBtreeFamily(Oid type)
+{
+	return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
+}
+
+/*
+ * Sort the query's rows by a column of its output (a Var), after those it
+ * is sorted by already
+ */
+static void
+AddSortColumn(Query *query, TargetEntry *column)
+{
+	SortGroupClause *sort = makeNode(SortGroupClause);
+	Oid			sortop;
+	Oid			eqop;
+	bool		hashable;
+
+	get_sort_group_operators(exprType((Node *) column->expr), true, true, false,
+							 &sortop, &eqop, NULL, &hashable);
+	column->ressortgroupref = list_length(query->sortClause) + 1;
+	sort->tleSortGroupRef = column->ressortgroupref;
+	sort->sortop = sortop;
+	sort->eqop = eqop;
+	sort->nulls_first = false;
+	sort->hashable = hashable;
+	query->sortClause = lappend(query->sortClause, sort);
+}
+
+/*
+ * Sort a table's rows (QueryOfTableRows) in the order of one of its
+ * indexes (QueryIndexGivesOrder): by its key columns.  Returns them, as
+ * Vars.
+ */
+List *
+QuerySortByIndex(Query *query, Relation index)
+{
+	List	   *columns = NIL;
+
+	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+	{
+		TargetEntry *column = get_tle_by_resno(query->targetList, index->rd_index->indkey.values[i]);
+
+		AddSortColumn(query, column);
+		columns = lappend(columns, copyObject(column->expr));
+	}
+	return columns;
+}
+
+/*
+ * "(columns) > (bound)", in the order of their types' default btree
+ * operator classes (one column: "column > value")
+ */
+static Expr *
+AfterBound(List *columns, List *bound)
+{
+	RowCompareExpr *compare = makeNode(RowCompareExpr);
+	ListCell   *column_cell;
+	ListCell   *bound_cell;
+
+	forboth(column_cell, columns, bound_cell, bound)
+	{
+		Var		   *column = lfirst_node(Var, column_cell);
+		Oid			family = DefaultBtreeFamily(column->vartype);
+		Oid			opno = get_opfamily_member(family, column->vartype, column->vartype,
+											   BTGreaterStrategyNumber);
+
+		if (list_length(columns) == 1)
+			return make_opclause(opno, BOOLOID, false, (Expr *) column, lfirst(bound_cell),
+								 InvalidOid, column->varcollid);
+		compare->opnos = lappend_oid(compare->opnos, opno);
+		compare->opfamilies = lappend_oid(compare->opfamilies, family);
+		compare->inputcollids = lappend_oid(compare->inputcollids, column->varcollid);
+	}
+	compare->rctype = ROWCOMPARE_GT;
+	compare->largs = columns;
+	compare->rargs = bound;
+	return (Expr *) compare;
+}
+
+/*
+ * The next rows of a table's rewrite in the order of one of its indexes
+ * (QueryIndexGivesOrder), its chunk of CLUSTER: at most limit rows that
+ * sort after bound, inserted into the content relation in that order.  The
+ * order is the index's key columns, then the row's tuple id (unless the
+ * index is unique), so that rows of equal keys are not split between chunks
+ * any other way; bound is that many Consts, the last row's values of a chunk
+ * before (NIL: from the first row).  The rows are read through the index
+ * (no sequential scan, which would read the whole table for each chunk):
+ * rows of unchanged keys and place are each in exactly one chunk, a row
+ * changed meanwhile in one or none, as with chunks of blocks, which the
+ * catch-up then replaces.  *pairs gets their (source, output) pairs, sorted
+ * by source; *next_bound the bound after the last row (NIL if there was
+ * none).  Caller as for RunIntoContent; query is a copy it gives away.
+ * Returns the number of rows.
+ */
+uint64
+QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
+					 Relation table, Relation index, List *bound, int64 limit,
+					 TidPair **pairs, int *npairs, List **next_bound)
+{
+	List	   *columns = NIL;
+	List	   *attnums = NIL;
+	TargetEntry *source;
+	ItemPointerData last_source;
+	uint64		rows;
+	int			nest_level;
+	TupleTableSlot *slot;
+	ListCell   *lc;
+
+	Assert(driving->nsegments == 1);	/* a plain table */
+	columns = QuerySortByIndex(query, index);
+	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+		attnums = lappend_int(attnums, index->rd_index->indkey.values[i]);
+	AppendSourceColumn(query, rtindex, NULL);
+	source = llast_node(TargetEntry, query->targetList);
+	if (!index->rd_index->indisunique)
+	{
+		AddSortColumn(query, source);
+		columns = lappend(columns, MakeCtidVar(rtindex));
+	}
+	if (bound != NIL)
+		AddQual(query, AfterBound(columns, bound));
+	query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+										   Int64GetDatum(limit), false, FLOAT8PASSBYVAL);
+
+	nest_level = NewGUCNestLevel();
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	rows = RunIntoContent(content, query, 0, true, &driving->segments[0], pairs, npairs,
+						  &last_source);
+	AtEOXact_GUC(true, nest_level);
+
+	/* The last row's keys, as this snapshot sees them (it has not changed for it) */
+	*next_bound = NIL;
+	if (rows == 0)
+		return rows;
+	slot = table_slot_create(table, NULL);
+	if (!table_tuple_fetch_row_version(table, &last_source, GetActiveSnapshot(), slot))
+		elog(ERROR, "the last row copied of \"%s\" is not visible", RelationGetRelationName(table));
+	foreach(lc, attnums)
+	{
+		Form_pg_attribute attribute = TupleDescAttr(RelationGetDescr(table), lfirst_int(lc) - 1);
+		bool		isnull;
+		Datum		value = slot_getattr(slot, attribute->attnum, &isnull);
+
+		Assert(!isnull);
+		value = attribute->attlen == -1 ? PointerGetDatum(PG_DETOAST_DATUM_COPY(value)) :
+			datumCopy(value, attribute->attbyval, attribute->attlen);
+		*next_bound = lappend(*next_bound,
+							  makeConst(attribute->atttypid, attribute->atttypmod,
+										attribute->attcollation, attribute->attlen, value,
+										false, attribute->attbyval));
+	}
+	if (!index->rd_index->indisunique)
+	{
+		ItemPointer tid = palloc(sizeof(ItemPointerData));
+
+		*tid = last_source;
+		*next_bound = lappend(*next_bound, makeConst(TIDOID, -1, InvalidOid,
+													 sizeof(ItemPointerData),
+													 PointerGetDatum(tid), false, false));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	return rows;
 }
 
 /*
@@ -725,7 +947,7 @@ QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Inde
 		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 		(void) RunIntoContent(content, piece, 0, false, &driving->segments[segment], &piece_pairs,
-							  &piece_npairs);
+							  &piece_npairs, NULL);
 		AtEOXact_GUC(true, nest_level);
 		AppendPairs(&pairs, npairs, piece_pairs, piece_npairs);
 	}

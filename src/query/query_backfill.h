@@ -25,6 +25,11 @@ extern uint64 QueryBackfillBlocks(Relation content, Query *query, const QueryDri
 extern uint64 QueryBackfillRanges(Relation content, Query *query, const QueryDriving *driving,
 								  Index rtindex, const int64 *starts, const int64 *ends,
 								  int nranges);
+extern bool QueryIndexGivesOrder(Relation table, Relation index);
+extern List *QuerySortByIndex(Query *query, Relation index);
+extern uint64 QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving,
+								   Index rtindex, Relation table, Relation index, List *bound,
+								   int64 limit, TidPair **pairs, int *npairs, List **next_bound);
 extern uint64 QueryBackfillAll(Relation content, Query *query);
 extern ItemPointer QueryTids(Query *query, const QueryDriving *driving, Index rtindex,
 							 int *ntids);

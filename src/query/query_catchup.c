@@ -496,6 +496,7 @@ QueryCatchUpPassBegin(const QueryCatchUpTarget *target, QueryCatchUpPass *pass,
 	int			nsplit;
 	memset(pass, 0, sizeof(QueryCatchUpPass));
 	pass->map_chunk = -1;
+	pass->keeps_order = target->keeps_order;
 	pass->context = AllocSetContextCreate(parent, "background_ddl catch-up pass",
 										  ALLOCSET_DEFAULT_SIZES);
 	old_context = MemoryContextSwitchTo(pass->context);
@@ -825,7 +826,8 @@ ChunkMostlyChanged(const QueryCatchUpPass *pass, int chunk, int first, int *next
 			changed++;
 	}
 	*next = i;
-	return changed * CHUNK_RECOMPUTE_SHARE >
+	/* (in an index's order, a chunk recomputed whole would lose it: row by row) */
+	return !pass->keeps_order && changed * CHUNK_RECOMPUTE_SHARE >
 		(pass->chunks[chunk].end_block - pass->chunks[chunk].start_block) * pass->rows_per_block;
 }
 

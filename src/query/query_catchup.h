@@ -28,12 +28,14 @@ typedef struct QueryCatchUpTarget
 	bool		partial;		/* content is partial aggregation's staging relation */
 	TimestampTz job_start;		/* now() in the job's query */
 	int64		chunk_blocks;	/* the backfill's next chunks' size (0: none) */
+	bool		keeps_order;	/* a rewrite in an index's order (CLUSTER) */
 } QueryCatchUpTarget;
 
 /* One catch-up pass: what it read at its start, and how far it got */
 typedef struct QueryCatchUpPass
 {
 	MemoryContext context;		/* everything below; deleted at its end */
+	bool		keeps_order;	/* its target's: no chunk is recomputed whole */
 	CapturedMarks marks;		/* its marks; join marks' driving rows among the rows */
 	int			next;			/* the first row mark not yet processed */
 	ChunkRange *chunks;			/* the job's chunks, ordered */

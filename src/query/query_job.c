@@ -37,6 +37,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/relation.h"
@@ -49,6 +51,7 @@
 #include "catalog/pg_rewrite.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
+#include "nodes/readfuncs.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
 #include "rewrite/rewriteSupport.h"
@@ -120,6 +123,16 @@
 #define STATE_ROWS_RECOMPUTED	"rows_recomputed"
 #define STATE_RECOMPUTE_ALL		"recompute_all"
 #define STATE_DRIVING			"driving"
+#define STATE_ORDER_STAGE		"order_stage"
+#define STATE_ORDER_CHUNKS		"order_chunks"
+#define STATE_ORDER_BOUND		"order_bound"
+
+/*
+ * A backfill in an index's order regroups its pairs into chunks of this
+ * many blocks, about this many pairs in a step
+ */
+#define REGROUP_CHUNK_BLOCKS	1024
+#define REGROUP_STEP_PAIRS		(4 * 1024 * 1024)
 
 static void
 ReadQueryState(JobRun *run)
@@ -133,6 +146,16 @@ ReadQueryState(JobRun *run)
 	q->catchup_passes = (int32) CatalogKindStateInt(state, STATE_CATCHUP_PASSES);
 	q->rows_recomputed = CatalogKindStateInt(state, STATE_ROWS_RECOMPUTED);
 	q->recompute_at_cutover = CatalogKindStateInt(state, STATE_RECOMPUTE_ALL) != 0;
+	q->order_index = (Oid) CatalogKindStateInt(state, QUERY_STATE_ORDER_INDEX);
+	q->order_stage = (QueryOrderStage) CatalogKindStateInt(state, STATE_ORDER_STAGE);
+	q->order_chunks = (int32) CatalogKindStateInt(state, STATE_ORDER_CHUNKS);
+	if (CatalogKindStateHas(state, STATE_ORDER_BOUND))
+	{
+		MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+
+		q->order_bound = (List *) stringToNode(CatalogKindStateText(state, STATE_ORDER_BOUND));
+		MemoryContextSwitchTo(old_context);
+	}
 	if (OidIsValid(q->driving_oid))
 	{
 		MemoryContext old_context = MemoryContextSwitchTo(JobContext());
@@ -171,6 +194,13 @@ WriteQueryState(JobRun *run)
 	CatalogKindStateSetInt(&run->job.kind_state, STATE_RECOMPUTE_ALL, q->recompute_at_cutover);
 	if (q->driving != NULL)
 		CatalogKindStateSetText(&run->job.kind_state, STATE_DRIVING, QueryDrivingFormat(q->driving));
+	if (OidIsValid(q->order_index))
+	{
+		CatalogKindStateSetInt(&run->job.kind_state, STATE_ORDER_STAGE, q->order_stage);
+		CatalogKindStateSetInt(&run->job.kind_state, STATE_ORDER_CHUNKS, q->order_chunks);
+		CatalogKindStateSetText(&run->job.kind_state, STATE_ORDER_BOUND,
+								nodeToString(q->order_bound));
+	}
 }
 
 /* Has the job installed its capture (the chunked backfill has begun)? */
@@ -224,12 +254,22 @@ DecomposedFor(const QueryRun *q)
 	return q->rewrites_table ? InvalidOid : q->rule_relid;
 }
 
+/* The strategy of a table's rewrite in the order of one of its indexes */
+char *
+QueryJobOrderStrategy(Oid order_index)
+{
+	return psprintf("table rewritten a chunk of rows at a time in the order of index \"%s\", changed rows captured",
+					get_rel_name(order_index));
+}
+
 static void
 JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
 {
 	MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+	Oid			order_index = QueryRunOf(run)->order_index;
 
-	run->job.strategy = QueryStrategy(decomposition);
+	run->job.strategy = OidIsValid(order_index) ? QueryJobOrderStrategy(order_index) :
+		QueryStrategy(decomposition);
 	QueryRunOf(run)->driving_oid = decomposition->driving_oid;
 	MemoryContextSwitchTo(old_context);
 }
@@ -750,6 +790,9 @@ RestartBuild(JobRun *run)
 	}
 	q->content_filenode = PgRelFileNumber(content);
 	q->catchup_passes = 0;
+	q->order_stage = ORDER_READING;
+	q->order_chunks = 0;
+	q->order_bound = NIL;
 	/* a new build: it may catch up in batches again */
 	q->recompute_at_cutover = false;
 	WriteQueryState(run);
@@ -825,8 +868,50 @@ LeaveAllToCutOver(JobRun *run)
 }
 
 /*
- * Compute one chunk and checkpoint it; caller is in a step.  Returns the
- * chunk's rows, and in *seconds the time it took.
+ * The table's rows per block, as the plan estimated them (at least one):
+ * what a chunk in an index's order counts as blocks
+ */
+static double
+RowsPerBlock(const BgddlJob *job)
+{
+	return Max(1.0, (double) job->rows_total / Max(job->work_total, 1));
+}
+
+/* A whole table's rows computed at once go in the order of its index, if any (CLUSTER) */
+static void
+SortInOrder(Query *query, Oid order_index)
+{
+	Relation	index;
+
+	if (!OidIsValid(order_index))
+		return;
+	index = index_open(order_index, AccessShareLock);
+	(void) QuerySortByIndex(query, index);
+	index_close(index, NoLock);
+}
+
+/* The index in whose order the job copies the table, still that table's */
+static Relation
+OpenOrderIndex(const JobRun *run, Relation table)
+{
+	Relation	index = try_relation_open(QueryRunOf(run)->order_index, AccessShareLock);
+
+	if (index == NULL || index->rd_rel->relkind != RELKIND_INDEX ||
+		index->rd_index->indrelid != RelationGetRelid(table))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the index that background DDL job %lld orders table \"%s\" by was dropped",
+						(long long) run->job.id, RelationGetRelationName(table)),
+				 errhint("Cancel the job, and run the statement again.")));
+	return index;
+}
+
+/*
+ * Compute one chunk and checkpoint it; caller is in a step.  A chunk of
+ * blocks (range), or, without one, the next rows in the order of the index
+ * (with its bound: the order's checkpoint), as many as the chunk's blocks
+ * hold; fewer than that, and every row is copied.  Returns the chunk's
+ * rows, and in *seconds the time it took.
  */
 static uint64
 BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
@@ -837,7 +922,8 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 									 RowExclusiveLock);
 	Relation	rule_relation = table_open(q->rule_relid, AccessShareLock);
 	BgddlJob   *job = &run->job;
-	int64		blocks = range->end_block - range->start_block;
+	int64		blocks;
+	ChunkRange	ordered;
 	Query	   *query;
 	Index		driving_rtindex;
 	TidPair    *pairs;
@@ -859,8 +945,36 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 				 errdetail("Its driving table changed while the job was running.")));
 	if (partial)
 		query = QueryPartialAggChunk(query);
-	rows = QueryBackfillBlocks(content, query, q->driving, driving_rtindex, partial, true,
-							   range->start_block, range->end_block, &pairs, &npairs);
+	if (range == NULL)
+	{
+		Relation	index = OpenOrderIndex(run, rule_relation);
+		int64		limit = (int64) Max(1.0, q->chunk_blocks * RowsPerBlock(job));
+		List	   *bound;
+
+		rows = QueryBackfillInOrder(content, query, q->driving, driving_rtindex, rule_relation,
+									index, q->order_bound, limit, &pairs, &npairs, &bound);
+		index_close(index, NoLock);
+		ordered.start_block = -(int64) (q->order_chunks + 1);
+		ordered.end_block = ordered.start_block + 1;
+		range = &ordered;
+		blocks = (int64) ceil(rows / RowsPerBlock(job));
+		q->order_chunks++;
+		if ((int64) rows < limit)
+			q->order_stage = ORDER_REGROUPING;
+		else
+		{
+			MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+
+			q->order_bound = copyObject(bound);
+			MemoryContextSwitchTo(old_context);
+		}
+	}
+	else
+	{
+		rows = QueryBackfillBlocks(content, query, q->driving, driving_rtindex, partial, true,
+								   range->start_block, range->end_block, &pairs, &npairs);
+		blocks = range->end_block - range->start_block;
+	}
 	JobQueryEnd();
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start_time);
@@ -868,6 +982,11 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 
 	CaptureChunkRecord(job->id, range, rows, job->attempts, *seconds,
 					   partial ? NULL : CaptureTidMapEncode(pairs, npairs));
+	if (range == &ordered)
+	{
+		WriteQueryState(run);
+		CatalogJobRecordKindState(job);
+	}
 
 	/*
 	 * This worker's chunks grow or shrink toward the batch time, and under a
@@ -885,6 +1004,31 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 	table_close(content, NoLock);
 	JobPublishChunkDone(job->chunks_done, job->progress);
 	return rows;
+}
+
+/*
+ * Once every row is copied in the index's order: regroup the next blocks'
+ * pairs (CaptureChunksRegroup); caller is in a step.  Then the chunks are
+ * as a backfill in blocks leaves them, and the backfill settles as one.
+ */
+static void
+RegroupChunks(JobRun *run)
+{
+	QueryRun   *q = QueryRunOf(run);
+	int64		from_block = 0;
+	int64		group_blocks = Max(REGROUP_CHUNK_BLOCKS,
+								   (int64) (REGROUP_STEP_PAIRS / RowsPerBlock(&run->job)));
+	ListCell   *lc;
+
+	foreach(lc, CaptureChunkRanges(run->job.id))
+		from_block = Max(from_block, ((ChunkRange *) lfirst(lc))->end_block);
+	group_blocks -= group_blocks % REGROUP_CHUNK_BLOCKS;
+	if (CaptureChunksRegroup(run->job.id, from_block, group_blocks, REGROUP_CHUNK_BLOCKS,
+							 run->job.work_total) >= 0)
+		return;
+	q->order_stage = ORDER_DONE;
+	WriteQueryState(run);
+	CatalogJobRecordKindState(&run->job);
 }
 
 /*
@@ -910,7 +1054,13 @@ ChunkStep(JobRun *run, const char *activity)
 	}
 	if (result == JOB_STEP_MORE)
 	{
-		if (JobChunksTake(&QueryRunOf(run)->chunks, QueryRunOf(run)->chunk_blocks, &range))
+		QueryRun   *q = QueryRunOf(run);
+
+		if (OidIsValid(q->order_index) && q->order_stage == ORDER_READING)
+			rows = BackfillChunk(run, NULL, &seconds);
+		else if (OidIsValid(q->order_index) && q->order_stage == ORDER_REGROUPING)
+			RegroupChunks(run);
+		else if (!OidIsValid(q->order_index) && JobChunksTake(&q->chunks, q->chunk_blocks, &range))
 			rows = BackfillChunk(run, &range, &seconds);
 		else
 			result = JOB_STEP_DONE;
@@ -1027,9 +1177,13 @@ QueryJobBackfillStep(JobRun *run)
 	}
 	if (q->recompute_at_cutover)
 		return JOB_STEP_DONE;
-	JobChunksOpen(&q->chunks, run->job.work_total);
+	/* (in an index's order, one worker: the order is one sequence) */
+	if (!OidIsValid(q->order_index))
+		JobChunksOpen(&q->chunks, run->job.work_total);
 
 	JobStepHoldAtChunk(run->job.chunks_done);
+	if (q->order_stage == ORDER_REGROUPING)
+		JobStepHoldPoint("regrouping");
 	CountBacklog(run);
 	if (!q->rewrites_table && ChangesSpread(run))
 		return LeaveAllToCutOver(run);
@@ -1125,6 +1279,7 @@ OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target)
 	target->partial = OidIsValid(q->staging_oid);
 	target->job_start = run->job.started_at;
 	target->chunk_blocks = 0;
+	target->keeps_order = OidIsValid(q->order_index);
 }
 
 static void
@@ -1385,6 +1540,7 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 			CommandCounterIncrement();
 			UpdateActiveSnapshotCommandId();
 		}
+		SortInOrder(query, q->order_index);
 		*rows = (int64) QueryBackfillAll(content, query);
 		JobQueryEnd();
 		table_close(rule_relation, NoLock);
@@ -1627,7 +1783,8 @@ BuildHere(const BgddlJob *job, Oid rule_relid, List *column_changes, Oid content
 		  Oid query_role, QueryJobPublish publish)
 {
 	QueryRun	q = {.rule_relid = rule_relid,.column_changes = column_changes,
-	.content_oid = content_oid,.query_role = query_role};
+		.content_oid = content_oid,.query_role = query_role,
+	.order_index = (Oid) CatalogKindStateInt(job->kind_state, QUERY_STATE_ORDER_INDEX)};
 	JobRun		run = {.job = *job,.kind_run = &q};
 	Relation	content = table_open(content_oid, RowExclusiveLock);
 	Relation	rule_relation = table_open(rule_relid, AccessShareLock);
@@ -1637,6 +1794,7 @@ BuildHere(const BgddlJob *job, Oid rule_relid, List *column_changes, Oid content
 	JobQueryBegin(query_role, false);
 	query = QueryOfRule(rule_relation, column_changes, query_role,
 						GetCurrentTransactionStartTimestamp());
+	SortInOrder(query, q.order_index);
 	rows = (int64) QueryBackfillAll(content, query);
 	JobQueryEnd();
 	table_close(rule_relation, NoLock);

@@ -21,6 +21,14 @@
 #include "engine/kind.h"
 #include "query/query_driving.h"
 
+/* Where a backfill in an index's order is */
+typedef enum QueryOrderStage
+{
+	ORDER_READING,				/* copying rows a chunk at a time */
+	ORDER_REGROUPING,			/* all copied; regrouping the pairs by block */
+	ORDER_DONE
+} QueryOrderStage;
+
 /*
  * What a worker knows of the query job it runs (JobRun.kind_run).  The
  * driving table, the staging relation, the content relation's relfilenode,
@@ -59,6 +67,11 @@ typedef struct QueryRun
 	TimestampTz marks_logged_at;
 	bool		whole_table_marked; /* it recorded a whole_table mark since the pass began */
 	bool		uncaptured_marked;	/* it recorded an uncaptured mark */
+	/* a backfill in an index's order (QUERY_STATE_ORDER_INDEX), if any */
+	Oid			order_index;
+	QueryOrderStage order_stage;
+	int32		order_chunks;	/* chunks copied */
+	List	   *order_bound;	/* the last row's keys (QueryBackfillInOrder) */
 } QueryRun;
 
 #define QueryRunOf(run)	((QueryRun *) (run)->kind_run)
@@ -73,8 +86,18 @@ typedef struct QueryRun
 /* ... and its table access method (pg_am's oid), if not the target's own */
 #define QUERY_STATE_ACCESS_METHOD	"access_method"
 
+/*
+ * ... and the index in whose order its rows are copied (CLUSTER), if any:
+ * its backfill reads the table a chunk of rows at a time in that order
+ * (QueryBackfillInOrder), then regroups the chunks' pairs by block
+ * (CaptureChunksRegroup), after which it goes on as after chunks of blocks
+ */
+#define QUERY_STATE_ORDER_INDEX	"order_index"
+
+
 extern void QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role);
 extern void QueryJobPlan(JobRun *run);
+extern char *QueryJobOrderStrategy(Oid order_index);
 extern JobStepResult QueryJobBackfillStep(JobRun *run);
 extern JobStepResult QueryJobHelpStep(JobRun *run);
 extern JobStepResult QueryJobCatchUp(JobRun *run);

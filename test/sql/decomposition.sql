@@ -163,6 +163,7 @@ BEGIN;
 SET LOCAL background_ddl = off;
 CREATE TABLE retyped AS SELECT id, account, payload FROM events;
 ALTER TABLE retyped ADD PRIMARY KEY (id);
+CREATE INDEX retyped_account ON retyped (account);
 COMMIT;
 SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN id TYPE bigint, ALTER COLUMN payload TYPE varchar(50)');
 SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN payload TYPE varchar');
@@ -172,6 +173,10 @@ SELECT explain_ddl('ALTER TABLE events ALTER COLUMN payload TYPE varchar(50)');
 SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid(), ADD COLUMN twice bigint GENERATED ALWAYS AS (id * 2) STORED');
 SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN flag int DEFAULT 1');
 SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN serial_id bigserial');
+-- CLUSTER: a job in the order of an index on NOT NULL columns, blocking otherwise
+SELECT explain_ddl('CLUSTER retyped USING retyped_pkey');
+SELECT explain_ddl('CLUSTER retyped USING retyped_account');
+SELECT explain_ddl('CLUSTER (VERBOSE) retyped USING retyped_pkey');
 
 -- estimate_ddl: the job measured on a rolled-back sample of its chunks
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,

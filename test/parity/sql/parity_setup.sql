@@ -11,9 +11,10 @@
 -- allows.
 --
 CREATE EXTENSION background_ddl;
--- The jobs this session submitted after job "after", up to job "last"
+-- The jobs this session submitted after job "after", up to job "last" (as
+-- its superuser, who sees when the session began, whichever role it acts as)
 CREATE FUNCTION parity_jobs(after bigint, last bigint) RETURNS SETOF pg_stat_background_ddl
-LANGUAGE sql AS $$
+LANGUAGE sql SECURITY DEFINER AS $$
   SELECT * FROM pg_stat_background_ddl
    WHERE id > after AND id <= last
      AND submitted_at >= (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())

@@ -1,0 +1,193 @@
+# CLUSTER as a job: the table copied a chunk of rows at a time in the
+# index's order, while pgbench writes to it as its owner (updates of the
+# clustered key among them, inserts, deletes, TOAST), each write made to a
+# mirror table too, in the same transaction:
+#  1. a job killed (kill -9 of its worker) after its second chunk resumes
+#     from its checkpoint and succeeds; the table is in the index's order
+#     but for the rows written during the job, and its schema is what a
+#     blocking CLUSTER makes of it (pg_dump);
+#  2. CLUSTER without an index (the one the table is clustered on), killed
+#     once every row is copied and before its chunks are regrouped by block,
+#     resumes: with no writer, every row in the index's order;
+#  3. a job cancelled during its backfill leaves the table as it was;
+#  4. the index dropped during the job fails it, the table as it was;
+#  5. what runs as PostgreSQL runs it: an index on a column that may be null
+#     (a NOTICE says why), CLUSTER (VERBOSE); and PostgreSQL's errors, with
+#     no job: a partial index, an index that is not there, no clustered
+#     index, a role that does not own the table;
+# each time the table holds exactly the mirror's rows, its indexes pass
+# amcheck with every row, it keeps its OID, and no writer fails.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use BackgroundDdlTest;
+
+my $node = bgddl_node('cluster', q{
+background_ddl.batch_time = '20ms'
+restart_after_crash = on
+});
+$node->safe_psql('postgres', q{
+CREATE EXTENSION amcheck;
+CREATE ROLE alice LOGIN;
+CREATE ROLE bob LOGIN;
+GRANT CREATE ON SCHEMA public TO alice;
+SET ROLE alice;
+CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL, a text, c text);
+INSERT INTO t SELECT g, (g * 7919) % 60000, md5(g::text),
+                     CASE WHEN g % 10 = 0 THEN repeat(md5(g::text), 200) END
+  FROM generate_series(1, 60000) g;
+CREATE INDEX t_k ON t (k);
+CREATE INDEX t_a ON t (a);
+CREATE INDEX t_part ON t (k) WHERE id % 2 = 0;
+CREATE TABLE mirror AS TABLE t;
+ALTER TABLE mirror ADD PRIMARY KEY (id);
+CREATE SEQUENCE ids START 100001;
+GRANT SELECT ON t TO bob;
+});
+
+my $script = <<'EOS';
+\set id random(1, 60000)
+\set v random(1, 1000000)
+BEGIN;
+UPDATE t SET a = md5(:v::text), k = :v % 60000 WHERE id = :id;
+UPDATE mirror SET a = md5(:v::text), k = :v % 60000 WHERE id = :id;
+UPDATE t SET c = repeat(md5(:v::text), 100) WHERE id = :id + 1;
+UPDATE mirror SET c = repeat(md5(:v::text), 100) WHERE id = :id + 1;
+DELETE FROM t WHERE id = :id + 2 AND :v % 4 = 0;
+DELETE FROM mirror WHERE id = :id + 2 AND :v % 4 = 0;
+SELECT nextval('ids') AS new_id \gset
+INSERT INTO t VALUES (:new_id, :v % 60000, md5(:v::text), NULL);
+INSERT INTO mirror VALUES (:new_id, :v % 60000, md5(:v::text), NULL);
+COMMIT;
+EOS
+
+sub filenode
+{
+	return $node->safe_psql('postgres', q{SELECT pg_relation_filenode('t')});
+}
+
+# Rows that come after a row of a greater key, in the table's physical order
+sub descents
+{
+	return $node->safe_psql('postgres', q{
+SELECT count(*) FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS before FROM t) s WHERE k < before});
+}
+
+sub clustered_on
+{
+	return $node->safe_psql('postgres', q{
+SELECT coalesce(string_agg(indexrelid::regclass::text, ','), 'none') FROM pg_index
+ WHERE indrelid = 't'::regclass AND indisclustered});
+}
+
+sub last_id
+{
+	return $node->safe_psql('postgres', 'SELECT last_value FROM ids');
+}
+
+my $table_oid = $node->safe_psql('postgres', q{SELECT 't'::regclass::oid});
+cmp_ok(descents(), '>', 5000, 'the table is not in the order of t_k');
+
+# 1. Killed after its second chunk, under writes.
+my ($writers, $writers_err) = start_table_writers($node, $script);
+my $filenode = filenode();
+my $ids_before = last_id();
+my ($job, $hold) = submit_held_at($node, 'chunk 2', 'CLUSTER t USING t_k', user => 'alice');
+is( $node->safe_psql('postgres', "SET lock_timeout = '1s'; SELECT count(*) > 0 FROM t"),
+	't', 'the table is read during the job');
+like(job_field($node, $job, 'strategy'), qr/in the order of index "t_k"/, "the view says the job's order");
+my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
+cmp_ok($done_before, '>', 0, "held after $done_before blocks' worth of rows copied");
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+($writers, $writers_err) = start_table_writers($node, $script);
+cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
+	'>=', $done_before, 'the checkpoint survived the crash');
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+my $ids_after = last_id();
+my $writers_said = stop_pgbench($writers, $writers_err);
+isnt(filenode(), $filenode, 'the table has new storage');
+is($node->safe_psql('postgres', q{SELECT 't'::regclass::oid}), $table_oid, 'and its OID');
+check_rewritten_table($node, $job, 'killed after a chunk');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+is(clustered_on(), 't_k', 'the table is clustered on t_k');
+# (each transaction of the writers moves at most three rows and adds one)
+my $bound = 4 * ($ids_after - $ids_before) + 1;
+cmp_ok(descents(), '<=', $bound, "in t_k's order but for the rows written during the job (at most $bound)");
+my $dump_job = table_schema($node, 'postgres', 't');
+$node->safe_psql('postgres', 'SET ROLE alice; CLUSTER t USING t_k');
+is(table_schema($node, 'postgres', 't'), $dump_job, "the table's schema is a blocking CLUSTER's (pg_dump)");
+
+# 2. CLUSTER without an index, killed before it regroups its chunks by block.
+my $shuffle = q{
+SET ROLE alice;
+CREATE TEMP TABLE moved AS SELECT * FROM t WHERE id % 2 = 0;
+DELETE FROM t WHERE id % 2 = 0;
+INSERT INTO t SELECT * FROM moved ORDER BY random();
+};
+$node->safe_psql('postgres', $shuffle);
+cmp_ok(descents(), '>', 5000, 'half the rows written again in random order: out of order again');
+($job, $hold) = submit_held_at($node, 'regrouping', 'CLUSTER t', user => 'alice');
+kill_held_worker($node, $job, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+check_rewritten_table($node, $job, 'killed before regrouping');
+is(descents(), '0', "with no writer, every row is in t_k's order");
+is(clustered_on(), 't_k', 'the table is still clustered on t_k');
+
+# 3. Cancelled during its backfill.
+$node->safe_psql('postgres', $shuffle);
+($writers, $writers_err) = start_table_writers($node, $script);
+$filenode = filenode();
+$node->safe_psql('postgres', 'ALTER TABLE t ALTER a SET NOT NULL');
+($job, $hold) = submit_held_at($node, 'chunk 2', 'CLUSTER t USING t_a', user => 'alice');
+$node->safe_psql('postgres', "SELECT cancel_ddl($job)", extra_params => [ '-U', 'alice' ]);
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
+$writers_said = stop_pgbench($writers, $writers_err);
+is(filenode(), $filenode, 'the table keeps its storage');
+is(clustered_on(), 't_k', 'and its clustered index');
+check_rewritten_table($node, $job, 'cancelled');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+
+# 4. The index dropped during the job.
+$node->safe_psql('postgres', 'SET ROLE alice; CREATE INDEX t_k_id ON t (k, id)');
+($job, $hold) = submit_held_at($node, 'chunk 2', 'CLUSTER t USING t_k_id', user => 'alice');
+$node->safe_psql('postgres', 'SET ROLE alice; DROP INDEX t_k_id');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'failed'), 'the job failed');
+like(job_field($node, $job, 'error'),
+	qr/the index that background DDL job \d+ orders table "t" by was dropped/, 'saying why');
+is(filenode(), $filenode, 'the table keeps its storage');
+is(clustered_on(), 't_k', 'and its clustered index');
+check_rewritten_table($node, $job, 'index dropped');
+
+# 5. What runs as PostgreSQL runs it, and PostgreSQL's errors.
+my $jobs = $node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job');
+$node->safe_psql('postgres', 'ALTER TABLE t ALTER a DROP NOT NULL');
+my ($rc, $out, $err) = $node->psql('postgres',
+	'SET ROLE alice; SET background_ddl = on; CLUSTER t USING t_a');
+like($err, qr/runs in this session.*\n.*DETAIL:  The index's keys are not all columns declared NOT NULL/,
+	'an index on a column that may be null: in this session, saying why');
+is(clustered_on(), 't_a', 'and clustered on it there');
+($rc, $out, $err) = $node->psql('postgres',
+	'SET ROLE alice; SET background_ddl = on; CLUSTER (VERBOSE) t USING t_k');
+like($err, qr/INFO:  clustering "public.t"/, 'CLUSTER (VERBOSE): as PostgreSQL runs it');
+foreach my $case (
+	[ 'CLUSTER t USING t_part', 'alice', qr/cannot cluster on partial index "t_part"/ ],
+	[ 'CLUSTER t USING nosuch', 'alice', qr/index "nosuch" for table "t" does not exist/ ],
+	[ 'CLUSTER mirror', 'alice', qr/there is no previously clustered index for table "mirror"/ ],
+	[ 'CLUSTER t USING t_k', 'bob', qr/must be owner of table t/ ])
+{
+	my ($statement, $role, $error) = @$case;
+	($rc, $out, $err) = $node->psql('postgres', "SET ROLE $role; SET background_ddl = on; $statement");
+	like($err, $error, "$statement as $role: PostgreSQL's error");
+}
+is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job'), $jobs, 'and no job');
+is(differences($node, 't', 'TABLE mirror'), '0', "the table holds the mirror's rows");
+
+$node->stop;
+done_testing();
