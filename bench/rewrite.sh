@@ -15,10 +15,15 @@
 # index made again for bigint), two ways: blocking and the job (pg_repack cannot change a type); the
 # column is made int again after each, blocking, outside the measure.  With STATEMENT=add, it is
 # ALTER TABLE events ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid() (a volatile default:
-# PostgreSQL rewrites the table), the same two ways; the column is dropped after each.
+# PostgreSQL rewrites the table), the same two ways; the column is dropped after each. With
+# STATEMENT=cluster, it is CLUSTER events USING events_account (the rows in the order of an
+# int column of 1,000 values, which their order of insertion scatters over the whole table),
+# three ways: pg_repack orders by the same column (--order-by=account); after each, the rows
+# that follow a row of a greater account in the table's physical order are counted (reported
+# with the time: the rows written during a background rewrite end up after the others).
 #
 # Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4;
-#        STATEMENT, vacuum, alter or add)
+#        STATEMENT, vacuum, alter, add or cluster)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -32,9 +37,12 @@ case $STATEMENT in
     alter) REWRITE="ALTER TABLE events ALTER COLUMN account TYPE bigint"; methods=(blocking job) ;;
     add) REWRITE="ALTER TABLE events ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid()"
          methods=(blocking job) ;;
-    *) echo "STATEMENT is vacuum, alter or add" >&2; exit 1 ;;
+    cluster) REWRITE="CLUSTER events USING events_account"; methods=(blocking pg_repack job) ;;
+    *) echo "STATEMENT is vacuum, alter, add or cluster" >&2; exit 1 ;;
 esac
 export PGPORT=${PGPORT:-54337}
+REPACK_ORDER=(--no-order)
+[ "$STATEMENT" = cluster ] && REPACK_ORDER=(--order-by=account)
 
 if ! dpkg -s postgresql-$PG_MAJOR-repack >/dev/null 2>&1; then
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-$PG_MAJOR-repack
@@ -65,6 +73,8 @@ writer_rate() {
 # "ms longest_write_ms wal_mb rate_ratio"
 measure() {
     local method=$1 t0 t1 t2 ms max lsn0 lsn1 wal rate_during rate_without
+    # (each CLUSTER starts from the rows in the order of their ids, which scatters the accounts)
+    [ "$STATEMENT" = cluster ] && sql -q -c "CLUSTER events USING events_pkey"
     bloat
     sql -q -c "CHECKPOINT"
     bench_logged_writers_start "$CLIENTS"
@@ -73,7 +83,7 @@ measure() {
     case $method in
         blocking) ms=$(sql -c '\timing on' -c "$REWRITE" | timing_ms) ;;
         pg_repack)
-            "$PGBIN/pg_repack" --no-order --table=events --no-superuser-check -h "$PGHOST" -p "$PGPORT" \
+            "$PGBIN/pg_repack" "${REPACK_ORDER[@]}" --table=events --no-superuser-check -h "$PGHOST" -p "$PGPORT" \
                 -U postgres -d "${PGDATABASE:-postgres}" >"$B/pg_repack.out" 2>&1 ||
                 { cat "$B/pg_repack.out" >&2; exit 1; }
             ms=$(( ($(date +%s%N) - t0) / 1000000 )) ;;
@@ -94,6 +104,9 @@ measure() {
         [ "$(sql -c "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'events'::regclass AND attname = 'account'")" = bigint ] ||
             { echo "after $method, events.account is not bigint" >&2; exit 1; }
         sql -q -c "ALTER TABLE events ALTER COLUMN account TYPE int"
+    fi
+    if [ "$STATEMENT" = cluster ]; then
+        echo "after $method: $(sql -c "SELECT count(*) FROM (SELECT account, lag(account) OVER (ORDER BY ctid) AS before FROM events) s WHERE account < before") rows out of the account order" >&2
     fi
     if [ "$STATEMENT" = add ]; then
         [ "$(sql -c "SELECT count(*) = count(DISTINCT token) FROM events")" = t ] ||
