@@ -637,6 +637,8 @@ SetTablespaceAccepts(Node *parsetree, const char **reason)
 	return RewriteAccepts(parsetree, T_AlterTableStmt, reason);
 }
 
+static Oid	ClusterIndexChecked(Relation table, RangeVar *rv, const char *name);
+
 /*
  * CLUSTER's checks of its index, in its order and with its errors
  * (cluster.c): there is one, it can order the table
@@ -647,13 +649,24 @@ SetTablespaceAccepts(Node *parsetree, const char **reason)
 static void
 ClusterValidateIndex(KindSubmit *submit, Relation table, RangeVar *rv, const char *name)
 {
-	Oid			index_oid = ClusterIndex(table, name);
+	Oid			index_oid;
 
 	if (table->rd_rel->relkind != RELKIND_RELATION)
 	{
 		submit->declined = true;
 		return;
 	}
+	index_oid = ClusterIndexChecked(table, rv, name);
+	CatalogKindStateSetInt(&submit->kind_state, QUERY_STATE_ORDER_INDEX, index_oid);
+	submit->strategy = QueryJobOrderStrategy(index_oid);
+}
+
+/* The index a CLUSTER orders the table by (ClusterIndex), with CLUSTER's checks and errors */
+static Oid
+ClusterIndexChecked(Relation table, RangeVar *rv, const char *name)
+{
+	Oid			index_oid = ClusterIndex(table, name);
+
 	if (!OidIsValid(index_oid) && name == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -663,8 +676,7 @@ ClusterValidateIndex(KindSubmit *submit, Relation table, RangeVar *rv, const cha
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("index \"%s\" for table \"%s\" does not exist", name, rv->relname)));
 	check_index_is_clusterable(table, index_oid, AccessShareLock);
-	CatalogKindStateSetInt(&submit->kind_state, QUERY_STATE_ORDER_INDEX, index_oid);
-	submit->strategy = QueryJobOrderStrategy(index_oid);
+	return index_oid;
 }
 
 /*
@@ -1201,12 +1213,13 @@ RewriteBuildHere(const BgddlJob *job)
 									  JobColumnChanges(job), RewritePublish);
 }
 
-/* The strategy of a CLUSTER that a job runs (its table and index are there) */
+/* The strategy of a CLUSTER as a job (CLUSTER's errors for its index) */
 static char *
 ClusterStrategy(ClusterStmt *stmt)
 {
 	Relation	table = table_openrv(stmt->relation, AccessShareLock);
-	char	   *strategy = QueryJobOrderStrategy(ClusterIndex(table, stmt->indexname));
+	char	   *strategy = QueryJobOrderStrategy(ClusterIndexChecked(table, stmt->relation,
+																	 stmt->indexname));
 
 	table_close(table, AccessShareLock);
 	return strategy;
@@ -1289,7 +1302,9 @@ RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 		estimate->wal_bytes += bytes;
 		index_close(index, AccessShareLock);
 	}
-	estimate->strategy = pstrdup(STRATEGY_REWRITE);
+	/* (CLUSTER's copy measured as a copy in chunks of blocks: its reads through the index cost more) */
+	estimate->strategy = IsA(raw_statement, ClusterStmt) ?
+		ClusterStrategy((ClusterStmt *) raw_statement) : pstrdup(STRATEGY_REWRITE);
 	estimate->locks = psprintf("SHARE ROW EXCLUSIVE on \"%s\" to install its capture trigger (milliseconds; "
 							   "asked for without queueing, then for at most background_ddl.lock_timeout); "
 							   "ACCESS SHARE on it during each batch; ACCESS EXCLUSIVE on it at the cut-over, "

@@ -177,6 +177,8 @@ SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN serial_id bigserial');
 SELECT explain_ddl('CLUSTER retyped USING retyped_pkey');
 SELECT explain_ddl('CLUSTER retyped USING retyped_account');
 SELECT explain_ddl('CLUSTER (VERBOSE) retyped USING retyped_pkey');
+SELECT strategy, rows > 0 AS has_rows FROM estimate_ddl('CLUSTER retyped USING retyped_pkey');
+SELECT strategy FROM estimate_ddl('CLUSTER retyped USING nosuch');
 
 -- estimate_ddl: the job measured on a rolled-back sample of its chunks
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,
