@@ -119,6 +119,25 @@ KindForStatement(Node *parsetree, const char **in_session_reason)
 	return NULL;
 }
 
+/*
+ * The statements of the partitions of a statement that PostgreSQL runs on
+ * each partition of a partitioned table in a transaction of its own (a
+ * kind's partition_statements), or NIL
+ */
+List *
+KindPartitionStatements(Node *parsetree, bool top_level)
+{
+	for (int i = 0; i < nkinds; i++)
+	{
+		List	   *statements;
+
+		if (kinds[i]->partition_statements != NULL &&
+			(statements = kinds[i]->partition_statements(parsetree, top_level)) != NIL)
+			return statements;
+	}
+	return NIL;
+}
+
 /* The NOTICE of a statement of some kind that runs in this session, and why */
 void
 KindNoticeInSession(const char *reason)

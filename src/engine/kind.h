@@ -160,6 +160,13 @@ typedef struct KindRoutine
 	/* does this statement become a job?  (*reason: why it runs here) */
 	KindAcceptance (*accepts) (Node *parsetree, const char **reason);
 	/*
+	 * optional: a statement on a partitioned table that PostgreSQL runs on
+	 * each partition in a transaction of its own (VACUUM FULL, CLUSTER): the
+	 * statements of its partitions, as text, each a job of its own (if every
+	 * one is accepted); NIL if not one
+	 */
+	List	   *(*partition_statements) (Node *parsetree, bool top_level);
+	/*
 	 * optional: do the statement's checks at submit read the keys of the
 	 * tables it names (a foreign key, those of the table it references; a
 	 * key, its table's)?  Then it waits for the session's unfinished jobs
@@ -277,6 +284,7 @@ extern void KindRegister(const KindRoutine *routine);
 extern void KindsHousekeeping(void);
 extern const KindRoutine *KindRoutineForJob(const BgddlJob *job);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
+extern List *KindPartitionStatements(Node *parsetree, bool top_level);
 extern const char *KindExplain(Node *raw_statement, const char *query_string);
 extern bool KindEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate);
 extern char *KindNames(bool estimated);

@@ -70,6 +70,7 @@
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/dependency.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_attrdef.h"
@@ -623,6 +624,65 @@ static KindAcceptance
 ClusterAccepts(Node *parsetree, const char **reason)
 {
 	return RewriteAccepts(parsetree, T_ClusterStmt, reason);
+}
+
+/*
+ * VACUUM FULL or CLUSTER ... USING of a partitioned table, which PostgreSQL
+ * runs on each leaf partition in a transaction of its own (the leaf's own
+ * index, the partition of the one named, for CLUSTER): the statement of
+ * each leaf, in the order of find_all_inheritors.  NIL for anything else,
+ * or a CLUSTER whose index is not the table's partitioned index (its
+ * error), or one in a transaction block (PostgreSQL's error).
+ */
+static List *
+RewritePartitionStatements(Node *parsetree, bool top_level)
+{
+	TableMove	move;
+	RangeVar   *rv = RewrittenTable(parsetree, &move);
+	Oid			relid;
+	Oid			index_oid = InvalidOid;
+	List	   *statements = NIL;
+	ListCell   *lc;
+
+	if (rv == NULL || (!IsA(parsetree, VacuumStmt) && !move.clusters))
+		return NIL;
+	/*
+	 * (no lock: each partition's statement is validated, and locks, as its
+	 * own; a lock here would be held while the session waits for its jobs)
+	 */
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return NIL;
+	if (move.clusters)
+	{
+		/* (in a transaction block: PostgreSQL's error, after its others) */
+		if (move.cluster_index == NULL || !top_level || IsTransactionBlock() ||
+			IsSubTransaction())
+			return NIL;
+		index_oid = get_relname_relid(move.cluster_index, get_rel_namespace(relid));
+		if (!OidIsValid(index_oid) || get_rel_relkind(index_oid) != RELKIND_PARTITIONED_INDEX ||
+			IndexGetRelation(index_oid, false) != relid)
+			return NIL;
+	}
+	foreach(lc, find_all_inheritors(move.clusters ? index_oid : relid, NoLock, NULL))
+	{
+		Oid			leaf = lfirst_oid(lc);
+		Oid			table = move.clusters ? IndexGetRelation(leaf, true) : leaf;
+		char	   *table_name;
+
+		/* (a foreign table's WARNING, and the rest: as PostgreSQL runs it) */
+		if (get_rel_relkind(leaf) == RELKIND_FOREIGN_TABLE)
+			return NIL;
+		if (get_rel_relkind(leaf) != (move.clusters ? RELKIND_INDEX : RELKIND_RELATION))
+			continue;
+		table_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
+												get_rel_name(table));
+		statements = lappend(statements, move.clusters ?
+							 psprintf("CLUSTER %s USING %s", table_name,
+									  quote_identifier(get_rel_name(leaf))) :
+							 psprintf("VACUUM (FULL) %s", table_name));
+	}
+	return statements;
 }
 
 static KindAcceptance
@@ -1349,6 +1409,7 @@ RewriteGoneReason(const BgddlJob *job)
 const KindRoutine kind_rewrite_routine = {
 	.name = "VACUUM FULL",
 	.accepts = VacuumFullAccepts,
+	.partition_statements = RewritePartitionStatements,
 	.explain = RewriteExplain,
 	.estimate = RewriteEstimate,
 	.validate = RewriteValidate,
@@ -1358,6 +1419,7 @@ const KindRoutine kind_rewrite_routine = {
 const KindRoutine kind_cluster_routine = {
 	.name = "CLUSTER",
 	.accepts = ClusterAccepts,
+	.partition_statements = RewritePartitionStatements,
 	.validate = RewriteValidate,
 	REWRITE_ROUTINES
 };

@@ -561,6 +561,19 @@ IsSourceOf(RelationEffect *relation, const JobOrder *order)
 }
 
 /*
+ * Is relid a partition of ancestor, at any depth?  What a statement does to
+ * a partitioned table (ALTER TABLE, TRUNCATE, ...) it does to its partitions:
+ * to a job's target among them too.
+ */
+static bool
+IsPartitionOf(Oid relid, Oid ancestor)
+{
+	return get_rel_relkind(ancestor) == RELKIND_PARTITIONED_TABLE &&
+		get_rel_relispartition(relid) &&
+		list_member_oid(get_partition_ancestors(relid), ancestor);
+}
+
+/*
  * The unfinished job whose target this relation is now, if it stands for
  * a target that moves while it is built (a placeholder, replaced by the
  * invalid index of an index build); else 0
@@ -645,6 +658,7 @@ StatementTouches(StatementEffects *statement, const JobOrder *order)
 		if ((relation->effects & REL_DROPS) == 0 &&
 			(((relation->effects & order->target_effects) != 0 &&
 			  (relation->relid == order->target_oid ||
+			   IsPartitionOf(order->target_oid, relation->relid) ||
 			   MovedTargetJob(relation->relid) == order->job_id)) ||
 			 IsKeyIndexOf(relation->relid, order) ||
 			 ((relation->effects & REL_REFERENCES) != 0 &&

@@ -507,6 +507,59 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 }
 
 /*
+ * A statement that PostgreSQL runs on each partition of a partitioned table
+ * in a transaction of its own (KindPartitionStatements: VACUUM FULL,
+ * CLUSTER): a job for each partition, as its own statement, if a kind takes
+ * every one; true if so.  Otherwise (one of them would run in this session,
+ * or is no job's) the statement runs as PostgreSQL runs it, with the NOTICE
+ * of the partition that would run here.  A partition whose submit declines
+ * (gone since) runs as PostgreSQL runs its statement.
+ */
+static bool
+SubmitPerPartition(PlannedStmt *pstmt, ProcessUtilityContext context, ParamListInfo params,
+				   QueryEnvironment *queryEnv, QueryCompletion *qc)
+{
+	List	   *statements = KindPartitionStatements(pstmt->utilityStmt,
+													 context == PROCESS_UTILITY_TOPLEVEL);
+	List	   *leaves = NIL;
+	List	   *routines = NIL;
+	ListCell   *text_cell;
+	ListCell   *leaf_cell;
+	ListCell   *routine_cell;
+
+	if (statements == NIL)
+		return false;
+	foreach(text_cell, statements)
+	{
+		PlannedStmt *leaf = makeNode(PlannedStmt);
+		const char *reason;
+		const KindRoutine *routine;
+
+		leaf->commandType = CMD_UTILITY;
+		leaf->canSetTag = pstmt->canSetTag;
+		leaf->utilityStmt = linitial_node(RawStmt, raw_parser(lfirst(text_cell),
+															  RAW_PARSE_DEFAULT))->stmt;
+		routine = KindForStatement(leaf->utilityStmt, &reason);
+		if (routine == NULL)
+		{
+			if (reason != NULL)
+				KindNoticeInSession(reason);
+			return false;
+		}
+		leaves = lappend(leaves, leaf);
+		routines = lappend(routines, (void *) routine);
+	}
+	forthree(text_cell, statements, leaf_cell, leaves, routine_cell, routines)
+	{
+		if (!Submit(lfirst(routine_cell), lfirst(leaf_cell), lfirst(text_cell), context, params,
+					queryEnv, qc))
+			CallNextProcessUtility(lfirst(leaf_cell), lfirst(text_cell), false, context, params,
+								   queryEnv, None_Receiver, NULL);
+	}
+	return true;
+}
+
+/*
  * DROP EXTENSION background_ddl: refused while jobs are unfinished (their
  * objects would be left half-built, or their workers would fail), before it
  * does anything else: a refusal takes no lock but the extension's own.
@@ -683,8 +736,11 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 	if (may_submit)
 	{
 		const char *in_session_reason;
-		const KindRoutine *routine = KindForStatement(parsetree, &in_session_reason);
+		const KindRoutine *routine;
 
+		if (SubmitPerPartition(pstmt, context, params, queryEnv, qc))
+			return;
+		routine = KindForStatement(parsetree, &in_session_reason);
 		if (routine != NULL &&
 			Submit(routine, pstmt, queryString, context, params, queryEnv, qc))
 			return;

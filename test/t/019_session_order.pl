@@ -2,8 +2,9 @@
 # itself: it holds no lock of its analysis and no snapshot while it waits,
 # so an index build (which waits for writers and for older snapshots) ends
 # and the statement goes on; where its transaction holds what the job needs,
-# it fails with a deadlock error instead of waiting for ever.  Each race is
-# made deterministic with a hold point.
+# it fails with a deadlock error instead of waiting for ever.  A statement
+# on a partitioned table waits for a job on one of its partitions.  Each
+# race is made deterministic with a hold point.
 use strict;
 use warnings;
 use FindBin;
@@ -95,6 +96,30 @@ $session->query('DELETE FROM t WHERE id <= 100');
 like($session->{stderr}, qr/waiting for background DDL job $job/, 'in a new transaction it waits');
 is($node->safe_psql('postgres', 'SELECT (SELECT count(*) FROM t_arch) || \' \' || (SELECT count(*) FROM t)'),
 	'100 19900', 'the archive has the rows the purge deleted');
+
+# 3. A partition's VACUUM FULL, then an ALTER TABLE of its partitioned
+# table, which changes the partition too: the ALTER waits for the job (the
+# job would fail, its table altered under it), and both succeed, as with the
+# setting off.
+$node->safe_psql('postgres', q{
+CREATE TABLE pt (id int, v text) PARTITION BY RANGE (id);
+CREATE TABLE pt1 PARTITION OF pt FOR VALUES FROM (0) TO (100000);
+INSERT INTO pt SELECT g, md5(g::text) FROM generate_series(0, 20000) g;
+});
+$hold = hold_at($node, 'chunk 0');
+$session->query('VACUUM FULL pt1');
+$session->{stderr} = '';
+$job = $session->query_safe('SELECT last_ddl_job()');
+ok(held_at_hold($node), "the partition's rewrite is held before its first chunk");
+$session->query_until(qr/sent/, "\\echo sent\nALTER TABLE pt ADD COLUMN w int;\n");
+ok(waits($pid), 'the ALTER TABLE of the partitioned table waits for the job');
+release_hold($node, $hold);
+$session->query_until(qr/done/, "\\echo done\n");
+stderr_until($session, qr/waiting for background DDL job $job.*\n/);
+is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+	'succeeded', "the partition's rewrite succeeded");
+is($node->safe_psql('postgres', q{SELECT count(*) || ' ' || count(w) FROM pt}),
+	'20001 0', 'and the partition has the new column, every row there');
 $session->quit;
 
 done_testing();

@@ -15,6 +15,8 @@
 #     (a NOTICE says why), CLUSTER (VERBOSE); and PostgreSQL's errors, with
 #     no job: a partial index, an index that is not there, no clustered
 #     index, a role that does not own the table;
+#  6. CLUSTER and VACUUM FULL of a partitioned table: a job per partition,
+#     each partition in its own index's order;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, and no writer fails.
 use strict;
@@ -188,6 +190,52 @@ foreach my $case (
 }
 is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job'), $jobs, 'and no job');
 is(differences($node, 't', 'TABLE mirror'), '0', "the table holds the mirror's rows");
+
+# 6. A partitioned table: CLUSTER and VACUUM FULL of it are a job per
+# partition (PostgreSQL runs them a partition at a time, each in a
+# transaction of its own), each partition clustered on its own index.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+CREATE TABLE parted (id int NOT NULL, k int NOT NULL, a text) PARTITION BY RANGE (id);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10000);
+CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (10000) TO (20000);
+INSERT INTO parted SELECT g, (g * 7919) % 5000, md5(g::text) FROM generate_series(0, 19999) g;
+CREATE INDEX parted_k ON parted (k);
+CREATE TABLE parted_mirror AS TABLE parted;
+});
+my $part_descents = q{
+SELECT count(*) FROM (SELECT tableoid, k, lag(k) OVER (PARTITION BY tableoid ORDER BY ctid) AS before
+                        FROM parted) s WHERE k < before};
+cmp_ok($node->safe_psql('postgres', $part_descents), '>', 1000, 'the partitions are not in the order of k');
+$jobs = $node->safe_psql('postgres', 'SELECT coalesce(max(id), 0) FROM background_ddl.job');
+($rc, $out, $err) = $node->psql('postgres',
+	'SET ROLE alice; SET background_ddl = on; CLUSTER parted USING parted_k');
+is(() = $err =~ /NOTICE:  background DDL job \d+ submitted for public\.parted_\d/g, 2,
+	'CLUSTER of the partitioned table: a job per partition');
+is($node->safe_psql('postgres', "SELECT string_agg(command, '; ' ORDER BY id) FROM background_ddl.job WHERE id > $jobs"),
+	'CLUSTER public.parted_1 USING parted_1_k_idx; CLUSTER public.parted_2 USING parted_2_k_idx',
+	"each its partition's statement, with the partition's index");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 2 AND bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id > $jobs"),
+	'both succeeded');
+is($node->safe_psql('postgres', $part_descents), '0', "every partition in its index's order");
+is($node->safe_psql('postgres', q{
+SELECT string_agg(indexrelid::regclass::text, ',' ORDER BY indexrelid::regclass::text) FROM pg_index
+ WHERE indrelid IN ('parted_1'::regclass, 'parted_2'::regclass) AND indisclustered}),
+	'parted_1_k_idx,parted_2_k_idx', 'each partition clustered on its index, as PostgreSQL leaves it');
+is(differences($node, 'parted', 'TABLE parted_mirror'), '0', 'the rows are the same');
+my $filenodes = q{SELECT string_agg(pg_relation_filenode(c)::text, ',') FROM unnest('{parted_1,parted_2}'::regclass[]) c};
+my $before = $node->safe_psql('postgres', $filenodes);
+$jobs = $node->safe_psql('postgres', 'SELECT max(id) FROM background_ddl.job');
+$node->safe_psql('postgres', 'SET ROLE alice; SET background_ddl = on; VACUUM FULL parted');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 2 AND bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id > $jobs"),
+	'VACUUM FULL of the partitioned table: a job per partition, both succeeded');
+isnt($node->safe_psql('postgres', $filenodes), $before, 'the partitions have new storage');
+is(differences($node, 'parted', 'TABLE parted_mirror'), '0', 'the rows are the same');
+($rc, $out, $err) = $node->psql('postgres',
+	'SET ROLE alice; SET background_ddl = on; BEGIN; CLUSTER parted USING parted_k');
+like($err, qr/CLUSTER cannot run inside a transaction block/, "in a transaction block: PostgreSQL's error");
 
 $node->stop;
 done_testing();

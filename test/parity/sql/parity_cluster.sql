@@ -110,11 +110,25 @@ UPDATE clu_mvcc SET key = 5 WHERE key = 100;
 CLUSTER clu_mvcc;
 COMMIT; CALL parity_wait();
 SELECT * FROM clu_mvcc;
--- A partitioned table cannot be clustered
-CREATE TABLE clu_parts (a int) PARTITION BY RANGE (a);
-CREATE INDEX clu_parts_idx ON clu_parts (a);
+-- A partitioned table cannot be marked clustered; it is clustered a
+-- partition at a time (a job each), each on the partition of the index
+CREATE TABLE clu_parts (a int NOT NULL, b text) PARTITION BY RANGE (a);
+CREATE INDEX clu_parts_idx ON clu_parts (a); CALL parity_wait();
 ALTER TABLE clu_parts CLUSTER ON clu_parts_idx;
 CLUSTER clu_parts USING clu_parts_idx; CALL parity_wait();
+CREATE TABLE clu_parts_1 PARTITION OF clu_parts FOR VALUES FROM (0) TO (50);
+CREATE TABLE clu_parts_2 PARTITION OF clu_parts FOR VALUES FROM (50) TO (100);
+INSERT INTO clu_parts SELECT (g * 37) % 100, 'row ' || g FROM generate_series(1, 100) g;
+CLUSTER clu_parts USING clu_parts_idx; CALL parity_wait();
+SELECT tableoid::regclass, a, b FROM clu_parts;
+SELECT indexrelid::regclass, indisclustered FROM pg_index
+ WHERE indrelid IN ('clu_parts_1'::regclass, 'clu_parts_2'::regclass) ORDER BY 1;
+CLUSTER clu_parts; CALL parity_wait();
+BEGIN;
+CLUSTER clu_parts USING clu_parts_idx;
+ROLLBACK;
+VACUUM FULL clu_parts; CALL parity_wait();
+SELECT count(*), sum(a) FROM clu_parts;
 DROP TABLE clu_parts;
 -- Many rows, three columns, the order checked row by row
 CREATE TABLE clu_4 AS SELECT g % 100 AS hundred, (g * 37) % 1000 AS thousand, (g * 7919) % 10000 AS tenthous

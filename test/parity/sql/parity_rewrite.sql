@@ -73,6 +73,9 @@ INSERT INTO pr_parts SELECT generate_series(0, 99);
 VACUUM FULL pr_parts; CALL parity_wait();
 VACUUM FULL pr_parts_1; CALL parity_wait();
 SELECT count(*) FROM pr_parts;
+-- An ALTER TABLE of the partitioned table right after a partition's job waits for it
+VACUUM FULL pr_parts_1; ALTER TABLE pr_parts ADD COLUMN d int DEFAULT 1; CALL parity_wait();
+SELECT count(*), sum(d) FROM pr_parts;
 DROP MATERIALIZED VIEW pr_mv;
 DROP TABLE pr, pr_parts;
 DROP TABLESPACE pr_space;
