@@ -651,7 +651,9 @@ RewritePartitionStatements(Node *parsetree, bool top_level)
 	 * own; a lock here would be held while the session waits for its jobs)
 	 */
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+	/* (not the user's to vacuum or cluster: PostgreSQL's WARNING or error) */
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE ||
+		!(move.clusters ? PgRelationOwnerCheck(relid, GetUserId()) : MayVacuum(relid)))
 		return NIL;
 	if (move.clusters)
 	{

@@ -236,6 +236,21 @@ is(differences($node, 'parted', 'TABLE parted_mirror'), '0', 'the rows are the s
 ($rc, $out, $err) = $node->psql('postgres',
 	'SET ROLE alice; SET background_ddl = on; BEGIN; CLUSTER parted USING parted_k');
 like($err, qr/CLUSTER cannot run inside a transaction block/, "in a transaction block: PostgreSQL's error");
+# Who may: bob, who owns the partitions but not the partitioned table, gets
+# PostgreSQL's error and WARNING; alice, who owns the partitioned table but
+# not bob's partition, has it run as PostgreSQL runs it (which skips bob's
+# partition); no job either way
+$node->safe_psql('postgres', 'ALTER TABLE parted_1 OWNER TO bob; ALTER TABLE parted_2 OWNER TO bob');
+$jobs = $node->safe_psql('postgres', 'SELECT max(id) FROM background_ddl.job');
+($rc, $out, $err) = $node->psql('postgres', 'SET ROLE bob; SET background_ddl = on; CLUSTER parted USING parted_k');
+like($err, qr/must be owner of table parted/, "CLUSTER by the owner of the partitions only: PostgreSQL's error");
+($rc, $out, $err) = $node->psql('postgres', 'SET ROLE bob; SET background_ddl = on; VACUUM FULL parted');
+like($err, qr/WARNING:  .*skipping/, "VACUUM FULL by the owner of the partitions only: PostgreSQL's WARNING");
+$node->safe_psql('postgres', 'ALTER TABLE parted_1 OWNER TO alice');
+($rc, $out, $err) = $node->psql('postgres', 'SET ROLE alice; SET background_ddl = on; CLUSTER parted USING parted_k');
+is($rc, 0, "CLUSTER by the partitioned table's owner, one partition bob's: as PostgreSQL runs it");
+is($node->safe_psql('postgres', 'SELECT max(id) FROM background_ddl.job'), $jobs, 'no job');
+is(differences($node, 'parted', 'TABLE parted_mirror'), '0', 'the rows are the same');
 
 $node->stop;
 done_testing();
