@@ -721,6 +721,9 @@ ClusterValidateIndex(KindSubmit *submit, Relation table, RangeVar *rv, const cha
 	index_oid = ClusterIndexChecked(table, rv, name);
 	CatalogKindStateSetInt(&submit->kind_state, QUERY_STATE_ORDER_INDEX, index_oid);
 	submit->strategy = QueryJobOrderStrategy(index_oid);
+	/* The session's later DROP INDEX (or ALTER INDEX) of it waits for the job */
+	submit->sources = list_make1_oid(index_oid);
+	submit->source_effects = REL_REDEFINES;
 }
 
 /* The index a CLUSTER orders the table by (ClusterIndex), with CLUSTER's checks and errors */

@@ -3,8 +3,9 @@
 # so an index build (which waits for writers and for older snapshots) ends
 # and the statement goes on; where its transaction holds what the job needs,
 # it fails with a deadlock error instead of waiting for ever.  A statement
-# on a partitioned table waits for a job on one of its partitions.  Each
-# race is made deterministic with a hold point.
+# on a partitioned table waits for a job on one of its partitions, a DROP
+# INDEX for the CLUSTER job that orders by the index.  Each race is made
+# deterministic with a hold point.
 use strict;
 use warnings;
 use FindBin;
@@ -120,6 +121,28 @@ is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE 
 	'succeeded', "the partition's rewrite succeeded");
 is($node->safe_psql('postgres', q{SELECT count(*) || ' ' || count(w) FROM pt}),
 	'20001 0', 'and the partition has the new column, every row there');
+
+# 4. CLUSTER, then DROP INDEX of the index it orders the table by: the DROP
+# waits for the job (which needs the index), and both succeed.
+$node->safe_psql('postgres', q{
+CREATE TABLE ct (id int NOT NULL, v text);
+INSERT INTO ct SELECT (g * 7919) % 20000, md5(g::text) FROM generate_series(1, 20000) g;
+CREATE INDEX ct_id ON ct (id);
+});
+$hold = hold_at($node, 'chunk 0');
+$session->query('CLUSTER ct USING ct_id');
+$session->{stderr} = '';
+$job = $session->query_safe('SELECT last_ddl_job()');
+ok(held_at_hold($node), 'the CLUSTER job is held before its first chunk');
+$session->query_until(qr/sent/, "\\echo sent\nDROP INDEX ct_id;\n");
+ok(waits($pid), 'the DROP INDEX waits for the job');
+release_hold($node, $hold);
+$session->query_until(qr/done/, "\\echo done\n");
+stderr_until($session, qr/waiting for background DDL job $job.*\n/);
+is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+	'succeeded', 'the CLUSTER job succeeded');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'ct_id'}),
+	'0', 'and the index is gone');
 $session->quit;
 
 done_testing();
