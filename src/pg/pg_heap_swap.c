@@ -287,15 +287,16 @@ PgHeapBuildIndexCopies(Relation matview, Relation hidden, List *copied, List *re
 	{
 		Oid			old_index = lfirst_oid(lc);
 		Oid			new_index;
+		/* (named for the hidden heap too: two jobs may copy one index) */
+		char	   *name = psprintf("index_%u_%u", old_index, RelationGetRelid(hidden));
 
 		if (list_member_oid(copied, old_index))
 			continue;
 		if (list_member_oid(redefined, old_index))
-			new_index = CreateRedefinedCopy(hidden, old_index, psprintf("index_%u", old_index));
+			new_index = CreateRedefinedCopy(hidden, old_index, name);
 		else
 			new_index = index_concurrently_create_copy(hidden, old_index,
-													   get_rel_tablespace(old_index),
-													   psprintf("index_%u", old_index));
+													   get_rel_tablespace(old_index), name);
 		CommandCounterIncrement();
 		if (plain)
 			MakeIndexPlain(new_index);

@@ -1682,7 +1682,8 @@ HiddenHeapOf(const BgddlJob *job)
  * table's rewrite) computes the new content into, made like that relation
  * (PgHeapCreateLike; a table's rows with its column changes, if any:
  * QueryColumnChangesDesc), in the extension's schema, named prefix_<relation's
- * OID>, in the relation's tablespace or the one its kind recorded at
+ * OID>_<job> (two jobs may rewrite one table: the second restarts its build
+ * after the first's swap), in the relation's tablespace or the one its kind recorded at
  * submit (QUERY_STATE_TABLESPACE), with its access method or the one
  * recorded (QUERY_STATE_ACCESS_METHOD), the first time; a helper only uses
  * it.
@@ -1699,7 +1700,8 @@ HiddenHeap(JobRun *run, Relation like, const char *prefix, List *column_changes)
 		return hidden_oid;
 	hidden_oid = PgHeapCreateLike(like, QueryColumnChangesDesc(like, column_changes),
 								  CatalogRequire()->schema_oid,
-								  psprintf("%s_%u", prefix, RelationGetRelid(like)),
+								  psprintf("%s_%u_%lld", prefix, RelationGetRelid(like),
+										   (long long) run->job.id),
 								  CatalogKindStateHas(run->job.kind_state, QUERY_STATE_TABLESPACE) ?
 								  (Oid) CatalogKindStateInt(run->job.kind_state, QUERY_STATE_TABLESPACE) :
 								  like->rd_rel->reltablespace,

@@ -415,6 +415,22 @@ DropEffects(StatementEffects *statement, DropStmt *stmt)
 	}
 }
 
+/* Is a VACUUM a VACUUM FULL? */
+static bool
+VacuumFull(VacuumStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *option = lfirst_node(DefElem, lc);
+
+		if (strcmp(option->defname, "full") == 0)
+			return defGetBoolean(option);
+	}
+	return false;
+}
+
 /*
  * What a utility statement does to the relations it names.  A statement
  * that holds an analysed query (CREATE TABLE AS, EXPLAIN, DECLARE) was
@@ -491,14 +507,18 @@ UtilityEffects(StatementEffects *statement, Node *parsetree)
 		case T_ReindexStmt:
 			AddRangeVar(statement, ((ReindexStmt *) parsetree)->relation, REL_READS);
 			break;
+		/* (CLUSTER and VACUUM FULL give a table new storage: a rewrite job's waits) */
 		case T_ClusterStmt:
-			AddRangeVar(statement, ((ClusterStmt *) parsetree)->relation, REL_READS);
+			AddRangeVar(statement, ((ClusterStmt *) parsetree)->relation,
+						REL_READS | REL_REDEFINES);
 			AddIndexName(statement, ((ClusterStmt *) parsetree)->relation,
 						 ((ClusterStmt *) parsetree)->indexname);
 			break;
 		case T_VacuumStmt:
 			foreach(lc, ((VacuumStmt *) parsetree)->rels)
-				AddRangeVar(statement, lfirst_node(VacuumRelation, lc)->relation, REL_READS);
+				AddRangeVar(statement, lfirst_node(VacuumRelation, lc)->relation,
+							VacuumFull((VacuumStmt *) parsetree) ? REL_READS | REL_REDEFINES :
+							REL_READS);
 			break;
 		case T_RefreshMatViewStmt:
 			AddRangeVar(statement, ((RefreshMatViewStmt *) parsetree)->relation,

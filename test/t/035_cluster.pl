@@ -17,6 +17,7 @@
 #     index, a role that does not own the table;
 #  6. CLUSTER and VACUUM FULL of a partitioned table: a job per partition,
 #     each partition in its own index's order;
+#  7. two sessions' rewrites of one table at once both succeed;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, and no writer fails.
 use strict;
@@ -251,6 +252,18 @@ $node->safe_psql('postgres', 'ALTER TABLE parted_1 OWNER TO alice');
 is($rc, 0, "CLUSTER by the partitioned table's owner, one partition bob's: as PostgreSQL runs it");
 is($node->safe_psql('postgres', 'SELECT max(id) FROM background_ddl.job'), $jobs, 'no job');
 is(differences($node, 'parted', 'TABLE parted_mirror'), '0', 'the rows are the same');
+
+# 7. Two sessions' rewrites of one table at once, CLUSTER and VACUUM FULL:
+# each has a hidden heap of its own; the one that swaps second starts its
+# build over after the first's swap, and both succeed.
+($job, $hold) = submit_held_at($node, 'chunk 2', 'CLUSTER t USING t_k', user => 'alice');
+my $second = submit_job($node, 'VACUUM FULL t', user => 'alice');
+ok(held_at_hold($node, 2), 'both jobs are held after their second chunk');
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'the CLUSTER job succeeded');
+ok(wait_job_state($node, $second, 'succeeded'), 'the VACUUM FULL job succeeded');
+check_rewritten_table($node, $second, 'two rewrites at once');
+is(clustered_on(), 't_k', 'the table is clustered on t_k');
 
 $node->stop;
 done_testing();

@@ -43,6 +43,9 @@ UPDATE clu SET b = 33 - b WHERE a % 3 = 0;
 CLUSTER clu; CALL parity_wait();
 SELECT a, b, c FROM clu;
 SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'clu'::regclass AND indisclustered;
+-- Two in a row: the second waits for the first
+CLUSTER clu USING clu_c; CLUSTER clu USING clu_b_c; CALL parity_wait();
+SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'clu'::regclass AND indisclustered;
 -- The index dropped right after: the DROP waits for the job
 CREATE INDEX clu_a_b ON clu (a, b);
 CLUSTER clu USING clu_a_b; DROP INDEX clu_a_b; CALL parity_wait();
