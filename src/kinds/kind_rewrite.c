@@ -699,7 +699,23 @@ SetTablespaceAccepts(Node *parsetree, const char **reason)
 	return RewriteAccepts(parsetree, T_AlterTableStmt, reason);
 }
 
-static Oid	ClusterIndexChecked(Relation table, RangeVar *rv, const char *name);
+/* The index a CLUSTER orders the table by (ClusterIndex), with CLUSTER's checks and errors */
+static Oid
+ClusterIndexChecked(Relation table, RangeVar *rv, const char *name)
+{
+	Oid			index_oid = ClusterIndex(table, name);
+
+	if (!OidIsValid(index_oid) && name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("there is no previously clustered index for table \"%s\"", rv->relname)));
+	if (!OidIsValid(index_oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("index \"%s\" for table \"%s\" does not exist", name, rv->relname)));
+	check_index_is_clusterable(table, index_oid, AccessShareLock);
+	return index_oid;
+}
 
 /*
  * CLUSTER's checks of its index, in its order and with its errors
@@ -724,24 +740,6 @@ ClusterValidateIndex(KindSubmit *submit, Relation table, RangeVar *rv, const cha
 	/* The session's later DROP INDEX (or ALTER INDEX) of it waits for the job */
 	submit->sources = list_make1_oid(index_oid);
 	submit->source_effects = REL_REDEFINES;
-}
-
-/* The index a CLUSTER orders the table by (ClusterIndex), with CLUSTER's checks and errors */
-static Oid
-ClusterIndexChecked(Relation table, RangeVar *rv, const char *name)
-{
-	Oid			index_oid = ClusterIndex(table, name);
-
-	if (!OidIsValid(index_oid) && name == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("there is no previously clustered index for table \"%s\"", rv->relname)));
-	if (!OidIsValid(index_oid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("index \"%s\" for table \"%s\" does not exist", name, rv->relname)));
-	check_index_is_clusterable(table, index_oid, AccessShareLock);
-	return index_oid;
 }
 
 /*
