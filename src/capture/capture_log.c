@@ -340,16 +340,17 @@ static int	TidPairSourceCompare(const void *a, const void *b);
  * are regrouped into chunks of chunk_blocks blocks, as a backfill in blocks
  * would have recorded them, covering every block that a pair's source is
  * in (rows added since the backfill began included) and at least
- * [0, end_block).  One call makes the chunks of blocks [from_block,
- * from_block + group_blocks), decoding every ordered chunk's pairs once;
- * the last one also deletes the ordered chunks.  Returns the block it got
- * to, or -1 when the regrouping is done.
+ * [0, end_block).  One call makes the chunks of the next group_blocks
+ * blocks, after those regrouped before (the chunks of blocks recorded),
+ * decoding every ordered chunk's pairs once; the last one also deletes the
+ * ordered chunks.  Returns true when the regrouping is done.
  */
-int64
-CaptureChunksRegroup(int64 job_id, int64 from_block, int64 group_blocks, int64 chunk_blocks,
-					 int64 end_block)
+bool
+CaptureChunksRegroup(int64 job_id, int64 group_blocks, int64 chunk_blocks, int64 end_block)
 {
-	int64		to_block = from_block + group_blocks;
+	List	   *ranges = CaptureChunkRanges(job_id);
+	int64		from_block = 0;
+	int64		to_block;
 	int64		covered_to = end_block;
 	TidPair    *kept = NULL;
 	int			nkept = 0;
@@ -357,8 +358,11 @@ CaptureChunksRegroup(int64 job_id, int64 from_block, int64 group_blocks, int64 c
 	int			first = 0;
 	ListCell   *lc;
 
+	foreach(lc, ranges)
+		from_block = Max(from_block, ((ChunkRange *) lfirst(lc))->end_block);
+	to_block = from_block + group_blocks;
 	kept = palloc(sizeof(TidPair) * capacity);
-	foreach(lc, CaptureChunkRanges(job_id))
+	foreach(lc, ranges)
 	{
 		ChunkRange *range = lfirst(lc);
 		bytea	   *raw;
@@ -397,10 +401,10 @@ CaptureChunksRegroup(int64 job_id, int64 from_block, int64 group_blocks, int64 c
 		first = last;
 	}
 	if (to_block < covered_to)
-		return to_block;
+		return false;
 	CatalogRun("DELETE FROM background_ddl.chunk WHERE job_id = $1 AND start_block < 0", 1,
 			   (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_DELETE);
-	return -1;
+	return true;
 }
 
 /*

@@ -63,8 +63,8 @@ extern void CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *
 extern bytea *CaptureChunkTidMap(int64 job_id, int64 start_block);
 extern struct varlena *CaptureChunkEntries(int64 job_id, int64 start_block);
 extern void CaptureChunkReplaceTidMap(int64 job_id, int64 start_block, bytea *tid_map);
-extern int64 CaptureChunksRegroup(int64 job_id, int64 from_block, int64 group_blocks,
-								  int64 chunk_blocks, int64 end_block);
+extern bool CaptureChunksRegroup(int64 job_id, int64 group_blocks, int64 chunk_blocks,
+								 int64 end_block);
 extern void CaptureForget(int64 job_id, bool chunks_too);
 extern void CaptureRestart(int64 job_id);
 extern void CaptureCoverAll(int64 job_id);

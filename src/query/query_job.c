@@ -1015,16 +1015,12 @@ static void
 RegroupChunks(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
-	int64		from_block = 0;
 	int64		group_blocks = Max(REGROUP_CHUNK_BLOCKS,
 								   (int64) (REGROUP_STEP_PAIRS / RowsPerBlock(&run->job)));
-	ListCell   *lc;
 
-	foreach(lc, CaptureChunkRanges(run->job.id))
-		from_block = Max(from_block, ((ChunkRange *) lfirst(lc))->end_block);
 	group_blocks -= group_blocks % REGROUP_CHUNK_BLOCKS;
-	if (CaptureChunksRegroup(run->job.id, from_block, group_blocks, REGROUP_CHUNK_BLOCKS,
-							 run->job.work_total) >= 0)
+	if (!CaptureChunksRegroup(run->job.id, group_blocks, REGROUP_CHUNK_BLOCKS,
+							  run->job.work_total))
 		return;
 	q->order_stage = ORDER_DONE;
 	WriteQueryState(run);
