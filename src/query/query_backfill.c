@@ -691,6 +691,23 @@ QueryBackfillAll(Relation content, Query *query)
 }
 
 /*
+ * Plan what follows without a sequential scan (and, with bitmap_too, a
+ * bitmap scan), until AtEOXact_GUC(true, the level returned)
+ */
+static int
+PlanWithoutScans(bool bitmap_too)
+{
+	int			nest_level = NewGUCNestLevel();
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (bitmap_too)
+		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	return nest_level;
+}
+
+/*
  * Can a table be read a chunk at a time in the order of this index
  * (QueryBackfillInOrder)?  A valid btree, not partial, whose keys are all
  * columns declared NOT NULL, ascending, of their type's default operator
@@ -850,11 +867,7 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 	query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
 										   Int64GetDatum(limit), false, FLOAT8PASSBYVAL);
 
-	nest_level = NewGUCNestLevel();
-	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	nest_level = PlanWithoutScans(true);
 	rows = RunIntoContent(content, query, 0, true, &driving->segments[0], pairs, npairs,
 						  &last_source);
 	AtEOXact_GUC(true, nest_level);
@@ -943,9 +956,7 @@ QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Inde
 		 * cached: a catch-up follows the writers).  Not counted live: the
 		 * rows it replaces go at the same time.
 		 */
-		nest_level = NewGUCNestLevel();
-		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
+		nest_level = PlanWithoutScans(false);
 		(void) RunIntoContent(content, piece, 0, false, &driving->segments[segment], &piece_pairs,
 							  &piece_npairs, NULL);
 		AtEOXact_GUC(true, nest_level);
