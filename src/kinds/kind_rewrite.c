@@ -1384,7 +1384,7 @@ RewriteGoneReason(const BgddlJob *job)
 	return "the table was dropped";
 }
 
-/* What the jobs of the three statements share: all but their name, statement and checks */
+/* What the jobs of the four kinds share: all but their name, statement and checks */
 #define REWRITE_ROUTINES \
 	.stands_for = OBJECT_TABLE, \
 	.cut_over_publishes = true, \
@@ -1408,7 +1408,7 @@ RewriteGoneReason(const BgddlJob *job)
 	.discard = QueryJobDiscardHiddenHeap, \
 	.build_here = RewriteBuildHere
 
-/* (explain_ddl and estimate_ddl of the three statements) */
+/* (explain_ddl and estimate_ddl of the four statements: VACUUM FULL, CLUSTER, ALTER TABLE's two) */
 const KindRoutine kind_rewrite_routine = {
 	.name = "VACUUM FULL",
 	.accepts = VacuumFullAccepts,

@@ -98,6 +98,27 @@ like($session->{stderr}, qr/waiting for background DDL job $job/, 'in a new tran
 is($node->safe_psql('postgres', 'SELECT (SELECT count(*) FROM t_arch) || \' \' || (SELECT count(*) FROM t)'),
 	'100 19900', 'the archive has the rows the purge deleted');
 
+# Cases 3 and 4: the session submits a job (held before its first chunk),
+# then a later statement that waits for it; the job, let go, succeeds, and the
+# statement goes on
+sub later_statement_waits
+{
+	my ($submit, $later, $job_name, $later_name) = @_;
+	my $hold = hold_at($node, 'chunk 0');
+	$session->query($submit);
+	$session->{stderr} = '';
+	my $job = $session->query_safe('SELECT last_ddl_job()');
+	ok(held_at_hold($node), "$job_name is held before its first chunk");
+	$session->query_until(qr/sent/, "\\echo sent\n$later;\n");
+	ok(waits($pid), "$later_name waits for the job");
+	release_hold($node, $hold);
+	$session->query_until(qr/done/, "\\echo done\n");
+	stderr_until($session, qr/waiting for background DDL job $job.*\n/);
+	is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+		'succeeded', "$job_name succeeded");
+	return;
+}
+
 # 3. A partition's VACUUM FULL, then an ALTER TABLE of its partitioned
 # table, which changes the partition too: the ALTER waits for the job (the
 # job would fail, its table altered under it), and both succeed, as with the
@@ -107,18 +128,8 @@ CREATE TABLE pt (id int, v text) PARTITION BY RANGE (id);
 CREATE TABLE pt1 PARTITION OF pt FOR VALUES FROM (0) TO (100000);
 INSERT INTO pt SELECT g, md5(g::text) FROM generate_series(0, 20000) g;
 });
-$hold = hold_at($node, 'chunk 0');
-$session->query('VACUUM FULL pt1');
-$session->{stderr} = '';
-$job = $session->query_safe('SELECT last_ddl_job()');
-ok(held_at_hold($node), "the partition's rewrite is held before its first chunk");
-$session->query_until(qr/sent/, "\\echo sent\nALTER TABLE pt ADD COLUMN w int;\n");
-ok(waits($pid), 'the ALTER TABLE of the partitioned table waits for the job');
-release_hold($node, $hold);
-$session->query_until(qr/done/, "\\echo done\n");
-stderr_until($session, qr/waiting for background DDL job $job.*\n/);
-is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
-	'succeeded', "the partition's rewrite succeeded");
+later_statement_waits('VACUUM FULL pt1', 'ALTER TABLE pt ADD COLUMN w int',
+	"the partition's rewrite", 'the ALTER TABLE of the partitioned table');
 is($node->safe_psql('postgres', q{SELECT count(*) || ' ' || count(w) FROM pt}),
 	'20001 0', 'and the partition has the new column, every row there');
 
@@ -129,18 +140,8 @@ CREATE TABLE ct (id int NOT NULL, v text);
 INSERT INTO ct SELECT (g * 7919) % 20000, md5(g::text) FROM generate_series(1, 20000) g;
 CREATE INDEX ct_id ON ct (id);
 });
-$hold = hold_at($node, 'chunk 0');
-$session->query('CLUSTER ct USING ct_id');
-$session->{stderr} = '';
-$job = $session->query_safe('SELECT last_ddl_job()');
-ok(held_at_hold($node), 'the CLUSTER job is held before its first chunk');
-$session->query_until(qr/sent/, "\\echo sent\nDROP INDEX ct_id;\n");
-ok(waits($pid), 'the DROP INDEX waits for the job');
-release_hold($node, $hold);
-$session->query_until(qr/done/, "\\echo done\n");
-stderr_until($session, qr/waiting for background DDL job $job.*\n/);
-is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
-	'succeeded', 'the CLUSTER job succeeded');
+later_statement_waits('CLUSTER ct USING ct_id', 'DROP INDEX ct_id', 'the CLUSTER job',
+	'the DROP INDEX');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'ct_id'}),
 	'0', 'and the index is gone');
 $session->quit;
