@@ -1331,8 +1331,10 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 /*
  * estimate_ddl of a table's rewrite: its copy, sampled as the job's chunks
  * run it, as the table's owner (whom the caller must be or act for), in
- * the job's query context; to which the index copies add their current
- * size, written and WAL-logged once (their build's time is not counted)
+ * the job's query context, without its volatile values, which are counted
+ * by their type's width (QueryColumnChangesWithoutVolatile: no sequence
+ * advances); to which the index copies add their current size, written
+ * and WAL-logged once (their build's time is not counted)
  */
 static bool
 RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
@@ -1340,6 +1342,8 @@ RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 	RangeVar   *rv = TableOfStatement(raw_statement);
 	Relation	table;
 	JobQueryContext context;
+	List	   *changes;
+	int32		unmeasured_width;
 	ListCell   *lc;
 
 	if (rv == NULL)
@@ -1352,10 +1356,13 @@ RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *esti
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(table)),
 				 errdetail("Only a plain table is rewritten as a job.")));
 	JobQueryEnter(table->rd_rel->relowner, &context, false);
-	QueryJobEstimate(QueryOfTableRows(table, QueryColumnChangesBind(table,
-																	ColumnChanges(raw_statement))),
-					 InvalidOid, true, estimate);
+	changes = QueryColumnChangesWithoutVolatile(QueryColumnChangesBind(table,
+																	   ColumnChanges(raw_statement)),
+												&unmeasured_width);
+	QueryJobEstimate(QueryOfTableRows(table, changes), InvalidOid, true, estimate);
 	JobQueryLeave(&context);
+	estimate->bytes += estimate->rows * unmeasured_width;
+	estimate->wal_bytes += estimate->rows * unmeasured_width;
 	foreach(lc, RelationGetIndexList(table))
 	{
 		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);

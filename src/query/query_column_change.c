@@ -238,6 +238,39 @@ QueryColumnChangesBind(Relation table, List *cmds)
 }
 
 /*
+ * The changes for a measure that must have no effect (estimate_ddl): each
+ * value that calls a volatile function (a default's nextval() or random(),
+ * a USING expression's) replaced by a null of its type, as nextval() would
+ * advance its sequence for good, and a function may have effects that no
+ * rollback undoes.  *width: the average width of the values replaced, which
+ * the measure then lacks, per row.  (A null is not checked: an added NOT
+ * NULL column is measured as one that may be null.)
+ */
+List *
+QueryColumnChangesWithoutVolatile(List *changes, int32 *width)
+{
+	List	   *measured = NIL;
+	ListCell   *lc;
+
+	*width = 0;
+	foreach(lc, changes)
+	{
+		TargetEntry *change = copyObject(lfirst_node(TargetEntry, lc));
+		Node	   *value = (Node *) change->expr;
+
+		if (contain_volatile_functions(value))
+		{
+			*width += get_typavgwidth(exprType(value), exprTypmod(value));
+			change->expr = (Expr *) makeNullConst(exprType(value), exprTypmod(value),
+												  exprCollation(value));
+			change->resjunk = false;
+		}
+		measured = lappend(measured, change);
+	}
+	return measured;
+}
+
+/*
  * A changed or added column's value in a row of the table (the table the only
  * entry of the query's range table), or NULL if the column is not changed
  */

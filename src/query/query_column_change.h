@@ -15,6 +15,7 @@
 
 extern List *QueryColumnChangesBind(Relation table, List *cmds);
 extern TupleDesc QueryColumnChangesDesc(Relation table, List *changes);
+extern List *QueryColumnChangesWithoutVolatile(List *changes, int32 *width);
 extern Expr *QueryColumnChangedValue(List *changes, AttrNumber attnum);
 extern bool QueryColumnChangesRewrite(List *cmds, List *changes);
 extern bool QueryColumnChangeKeepsDistinct(Node *value, AttrNumber attnum);

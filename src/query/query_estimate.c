@@ -9,7 +9,8 @@
  * spread over the driving table (its partitions, laid end to end), of two
  * sizes, a hundredth of its blocks in all (at least 640: small ranges of 32),
  * computed as the job computes its chunks (query_backfill.c), into a
- * staging relation like partial aggregation's, inside a subtransaction that
+ * relation like the job's content (its staging relation, for partial
+ * aggregation), inside a subtransaction that
  * is rolled back: nothing stays.  The two sizes tell a chunk's cost per
  * block from its cost per chunk (an aggregate's groups, planning): the time
  * and WAL are scaled to the whole table in chunks of the size the batch
@@ -94,6 +95,7 @@ typedef struct SampleCosts
 typedef struct SampleRun
 {
 	Query	   *chunk_query;
+	bool		partial;		/* a chunk query of partial aggregation */
 	Index		rtindex;
 	const QueryDriving *driving;
 	int			nranges;
@@ -109,7 +111,7 @@ RunSampleRanges(void *arg)
 	const QueryDriving *driving = sample->driving;
 	int			nranges = sample->nranges;
 	Oid			staging_oid = QueryPartialAggCreateStaging(-(int64) MyProcPid, sample->chunk_query,
-														   GetUserId(), InvalidOid);
+														   GetUserId(), InvalidOid, sample->partial);
 	Relation	staging;
 	TidPair    *warm_pairs;
 	int			warm_npairs;
@@ -119,7 +121,8 @@ RunSampleRanges(void *arg)
 	staging = table_open(staging_oid, RowExclusiveLock);
 	/* A first range, not counted: caches, the staging relation's first pages */
 	(void) QueryBackfillBlocks(staging, copyObject(sample->chunk_query), driving, sample->rtindex,
-							   true, false, 0, costs->small_blocks, &warm_pairs, &warm_npairs);
+							   sample->partial, false, 0, costs->small_blocks, &warm_pairs,
+							   &warm_npairs);
 	CommandCounterIncrement();
 	for (int i = 0; i < nranges; i++)
 	{
@@ -134,8 +137,8 @@ RunSampleRanges(void *arg)
 
 		INSTR_TIME_SET_CURRENT(start);
 		costs->rows += QueryBackfillBlocks(staging, copyObject(sample->chunk_query), driving,
-										   sample->rtindex, true, false, first, first + blocks,
-										   &pairs, &npairs);
+										   sample->rtindex, sample->partial, false, first,
+										   first + blocks, &pairs, &npairs);
 		CommandCounterIncrement();
 		INSTR_TIME_SET_CURRENT(duration);
 		INSTR_TIME_SUBTRACT(duration, start);
@@ -157,9 +160,10 @@ RunSampleRanges(void *arg)
  * starting the executor): two sizes tell them apart.
  */
 static void
-RunSample(Query *chunk_query, Index rtindex, const QueryDriving *driving, SampleCosts *costs)
+RunSample(Query *chunk_query, bool partial, Index rtindex, const QueryDriving *driving,
+		  SampleCosts *costs)
 {
-	SampleRun	sample = {chunk_query, rtindex, driving, SAMPLE_RANGES, costs};
+	SampleRun	sample = {chunk_query, partial, rtindex, driving, SAMPLE_RANGES, costs};
 	int64		target = Max(ESTIMATE_SAMPLE_MIN_BLOCKS, driving->blocks / ESTIMATE_SAMPLE_SHARE);
 	int			ranges_of_small = (sample.nranges / 2) * (1 + LARGE_FACTOR);
 
@@ -232,7 +236,7 @@ QueryJobEstimate(Query *query, Oid target_oid, bool copies_rows, JobEstimate *es
 		return;
 	}
 	RunSample(decomposition.partial ? QueryPartialAggChunk(copyObject(job_query)) : job_query,
-			  decomposition.driving_rtindex, driving, &costs);
+			  decomposition.partial, decomposition.driving_rtindex, driving, &costs);
 	estimate->sampled_blocks = costs.sampled;
 	scale = (double) driving->blocks / costs.sampled;
 	if (!decomposition.partial)

@@ -437,7 +437,7 @@ InstallCaptureStep(JobRun *run, void *arg)
 	/* (a restart over a changed partition tree keeps the staging relation, emptied) */
 	if (chunk_query != NULL && !OidIsValid(q->staging_oid))
 		q->staging_oid = QueryPartialAggCreateStaging(run->job.id, chunk_query, q->query_role,
-													  get_rel_tablespace(q->content_oid));
+													  get_rel_tablespace(q->content_oid), true);
 	if (decomposition.leaves != NIL)
 		JobSetStrategy(run, &decomposition);
 	WriteQueryState(run);

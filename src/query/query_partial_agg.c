@@ -451,10 +451,13 @@ QueryPartialAggCombine(Query *query, Oid staging_oid)
  * relation's owner), and lives in tablespace (the result's), which owner
  * must be allowed to create in, as for any relation it would create.  It is
  * created as the catalog role, in our schema, where nobody else can reach
- * it.  Caller is in a transaction.  Returns its OID.
+ * it.  Without with_source it has only the query's columns, and no index,
+ * as a job's content relation (estimate_ddl's sample of a job that is not
+ * partial aggregation).  Caller is in a transaction.  Returns its OID.
  */
 Oid
-QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid tablespace)
+QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid tablespace,
+							 bool with_source)
 {
 	CatalogAccess access;
 	CreateStmt *create = makeNode(CreateStmt);
@@ -481,8 +484,9 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 
 		create->tableElts = lappend(create->tableElts, column);
 	}
-	create->tableElts = lappend(create->tableElts,
-								makeColumnDef(STAGING_SOURCE_COLUMN, TIDOID, -1, InvalidOid));
+	if (with_source)
+		create->tableElts = lappend(create->tableElts,
+									makeColumnDef(STAGING_SOURCE_COLUMN, TIDOID, -1, InvalidOid));
 	create->relation = makeRangeVar(get_namespace_name(CatalogRequire()->schema_oid),
 									psprintf("partial_%lld", (long long) job_id), -1);
 	create->oncommit = ONCOMMIT_NOOP;
@@ -493,17 +497,20 @@ QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner, Oid ta
 	CommandCounterIncrement();
 	NewRelationCreateToastTable(address.objectId, (Datum) 0);
 	CommandCounterIncrement();
-	index->idxname = psprintf("partial_%lld_source", (long long) job_id);
-	index->relation = create->relation;
-	index->accessMethod = "btree";
-	index->tableSpace = create->tablespacename;
-	source->name = STAGING_SOURCE_COLUMN;
-	source->ordering = SORTBY_DEFAULT;
-	source->nulls_ordering = SORTBY_NULLS_DEFAULT;
-	index->indexParams = list_make1(source);
-	(void) DefineIndex(address.objectId, index, InvalidOid, InvalidOid, InvalidOid, false, false,
-					   false, false, true);
-	CommandCounterIncrement();
+	if (with_source)
+	{
+		index->idxname = psprintf("partial_%lld_source", (long long) job_id);
+		index->relation = create->relation;
+		index->accessMethod = "btree";
+		index->tableSpace = create->tablespacename;
+		source->name = STAGING_SOURCE_COLUMN;
+		source->ordering = SORTBY_DEFAULT;
+		source->nulls_ordering = SORTBY_NULLS_DEFAULT;
+		index->indexParams = list_make1(source);
+		(void) DefineIndex(address.objectId, index, InvalidOid, InvalidOid, InvalidOid, false,
+						   false, false, false, true);
+		CommandCounterIncrement();
+	}
 	PgRelationSetDecoded(address.objectId, false);
 	PgRelationSetExtensionMember(address.objectId, CatalogRequire()->extension_oid, true);
 	CatalogAccessEnd(&access);

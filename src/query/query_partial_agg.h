@@ -21,7 +21,7 @@ extern char *QueryPartialAggRefusal(Query *query);
 extern Query *QueryPartialAggChunk(Query *query);
 extern Query *QueryPartialAggCombine(Query *query, Oid staging_oid);
 extern Oid	QueryPartialAggCreateStaging(int64 job_id, Query *chunk_query, Oid owner,
-									Oid tablespace);
+										 Oid tablespace, bool with_source);
 extern int64 QueryPartialAggDeleteSources(Relation staging, ItemPointer sources, int nsources);
 extern void QueryPartialAggDropStaging(Oid staging_oid);
 

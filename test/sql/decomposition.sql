@@ -209,6 +209,15 @@ SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, seconds > 0 AS 
   FROM estimate_ddl('ALTER TABLE retyped ALTER COLUMN account TYPE bigint,
                      ALTER COLUMN payload TYPE text USING repeat(payload, 2)'),
        (SELECT count(*) AS n FROM retyped) c;
+-- a volatile default is not evaluated (a sequence would advance for good),
+-- its column counted by its type's width
+CREATE SEQUENCE retyped_tokens;
+SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x,
+       bytes > (SELECT bytes FROM estimate_ddl('VACUUM FULL retyped')) + n * 8 * 0.9 AS counts_the_column
+  FROM estimate_ddl('ALTER TABLE retyped ADD COLUMN token bigint NOT NULL DEFAULT nextval(''retyped_tokens'')'),
+       (SELECT count(*) AS n FROM retyped) c;
+SELECT last_value, is_called FROM retyped_tokens;
+DROP SEQUENCE retyped_tokens;
 DROP TABLE retyped;
 -- an index: built on a sample of the table
 SELECT strategy, rows BETWEEN n / 2 AND n * 2 AS rows_within_2x, bytes > 0 AS has_bytes,
