@@ -14,8 +14,9 @@
  * is rolled back: nothing stays.  The two sizes tell a chunk's cost per
  * block from its cost per chunk (an aggregate's groups, planning): the time
  * and WAL are scaled to the whole table in chunks of the size the batch
- * time gives, and the time is divided among the workers the job would get
- * (background_ddl.max_workers_per_job, within max_workers); rows and bytes
+ * time gives, one after another: a second worker of the job shortens it
+ * only where a core is free for it (bench/estimate.sh: on two cores, the
+ * time divided between two workers was half the job's); rows and bytes
  * scale with the blocks.  For partial aggregation the rows and bytes of the result
  * are the planner's (the sample measures partial rows).  A job in one batch
  * cannot be sampled: its rows and bytes are the planner's, its time
@@ -43,6 +44,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "capture/capture_tid_map.h"
 #include "catalog/settings.h"
 #include "pg/pg_subxact.h"
 #include "query/query_backfill.h"
@@ -71,13 +73,6 @@ QueryJobLocks(const QueryDecomposition *decomposition)
 					psprintf("each of the %d partitions read", list_length(decomposition->leaves)) :
 					psprintf("\"%s\"", get_rel_name(decomposition->driving_oid)),
 					list_length(decomposition->relids) > 1 ? " and the other tables it reads" : "");
-}
-
-/* The workers a job would get */
-static int
-JobWorkers(void)
-{
-	return Max(1, Min(background_ddl_max_workers_per_job, background_ddl_max_workers));
 }
 
 /* What a sample measured, per range of each of its two sizes */
@@ -134,16 +129,21 @@ RunSampleRanges(void *arg)
 		instr_time	duration;
 		TidPair    *pairs;
 		int			npairs;
+		double		tid_map_bytes = 0;
 
 		INSTR_TIME_SET_CURRENT(start);
 		costs->rows += QueryBackfillBlocks(staging, copyObject(sample->chunk_query), driving,
 										   sample->rtindex, sample->partial, false, first,
 										   first + blocks, &pairs, &npairs);
 		CommandCounterIncrement();
+		/* The job encodes its tid map, and stores it with the chunk (out of line) */
+		if (!sample->partial)
+			tid_map_bytes = VARSIZE(CaptureTidMapEncode(pairs, npairs));
 		INSTR_TIME_SET_CURRENT(duration);
 		INSTR_TIME_SUBTRACT(duration, start);
 		costs->seconds[large] += INSTR_TIME_GET_DOUBLE(duration) / (nranges / 2);
-		costs->wal[large] += (double) (GetXLogInsertRecPtr() - wal_start) / (nranges / 2);
+		costs->wal[large] += ((double) (GetXLogInsertRecPtr() - wal_start) + tid_map_bytes) /
+			(nranges / 2);
 		costs->sampled += blocks;
 	}
 	costs->bytes = (double) RelationGetNumberOfBlocks(staging) * BLCKSZ;
@@ -245,7 +245,7 @@ QueryJobEstimate(Query *query, Oid target_oid, bool copies_rows, JobEstimate *es
 		estimate->bytes = (int64) (costs.bytes * scale);
 	}
 	estimate->wal_bytes = (int64) ScaleCost(&costs, costs.wal, costs.seconds, driving->blocks);
-	estimate->seconds = ScaleCost(&costs, costs.seconds, costs.seconds, driving->blocks) / JobWorkers();
+	estimate->seconds = ScaleCost(&costs, costs.seconds, costs.seconds, driving->blocks);
 }
 
 /*
