@@ -442,6 +442,7 @@ static void
 UtilityEffects(StatementEffects *statement, Node *parsetree)
 {
 	ListCell   *lc;
+	int			effects;
 
 	switch (nodeTag(parsetree))
 	{
@@ -515,10 +516,9 @@ UtilityEffects(StatementEffects *statement, Node *parsetree)
 						 ((ClusterStmt *) parsetree)->indexname);
 			break;
 		case T_VacuumStmt:
+			effects = VacuumFull((VacuumStmt *) parsetree) ? REL_READS | REL_REDEFINES : REL_READS;
 			foreach(lc, ((VacuumStmt *) parsetree)->rels)
-				AddRangeVar(statement, lfirst_node(VacuumRelation, lc)->relation,
-							VacuumFull((VacuumStmt *) parsetree) ? REL_READS | REL_REDEFINES :
-							REL_READS);
+				AddRangeVar(statement, lfirst_node(VacuumRelation, lc)->relation, effects);
 			break;
 		case T_RefreshMatViewStmt:
 			AddRangeVar(statement, ((RefreshMatViewStmt *) parsetree)->relation,
