@@ -41,6 +41,7 @@
 #include "replication/walsender.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/lsyscache.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -571,15 +572,30 @@ JobStepHoldAtChunk(int64 chunks_done)
 	HoldHere(background_ddl_test_hold_point);
 }
 
+/*
+ * Wait there for as long as the test holds the lock: without the
+ * lock_timeout that a step taking its locks as others use them sets
+ * (JobRunLockingStep), which would undo the step held
+ */
 static void
 HoldHere(const char *point)
 {
 	LOCKTAG		tag;
+	int			saved_timeout = LockTimeout;
 
 	ereport(LOG,
 			(errmsg("background DDL job %lld reached test hold point \"%s\"",
 					(long long) step_job_id, point)));
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, BGDDL_TEST_HOLD_KEY, 1);
-	(void) LockAcquire(&tag, ShareLock, true, false);
+	LockTimeout = 0;
+	PG_TRY();
+	{
+		(void) LockAcquire(&tag, ShareLock, true, false);
+	}
+	PG_FINALLY();
+	{
+		LockTimeout = saved_timeout;
+	}
+	PG_END_TRY();
 	LockRelease(&tag, ShareLock, true);
 }
