@@ -107,13 +107,16 @@ CaptureRowSetFilenodes(int64 job_id, List *filenodes)
 	CatalogRowClose(&row);
 }
 
-/* Whether the job's capture was stopped (CaptureStop); false if it has none */
+/*
+ * Whether the job's capture was stopped (CaptureStop), as the active
+ * snapshot sees it or, with latest, a fresh one; false if it has none
+ */
 static bool
-CaptureRowReadStopped(int64 job_id, bool *stopped)
+CaptureRowReadStopped(int64 job_id, bool latest, bool *stopped)
 {
 	CatalogRow	row;
 	bool		found = CatalogRowRead(&row, CatalogRequire()->capture_relid, capture_columns,
-									   Natts_capture, job_id, false);
+									   Natts_capture, job_id, latest);
 
 	if (found)
 		*stopped = DatumGetBool(row.values[Anum_capture_stopped - 1]);
@@ -124,14 +127,19 @@ CaptureRowReadStopped(int64 job_id, bool *stopped)
 /*
  * Does the job still capture changes: queued or running (not paused, ended
  * or being cancelled), and its capture not stopped (CaptureStop)?  For the
- * capture trigger, under the active snapshot.
+ * capture trigger, which fires, so its install has committed: read with a
+ * fresh snapshot, not the writer's.  A writer's statement takes its
+ * snapshot before it locks a partition it routes rows to (an INSERT into
+ * the partitioned table): it may wait there for the install's lock, then
+ * fire the trigger with a snapshot that sees no capture, and its row would
+ * go unlogged.
  */
 bool
 CaptureRowCapturing(int64 job_id)
 {
 	bool		stopped = true;
 
-	return CatalogJobIsActive(job_id) && CaptureRowReadStopped(job_id, &stopped) && !stopped;
+	return CatalogJobIsActive(job_id) && CaptureRowReadStopped(job_id, true, &stopped) && !stopped;
 }
 
 /* Has the job's backlog outgrown its bound, which stopped its capture? */
@@ -140,7 +148,7 @@ CaptureRowStopped(int64 job_id)
 {
 	bool		stopped = false;
 
-	(void) CaptureRowReadStopped(job_id, &stopped);
+	(void) CaptureRowReadStopped(job_id, false, &stopped);
 	return stopped;
 }
 

@@ -62,10 +62,13 @@
  * in the queue for at most background_ddl.lock_timeout), in a step that is
  * tried again later if a lock does not come (JobRunLockingStep), so no
  * writer of the tables waits behind a request of ours for longer than
- * that timeout.  Once the install has committed,
- * every later write fires the trigger: writers that held a lock on the
- * table when we got ours had finished, and any later writer sees the new
- * trigger when it locks the table.
+ * that timeout.  Once the install has committed, every later write fires
+ * the trigger: writers that held a lock on the table when we got ours had
+ * finished, and any later writer sees the new trigger when it locks the
+ * table.  The trigger finds its job capturing with a fresh snapshot
+ * (CaptureRowCapturing), not its statement's: an INSERT into a partitioned
+ * table takes its snapshot before it locks the partition it routes a row
+ * to, where it may have waited for our install.
  *
  *-------------------------------------------------------------------------
  */

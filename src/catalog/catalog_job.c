@@ -545,7 +545,7 @@ CatalogJobWaitForLastWriter(int64 job_id)
 
 /*
  * Is the job queued or running (not paused, ended or being cancelled)?  As
- * the active snapshot sees it; false if there is no such job.
+ * a fresh snapshot sees it; false if there is no such job.
  */
 bool
 CatalogJobIsActive(int64 job_id)
@@ -553,7 +553,7 @@ CatalogJobIsActive(int64 job_id)
 	CatalogRow	row;
 	bool		active = false;
 
-	if (JobRowRead(&row, job_id, false))
+	if (JobRowRead(&row, job_id, true))
 	{
 		JobState	state = JobRowState(&row);
 

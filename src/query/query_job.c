@@ -447,6 +447,7 @@ InstallCaptureStep(JobRun *run, void *arg)
 		CatalogJobRecordKindState(&run->job);
 	CatalogJobSetCleanupPending(run->job.id, true);
 	run->job.cleanup_pending = true;
+	JobStepHoldPoint("installing capture: before its commit");
 }
 
 /*
