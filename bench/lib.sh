@@ -16,9 +16,10 @@
 #                             the job succeeded
 #   bench_background_ms SQL   the same; prints the job's build time (submitted to finished) in ms
 #   bench_fill_events ROWS    (re)create events(id, account, payload) with ROWS rows, analyzed
-#   bench_writes_setup ROWS   the extension, events(id bigserial, account, payload) of ROWS rows
-#                             (fillfactor 90), and $B/writes.sql: pgbench's script that updates a
-#                             random row and inserts one
+#   bench_writes_setup ROWS [PARTITIONS]  the extension, events(id bigserial, account, payload)
+#                             of ROWS rows (fillfactor 90; with PARTITIONS, that many hash
+#                             partitions of it), and $B/writes.sql: pgbench's script that updates
+#                             a random row and inserts one
 #   bench_col MODE FIELD      the median of field FIELD of the lines of $B/results that start with MODE
 #   bench_colmax MODE FIELD   the largest of them
 #   bench_writer NAME ARGS... start pgbench ARGS in $B in the background (output in $B/NAME.out),
@@ -103,11 +104,22 @@ bench_fill_events() {
 }
 
 bench_writes_setup() {
-    echo "== loading $1 rows into events"
-    sql -q -c "CREATE EXTENSION background_ddl" \
-        -c "CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
-            WITH (fillfactor = 90)" \
-        -c "INSERT INTO events (account, payload) SELECT g % 1000, md5(g::text) FROM generate_series(1, $1) g" \
+    local partitions=${2:-0}
+    echo "== loading $1 rows into events${2:+ ($2 hash partitions)}"
+    if [ "$partitions" -gt 0 ]; then
+        sql -q -c "CREATE EXTENSION background_ddl" \
+            -c "CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
+                PARTITION BY HASH (id)"
+        for i in $(seq 0 $((partitions - 1))); do
+            sql -q -c "CREATE TABLE events_$i PARTITION OF events
+                         FOR VALUES WITH (MODULUS $partitions, REMAINDER $i) WITH (fillfactor = 90)"
+        done
+    else
+        sql -q -c "CREATE EXTENSION background_ddl" \
+            -c "CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
+                WITH (fillfactor = 90)"
+    fi
+    sql -q -c "INSERT INTO events (account, payload) SELECT g % 1000, md5(g::text) FROM generate_series(1, $1) g" \
         -c "VACUUM ANALYZE events"
     cat >"$B/writes.sql" <<EOS
 \\set id random(1, $1)

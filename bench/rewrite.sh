@@ -22,8 +22,12 @@
 # that follow a row of a greater account in the table's physical order are counted (reported
 # with the time: the rows written during a background rewrite end up after the others).
 #
+# With PARTITIONS=N (alter and add only), events is partitioned by hash of id into N partitions:
+# the statement on the partitioned table, blocking, or as a job for each partition published
+# together.
+#
 # Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4;
-#        STATEMENT, vacuum, alter, add or cluster)
+#        STATEMENT, vacuum, alter, add or cluster; PARTITIONS, default none)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -40,6 +44,10 @@ case $STATEMENT in
     cluster) REWRITE="CLUSTER events USING events_account"; methods=(blocking pg_repack job) ;;
     *) echo "STATEMENT is vacuum, alter, add or cluster" >&2; exit 1 ;;
 esac
+PARTITIONS=${PARTITIONS:-0}
+if [ "$PARTITIONS" -gt 0 ] && [ "$STATEMENT" != alter ] && [ "$STATEMENT" != add ]; then
+    echo "PARTITIONS goes with STATEMENT=alter or add" >&2; exit 1
+fi
 export PGPORT=${PGPORT:-54337}
 REPACK_ORDER=(--no-order)
 [ "$STATEMENT" = cluster ] && REPACK_ORDER=(--order-by=account)
@@ -48,7 +56,7 @@ if ! dpkg -s postgresql-$PG_MAJOR-repack >/dev/null 2>&1; then
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-$PG_MAJOR-repack
 fi
 bench_server "${BENCH_CONF[@]}"
-bench_writes_setup "$ROWS"
+bench_writes_setup "$ROWS" "$PARTITIONS"
 sql -q -c "CREATE EXTENSION pg_repack" -c "CREATE INDEX events_account ON events (account)"
 bench_stoppable_writes
 
@@ -127,7 +135,9 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "$REWRITE; events rows: $ROWS (a quarter dead before each rewrite; 2 indexes)   rounds: $ROUNDS   writer clients: $CLIENTS"
+tree=""
+[ "$PARTITIONS" -gt 0 ] && tree="; $PARTITIONS hash partitions"
+echo "$REWRITE; events rows: $ROWS (a quarter dead before each rewrite; 2 indexes$tree)   rounds: $ROUNDS   writer clients: $CLIENTS"
 printf '%-12s %12s %8s %18s %8s %16s\n' "" "median ms" "ratio" "longest write ms" "WAL MB" "writers' rate"
 for method in "${methods[@]}"; do
     printf '%-12s %12s %8s %18s %8s %16s\n' "$method" "$(bench_col "$method" 2)" \

@@ -244,7 +244,8 @@ LoadMember(int64 job_id)
 
 /*
  * One transaction: every job's cut-over locks (by job id), one snapshot,
- * then each job's last changes and publication.  Returns JOB_STEP_DONE once
+ * then each job's last changes and publication, then what their kinds do
+ * after all of them (cut_over_finish).  Returns JOB_STEP_DONE once
  * committed, or what stopped it (the step undone) and in *stopped the job
  * it stopped at.
  */
@@ -272,6 +273,13 @@ PublishTogether(List *runs, JobRun **stopped)
 			JobStepAbort();
 			return result;
 		}
+	}
+	foreach(lc, runs)
+	{
+		JobRun	   *member = lfirst(lc);
+
+		if (member->routine->cut_over_finish != NULL)
+			member->routine->cut_over_finish(member);
 	}
 	JobStepHoldPoint("publishing its group: before its commit");
 	/* The others' capture triggers: their next workers drop them */

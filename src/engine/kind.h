@@ -83,6 +83,15 @@ typedef struct KindSubmit
 	 */
 	bool		changes_columns;
 	/*
+	 * filled in by validate, for a statement on a partitioned table that
+	 * becomes a job for each of its leaf partitions, published together (a
+	 * group of their own, named group_name): the leaves (Oid), and each
+	 * one's kind state (Jsonb *); reserve is not called
+	 */
+	List	   *leaves;
+	List	   *leaf_states;
+	char	   *group_name;
+	/*
 	 * set by validate: the statement is not a job after all, and runs as
 	 * PostgreSQL runs it (what accepts could not tell without its checks)
 	 */
@@ -213,6 +222,13 @@ typedef struct KindRoutine
 	void		(*cut_over_lock) (struct JobRun *run);
 	JobStepResult (*cut_over_publish) (struct JobRun *run);
 	JobStepResult (*restart_build) (struct JobRun *run);
+	/*
+	 * optional: in the same transaction, once every job of the group has
+	 * published (cut_over_publish), what the kind does after all of them
+	 * (a partitioned table's ALTER, once its partitions' rows are all
+	 * caught up: kind_rewrite.c)
+	 */
+	void		(*cut_over_finish) (struct JobRun *run);
 	/*
 	 * optional (with cut_over_publishes): the rows written so far to the
 	 * tables the job reads, as the cumulative statistics count them

@@ -56,7 +56,12 @@
  * the table's catalog exactly the blocking statement's, and then the
  * storage swaps.  What else depends on a changed column (a view, a CHECK or
  * foreign key constraint, a trigger, ...), inheritance, and unique keys
- * that might not stay distinct run as PostgreSQL runs them.
+ * that might not stay distinct run as PostgreSQL runs them.  The statement
+ * on a partitioned table (outside a transaction block) is a job for each
+ * leaf partition, published together, a group of their own: each rewrites
+ * its leaf, and the group's one transaction empties every leaf once its
+ * last changes are in, runs the statement on the partitioned table, and
+ * swaps each leaf's storage (RewriteCutOverFinish).
  *
  *-------------------------------------------------------------------------
  */
@@ -72,6 +77,7 @@
 #include "catalog/dependency.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_attrdef.h"
 #include "catalog/pg_constraint.h"
@@ -131,8 +137,19 @@
 #define STATE_COLUMN_CHANGES	"column_changes"
 #define STATE_COLUMN_VALUES		"column_values"
 
+/*
+ * The key of a job that changes the columns of one leaf partition of the
+ * partitioned table its statement names (the OID of that one): the jobs of
+ * all its leaves are published together, a group of their own; and, during
+ * that publication, the rows its hidden heap holds
+ */
+#define STATE_PARTITION_OF		"partition_of"
+#define STATE_CUT_OVER_ROWS		"cut_over_rows"
+
 #define STRATEGY_REWRITE	"table rewritten in ctid chunks, changed rows captured"
 #define STRATEGY_NO_REWRITE	"runs as PostgreSQL runs it: the change rewrites no row"
+#define STRATEGY_PARTITIONS	"a job for each leaf partition (its table rewritten in ctid chunks, changed rows captured), " \
+	"published together"
 #define STRATEGY_BLOCKING	"runs as PostgreSQL runs it, blocking: the table is not one plain table " \
 	"that the user owns, or a view, rule, trigger, policy, CHECK or foreign key uses a changed column, " \
 	"or an added column is not one a job adds (serial, identity, a constraint of its own)"
@@ -298,6 +315,15 @@ JobColumnChanges(const BgddlJob *job)
 	return (List *) stringToNode(CatalogKindStateText(job->kind_state, STATE_COLUMN_VALUES));
 }
 
+/* The partitioned table whose statement a leaf partition's job runs, or InvalidOid */
+static Oid
+PartitionOf(const BgddlJob *job)
+{
+	if (!CatalogKindStateHas(job->kind_state, STATE_PARTITION_OF))
+		return InvalidOid;
+	return (Oid) CatalogKindStateInt(job->kind_state, STATE_PARTITION_OF);
+}
+
 /* The subcommands of a job's ALTER TABLE, all of them (its statement, parsed again) */
 static List *
 JobStatementCommands(const BgddlJob *job)
@@ -407,7 +433,8 @@ OnlyRemadeDependents(Oid relid, AttrNumber attnum)
 		{
 			case RelationRelationId:
 				relkind = get_rel_relkind(dependency->objid);
-				only_remade = relkind == RELKIND_INDEX || relkind == RELKIND_SEQUENCE;
+				only_remade = relkind == RELKIND_INDEX || relkind == RELKIND_PARTITIONED_INDEX ||
+					relkind == RELKIND_SEQUENCE;
 				break;
 			case ConstraintRelationId:
 				only_remade = IsKeyConstraint(dependency->objid);
@@ -916,20 +943,31 @@ RewriteCatchUp(JobRun *run)
 
 /*
  * PostgreSQL's own ALTER TABLE of the table (its subcommands), as role,
- * on the table emptied first (PgRelationTruncate): it makes the table's
- * catalog exactly what the blocking statement makes of it (the columns,
- * their defaults, the indexes and constraints it makes again, statistics
- * objects), with every check and error of its own, in a time independent
- * of the table's size.  Caller holds ACCESS EXCLUSIVE on the table, in a
- * transaction whose end undoes it or gives the table other storage.
+ * on the table emptied first (PgRelationTruncate; a partitioned table: each
+ * of its leaf partitions, locked first as a job locks what others use): it
+ * makes the table's catalog exactly what the blocking statement makes of it
+ * (the columns, their defaults, the indexes and constraints it makes again,
+ * statistics objects), with every check and error of its own, in a time
+ * independent of the table's size.  Caller holds ACCESS EXCLUSIVE on the
+ * table, in a transaction whose end undoes it or gives the table other
+ * storage.
  */
 static void
 AlterEmptiedTable(Oid relid, List *cmds, Oid role, const char *query_string)
 {
-	Relation	table = table_open(relid, NoLock);
+	ListCell   *lc;
 
-	PgRelationTruncate(table);
-	table_close(table, NoLock);
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Relation	table;
+
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+			continue;
+		JobStepLockRelation(lfirst_oid(lc), AccessExclusiveLock, background_ddl_lock_timeout_ms);
+		table = table_open(lfirst_oid(lc), NoLock);
+		PgRelationTruncate(table);
+		table_close(table, NoLock);
+	}
 	ConstraintRunAlterTableCommands(relid, role, copyObject(cmds), AccessExclusiveLock,
 									query_string);
 }
@@ -939,7 +977,8 @@ AlterEmptiedTable(Oid relid, List *cmds, Oid role, const char *query_string)
  * a view, constraint or trigger made since on a changed column (which the
  * ALTER TABLE would check on no rows), or a unique index whose keys might
  * not stay distinct (whose copy checks none), fails the job; the table is
- * left as it was.
+ * left as it was.  So does a leaf partition that is no longer one of the
+ * partitioned table whose statement it runs.
  */
 static void
 CheckStillAlterable(JobRun *run)
@@ -947,6 +986,7 @@ CheckStillAlterable(JobRun *run)
 	List	   *changes = QueryRunOf(run)->column_changes;
 	Relation	table = table_open(run->job.target_oid, NoLock);
 	const char *reason = UniqueKeysChangeReason(table, changes);
+	Oid			partition_of = PartitionOf(&run->job);
 	ListCell   *lc;
 
 	foreach(lc, changes)
@@ -957,6 +997,9 @@ CheckStillAlterable(JobRun *run)
 			reason = psprintf("Something other than the table's indexes, keys, defaults and statistics now depends on column \"%s\".",
 							  get_attname(RelationGetRelid(table), change->resno, false));
 	}
+	if (reason == NULL && OidIsValid(partition_of) &&
+		!list_member_oid(get_partition_ancestors(RelationGetRelid(table)), partition_of))
+		reason = psprintf("It is no longer a partition of \"%s\".", get_rel_name(partition_of));
 	if (reason != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -968,99 +1011,158 @@ CheckStillAlterable(JobRun *run)
 }
 
 /*
- * The indexes of the table now that stand for indexes it had (by name in
- * its schema: ALTER COLUMN ... TYPE makes the indexes of a changed column
- * again, with new OIDs and the same names), as a list parallel to names;
- * InvalidOid for one that is gone
+ * The copies of the table's indexes that can be their storage: for each
+ * index of the table, a copy defined alike (PgIndexSameDefinition), each
+ * copy at most once, as two parallel lists.  An index made since the copies
+ * were built, or made again by the ALTER otherwise than its copy, has none;
+ * the copy of an index dropped since goes with the hidden heap.
  */
-static List *
-IndexesNamed(Oid relid, List *names)
+static void
+PairIndexCopies(Relation table, List *copies, List **old_indexes, List **new_indexes)
 {
-	Oid			namespace_oid = get_rel_namespace(relid);
-	List	   *indexes = NIL;
-	ListCell   *lc;
+	ListCell   *index_cell;
+	ListCell   *copy_cell;
 
-	foreach(lc, names)
-		indexes = lappend_oid(indexes, lfirst(lc) == NULL ? InvalidOid :
-							  get_relname_relid(lfirst(lc), namespace_oid));
-	return indexes;
+	*old_indexes = NIL;
+	*new_indexes = NIL;
+	foreach(index_cell, RelationGetIndexList(table))
+	{
+		foreach(copy_cell, copies)
+		{
+			if (list_member_oid(*new_indexes, lfirst_oid(copy_cell)) ||
+				!PgIndexSameDefinition(lfirst_oid(index_cell), lfirst_oid(copy_cell)))
+				continue;
+			*old_indexes = lappend_oid(*old_indexes, lfirst_oid(index_cell));
+			*new_indexes = lappend_oid(*new_indexes, lfirst_oid(copy_cell));
+			break;
+		}
+	}
+}
+
+/*
+ * The table's catalog now the statement's (if it changes columns), and the
+ * hidden heap holding exactly its rows: pair each index of the table with
+ * its copy (PairIndexCopies), copy the others, record the new storage's
+ * size as VACUUM FULL does, and swap the storage.
+ */
+static void
+SwapStorage(JobRun *run, int64 rows)
+{
+	QueryRun   *q = QueryRunOf(run);
+	bool		moves = CatalogKindStateHas(run->job.kind_state, STATE_MOVES);
+	Relation	table = table_open(run->job.target_oid, NoLock);
+	Relation	hidden = table_open(q->content_oid, AccessExclusiveLock);
+	List	   *copied_old;
+	List	   *copied_new;
+	List	   *old_indexes;
+	List	   *new_indexes;
+	List	   *more_old;
+	List	   *more_new;
+
+	if (!PgHeapSameRowShape(RelationGetDescr(table), RelationGetDescr(hidden)))
+		elog(ERROR, "table \"%s\" and its new storage differ in their columns",
+			 RelationGetRelationName(table));
+	IndexCopies(&run->job, &copied_old, &copied_new);
+	PairIndexCopies(table, copied_new, &old_indexes, &new_indexes);
+	PgHeapBuildIndexCopies(table, hidden, old_indexes, NIL, false, true, &more_old, &more_new);
+	old_indexes = list_concat(old_indexes, more_old);
+	new_indexes = list_concat(new_indexes, more_new);
+	PgHeapRecordSize(hidden, (double) rows);
+	/* (an index dropped since: the table stays clustered on none, or another) */
+	if (OidIsValid(q->order_index) && list_member_oid(RelationGetIndexList(table), q->order_index))
+		mark_index_clustered(table, q->order_index, true);
+	table_close(hidden, NoLock);
+	table_close(table, NoLock);
+
+	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
+	PgHeapSwap(run->job.target_oid, q->content_oid, old_indexes, new_indexes,
+			   moves || q->column_changes != NIL ? "ALTER TABLE" :
+			   OidIsValid(q->order_index) ? "CLUSTER" : "VACUUM",
+			   moves);
+	JobRunSucceeded(run, run->job.target_oid, true, rows);
 }
 
 /*
  * In the cut-over transaction (query_job.c), the table locked ACCESS
  * EXCLUSIVE before its snapshot and the hidden heap now holding exactly its
  * rows: drop the capture triggers; for column changes, make them in the
- * table's catalog (AlterEmptiedTable); pair each index of the table with
- * its copy where the copy is defined alike (an index dropped since has its
- * copy go with the hidden heap), and copy the others (made since the
- * copies were built, or made again by the ALTER otherwise than its copy);
- * record the new storage's size as VACUUM FULL does, and swap the storage.
+ * table's catalog (AlterEmptiedTable), and swap the storage (SwapStorage).
+ * A leaf partition's job only empties its partition here, once its rows
+ * are all in the hidden heap: the statement runs on the partitioned table
+ * once the group's every job has done so (RewriteCutOverFinish).
  */
 static void
 RewritePublish(JobRun *run, int64 rows)
 {
-	QueryRun   *q = QueryRunOf(run);
-	Oid			hidden_oid = q->content_oid;
-	bool		moves = CatalogKindStateHas(run->job.kind_state, STATE_MOVES);
-	Relation	table;
-	Relation	hidden;
-	List	   *indexes;
-	List	   *copied_old;
-	List	   *copied_new;
-	List	   *old_indexes = NIL;
-	List	   *new_indexes = NIL;
-	List	   *more_old;
-	List	   *more_new;
-	ListCell   *old_cell;
-	ListCell   *new_cell;
-
 	/* Its capture triggers go now, under the lock that a DROP TRIGGER takes */
 	CaptureRemove(run->job.id, run->job.target_oid);
 
-	IndexCopies(&run->job, &copied_old, &copied_new);
-	if (q->column_changes != NIL)
+	if (QueryRunOf(run)->column_changes != NIL)
 	{
-		List	   *names = NIL;
-
 		CheckStillAlterable(run);
-		foreach(old_cell, copied_old)
-			names = lappend(names, get_rel_name(lfirst_oid(old_cell)));
+		if (OidIsValid(PartitionOf(&run->job)))
+		{
+			Relation	table = table_open(run->job.target_oid, NoLock);
+
+			PgRelationTruncate(table);
+			table_close(table, NoLock);
+			JobRunSetStateInt(run, STATE_CUT_OVER_ROWS, rows);
+			return;
+		}
 		AlterEmptiedTable(run->job.target_oid, JobStatementCommands(&run->job),
 						  run->job.identity.owner_oid, run->job.command);
-		copied_old = IndexesNamed(run->job.target_oid, names);
 	}
+	SwapStorage(run, rows);
+}
 
+/*
+ * Once every job of its group has published (job_group.c), a leaf
+ * partition's job: the first to come runs the statement on the partitioned
+ * table, all of whose leaves the jobs have emptied (a partition made since
+ * has its rows rewritten by it), which makes the whole tree's catalog the
+ * blocking statement's; the others find their partition changed.  Then
+ * each swaps its partition's storage.
+ */
+static void
+RewriteCutOverFinish(JobRun *run)
+{
+	Oid			partition_of = PartitionOf(&run->job);
+	Relation	table;
+	Relation	hidden;
+	bool		changed;
+
+	if (!OidIsValid(partition_of))
+		return;
 	table = table_open(run->job.target_oid, NoLock);
-	hidden = table_open(hidden_oid, AccessExclusiveLock);
-	if (!PgHeapSameRowShape(RelationGetDescr(table), RelationGetDescr(hidden)))
-		elog(ERROR, "table \"%s\" and its new storage differ in their columns",
-			 RelationGetRelationName(table));
-	indexes = RelationGetIndexList(table);
-	forboth(old_cell, copied_old, new_cell, copied_new)
-	{
-		if (!list_member_oid(indexes, lfirst_oid(old_cell)) ||
-			list_member_oid(old_indexes, lfirst_oid(old_cell)) ||
-			!PgIndexSameDefinition(lfirst_oid(old_cell), lfirst_oid(new_cell)))
-			continue;
-		old_indexes = lappend_oid(old_indexes, lfirst_oid(old_cell));
-		new_indexes = lappend_oid(new_indexes, lfirst_oid(new_cell));
-	}
-	PgHeapBuildIndexCopies(table, hidden, old_indexes, NIL, false, true, &more_old, &more_new);
-	old_indexes = list_concat(old_indexes, more_old);
-	new_indexes = list_concat(new_indexes, more_new);
-	PgHeapRecordSize(hidden, (double) rows);
-	/* (an index dropped since: the table stays clustered on none, or another) */
-	if (OidIsValid(q->order_index) && list_member_oid(indexes, q->order_index))
-		mark_index_clustered(table, q->order_index, true);
+	hidden = table_open(QueryRunOf(run)->content_oid, AccessExclusiveLock);
+	changed = PgHeapSameRowShape(RelationGetDescr(table), RelationGetDescr(hidden));
 	table_close(hidden, NoLock);
 	table_close(table, NoLock);
+	if (!changed)
+		ConstraintRunAlterTableCommands(partition_of, run->job.identity.owner_oid,
+										JobStatementCommands(&run->job), AccessExclusiveLock,
+										run->job.command);
+	SwapStorage(run, CatalogKindStateInt(run->job.kind_state, STATE_CUT_OVER_ROWS));
+}
 
-	JobRunRecordPhase(run, JOB_PHASE_CUTTING_OVER);
-	PgHeapSwap(run->job.target_oid, hidden_oid, old_indexes, new_indexes,
-			   moves || q->column_changes != NIL ? "ALTER TABLE" :
-			   OidIsValid(q->order_index) ? "CLUSTER" : "VACUUM",
-			   moves);
-	JobRunSucceeded(run, run->job.target_oid, true, rows);
+/*
+ * The cut-over's locks: a leaf partition's job locks the partitioned
+ * tables above it first, from the top, as PostgreSQL's ALTER TABLE of the
+ * one its statement names does (and the statement runs on it at the end)
+ */
+static void
+RewriteCutOverLock(JobRun *run)
+{
+	List	   *ancestors;
+
+	if (OidIsValid(PartitionOf(&run->job)))
+	{
+		ancestors = get_partition_ancestors(run->job.target_oid);
+		for (int i = list_length(ancestors) - 1; i >= 0; i--)
+			JobStepLockRelation(list_nth_oid(ancestors, i), AccessExclusiveLock,
+								background_ddl_lock_timeout_ms);
+	}
+	QueryJobCutOverLock(run);
 }
 
 /* Is a type name one of the serial types' (a column of one owns a sequence made for it)? */
@@ -1114,33 +1216,31 @@ JobMayAdd(Oid relid, ColumnDef *def, List *cmds)
 }
 
 /*
- * ALTER COLUMN ... TYPE and ADD COLUMN of one plain table that the user
- * owns, without inheritance (PostgreSQL's recursion runs it), where only
- * what the statement makes again depends on the changed columns, and each
- * added column is one a job may add (JobMayAdd); in the session, with the
- * reason, a table whose rewrite a job cannot do.  Whether PostgreSQL would
- * rewrite the table at all is known at validate.
+ * May a job change these columns (the subcommands changes) of this table:
+ * a plain table the user owns, not typed, outside any inheritance tree, or
+ * a partitioned table or a leaf partition of the partitioned table the
+ * statement names (in_tree: PostgreSQL's recursion changes them all), where
+ * only what the statement makes again depends on the changed columns, and
+ * each added column is one a job may add (JobMayAdd)?  In the session, with
+ * the reason, a table whose rewrite a job cannot do.
  */
 static KindAcceptance
-AlterColumnsAccepts(Node *parsetree, const char **reason)
+ColumnsAcceptance(Oid relid, List *changes, bool in_tree, const char **reason)
 {
-	List	   *changes = ColumnChanges(parsetree);
-	Oid			relid;
+	char		relkind = get_rel_relkind(relid);
 	Relation	table;
 	KindAcceptance acceptance = KIND_ACCEPTED;
 	ListCell   *lc;
 
-	if (changes == NIL)
-		return KIND_NOT_ACCEPTED;
-	relid = RangeVarGetRelid(((AlterTableStmt *) parsetree)->relation, NoLock, true);
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION ||
+	if ((relkind != RELKIND_RELATION && !(in_tree && relkind == RELKIND_PARTITIONED_TABLE)) ||
 		!PgRelationOwnerCheck(relid, GetUserId()))
 		return KIND_NOT_ACCEPTED;
 	table = try_relation_open(relid, AccessShareLock);
 	if (table == NULL)
 		return KIND_NOT_ACCEPTED;
-	if (table->rd_rel->relispartition || table->rd_rel->relhassubclass ||
-		OidIsValid(table->rd_rel->reloftype) || has_superclass(relid))
+	if (OidIsValid(table->rd_rel->reloftype) ||
+		(!in_tree && (table->rd_rel->relispartition || table->rd_rel->relhassubclass ||
+					  has_superclass(relid))))
 		acceptance = KIND_NOT_ACCEPTED;
 	foreach(lc, changes)
 	{
@@ -1157,10 +1257,63 @@ AlterColumnsAccepts(Node *parsetree, const char **reason)
 		if (attnum <= 0 || !OnlyRemadeDependents(relid, attnum))
 			acceptance = KIND_NOT_ACCEPTED;
 	}
-	if (acceptance == KIND_ACCEPTED &&
-		((*reason = InSessionReason(table)) != NULL || (*reason = RewriteEventReason()) != NULL))
+	if (acceptance == KIND_ACCEPTED && relkind == RELKIND_RELATION &&
+		(*reason = InSessionReason(table)) != NULL)
 		acceptance = KIND_IN_SESSION;
 	relation_close(table, AccessShareLock);
+	return acceptance;
+}
+
+/*
+ * ALTER COLUMN ... TYPE and ADD COLUMN of one plain table, or of a
+ * partitioned table with at least one leaf partition, each of whose tables
+ * a job may change (ColumnsAcceptance; a foreign partition: PostgreSQL's
+ * recursion runs it).  Whether PostgreSQL would rewrite the table at all is
+ * known at validate.
+ */
+static KindAcceptance
+AlterColumnsAccepts(Node *parsetree, const char **reason)
+{
+	List	   *changes = ColumnChanges(parsetree);
+	Oid			relid;
+	KindAcceptance acceptance = KIND_ACCEPTED;
+	bool		has_leaf = false;
+	ListCell   *lc;
+
+	if (changes == NIL)
+		return KIND_NOT_ACCEPTED;
+	relid = RangeVarGetRelid(((AlterTableStmt *) parsetree)->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return KIND_NOT_ACCEPTED;
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		acceptance = ColumnsAcceptance(relid, changes, false, reason);
+	else if (!((AlterTableStmt *) parsetree)->relation->inh)
+		return KIND_NOT_ACCEPTED;	/* ONLY: PostgreSQL's error */
+	else
+	{
+		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+		{
+			const char *member_reason = NULL;
+
+			switch (ColumnsAcceptance(lfirst_oid(lc), changes, true, &member_reason))
+			{
+				case KIND_NOT_ACCEPTED:
+					return KIND_NOT_ACCEPTED;
+				case KIND_IN_SESSION:
+					if (acceptance == KIND_ACCEPTED)
+						*reason = member_reason;
+					acceptance = KIND_IN_SESSION;
+					break;
+				case KIND_ACCEPTED:
+					break;
+			}
+			has_leaf |= get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION;
+		}
+		if (!has_leaf)
+			return KIND_NOT_ACCEPTED;
+	}
+	if (acceptance == KIND_ACCEPTED && (*reason = RewriteEventReason()) != NULL)
+		acceptance = KIND_IN_SESSION;
 	return acceptance;
 }
 
@@ -1189,7 +1342,8 @@ RunAlterColumnsRolledBack(void *arg)
 	dry_run->relid = RangeVarGetRelidExtended(dry_run->stmt->relation, AccessShareLock,
 											  dry_run->stmt->missing_ok ? RVR_MISSING_OK : 0,
 											  RangeVarCallbackOwnsTable, NULL);
-	if (!OidIsValid(dry_run->relid) || get_rel_relkind(dry_run->relid) != RELKIND_RELATION)
+	if (!OidIsValid(dry_run->relid) || (get_rel_relkind(dry_run->relid) != RELKIND_RELATION &&
+										 get_rel_relkind(dry_run->relid) != RELKIND_PARTITIONED_TABLE))
 	{
 		dry_run->relid = InvalidOid;
 		return;
@@ -1214,42 +1368,88 @@ BindAlterColumnsRolledBack(void *arg)
 }
 
 /*
+ * The changes bound against one table (the dry run's relid: the table, or
+ * a leaf partition), recorded in *kind_state; false if it runs as
+ * PostgreSQL runs it: PostgreSQL would not rewrite the table (a
+ * binary-coercible change, a constant default), or, with a NOTICE, a
+ * unique index's keys might not stay distinct
+ */
+static bool
+BindAlterColumns(AlterColumnsDryRun *dry_run, Jsonb **kind_state)
+{
+	PgRunRolledBack(BindAlterColumnsRolledBack, dry_run);
+	if (dry_run->rewrites && dry_run->unique_reason != NULL)
+		KindNoticeInSession(dry_run->unique_reason);
+	CatalogKindStateSetInt(kind_state, STATE_COLUMN_CHANGES, 1);
+	CatalogKindStateSetText(kind_state, STATE_COLUMN_VALUES, nodeToString(dry_run->changes));
+	return dry_run->rewrites && dry_run->unique_reason == NULL;
+}
+
+/*
  * The blocking statement's checks and errors, all of them: the statement
  * itself, run by PostgreSQL on the table emptied, rolled back
- * (RunAlterColumnsRolledBack).  Then it runs as PostgreSQL runs it if
- * PostgreSQL would not rewrite the table (a binary-coercible change, a
- * constant default), or, with a NOTICE, if a unique index's keys might not
- * stay distinct.  Every lock taken here is released: a statement that runs
- * as PostgreSQL runs it first waits for the session's jobs on the table
- * (session_order.c), whose cut-over would wait for such a lock.
+ * (RunAlterColumnsRolledBack); then the changes bound (BindAlterColumns).
+ * A partitioned table's statement is a job for each of its leaf
+ * partitions, the changes bound against each (a partition may number its
+ * columns otherwise), published together, as a group named after the
+ * statement and the table; if one of them would run as PostgreSQL runs
+ * it, the statement does.  So does a partitioned table's statement in a
+ * transaction block (or a function), which could use the partitions before
+ * the group is published.  Every lock taken here is released: a statement
+ * that runs as PostgreSQL runs it first waits for the session's jobs on
+ * the table (session_order.c), whose cut-over would wait for such a lock.
  */
 static void
 AlterColumnsValidate(KindSubmit *submit)
 {
 	AlterColumnsDryRun dry_run = {.stmt = castNode(AlterTableStmt, submit->pstmt->utilityStmt),
 	.query_string = submit->query_string};
+	Oid			relid = RangeVarGetRelid(dry_run.stmt->relation, NoLock, true);
+	ListCell   *lc;
 
 	/* The session's later statements that use the table see its new columns */
 	submit->target_effects = REL_ANY;
 	submit->changes_columns = true;
 	submit->strategy = pstrdup(STRATEGY_REWRITE);
+	if (OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE &&
+		IsInTransactionBlock(submit->context == PROCESS_UTILITY_TOPLEVEL))
+	{
+		KindNoticeInSession("The table is partitioned and the statement is in a transaction block: its partitions' jobs, published together, could not be published before the transaction uses them.");
+		submit->declined = true;
+		return;
+	}
 	PgRunRolledBack(RunAlterColumnsRolledBack, &dry_run);
 	if (!OidIsValid(dry_run.relid))
 	{
 		submit->declined = true;
 		return;
 	}
-	PgRunRolledBack(BindAlterColumnsRolledBack, &dry_run);
-	if (!dry_run.rewrites)
-		submit->declined = true;
-	else if (dry_run.unique_reason != NULL)
+	relid = dry_run.relid;
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 	{
-		KindNoticeInSession(dry_run.unique_reason);
-		submit->declined = true;
+		submit->declined = !BindAlterColumns(&dry_run, &submit->kind_state);
+		return;
 	}
-	CatalogKindStateSetInt(&submit->kind_state, STATE_COLUMN_CHANGES, 1);
-	CatalogKindStateSetText(&submit->kind_state, STATE_COLUMN_VALUES,
-							nodeToString(dry_run.changes));
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Jsonb	   *leaf_state = NULL;
+
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+			continue;
+		dry_run.relid = lfirst_oid(lc);
+		if (!BindAlterColumns(&dry_run, &leaf_state))
+		{
+			submit->declined = true;
+			return;
+		}
+		CatalogKindStateSetInt(&leaf_state, STATE_PARTITION_OF, relid);
+		submit->leaves = lappend_oid(submit->leaves, dry_run.relid);
+		submit->leaf_states = lappend(submit->leaf_states, leaf_state);
+	}
+	submit->declined = submit->leaves == NIL;
+	submit->group_name = psprintf("ALTER TABLE %s",
+								  quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+															 get_rel_name(relid)));
 }
 
 static JobStepResult
@@ -1300,6 +1500,7 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 	List	   *changes;
 	Relation	table;
 	bool		rewrites;
+	bool		partitioned;
 
 	switch (RewriteAccepts(raw_statement, nodeTag(raw_statement), &reason))
 	{
@@ -1324,62 +1525,102 @@ RewriteExplain(Node *raw_statement, const char *query_string)
 	}
 	table = table_openrv(((AlterTableStmt *) raw_statement)->relation, AccessShareLock);
 	rewrites = QueryColumnChangesRewrite(changes, QueryColumnChangesBind(table, changes));
+	partitioned = table->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 	table_close(table, AccessShareLock);
-	return rewrites ? STRATEGY_REWRITE : STRATEGY_NO_REWRITE;
+	return !rewrites ? STRATEGY_NO_REWRITE : partitioned ? STRATEGY_PARTITIONS : STRATEGY_REWRITE;
 }
 
 /*
- * estimate_ddl of a table's rewrite: its copy, sampled as the job's chunks
- * run it, as the table's owner (whom the caller must be or act for), in
- * the job's query context, without its volatile values, which are counted
- * by their type's width (QueryColumnChangesWithoutVolatile: no sequence
- * advances); to which the index copies add their current size, written
- * and WAL-logged once (their build's time is not counted)
+ * estimate_ddl of one table's rewrite, added to *estimate: its copy,
+ * sampled as the job's chunks run it, as the table's owner, in the job's
+ * query context, without its volatile values, which are counted by their
+ * type's width (QueryColumnChangesWithoutVolatile: no sequence advances);
+ * to which the index copies add their current size, written and WAL-logged
+ * once (their build's time is not counted)
+ */
+static void
+EstimateTableRewrite(Relation table, Node *raw_statement, JobEstimate *estimate)
+{
+	JobQueryContext context;
+	JobEstimate table_estimate;
+	List	   *changes;
+	int32		unmeasured_width;
+	ListCell   *lc;
+
+	JobQueryEnter(table->rd_rel->relowner, &context, false);
+	changes = QueryColumnChangesWithoutVolatile(QueryColumnChangesBind(table,
+																	   ColumnChanges(raw_statement)),
+												&unmeasured_width);
+	QueryJobEstimate(QueryOfTableRows(table, changes), InvalidOid, true, &table_estimate);
+	JobQueryLeave(&context);
+	table_estimate.bytes += table_estimate.rows * unmeasured_width;
+	table_estimate.wal_bytes += table_estimate.rows * unmeasured_width;
+	foreach(lc, RelationGetIndexList(table))
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		int64		bytes = (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
+
+		table_estimate.bytes += bytes;
+		table_estimate.wal_bytes += bytes;
+		index_close(index, AccessShareLock);
+	}
+	estimate->rows += table_estimate.rows;
+	estimate->bytes += table_estimate.bytes;
+	estimate->wal_bytes += table_estimate.wal_bytes;
+	estimate->seconds += Max(table_estimate.seconds, 0);
+	estimate->sampled_blocks += table_estimate.sampled_blocks;
+	estimate->total_blocks += table_estimate.total_blocks;
+}
+
+/*
+ * estimate_ddl of a table's rewrite (EstimateTableRewrite), the caller the
+ * table's owner or acting for it; of a partitioned table's ALTER COLUMN ...
+ * TYPE or ADD COLUMN, the sum of its leaf partitions' (each the caller's,
+ * as PostgreSQL's recursion requires), as if their jobs ran one after
+ * another
  */
 static bool
 RewriteEstimate(Node *raw_statement, const char *query_string, JobEstimate *estimate)
 {
 	RangeVar   *rv = TableOfStatement(raw_statement);
 	Relation	table;
-	JobQueryContext context;
-	List	   *changes;
-	int32		unmeasured_width;
 	ListCell   *lc;
 
 	if (rv == NULL)
 		return false;
 	table = table_open(RangeVarGetRelidExtended(rv, AccessShareLock, 0,
 												RangeVarCallbackOwnsTable, NULL), NoLock);
-	if (table->rd_rel->relkind != RELKIND_RELATION)
+	if (table->rd_rel->relkind != RELKIND_RELATION &&
+		(table->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || !IsA(raw_statement, AlterTableStmt)))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(table)),
-				 errdetail("Only a plain table is rewritten as a job.")));
-	JobQueryEnter(table->rd_rel->relowner, &context, false);
-	changes = QueryColumnChangesWithoutVolatile(QueryColumnChangesBind(table,
-																	   ColumnChanges(raw_statement)),
-												&unmeasured_width);
-	QueryJobEstimate(QueryOfTableRows(table, changes), InvalidOid, true, estimate);
-	JobQueryLeave(&context);
-	estimate->bytes += estimate->rows * unmeasured_width;
-	estimate->wal_bytes += estimate->rows * unmeasured_width;
-	foreach(lc, RelationGetIndexList(table))
+				 errdetail("Only a plain table, or the columns of a partitioned one, is rewritten as a job.")));
+	memset(estimate, 0, sizeof(JobEstimate));
+	foreach(lc, find_all_inheritors(RelationGetRelid(table), AccessShareLock, NULL))
 	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		int64		bytes = (int64) RelationGetNumberOfBlocks(index) * BLCKSZ;
+		Relation	leaf;
 
-		estimate->bytes += bytes;
-		estimate->wal_bytes += bytes;
-		index_close(index, AccessShareLock);
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+			continue;
+		if (!PgRelationOwnerCheck(lfirst_oid(lc), GetUserId()))
+			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(lfirst_oid(lc)));
+		leaf = table_open(lfirst_oid(lc), NoLock);
+		EstimateTableRewrite(leaf, raw_statement, estimate);
+		table_close(leaf, NoLock);
 	}
 	/* (CLUSTER's copy measured as a copy in chunks of blocks: its reads through the index cost more) */
 	estimate->strategy = IsA(raw_statement, ClusterStmt) ?
-		ClusterStrategy((ClusterStmt *) raw_statement) : pstrdup(STRATEGY_REWRITE);
-	estimate->locks = psprintf("SHARE ROW EXCLUSIVE on \"%s\" to install its capture trigger (milliseconds; "
+		ClusterStrategy((ClusterStmt *) raw_statement) :
+		pstrdup(table->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ? STRATEGY_PARTITIONS :
+				STRATEGY_REWRITE);
+	estimate->locks = psprintf("SHARE ROW EXCLUSIVE on \"%s\"%s to install its capture trigger (milliseconds; "
 							   "asked for without queueing, then for at most background_ddl.lock_timeout); "
 							   "ACCESS SHARE on it during each batch; ACCESS EXCLUSIVE on it at the cut-over, "
 							   "for the last changes and the swap (asked for as the install)",
-							   RelationGetRelationName(table));
+							   RelationGetRelationName(table),
+							   table->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ?
+							   "'s leaf partitions, each" : "");
 	table_close(table, NoLock);
 	return true;
 }
@@ -1403,9 +1644,10 @@ RewriteGoneReason(const BgddlJob *job)
 	.catch_up = RewriteCatchUp, \
 	.writes_to_sources = QueryJobWritesToSources, \
 	.cut_over = RewriteCutOver, \
-	.cut_over_lock = QueryJobCutOverLock, \
+	.cut_over_lock = RewriteCutOverLock, \
 	.cut_over_publish = RewriteCutOverPublish, \
 	.restart_build = QueryJobRestartBuild, \
+	.cut_over_finish = RewriteCutOverFinish, \
 	.paused = QueryJobPaused, \
 	.progress = QueryJobProgress, \
 	.keeps_on_table_of = QueryJobKeepsOnTableOf, \

@@ -656,7 +656,7 @@ StatementTouches(StatementEffects *statement, const JobOrder *order)
 			if ((statement->keys_only && OidIsValid(order->key_table) &&
 				 relid == order->key_table) ||
 				(statement->columns_only && order->changes_columns &&
-				 relid == order->target_oid))
+				 (relid == order->target_oid || IsPartitionOf(order->target_oid, relid))))
 				return TOUCHES_TARGET;
 		}
 		return 0;

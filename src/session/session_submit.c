@@ -47,6 +47,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "capture/capture_trigger.h"
@@ -366,8 +367,114 @@ EstimateAtSubmit(const char *statement)
 }
 
 /*
+ * Record the job of a validated (and reserved) statement, to start after
+ * the jobs after (JobsToStartAfter), and say so in a
+ * NOTICE: in a group if group_name is set (the user's
+ * background_ddl.cutover_group, or a partitioned table's own: see Submit),
+ * whose first job is group_id (0: this one).  Returns the job's id.
+ */
+static int64
+SubmitJob(const KindRoutine *routine, const KindRoutine *built_by, KindSubmit *submit,
+		  char *command, Jsonb *estimate, List *after, const char *group_name, int64 group_id)
+{
+	BgddlJobSubmission submission;
+	JobOrder	order;
+	int64		job_id;
+	StringInfoData ids;
+	StringInfoData detail;
+	ListCell   *lc;
+
+	memset(&submission, 0, sizeof(submission));
+	submission.kind = routine->name;
+	JobIdentityCapture(&submission.identity);
+	submission.target_oid = submit->target_oid;
+	submission.target_name = submit->target_name;
+	submission.kind_state = submit->kind_state;
+	submission.command = command;
+	submission.estimate = estimate;
+	submission.strategy = submit->strategy;
+	submission.after = after;
+	submission.idempotency_key = next_idempotency_key;
+	submission.manual_cutover = background_ddl_cutover == BGDDL_CUTOVER_MANUAL &&
+		built_by->cut_over_publishes;
+	if (built_by->cut_over_publishes && *background_ddl_cutover_window != '\0')
+		submission.cutover_window = background_ddl_cutover_window;
+	if (built_by->cut_over_publishes)
+		submission.cutover_max_writes = background_ddl_cutover_max_writes;
+	/* (the user's group: a partitioned table's own has only its leaves' jobs) */
+	if (group_name != NULL && submit->leaves == NIL)
+		CheckGroupOrder(group_id, submission.after);
+	submission.cutover_group = (char *) group_name;
+	submission.group_id = group_id;
+	job_id = CatalogJobInsert(&submission);
+	if (group_name != NULL && submit->leaves == NIL)
+		JoinedGroup(job_id, group_id);
+	if (routine->submitted != NULL)
+		routine->submitted(submit, job_id);
+	JobXactNotify(job_id, JOB_STATE_QUEUED);
+	SessionSubmitWith(NULL, NIL);
+	order.job_id = job_id;
+	order.target_oid = submit->target_oid;
+	/* A placeholder that becomes the object itself can be named meanwhile */
+	order.target_effects = submit->target_effects != 0 ? submit->target_effects :
+		routine->replaces_placeholder ? REL_ANY : REL_ANY & ~REL_NAMES;
+	order.sources = submit->sources;
+	order.source_effects = submit->source_effects;
+	order.key_table = submit->key_table;
+	order.key_placeholder = submit->key_placeholder;
+	order.changes_columns = submit->changes_columns;
+	SessionOrderSubmitted(&order);
+
+	initStringInfo(&ids);
+	foreach(lc, submission.after)
+		appendStringInfo(&ids, "%s%lld", ids.len > 0 ? ", " : "", (long long) *(int64 *) lfirst(lc));
+	initStringInfo(&detail);
+	if (list_length(submission.after) == 1)
+		appendStringInfo(&detail, "It starts once job %s has succeeded.", ids.data);
+	else if (submission.after != NIL)
+		appendStringInfo(&detail, "It starts once jobs %s have succeeded.", ids.data);
+	if (submit->one_batch_reason != NULL)
+		appendStringInfo(&detail, "%sIt runs in one batch: %s.", detail.len > 0 ? " " : "",
+						 submit->one_batch_reason);
+	if (submission.cutover_group != NULL)
+		appendStringInfo(&detail, "%sIt is published with the other jobs of group \"%s\" (its first job, %lld), in one transaction, once all are built.",
+						 detail.len > 0 ? " " : "", submission.cutover_group,
+						 (long long) (group_id != 0 ? group_id : job_id));
+	if (submission.manual_cutover)
+		appendStringInfo(&detail, "%sOnce built, it waits for complete_ddl(%lld) to publish it.",
+						 detail.len > 0 ? " " : "", (long long) job_id);
+	else if (submission.cutover_window != NULL)
+		appendStringInfo(&detail, "%sOnce built, it waits for its cut-over window, %s.",
+						 detail.len > 0 ? " " : "", submission.cutover_window);
+	else if (submission.cutover_max_writes > 0)
+		appendStringInfo(&detail, "%sOnce built, it waits until fewer than %d rows a second are written to the tables it reads.",
+						 detail.len > 0 ? " " : "", submission.cutover_max_writes);
+	else if (background_ddl_cutover == BGDDL_CUTOVER_MANUAL ||
+			 *background_ddl_cutover_window != '\0' || background_ddl_cutover_max_writes > 0)
+		appendStringInfo(&detail, "%sIts cut-over does not wait for complete_ddl: what a %s job makes is in use before it.",
+						 detail.len > 0 ? " " : "", built_by->name);
+	/*
+	 * pg_bgddl takes the job's id from this NOTICE, which it knows by its
+	 * text and by this file's name (its SUBMIT_NOTICE_SOURCE_FILE)
+	 */
+	if (detail.len > 0)
+		ereport(NOTICE,
+				(errmsg("background DDL job %lld submitted for %s",
+						(long long) job_id, submit->target_name),
+				 errdetail_internal("%s", detail.data)));
+	else
+		ereport(NOTICE,
+				(errmsg("background DDL job %lld submitted for %s",
+						(long long) job_id, submit->target_name)));
+	return job_id;
+}
+
+/*
  * Run a statement that a kind accepts as a background job.  False if its
- * validation declined it (it runs as PostgreSQL runs it).
+ * validation declined it (it runs as PostgreSQL runs it).  A statement on
+ * a partitioned table that its validation makes a job for each leaf
+ * partition (submit.leaves) is those jobs, published together: a group of
+ * their own (submit.group_name).
  */
 static bool
 Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
@@ -377,15 +484,12 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	const BgddlCatalog *catalog = CatalogLookup();
 	KindSubmit	submit;
 	const KindRoutine *built_by;
-	BgddlJobSubmission submission;
-	JobOrder	order;
-	int64		job_id;
 	int64		group_id;
 	char	   *command;
 	Jsonb	   *estimate;
-	StringInfoData ids;
-	StringInfoData detail;
-	ListCell   *lc;
+	List	   *after;
+	ListCell   *leaf_cell;
+	ListCell   *state_cell;
 
 	if (catalog == NULL)
 		ereport(ERROR,
@@ -414,95 +518,40 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	routine->validate(&submit);
 	if (submit.declined)
 		return false;
-	built_by = BuiltBy(routine, submit.kind_state);
+	built_by = BuiltBy(routine, submit.leaves != NIL ? linitial(submit.leaf_states) :
+					   submit.kind_state);
 	CheckGroupable(built_by);
 	command = SessionStatementText(queryString, pstmt->stmt_location, pstmt->stmt_len);
 	estimate = background_ddl_estimate ? EstimateAtSubmit(command) : NULL;
-	routine->reserve(&submit);
-
-	memset(&submission, 0, sizeof(submission));
-	submission.kind = routine->name;
-	JobIdentityCapture(&submission.identity);
-	submission.target_oid = submit.target_oid;
-	submission.target_name = submit.target_name;
-	submission.kind_state = submit.kind_state;
-	submission.command = command;
-	submission.estimate = estimate;
-	submission.strategy = submit.strategy;
-	submission.after = JobsToStartAfter(&submit);
-	submission.idempotency_key = next_idempotency_key;
-	submission.manual_cutover = background_ddl_cutover == BGDDL_CUTOVER_MANUAL &&
-		built_by->cut_over_publishes;
-	if (built_by->cut_over_publishes && *background_ddl_cutover_window != '\0')
-		submission.cutover_window = background_ddl_cutover_window;
-	if (built_by->cut_over_publishes)
-		submission.cutover_max_writes = background_ddl_cutover_max_writes;
-	if (*background_ddl_cutover_group != '\0')
+	if (submit.leaves == NIL)
 	{
-		CheckGroupOrder(group_id, submission.after);
-		submission.cutover_group = background_ddl_cutover_group;
-		submission.group_id = group_id;
+		routine->reserve(&submit);
+		(void) SubmitJob(routine, built_by, &submit, command, estimate, JobsToStartAfter(&submit),
+						 *background_ddl_cutover_group != '\0' ? background_ddl_cutover_group : NULL,
+						 group_id);
+		return true;
 	}
-	job_id = CatalogJobInsert(&submission);
-	if (submission.cutover_group != NULL)
-		JoinedGroup(job_id, group_id);
-	if (routine->submitted != NULL)
-		routine->submitted(&submit, job_id);
-	JobXactNotify(job_id, JOB_STATE_QUEUED);
-	SessionSubmitWith(NULL, NIL);
-	order.job_id = job_id;
-	order.target_oid = submit.target_oid;
-	/* A placeholder that becomes the object itself can be named meanwhile */
-	order.target_effects = submit.target_effects != 0 ? submit.target_effects :
-		routine->replaces_placeholder ? REL_ANY : REL_ANY & ~REL_NAMES;
-	order.sources = submit.sources;
-	order.source_effects = submit.source_effects;
-	order.key_table = submit.key_table;
-	order.key_placeholder = submit.key_placeholder;
-	order.changes_columns = submit.changes_columns;
-	SessionOrderSubmitted(&order);
-
-	initStringInfo(&ids);
-	foreach(lc, submission.after)
-		appendStringInfo(&ids, "%s%lld", ids.len > 0 ? ", " : "", (long long) *(int64 *) lfirst(lc));
-	initStringInfo(&detail);
-	if (list_length(submission.after) == 1)
-		appendStringInfo(&detail, "It starts once job %s has succeeded.", ids.data);
-	else if (submission.after != NIL)
-		appendStringInfo(&detail, "It starts once jobs %s have succeeded.", ids.data);
-	if (submit.one_batch_reason != NULL)
-		appendStringInfo(&detail, "%sIt runs in one batch: %s.", detail.len > 0 ? " " : "",
-						 submit.one_batch_reason);
-	if (submission.cutover_group != NULL)
-		appendStringInfo(&detail, "%sIt is published with the other jobs of group \"%s\" (its first job, %lld), in one transaction, once all are built.",
-						 detail.len > 0 ? " " : "", submission.cutover_group,
-						 (long long) (group_id != 0 ? group_id : job_id));
-	if (submission.manual_cutover)
-		appendStringInfo(&detail, "%sOnce built, it waits for complete_ddl(%lld) to publish it.",
-						 detail.len > 0 ? " " : "", (long long) job_id);
-	else if (submission.cutover_window != NULL)
-		appendStringInfo(&detail, "%sOnce built, it waits for its cut-over window, %s.",
-						 detail.len > 0 ? " " : "", submission.cutover_window);
-	else if (submission.cutover_max_writes > 0)
-		appendStringInfo(&detail, "%sOnce built, it waits until fewer than %d rows a second are written to the tables it reads.",
-						 detail.len > 0 ? " " : "", submission.cutover_max_writes);
-	else if (background_ddl_cutover == BGDDL_CUTOVER_MANUAL ||
-			 *background_ddl_cutover_window != '\0' || background_ddl_cutover_max_writes > 0)
-		appendStringInfo(&detail, "%sIts cut-over does not wait for complete_ddl: what a %s job makes is in use before it.",
-						 detail.len > 0 ? " " : "", built_by->name);
 	/*
-	 * pg_bgddl takes the job's id from this NOTICE, which it knows by its
-	 * text and by this file's name (its SUBMIT_NOTICE_SOURCE_FILE)
+	 * (the statement's estimate is its first job's; they all start after
+	 * what the statement starts after, not after each other)
 	 */
-	if (detail.len > 0)
-		ereport(NOTICE,
-				(errmsg("background DDL job %lld submitted for %s",
-						(long long) job_id, submit.target_name),
-				 errdetail_internal("%s", detail.data)));
-	else
-		ereport(NOTICE,
-				(errmsg("background DDL job %lld submitted for %s",
-						(long long) job_id, submit.target_name)));
+	after = JobsToStartAfter(&submit);
+	group_id = 0;
+	forboth(leaf_cell, submit.leaves, state_cell, submit.leaf_states)
+	{
+		Oid			leaf = lfirst_oid(leaf_cell);
+		int64		job_id;
+
+		submit.target_oid = leaf;
+		submit.target_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)),
+														get_rel_name(leaf));
+		submit.kind_state = lfirst(state_cell);
+		job_id = SubmitJob(routine, built_by, &submit, command, estimate, after,
+						   submit.group_name, group_id);
+		if (group_id == 0)
+			group_id = job_id;
+		estimate = NULL;
+	}
 	return true;
 }
 

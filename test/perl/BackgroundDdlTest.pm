@@ -13,7 +13,8 @@ our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_
   held_at_hold submit_held_at submit_paced release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state table_schema
-  check_rewritten_table kill_held_worker start_table_writers events_write_script);
+  check_rewritten_table kill_held_worker start_table_writers mirrored_table_setup
+  mirrored_writes_script stop_table_writers events_write_script);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -452,6 +453,65 @@ sub kill_held_worker
 	return;
 }
 
+
+# The tables of $setup (SQL that makes a table t (id, k, a, c, ...) as
+# role alice) in database postgres and in database blocking, alice's, where
+# $alter (the blocking statement) then changes them, for their schema
+# (table_schema).  In postgres, t gets 60000 rows, a tenth with a TOASTed c,
+# and a plain copy, mirror, keyed by id; a third of each is deleted; the
+# writers' new ids come from sequence ids (start_table_writers).
+sub mirrored_table_setup
+{
+	my ($node, $setup, $alter) = @_;
+	$node->safe_psql('postgres', q{
+CREATE ROLE alice LOGIN CREATEDB;
+GRANT CREATE ON SCHEMA public TO alice;
+CREATE DATABASE blocking OWNER alice;
+});
+	$node->safe_psql('blocking', "$setup $alter");
+	$node->safe_psql('postgres', qq{
+$setup
+INSERT INTO t SELECT g, g, md5(g::text), CASE WHEN g % 10 = 0 THEN repeat(md5(g::text), 200) END
+  FROM generate_series(1, 60000) g;
+CREATE TABLE mirror AS TABLE t;
+ALTER TABLE mirror ADD PRIMARY KEY (id);
+CREATE SEQUENCE ids START 100001;
+DELETE FROM t WHERE id % 3 = 0;
+DELETE FROM mirror WHERE id % 3 = 0;
+});
+	return;
+}
+
+# Stop the writers of start_table_writers, and check that none failed
+sub stop_table_writers
+{
+	my ($writers, $err, $what) = @_;
+	my $said = stop_pgbench($writers, $err);
+	unlike($said, qr/ERROR|aborted/, "$what: no writer failed") or diag($said);
+	return;
+}
+
+# A pgbench script for mirrored_table_setup's tables (t with a column n int
+# too): updates of k, a, c and n, deletes and inserts, each made to mirror in
+# the same transaction.  The values of a are upper-case, of c lower-case.
+sub mirrored_writes_script
+{
+	return <<'EOS';
+\set id random(1, 60000)
+\set v random(1, 1000000)
+BEGIN;
+UPDATE t SET a = upper(md5(:v::text)), k = -k WHERE id = :id;
+UPDATE mirror SET a = upper(md5(:v::text)), k = -k WHERE id = :id;
+UPDATE t SET c = repeat(md5(:v::text), 100), n = n + 1 WHERE id = :id + 1;
+UPDATE mirror SET c = repeat(md5(:v::text), 100), n = n + 1 WHERE id = :id + 1;
+DELETE FROM t WHERE id = :id + 2 AND :v % 4 = 0;
+DELETE FROM mirror WHERE id = :id + 2 AND :v % 4 = 0;
+SELECT nextval('ids') AS new_id \gset
+INSERT INTO t VALUES (:new_id, :new_id, upper(md5(:v::text)), NULL, 0);
+INSERT INTO mirror VALUES (:new_id, :new_id, upper(md5(:v::text)), NULL, 0);
+COMMIT;
+EOS
+}
 
 # start_pgbench of a script as alice, that takes ids from sequence ids; once
 # they have written (50 ids taken), returns its handle and standard error

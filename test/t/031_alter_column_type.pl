@@ -63,38 +63,9 @@ COMMENT ON COLUMN t.k IS 'made wider in the background';
 };
 my $alter1 = 'ALTER TABLE t ALTER COLUMN id TYPE bigint, ALTER COLUMN k SET DATA TYPE bigint, '
   . 'ALTER COLUMN a TYPE varchar(40) USING upper(a)';
-$node->safe_psql('postgres', q{
-CREATE ROLE alice LOGIN CREATEDB;
-GRANT CREATE ON SCHEMA public TO alice;
-CREATE DATABASE blocking OWNER alice;
-});
-$node->safe_psql('blocking', "$setup $alter1");
-$node->safe_psql('postgres', qq{
-$setup
-INSERT INTO t SELECT g, g, md5(g::text), CASE WHEN g % 10 = 0 THEN repeat(md5(g::text), 200) END
-  FROM generate_series(1, 60000) g;
-CREATE TABLE mirror AS TABLE t;
-ALTER TABLE mirror ADD PRIMARY KEY (id);
-CREATE SEQUENCE ids START 100001;
-DELETE FROM t WHERE id % 3 = 0;
-DELETE FROM mirror WHERE id % 3 = 0;
-});
+mirrored_table_setup($node, $setup, $alter1);
 
-my $script = <<'EOS';
-\set id random(1, 60000)
-\set v random(1, 1000000)
-BEGIN;
-UPDATE t SET a = upper(md5(:v::text)), k = -k WHERE id = :id;
-UPDATE mirror SET a = upper(md5(:v::text)), k = -k WHERE id = :id;
-UPDATE t SET c = repeat(md5(:v::text), 100), n = n + 1 WHERE id = :id + 1;
-UPDATE mirror SET c = repeat(md5(:v::text), 100), n = n + 1 WHERE id = :id + 1;
-DELETE FROM t WHERE id = :id + 2 AND :v % 4 = 0;
-DELETE FROM mirror WHERE id = :id + 2 AND :v % 4 = 0;
-SELECT nextval('ids') AS new_id \gset
-INSERT INTO t VALUES (:new_id, :new_id, upper(md5(:v::text)), NULL, 0);
-INSERT INTO mirror VALUES (:new_id, :new_id, upper(md5(:v::text)), NULL, 0);
-COMMIT;
-EOS
+my $script = mirrored_writes_script();
 my ($writers, $writers_err);
 
 sub start_writers
@@ -104,9 +75,7 @@ sub start_writers
 
 sub stop_writers
 {
-	my ($what) = @_;
-	my $said = stop_pgbench($writers, $writers_err);
-	unlike($said, qr/ERROR|aborted/, "$what: no writer failed") or diag($said);
+	stop_table_writers($writers, $writers_err, $_[0]);
 }
 
 sub filenode

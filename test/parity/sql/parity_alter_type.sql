@@ -157,3 +157,41 @@ DROP FUNCTION pac_rewrite();
 SELECT count(t), pg_typeof(v) FROM pac GROUP BY 2;
 DROP TABLE pac;
 DROP DOMAIN pac_positive, pac_given;
+-- A partitioned table: a job for each leaf partition, published together
+-- (a partition with its own column order and a dropped column, and one
+-- partitioned again)
+CREATE TABLE ptree (id int NOT NULL, k int NOT NULL, a text, c int, PRIMARY KEY (id, k))
+  PARTITION BY RANGE (id);
+CREATE TABLE ptree_1 PARTITION OF ptree FOR VALUES FROM (MINVALUE) TO (1001);
+CREATE TABLE ptree_2 (c int, gone int, a text, k int NOT NULL, id int NOT NULL);
+ALTER TABLE ptree_2 DROP COLUMN gone;
+ALTER TABLE ptree ATTACH PARTITION ptree_2 FOR VALUES FROM (1001) TO (2001);
+CREATE TABLE ptree_3 PARTITION OF ptree FOR VALUES FROM (2001) TO (MAXVALUE) PARTITION BY LIST (k);
+CREATE TABLE ptree_3a PARTITION OF ptree_3 FOR VALUES IN (0, 1, 2);
+CREATE TABLE ptree_3d PARTITION OF ptree_3 DEFAULT;
+CREATE INDEX ptree_lower ON ptree (lower(a));
+CREATE INDEX ptree_c ON ptree (c) WHERE c % 2 = 0;
+INSERT INTO ptree SELECT g, g % 7, 'a' || g, g FROM generate_series(1, 3000) g;
+-- PostgreSQL's errors: a partition key, no cast, ONLY
+ALTER TABLE ptree ALTER COLUMN id TYPE bigint; CALL parity_wait();
+ALTER TABLE ptree ALTER COLUMN k TYPE bigint; CALL parity_wait();
+ALTER TABLE ptree ALTER COLUMN a TYPE int; CALL parity_wait();
+ALTER TABLE ONLY ptree ALTER COLUMN c TYPE bigint; CALL parity_wait();
+ALTER TABLE ptree ALTER COLUMN a TYPE varchar(40) USING upper(a), ALTER COLUMN c TYPE bigint USING c * 3,
+  ADD COLUMN w float8 DEFAULT random(); CALL parity_wait();
+\d ptree
+\d ptree_2
+\d ptree_3d
+SELECT count(*), sum(c), min(a), max(a), count(w), count(DISTINCT w) > 2900 FROM ptree;
+SELECT tableoid::regclass, count(*), sum(c) FROM ptree GROUP BY 1 ORDER BY 1;
+SELECT id, a FROM ptree WHERE lower(a) = 'a2500';
+-- The next statements see the new types
+INSERT INTO ptree (id, k, a, c) VALUES (5000, 1, 'big', 5000000000);
+SELECT id, k, a, c FROM ptree WHERE c > 4000000000;
+-- In a transaction block: as PostgreSQL runs it
+BEGIN;
+ALTER TABLE ptree ALTER COLUMN c TYPE numeric;
+SELECT sum(c) FROM ptree;
+COMMIT;
+\d ptree_1
+DROP TABLE ptree;

@@ -42,7 +42,7 @@ BEGIN
   PERFORM wait_ddl(id) FROM parity_jobs(waited, last_job);
   SELECT id, state, error, error_sqlstate, error_detail, error_hint INTO failed
     FROM parity_jobs(waited, last_job) WHERE state IN ('failed', 'cancelled')
-   ORDER BY id LIMIT 1;
+   ORDER BY state = 'cancelled', id LIMIT 1;
   IF failed.state = 'cancelled' THEN
     RAISE EXCEPTION 'background DDL job % was cancelled: %', failed.id, failed.error;
   ELSIF failed.error_detail IS NOT NULL AND failed.error_hint IS NOT NULL THEN
