@@ -128,11 +128,12 @@ CaptureRowReadStopped(int64 job_id, bool latest, bool *stopped)
  * Does the job still capture changes: queued or running (not paused, ended
  * or being cancelled), and its capture not stopped (CaptureStop)?  For the
  * capture trigger, which fires, so its install has committed: read with a
- * fresh snapshot, not the writer's.  A writer's statement takes its
- * snapshot before it locks a partition it routes rows to (an INSERT into
- * the partitioned table): it may wait there for the install's lock, then
- * fire the trigger with a snapshot that sees no capture, and its row would
- * go unlogged.
+ * fresh snapshot, not the writer's, which can be older than the writer's
+ * lock on the table (an INSERT into a partitioned table locks the
+ * partition it routes a row to after taking its snapshot; a REPEATABLE
+ * READ transaction keeps its first one).  Such a writer may have waited
+ * for the install's lock, then fire the trigger with a snapshot that sees
+ * no capture, and its row would go unlogged.
  */
 bool
 CaptureRowCapturing(int64 job_id)

@@ -66,9 +66,10 @@
  * the trigger: writers that held a lock on the table when we got ours had
  * finished, and any later writer sees the new trigger when it locks the
  * table.  The trigger finds its job capturing with a fresh snapshot
- * (CaptureRowCapturing), not its statement's: an INSERT into a partitioned
- * table takes its snapshot before it locks the partition it routes a row
- * to, where it may have waited for our install.
+ * (CaptureRowCapturing), not the writer's, which may be older than its
+ * lock: an INSERT into a partitioned table takes its snapshot before it
+ * locks the partition it routes a row to, a REPEATABLE READ transaction
+ * keeps its first one, and either may have waited for our install.
  *
  *-------------------------------------------------------------------------
  */

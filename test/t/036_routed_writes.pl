@@ -13,7 +13,9 @@
 #  2. a materialized view of a partition two levels down, written through
 #     the root;
 #  3. a materialized view joining a table to the partitioned table, written
-#     through the partitioned table.
+#     through the partitioned table;
+#  4. VACUUM FULL of a plain table, written by a REPEATABLE READ transaction
+#     whose snapshot is older than the install.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -33,6 +35,8 @@ CREATE TABLE p_2 PARTITION OF p FOR VALUES FROM (1001) TO (MAXVALUE) PARTITION B
 CREATE TABLE p_2a PARTITION OF p_2 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
 CREATE TABLE p_2b PARTITION OF p_2 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
 INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+CREATE TABLE r (id int NOT NULL, v text);
+INSERT INTO r SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 CREATE TABLE d (id int PRIMARY KEY, pid int NOT NULL);
 INSERT INTO d SELECT g, g FROM generate_series(1, 20000) g;
 INSERT INTO d VALUES (30001, 30001);
@@ -43,20 +47,21 @@ my $writer = $node->background_psql('postgres');
 $writer->set_query_timer_restart;
 my $writer_pid = $writer->query_safe('SELECT pg_backend_pid()');
 
-# Submit $statement (a manual cut-over), held at the end of its install;
-# the writer's INSERT waits for the partition's lock, then goes on once the
-# install has committed, its transaction open until the job is ready; then
-# the job is completed.  Returns the job.
+# The writer begins its transaction ($begin, BEGIN by default); submit
+# $statement (a manual cut-over), held at the end of its install; the
+# writer's INSERT waits for the lock of the table it writes, then goes on
+# once the install has committed, its transaction open until the job is
+# ready; then the job is completed.  Returns the job.
 sub write_during_install
 {
-	my ($case, $statement, $insert) = @_;
+	my ($case, $statement, $insert, $begin) = @_;
+	$writer->query_safe($begin // 'BEGIN');
 	my ($job, $hold) = submit_held_at($node, 'installing capture: before its commit', $statement,
 		before => 'SET background_ddl.cutover = manual;');
-	$writer->query_safe('BEGIN');
 	$writer->query_until(qr/sent/, "\\echo sent\n$insert;\n");
 	ok( $node->poll_query_until('postgres',
 			"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $writer_pid"),
-		"$case: the INSERT waits for the partition the install locks");
+		"$case: the INSERT waits for the table the install locks");
 	release_hold($node, $hold);
 	$writer->query_until(qr/inserted/, "\\echo inserted\n");
 	ok( $node->poll_query_until('postgres',
@@ -87,6 +92,12 @@ write_during_install('a join', 'CREATE MATERIALIZED VIEW mj AS SELECT d.id, p.v 
 	'INSERT INTO p VALUES (30001, \'routed\')');
 is(differences($node, 'mj', 'SELECT d.id, p.v FROM d JOIN p ON p.id = d.pid'), '0',
 	'3: the view has the row joined to one written through the partitioned table');
+
+# 4. A REPEATABLE READ writer of a plain table
+write_during_install('a REPEATABLE READ writer', 'VACUUM FULL r', 'INSERT INTO r VALUES (-1, \'older snapshot\')',
+	'BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM r');
+is($node->safe_psql('postgres', "SELECT v FROM r WHERE id = -1"),
+	'older snapshot', '4: the table keeps the row of a transaction whose snapshot is older than the install');
 
 $writer->quit;
 done_testing();
