@@ -194,7 +194,13 @@ sub held_state
 		: "SELECT indisready::text || ' ' || indisvalid::text FROM pg_index WHERE indexrelid = '$name'::regclass");
 }
 my $log_offset = -s $node->logfile;
+# (the index jobs' workers held before their builds until all three are
+# submitted: the constraint's submit asks for its lock on the table as a job
+# does, and a build under way would hold it longer than lock_timeout)
+$hold = hold_at($node, 'chunk 0');
 my %jobs = map { ($_->[0] => submit_job($node, $_->[1], before => $manual)) } @held;
+ok(held_at_hold($node, 2), '6: the index jobs\' workers wait before their builds');
+release_hold($node, $hold);
 for my $held (@held)
 {
 	my ($name, $statement, $what) = @$held;
