@@ -42,13 +42,17 @@ SELECT conname, convalidated FROM pg_constraint WHERE conrelid = 'at'::regclass 
 
 -- A row that violates it: the job fails with PostgreSQL's error, and the
 -- constraint is dropped, as the failed statement would have left none.
-ALTER TABLE at ADD CONSTRAINT at_b CHECK (b < 9);
+-- (b < 9, with every worker of the job held before its first row until
+-- after the INSERT: at_gate(1) waits for lock 81, but in this session.)
+SELECT pg_advisory_lock(81);
+ALTER TABLE at ADD CONSTRAINT at_b CHECK (at_gate(1) + b < 10);
 SELECT last_ddl_job() AS b_job \gset
 -- The session's INSERT is checked by the NOT VALID constraint at once, as
 -- it would be by the valid one; an UPDATE, which could fix a violating row,
 -- comes after the check: it waits for the job, and fails as the statement.
 SET client_min_messages = notice;
 INSERT INTO at VALUES (50002, 9);
+SELECT pg_advisory_unlock(81);
 UPDATE at SET b = 0 WHERE a = -100;
 RESET client_min_messages;
 SELECT wait_ddl(:b_job, '60s');
