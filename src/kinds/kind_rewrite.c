@@ -600,7 +600,7 @@ ClusterOrderReadable(Relation table, const char *name, const char **reason)
 		index->rd_indam->amclusterable && index->rd_index->indisvalid &&
 		heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
 	if (clusterable && *reason == NULL && !QueryIndexGivesOrder(table, index))
-		*reason = "The index's keys are not all columns declared NOT NULL, ascending, of their type's default btree operator class and collation, in whose order the job copies the table a chunk at a time.";
+		*reason = "The index's keys are not all columns of their type's default btree operator class and collation, all ascending or all descending, and declared NOT NULL unless there is one, in whose order the job copies the table a chunk at a time.";
 	index_close(index, AccessShareLock);
 	return clusterable;
 }

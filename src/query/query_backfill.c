@@ -456,6 +456,19 @@ AddQual(Query *query, Expr *qual)
 	query->jointree->quals = (Node *) make_andclause(quals);
 }
 
+/* "expression IS [NOT] NULL" */
+static NullTest *
+MakeNullTest(Expr *expression, NullTestType type)
+{
+	NullTest   *test = makeNode(NullTest);
+
+	test->arg = expression;
+	test->nulltesttype = type;
+	test->argisrow = false;
+	test->location = -1;
+	return test;
+}
+
 /* Restrict the query to the given driving rows: "ctid = ANY('{...}')", a TID scan */
 static void
 RestrictToTids(Query *query, Index rtindex, ItemPointer tids, int ntids)
@@ -710,21 +723,27 @@ PlanWithoutScans(bool bitmap_too)
 /*
  * Can a table be read a chunk at a time in the order of this index
  * (QueryBackfillInOrder)?  A valid btree, not partial, whose keys are all
- * columns declared NOT NULL, ascending, of their type's default operator
- * class and their own collation: then "ORDER BY" those columns is the
- * index's order, and "(columns) > (values)" its continuation, with no null
- * to sort or compare.
+ * columns, all ascending or all descending, of their type's default
+ * operator class and their own collation: then "ORDER BY" those columns is
+ * the index's order, and "(columns) > (values)" (or "<") its continuation.
+ * The keys are declared NOT NULL, or the index has one: its rows of a null
+ * key, which no comparison continues, are copied on their own, a range of
+ * blocks at a time (QueryBackfillNullKeys), before or after the others as
+ * the index sorts them.  (A null in a key of several columns sorts among
+ * the rows of the same first columns, which no chunk of a range of blocks
+ * would follow.)
  */
 bool
 QueryIndexGivesOrder(Relation table, Relation index)
 {
 	Form_pg_index form = index->rd_index;
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 
 	if (index->rd_rel->relam != BTREE_AM_OID || !form->indisvalid ||
 		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
 		!heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
 		return false;
-	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
+	for (int i = 0; i < nkeys; i++)
 	{
 		AttrNumber	attnum = form->indkey.values[i];
 		Form_pg_attribute attribute;
@@ -732,12 +751,33 @@ QueryIndexGivesOrder(Relation table, Relation index)
 		if (attnum <= 0)
 			return false;
 		attribute = TupleDescAttr(RelationGetDescr(table), attnum - 1);
-		if (!attribute->attnotnull || index->rd_indoption[i] != 0 ||
+		if ((!attribute->attnotnull && nkeys > 1) ||
+			(index->rd_indoption[i] & INDOPTION_DESC) != (index->rd_indoption[0] & INDOPTION_DESC) ||
 			index->rd_indcollation[i] != attribute->attcollation ||
 			GetDefaultOpClass(attribute->atttypid, BTREE_AM_OID) != get_index_column_opclass(RelationGetRelid(index), i + 1))
 			return false;
 	}
 	return true;
+}
+
+/* Does the index (QueryIndexGivesOrder) sort its rows in descending order? */
+static bool
+IndexDescends(Relation index)
+{
+	return (index->rd_indoption[0] & INDOPTION_DESC) != 0;
+}
+
+/*
+ * May the table hold rows of a null key of the index (QueryIndexGivesOrder:
+ * it has one key then)?  *first: whether the index sorts them first.
+ */
+bool
+QueryIndexKeyNullable(Relation table, Relation index, bool *first)
+{
+	AttrNumber	attnum = index->rd_index->indkey.values[0];
+
+	*first = (index->rd_indoption[0] & INDOPTION_NULLS_FIRST) != 0;
+	return !TupleDescAttr(RelationGetDescr(table), attnum - 1)->attnotnull;
 }
 
 /* The btree operator family of a type's default operator class */
@@ -752,20 +792,21 @@ DefaultBtreeFamily(Oid type)
  * is sorted by already
  */
 static void
-AddSortColumn(Query *query, TargetEntry *column)
+AddSortColumn(Query *query, TargetEntry *column, bool descending, bool nulls_first)
 {
 	SortGroupClause *sort = makeNode(SortGroupClause);
-	Oid			sortop;
-	Oid			eqop;
+	Oid			lt_op;
+	Oid			eq_op;
+	Oid			gt_op;
 	bool		hashable;
 
-	get_sort_group_operators(exprType((Node *) column->expr), true, true, false,
-							 &sortop, &eqop, NULL, &hashable);
+	get_sort_group_operators(exprType((Node *) column->expr), true, true, true,
+							 &lt_op, &eq_op, &gt_op, &hashable);
 	column->ressortgroupref = list_length(query->sortClause) + 1;
 	sort->tleSortGroupRef = column->ressortgroupref;
-	sort->sortop = sortop;
-	sort->eqop = eqop;
-	sort->nulls_first = false;
+	sort->sortop = descending ? gt_op : lt_op;
+	sort->eqop = eq_op;
+	sort->nulls_first = nulls_first;
 	sort->hashable = hashable;
 	query->sortClause = lappend(query->sortClause, sort);
 }
@@ -784,7 +825,8 @@ QuerySortByIndex(Query *query, Relation index)
 	{
 		TargetEntry *column = get_tle_by_resno(query->targetList, index->rd_index->indkey.values[i]);
 
-		AddSortColumn(query, column);
+		AddSortColumn(query, column, IndexDescends(index),
+					  (index->rd_indoption[i] & INDOPTION_NULLS_FIRST) != 0);
 		columns = lappend(columns, copyObject(column->expr));
 	}
 	return columns;
@@ -792,10 +834,10 @@ QuerySortByIndex(Query *query, Relation index)
 
 /*
  * "(columns) > (bound)", in the order of their types' default btree
- * operator classes (one column: "column > value")
+ * operator classes (one column: "column > value"); descending, "<"
  */
 static Expr *
-AfterBound(List *columns, List *bound)
+AfterBound(List *columns, List *bound, bool descending)
 {
 	RowCompareExpr *compare = makeNode(RowCompareExpr);
 	ListCell   *column_cell;
@@ -806,7 +848,7 @@ AfterBound(List *columns, List *bound)
 		Var		   *column = lfirst_node(Var, column_cell);
 		Oid			family = DefaultBtreeFamily(column->vartype);
 		Oid			opno = get_opfamily_member(family, column->vartype, column->vartype,
-											   BTGreaterStrategyNumber);
+											   descending ? BTLessStrategyNumber : BTGreaterStrategyNumber);
 
 		if (list_length(columns) == 1)
 			return make_opclause(opno, BOOLOID, false, (Expr *) column, lfirst(bound_cell),
@@ -815,7 +857,7 @@ AfterBound(List *columns, List *bound)
 		compare->opfamilies = lappend_oid(compare->opfamilies, family);
 		compare->inputcollids = lappend_oid(compare->inputcollids, column->varcollid);
 	}
-	compare->rctype = ROWCOMPARE_GT;
+	compare->rctype = descending ? ROWCOMPARE_LT : ROWCOMPARE_GT;
 	compare->largs = columns;
 	compare->rargs = bound;
 	return (Expr *) compare;
@@ -823,12 +865,13 @@ AfterBound(List *columns, List *bound)
 
 /*
  * The next rows of a table's rewrite in the order of one of its indexes
- * (QueryIndexGivesOrder), its chunk of CLUSTER: at most limit rows that
- * sort after bound, inserted into the content relation in that order.  The
- * order is the index's key columns, then the row's tuple id (unless the
- * index is unique), so that rows of equal keys are not split between chunks
- * any other way; bound is that many Consts, the last row's values of a chunk
- * before (NIL: from the first row).  The rows are read through the index
+ * (QueryIndexGivesOrder), its chunk of CLUSTER: at most limit rows of keys
+ * that are not null that sort after bound, inserted into the content
+ * relation in that order.  The order is the index's key columns, then the
+ * row's tuple id (unless the index is unique; descending with them), so
+ * that rows of equal keys are not split between chunks any other way;
+ * bound is that many Consts, the last row's values of a chunk before (NIL:
+ * from the first row).  The rows are read through the index
  * (no sequential scan, which would read the whole table for each chunk):
  * rows of unchanged keys and place are each in exactly one chunk, a row
  * changed meanwhile in one or none, as with chunks of blocks, which the
@@ -854,16 +897,22 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 	Assert(driving->nsegments == 1);	/* a plain table */
 	columns = QuerySortByIndex(query, index);
 	for (int i = 0; i < IndexRelationGetNumberOfKeyAttributes(index); i++)
-		attnums = lappend_int(attnums, index->rd_index->indkey.values[i]);
+	{
+		AttrNumber	attnum = index->rd_index->indkey.values[i];
+
+		attnums = lappend_int(attnums, attnum);
+		if (!TupleDescAttr(RelationGetDescr(table), attnum - 1)->attnotnull)
+			AddQual(query, (Expr *) MakeNullTest(copyObject(list_nth(columns, i)), IS_NOT_NULL));
+	}
 	AppendSourceColumn(query, rtindex, NULL);
 	source = llast_node(TargetEntry, query->targetList);
 	if (!index->rd_index->indisunique)
 	{
-		AddSortColumn(query, source);
+		AddSortColumn(query, source, IndexDescends(index), false);
 		columns = lappend(columns, MakeCtidVar(rtindex));
 	}
 	if (bound != NIL)
-		AddQual(query, AfterBound(columns, bound));
+		AddQual(query, AfterBound(columns, bound, IndexDescends(index)));
 	query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
 										   Int64GetDatum(limit), false, FLOAT8PASSBYVAL);
 
@@ -904,6 +953,25 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	return rows;
+}
+
+/*
+ * The rows of a table's rewrite in the order of one of its indexes
+ * (QueryIndexGivesOrder) whose key is null, in blocks [start_block,
+ * end_block), in the order of their tuple ids (as PostgreSQL's CLUSTER,
+ * which has no order among them either); as QueryBackfillBlocks.
+ */
+uint64
+QueryBackfillNullKeys(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
+					  Relation index, int64 start_block, int64 end_block,
+					  TidPair **pairs, int *npairs)
+{
+	TargetEntry *key = get_tle_by_resno(query->targetList, index->rd_index->indkey.values[0]);
+
+	Assert(IndexRelationGetNumberOfKeyAttributes(index) == 1);
+	AddQual(query, (Expr *) MakeNullTest(copyObject(key->expr), IS_NULL));
+	return QueryBackfillBlocks(content, query, driving, rtindex, false, true, start_block, end_block,
+							   pairs, npairs);
 }
 
 /*

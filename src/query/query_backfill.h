@@ -26,10 +26,14 @@ extern uint64 QueryBackfillRanges(Relation content, Query *query, const QueryDri
 								  Index rtindex, const int64 *starts, const int64 *ends,
 								  int nranges);
 extern bool QueryIndexGivesOrder(Relation table, Relation index);
+extern bool QueryIndexKeyNullable(Relation table, Relation index, bool *first);
 extern List *QuerySortByIndex(Query *query, Relation index);
 extern uint64 QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving,
 								   Index rtindex, Relation table, Relation index, List *bound,
 								   int64 limit, TidPair **pairs, int *npairs, List **next_bound);
+extern uint64 QueryBackfillNullKeys(Relation content, Query *query, const QueryDriving *driving,
+									Index rtindex, Relation index, int64 start_block,
+									int64 end_block, TidPair **pairs, int *npairs);
 extern uint64 QueryBackfillAll(Relation content, Query *query);
 extern ItemPointer QueryTids(Query *query, const QueryDriving *driving, Index rtindex,
 							 int *ntids);

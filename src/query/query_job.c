@@ -51,6 +51,7 @@
 #include "catalog/pg_rewrite.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/readfuncs.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
@@ -908,6 +909,72 @@ OpenOrderIndex(const JobRun *run, Relation table)
 }
 
 /*
+ * The next chunk of a backfill in the order of an index (q->order_stage,
+ * q->order_bound), into content; then the stage after it, once it is the
+ * last.  The rows of a null key (QueryIndexKeyNullable: as the table is
+ * now, under the step's lock, rows written since the capture aside) are
+ * copied a range of blocks at a time, before the others or after them as
+ * the index sorts them.  Returns the chunk's rows.
+ */
+static uint64
+BackfillOrderedChunk(JobRun *run, Relation content, Query *query, Index rtindex, Relation table,
+					 TidPair **pairs, int *npairs)
+{
+	QueryRun   *q = QueryRunOf(run);
+	Relation	index = OpenOrderIndex(run, table);
+	bool		nulls_first;
+	bool		nullable = QueryIndexKeyNullable(table, index, &nulls_first);
+	bool		last;
+	List	   *bound;
+	uint64		rows;
+
+	if (q->order_stage == ORDER_READING && q->order_chunks == 0 && nullable && nulls_first)
+		q->order_stage = ORDER_READING_NULLS;
+	if (q->order_stage == ORDER_READING_NULLS)
+	{
+		int64		start = q->order_bound != NIL ?
+			DatumGetInt64(linitial_node(Const, q->order_bound)->constvalue) : 0;
+		int64		end = Min(start + q->chunk_blocks, run->job.work_total);
+
+		rows = QueryBackfillNullKeys(content, query, q->driving, rtindex, index, start, end,
+									 pairs, npairs);
+		bound = list_make1(makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(end),
+									 false, FLOAT8PASSBYVAL));
+		last = end >= run->job.work_total;
+	}
+	else
+	{
+		int64		limit = (int64) Max(1.0, q->chunk_blocks * RowsPerBlock(&run->job));
+
+		rows = QueryBackfillInOrder(content, query, q->driving, rtindex, table, index,
+									q->order_bound, limit, pairs, npairs, &bound);
+		last = (int64) rows < limit;
+	}
+	index_close(index, NoLock);
+	q->order_chunks++;
+	if (!last)
+	{
+		MemoryContext old_context = MemoryContextSwitchTo(JobContext());
+
+		q->order_bound = copyObject(bound);
+		MemoryContextSwitchTo(old_context);
+	}
+	else if (q->order_stage == ORDER_READING && nullable && !nulls_first)
+	{
+		q->order_stage = ORDER_READING_NULLS;
+		q->order_bound = NIL;
+	}
+	else if (q->order_stage == ORDER_READING_NULLS && nulls_first)
+	{
+		q->order_stage = ORDER_READING;
+		q->order_bound = NIL;
+	}
+	else
+		q->order_stage = ORDER_REGROUPING;
+	return rows;
+}
+
+/*
  * Compute one chunk and checkpoint it; caller is in a step.  A chunk of
  * blocks (range), or, without one, the next rows in the order of the index
  * (with its bound: the order's checkpoint), as many as the chunk's blocks
@@ -948,27 +1015,12 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 		query = QueryPartialAggChunk(query);
 	if (range == NULL)
 	{
-		Relation	index = OpenOrderIndex(run, rule_relation);
-		int64		limit = (int64) Max(1.0, q->chunk_blocks * RowsPerBlock(job));
-		List	   *bound;
-
-		rows = QueryBackfillInOrder(content, query, q->driving, driving_rtindex, rule_relation,
-									index, q->order_bound, limit, &pairs, &npairs, &bound);
-		index_close(index, NoLock);
-		ordered.start_block = -(int64) (q->order_chunks + 1);
+		rows = BackfillOrderedChunk(run, content, query, driving_rtindex, rule_relation,
+									&pairs, &npairs);
+		ordered.start_block = -(int64) q->order_chunks;
 		ordered.end_block = ordered.start_block + 1;
 		range = &ordered;
 		blocks = (int64) ceil(rows / RowsPerBlock(job));
-		q->order_chunks++;
-		if ((int64) rows < limit)
-			q->order_stage = ORDER_REGROUPING;
-		else
-		{
-			MemoryContext old_context = MemoryContextSwitchTo(JobContext());
-
-			q->order_bound = copyObject(bound);
-			MemoryContextSwitchTo(old_context);
-		}
 	}
 	else
 	{
@@ -1053,7 +1105,8 @@ ChunkStep(JobRun *run, const char *activity)
 	{
 		QueryRun   *q = QueryRunOf(run);
 
-		if (OidIsValid(q->order_index) && q->order_stage == ORDER_READING)
+		if (OidIsValid(q->order_index) &&
+			(q->order_stage == ORDER_READING || q->order_stage == ORDER_READING_NULLS))
 			rows = BackfillChunk(run, NULL, &seconds);
 		else if (OidIsValid(q->order_index) && q->order_stage == ORDER_REGROUPING)
 			RegroupChunks(run);
@@ -1179,6 +1232,8 @@ QueryJobBackfillStep(JobRun *run)
 		JobChunksOpen(&q->chunks, run->job.work_total);
 
 	JobStepHoldAtChunk(run->job.chunks_done);
+	if (q->order_stage == ORDER_READING_NULLS)
+		JobStepHoldPoint("copying the rows of a null key");
 	if (q->order_stage == ORDER_REGROUPING)
 		JobStepHoldPoint("regrouping");
 	CountBacklog(run);

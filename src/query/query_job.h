@@ -26,7 +26,8 @@ typedef enum QueryOrderStage
 {
 	ORDER_READING,				/* copying rows a chunk at a time */
 	ORDER_REGROUPING,			/* all copied; regrouping the pairs by block */
-	ORDER_DONE
+	ORDER_DONE,
+	ORDER_READING_NULLS			/* copying the rows of a null key, by blocks */
 } QueryOrderStage;
 
 /*
@@ -71,7 +72,8 @@ typedef struct QueryRun
 	Oid			order_index;
 	QueryOrderStage order_stage;
 	int32		order_chunks;	/* chunks copied */
-	List	   *order_bound;	/* the last row's keys (QueryBackfillInOrder) */
+	List	   *order_bound;	/* the last row's keys (QueryBackfillInOrder);
+								 * of a null key, the next block (an int8) */
 } QueryRun;
 
 #define QueryRunOf(run)	((QueryRun *) (run)->kind_run)

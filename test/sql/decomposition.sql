@@ -164,6 +164,8 @@ SET LOCAL background_ddl = off;
 CREATE TABLE retyped AS SELECT id, account, payload FROM events;
 ALTER TABLE retyped ADD PRIMARY KEY (id);
 CREATE INDEX retyped_account ON retyped (account);
+CREATE INDEX retyped_account_id ON retyped (account, id);
+CREATE INDEX retyped_id_desc ON retyped (id DESC);
 COMMIT;
 SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN id TYPE bigint, ALTER COLUMN payload TYPE varchar(50)');
 SELECT explain_ddl('ALTER TABLE retyped ALTER COLUMN payload TYPE varchar');
@@ -173,9 +175,12 @@ SELECT explain_ddl('ALTER TABLE events ALTER COLUMN payload TYPE varchar(50)');
 SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN token uuid NOT NULL DEFAULT gen_random_uuid(), ADD COLUMN twice bigint GENERATED ALWAYS AS (id * 2) STORED');
 SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN flag int DEFAULT 1');
 SELECT explain_ddl('ALTER TABLE retyped ADD COLUMN serial_id bigserial');
--- CLUSTER: a job in the order of an index on NOT NULL columns, blocking otherwise
+-- CLUSTER: a job in the order of an index on NOT NULL columns, or on one
+-- column, ascending or descending; blocking otherwise (a null in a key of two)
 SELECT explain_ddl('CLUSTER retyped USING retyped_pkey');
 SELECT explain_ddl('CLUSTER retyped USING retyped_account');
+SELECT explain_ddl('CLUSTER retyped USING retyped_id_desc');
+SELECT explain_ddl('CLUSTER retyped USING retyped_account_id');
 SELECT explain_ddl('CLUSTER (VERBOSE) retyped USING retyped_pkey');
 SELECT strategy, rows > 0 AS has_rows FROM estimate_ddl('CLUSTER retyped USING retyped_pkey');
 SELECT strategy FROM estimate_ddl('CLUSTER retyped USING nosuch');

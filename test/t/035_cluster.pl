@@ -11,13 +11,18 @@
 #     resumes: with no writer, every row in the index's order;
 #  3. a job cancelled during its backfill leaves the table as it was;
 #  4. the index dropped during the job fails it, the table as it was;
-#  5. what runs as PostgreSQL runs it: an index on a column that may be null
-#     (a NOTICE says why), CLUSTER (VERBOSE); and PostgreSQL's errors, with
+#  5. what runs as PostgreSQL runs it: an index of two keys, one of a
+#     column that may be null (a NOTICE says why), CLUSTER (VERBOSE); and
+#     PostgreSQL's errors, with
 #     no job: a partial index, an index that is not there, no clustered
 #     index, a role that does not own the table;
 #  6. CLUSTER and VACUUM FULL of a partitioned table: a job per partition,
 #     each partition in its own index's order;
 #  7. two sessions' rewrites of one table at once both succeed;
+#  8. CLUSTER on an index of one column that may be null: ascending (its
+#     rows of a null key last), under writes that make it null and not,
+#     killed while it copies the rows of a null key; descending (nulls
+#     first) with no writer: every row in the index's order;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, and no writer fails.
 use strict;
@@ -170,12 +175,12 @@ check_rewritten_table($node, $job, 'index dropped');
 
 # 5. What runs as PostgreSQL runs it, and PostgreSQL's errors.
 my $jobs = $node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.job');
-$node->safe_psql('postgres', 'ALTER TABLE t ALTER a DROP NOT NULL');
+$node->safe_psql('postgres', 'ALTER TABLE t ALTER a DROP NOT NULL; CREATE INDEX t_a_k ON t (a, k)');
 my ($rc, $out, $err) = $node->psql('postgres',
-	'SET ROLE alice; SET background_ddl = on; CLUSTER t USING t_a');
-like($err, qr/runs in this session.*\n.*DETAIL:  The index's keys are not all columns declared NOT NULL/,
-	'an index on a column that may be null: in this session, saying why');
-is(clustered_on(), 't_a', 'and clustered on it there');
+	'SET ROLE alice; SET background_ddl = on; CLUSTER t USING t_a_k');
+like($err, qr/runs in this session.*\n.*DETAIL:  The index's keys are not all columns .* declared NOT NULL unless there is one/,
+	'an index of two keys, one of a column that may be null: in this session, saying why');
+is(clustered_on(), 't_a_k', 'and clustered on it there');
 ($rc, $out, $err) = $node->psql('postgres',
 	'SET ROLE alice; SET background_ddl = on; CLUSTER (VERBOSE) t USING t_k');
 like($err, qr/INFO:  clustering "public.t"/, 'CLUSTER (VERBOSE): as PostgreSQL runs it');
@@ -264,6 +269,60 @@ ok(wait_job_state($node, $job, 'succeeded'), 'the CLUSTER job succeeded');
 ok(wait_job_state($node, $second, 'succeeded'), 'the VACUUM FULL job succeeded');
 check_rewritten_table($node, $second, 'two rewrites at once');
 is(clustered_on(), 't_k', 'the table is clustered on t_k');
+
+# 8. An index of one column that may be null, ascending then descending.
+# Rows that come after a row they sort before in the index's order (nulls
+# last ascending, first descending), in the table's physical order.
+sub descents_of_a
+{
+	my ($descending) = @_;
+	my $before = $descending ? '>' : '<';
+	my $late_null = $descending ? 'true' : 'false';    # (what comes too late: a null, or a value)
+	return $node->safe_psql('postgres', qq{
+SELECT count(*) FROM (SELECT a, lag(a) OVER (ORDER BY ctid) AS before,
+                             lag(a IS NULL) OVER (ORDER BY ctid) AS before_null FROM t) s
+ WHERE a $before before OR (a IS NULL) <> before_null AND (a IS NULL) = $late_null});
+}
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+UPDATE t SET a = NULL WHERE id % 3 = 0;
+UPDATE mirror SET a = NULL WHERE id % 3 = 0;
+CREATE INDEX t_a_desc ON t (a DESC);
+});
+my $null_script = <<'EOS';
+\set id random(1, 60000)
+\set v random(1, 1000000)
+BEGIN;
+UPDATE t SET a = CASE WHEN :v % 3 = 0 THEN NULL ELSE md5(:v::text) END WHERE id = :id;
+UPDATE mirror SET a = CASE WHEN :v % 3 = 0 THEN NULL ELSE md5(:v::text) END WHERE id = :id;
+SELECT nextval('ids') AS new_id \gset
+INSERT INTO t VALUES (:new_id, :v % 60000, CASE WHEN :v % 2 = 0 THEN md5(:v::text) END, NULL);
+INSERT INTO mirror VALUES (:new_id, :v % 60000, CASE WHEN :v % 2 = 0 THEN md5(:v::text) END, NULL);
+COMMIT;
+EOS
+cmp_ok(descents_of_a(0), '>', 5000, 'the table is not in the order of t_a');
+($writers, $writers_err) = start_table_writers($node, $null_script);
+$ids_before = last_id();
+($job, $hold) = submit_held_at($node, 'copying the rows of a null key', 'CLUSTER t USING t_a',
+	user => 'alice');
+kill_held_worker($node, $job, $hold);
+$writers->finish;
+($writers, $writers_err) = start_table_writers($node, $null_script);
+ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
+$ids_after = last_id();
+$writers_said = stop_pgbench($writers, $writers_err);
+check_rewritten_table($node, $job, 'an index on a column that may be null');
+unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
+is(clustered_on(), 't_a', 'the table is clustered on t_a');
+# (each transaction of the writers moves at most one row and adds one)
+$bound = 4 * ($ids_after - $ids_before) + 1;
+cmp_ok(descents_of_a(0), '<=', $bound,
+	"in t_a's order, nulls last, but for the rows written during the job (at most $bound)");
+$job = submit_job($node, 'CLUSTER t USING t_a_desc', user => 'alice');
+ok(wait_job_state($node, $job, 'succeeded'), 'descending: the job succeeded');
+check_rewritten_table($node, $job, 'descending');
+is(descents_of_a(1), '0', "with no writer, every row is in t_a_desc's order, nulls first");
+is(clustered_on(), 't_a_desc', 'the table is clustered on t_a_desc');
 
 $node->stop;
 done_testing();
