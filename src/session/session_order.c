@@ -51,7 +51,9 @@
  * snapshot (inside a function, a cursor's, REPEATABLE READ) it refuses at
  * once to wait for a job that waits for older snapshots (an index build,
  * or a job after one), and the wait itself ends in an error if the job
- * turns out to wait for this transaction (session_control.c).
+ * turns out to wait for this transaction (session_control.c).  A utility
+ * statement sent alone ends its transaction before it waits
+ * (MayEndTransaction): an index build may have begun to wait for it.
  *
  * Costs nothing to a session without unfinished jobs: every check returns
  * at once.
@@ -84,12 +86,14 @@
 #include "utils/lsyscache.h"
 #include "utils/portal.h"
 #include "utils/rel.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "catalog/catalog_access.h"
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
+#include "engine/job_step.h"
 #include "engine/job_xact.h"
 #include "engine/kind.h"
 #include "kinds/kind_placeholder.h"
@@ -1029,7 +1033,37 @@ typedef struct OrderCheck
 	Node	   *utility;
 	bool		keys_only;		/* SessionOrderAwaitKeys */
 	bool		columns_only;	/* SessionOrderAwaitColumns */
+	bool		top_level;		/* a utility statement the client sent */
 } OrderCheck;
+
+/*
+ * May a utility statement end its transaction before it waits, and go on
+ * in a new one, as VACUUM does between tables?  One that the client sent
+ * alone, outside a transaction block (no BEGIN, no other statement of the
+ * same query string or pipeline), so that the transaction has done nothing
+ * yet, and that holds no snapshot any more.  An index build (CREATE INDEX
+ * CONCURRENTLY) that began to wait for the statement's snapshot before the
+ * statement set it aside waits for its transaction to end, not for the
+ * snapshot: in the same transaction the wait would be a deadlock.
+ */
+static bool
+MayEndTransaction(const OrderCheck *check)
+{
+	return check->top_level && !IsTransactionBlock() && !IsSubTransaction() &&
+		(MyXactFlags & XACT_FLAGS_PIPELINING) == 0 && CurrentMemoryContext == PortalContext &&
+		!JobXactHasSubmitted() && !HoldsSnapshot();
+}
+
+/* End the statement's transaction and start another, in its memory context */
+static void
+CommitBeforeWait(void)
+{
+	MemoryContext statement_context = CurrentMemoryContext;
+
+	CommitTransactionCommand();
+	StartTransactionCommand();
+	MemoryContextSwitchTo(statement_context);
+}
 
 /*
  * Analyse the statement again, from its text, for the relations it names
@@ -1154,7 +1188,10 @@ OrderStatement(OrderCheck *check)
 
 		if (analysis)
 			ReleaseAnalysisLocks(&statement);
+		JobStepHoldPoint("statement: before its wait");
 		set_aside = SetAsideSnapshot(analysis);
+		if (set_aside && !analysis && MayEndTransaction(check))
+			CommitBeforeWait();
 		retargets = list_concat(retargets, WaitForTouchedJobs(waited, touches, HoldsSnapshot()));
 		if (analysis)
 			RetakeAnalysisLocks(&statement, retargets);
@@ -1246,10 +1283,11 @@ SessionOrderInstall(void)
  * locks them when it runs.
  */
 void
-SessionOrderUtility(Node *parsetree)
+SessionOrderUtility(Node *parsetree, bool top_level)
 {
 	OrderCheck	check = {NULL, NULL, parsetree};
 
+	check.top_level = top_level;
 	OrderStatementOnce(&check);
 }
 

@@ -797,7 +797,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			KindNoticeInSession(in_session_reason);
 	}
 	if (users_own)
-		SessionOrderUtility(parsetree);
+		SessionOrderUtility(parsetree, context == PROCESS_UTILITY_TOPLEVEL);
 
 	switch (nodeTag(parsetree))
 	{

@@ -53,8 +53,7 @@ SELECT a, b, c FROM clu;
 -- An index on an expression (in the session)
 CLUSTER clu USING clu_d; CALL parity_wait();
 SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'clu'::regclass AND indisclustered;
--- Errors (the indexes built first: a CLUSTER that waits for an index job
--- fails if the build already waits for its snapshot, see the README)
+-- Errors (the indexes built first)
 CREATE INDEX clu_part ON clu (b) WHERE a > 10;
 CREATE INDEX clu_hash ON clu USING hash (b); CALL parity_wait();
 CLUSTER clu USING clu_part; CALL parity_wait();
