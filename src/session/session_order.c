@@ -84,9 +84,9 @@
 #include "tcop/utility.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/rel.h"
-#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
