@@ -536,7 +536,8 @@ JobStepSleep(long milliseconds)
 static void HoldHere(const char *point);
 
 /*
- * A point where tests can hold the worker: when
+ * A point where tests can hold the worker (or a session, at a point of
+ * its own, "statement: before its wait"): when
  * background_ddl.test_hold_point names it, wait for a shared lock on the
  * advisory lock that pg_advisory_lock(BGDDL_TEST_HOLD_KEY) takes, so that a
  * test session holding that lock keeps the worker exactly here.
@@ -583,9 +584,13 @@ HoldHere(const char *point)
 	LOCKTAG		tag;
 	int			saved_timeout = LockTimeout;
 
-	ereport(LOG,
-			(errmsg("background DDL job %lld reached test hold point \"%s\"",
-					(long long) step_job_id, point)));
+	if (IsBackgroundWorker)
+		ereport(LOG,
+				(errmsg("background DDL job %lld reached test hold point \"%s\"",
+						(long long) step_job_id, point)));
+	else
+		ereport(LOG,
+				(errmsg("a session reached test hold point \"%s\"", point)));
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, BGDDL_TEST_HOLD_KEY, 1);
 	LockTimeout = 0;
 	PG_TRY();
