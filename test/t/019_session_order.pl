@@ -163,66 +163,77 @@ later_statement_waits('CLUSTER ct USING ct_id', 'DROP INDEX ct_id', 'the CLUSTER
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'ct_id'}),
 	'0', 'and the index is gone');
 
-# Cases 5 and 6: a unique index job on gt, whose build is held by lock 81,
-# then $statement, sent alone and held before its wait, with its snapshot;
-# the build, let go, ends and begins to wait for older snapshots, the
-# statement's among them.  Such a build waits for the transaction to end,
-# not for its snapshot: the statement, let go, ends its transaction before
-# it waits, as VACUUM does between tables, and both succeed, as with the
-# setting off (in the same transaction the wait would be a deadlock).
-# $said: what the statement says once it has waited.
+# 5. A unique index job, then a COMMENT on its index, sent alone: the
+# COMMENT is held before its wait, with its snapshot, while the build (held
+# by lock 81 until then) ends and begins to wait for older snapshots, the
+# COMMENT's among them.  Such a build waits for the transaction to end, not
+# for its snapshot: the COMMENT ends its transaction before it waits, as
+# VACUUM does between tables, and both succeed, as with the setting off
+# (in the same transaction the wait would be a deadlock).
 $node->safe_psql('postgres', q{
 CREATE FUNCTION gate81(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(81); END IF; RETURN x; END $$;
 CREATE TABLE gt AS SELECT g AS id FROM generate_series(1, 1000) g;
 });
 my $gate = $node->background_psql('postgres');
-
-sub statement_meets_build
-{
-	my ($index, $statement, $what, $said) = @_;
-	$gate->query_safe('SELECT pg_advisory_lock(81)');
-	$session->query("CREATE UNIQUE INDEX $index ON gt (gate81(id))");
-	$session->{stderr} = '';
-	my $job = $session->query('SELECT last_ddl_job()');
-	ok( $node->poll_query_until('postgres',
-			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 81 AND NOT granted"),
-		"$what: the index job builds, held by lock 81");
-	my $hold = hold_at($node, 'statement: before its wait');
-	ok(poll_session_setting($session), "$what: the session has the hold point");
-	$session->{stderr} = '';
-	$session->query_until(qr/sent/, "\\echo sent\n$statement;\n");
-	ok(held_at_hold($node), "$what: the statement is held before its wait");
-	is($node->safe_psql('postgres', "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $pid"),
-		't', "$what: with its snapshot");
-	$gate->query_safe('SELECT pg_advisory_unlock(81)');
-	my $worker = job_field($node, $job, 'pid');
-	ok( $node->poll_query_until('postgres', qq{
+$gate->query_safe('SELECT pg_advisory_lock(81)');
+$hold = hold_at($node, 'statement: before its wait');
+ok(poll_session_setting($session), 'the session has the hold point');
+$session->query('CREATE UNIQUE INDEX gt_gate ON gt (gate81(id))');
+$session->{stderr} = '';
+$job = $session->query_safe('SELECT last_ddl_job()');
+ok( $node->poll_query_until('postgres',
+		'SELECT count(*) = 1 FROM pg_locks WHERE locktype = \'advisory\' AND objid = 81 AND NOT granted'),
+	'the index job builds, held by lock 81');
+$session->query_until(qr/sent/, "\\echo sent\nCOMMENT ON INDEX gt_gate IS 'unique';\n");
+ok(held_at_hold($node), 'the COMMENT is held before its wait');
+is($node->safe_psql('postgres', "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $pid"),
+	't', 'with its snapshot');
+$gate->query_safe('SELECT pg_advisory_unlock(81)');
+my $worker = job_field($node, $job, 'pid');
+ok( $node->poll_query_until('postgres', qq{
 SELECT count(*) = 1 FROM pg_locks w JOIN pg_locks h ON h.virtualxid = w.virtualxid AND h.granted
  WHERE w.locktype = 'virtualxid' AND NOT w.granted AND w.pid = $worker AND h.pid = $pid}),
-		"$what: the build waits for the statement's transaction");
-	release_hold($node, $hold);
-	$session->query_until(qr/done/, "\\echo done\n");
-	stderr_until($session, qr/($said|ERROR:  .*)\n/);
-	unlike($session->{stderr}, qr/ERROR/, "$what: the statement waited, without error")
-	  or diag($session->{stderr});
-	is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
-		'succeeded', "$what: the index job succeeded");
-	return;
-}
-
-# 5. A COMMENT on the index.
-statement_meets_build('gt_gate', "COMMENT ON INDEX gt_gate IS 'unique'", '5',
-	'waiting for background DDL job \d+.*\n.*');
+	"the build waits for the COMMENT's transaction");
+release_hold($node, $hold);
+$session->query_until(qr/done/, "\\echo done\n");
+stderr_until($session, qr/waiting for background DDL job $job.*\n.*\n/);
+unlike($session->{stderr}, qr/ERROR/, 'the COMMENT waited, without error') or diag($session->{stderr});
+is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+	'succeeded', 'the index job succeeded');
 is($node->safe_psql('postgres', "SELECT obj_description('gt_gate'::regclass, 'pg_class')"),
-	'unique', '5: the COMMENT is on its index');
+	'unique', 'and the COMMENT is on its index');
 
-# 6. A statement that becomes a job itself, whose checks at submit read the
-# table's keys (ADD UNIQUE): it waits at its submit.
-statement_meets_build('gt_gate2', 'ALTER TABLE gt ADD CONSTRAINT gt_id_key UNIQUE (id)', '6',
-	'submitted for public\.gt');
+# 6. The same with a statement that becomes a job itself, whose checks at
+# submit read the table's keys (ADD UNIQUE): it waits at its submit, and
+# ends its transaction first too.
+$gate->query_safe('SELECT pg_advisory_lock(81)');
+$session->query('CREATE UNIQUE INDEX gt_gate2 ON gt (gate81(id))');
+$session->{stderr} = '';
+$job = $session->query_safe('SELECT last_ddl_job()');
+ok( $node->poll_query_until('postgres',
+		'SELECT count(*) = 1 FROM pg_locks WHERE locktype = \'advisory\' AND objid = 81 AND NOT granted'),
+	'6: the index job builds, held by lock 81');
+$hold = hold_at($node, 'statement: before its wait');
+ok(poll_session_setting($session), '6: the session has the hold point');
+$session->{stderr} = '';
+$session->query_until(qr/sent/, "\\echo sent\nALTER TABLE gt ADD CONSTRAINT gt_id_key UNIQUE (id);\n");
+ok(held_at_hold($node), '6: the ALTER TABLE is held before its wait');
+$gate->query_safe('SELECT pg_advisory_unlock(81)');
+$worker = job_field($node, $job, 'pid');
+ok( $node->poll_query_until('postgres', qq{
+SELECT count(*) = 1 FROM pg_locks w JOIN pg_locks h ON h.virtualxid = w.virtualxid AND h.granted
+ WHERE w.locktype = 'virtualxid' AND NOT w.granted AND w.pid = $worker AND h.pid = $pid}),
+	"6: the build waits for the ALTER TABLE's transaction");
+release_hold($node, $hold);
+$session->query_until(qr/done/, "\\echo done\n");
+stderr_until($session, qr/(submitted for public\.gt|ERROR:  .*)\n/);
+unlike($session->{stderr}, qr/ERROR/, '6: the ALTER TABLE waited and was submitted, without error')
+  or diag($session->{stderr});
 my $key_job = $session->query('SELECT last_ddl_job()');
 ok(wait_job_state($node, $key_job, 'succeeded'), '6: its job succeeded');
+is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+	'succeeded', '6: and the index job');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_constraint WHERE conname = 'gt_id_key'"),
 	'1', '6: the table has the key');
 $gate->quit;
