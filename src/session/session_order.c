@@ -1036,13 +1036,6 @@ typedef struct OrderCheck
 	bool		top_level;		/* a utility statement the client sent */
 } OrderCheck;
 
-/* In a transaction block: BEGIN, several statements of one query string, a pipeline */
-static bool
-InTransactionBlockHere(void)
-{
-	return IsTransactionBlock() || IsSubTransaction() || (MyXactFlags & XACT_FLAGS_PIPELINING) != 0;
-}
-
 /*
  * May a utility statement end its transaction before it waits, and go on
  * in a new one, as VACUUM does between tables?  One that the client sent
@@ -1056,7 +1049,8 @@ InTransactionBlockHere(void)
 static bool
 MayEndTransaction(const OrderCheck *check)
 {
-	return check->top_level && !InTransactionBlockHere() && CurrentMemoryContext == PortalContext &&
+	return check->top_level && !IsTransactionBlock() && !IsSubTransaction() &&
+		(MyXactFlags & XACT_FLAGS_PIPELINING) == 0 && CurrentMemoryContext == PortalContext &&
 		!JobXactHasSubmitted() && !HoldsSnapshot();
 }
 
@@ -1196,7 +1190,7 @@ OrderStatement(OrderCheck *check)
 			ReleaseAnalysisLocks(&statement);
 		JobStepHoldPoint("statement: before its wait");
 		set_aside = SetAsideSnapshot(analysis);
-		if (!analysis && MayEndTransaction(check))
+		if (set_aside && !analysis && MayEndTransaction(check))
 			CommitBeforeWait();
 		retargets = list_concat(retargets, WaitForTouchedJobs(waited, touches, HoldsSnapshot()));
 		if (analysis)
@@ -1240,25 +1234,23 @@ OrderStatementOnce(OrderCheck *check)
  * some of the session's jobs (SessionOrderAwaitKeys, SessionOrderAwaitColumns).
  * Where nothing holds a snapshot at the end of its parse analysis (a
  * top-level utility statement: its portal takes the statement's snapshot
- * after), in a transaction block, it waits for them here already, holding
- * no snapshot: a job that waits for the transactions with older snapshots,
- * as CREATE INDEX CONCURRENTLY does, would otherwise find this transaction
- * among them in the moment between its snapshot and the wait, and wait for
- * it to end.  At submit there is then nothing left to wait for.  (A catalog
- * snapshot of the analysis may still have been seen.)  Sent alone, it
- * waits at submit, after ending its transaction (MayEndTransaction).
+ * after), it waits for them here already, holding no xmin at any time: a
+ * job that waits for the transactions with older snapshots, as CREATE INDEX
+ * CONCURRENTLY does, would otherwise find this transaction among them in the
+ * moment between its snapshot and the wait, and wait for it to end.  At
+ * submit there is then nothing left to wait for.
  */
 static void
 AwaitBeforeSnapshot(Node *utility)
 {
 	const KindRoutine *routine;
 
-	if (JobXactSessionOrders() == NIL || ActiveSnapshotSet() || !InTransactionBlockHere() ||
+	if (JobXactSessionOrders() == NIL || ActiveSnapshotSet() ||
 		(routine = SessionStatementWouldSubmit(utility)) == NULL)
 		return;
 	if (routine->validates_against_keys != NULL && routine->validates_against_keys(utility))
-		SessionOrderAwaitKeys(utility, false);
-	SessionOrderAwaitColumns(utility, false);
+		SessionOrderAwaitKeys(utility);
+	SessionOrderAwaitColumns(utility);
 }
 
 /*
@@ -1293,8 +1285,9 @@ SessionOrderInstall(void)
 void
 SessionOrderUtility(Node *parsetree, bool top_level)
 {
-	OrderCheck	check = {.utility = parsetree,.top_level = top_level};
+	OrderCheck	check = {NULL, NULL, parsetree};
 
+	check.top_level = top_level;
 	OrderStatementOnce(&check);
 }
 
@@ -1304,9 +1297,9 @@ SessionOrderUtility(Node *parsetree, bool top_level)
  * session's jobs that define keys on those tables, or build them here
  */
 void
-SessionOrderAwaitKeys(Node *parsetree, bool top_level)
+SessionOrderAwaitKeys(Node *parsetree)
 {
-	OrderCheck	check = {.utility = parsetree,.keys_only = true,.top_level = top_level};
+	OrderCheck	check = {NULL, NULL, parsetree, true};
 
 	OrderStatementOnce(&check);
 }
@@ -1318,9 +1311,9 @@ SessionOrderAwaitKeys(Node *parsetree, bool top_level)
  * or build them here, as the blocking statements would have run in order
  */
 void
-SessionOrderAwaitColumns(Node *parsetree, bool top_level)
+SessionOrderAwaitColumns(Node *parsetree)
 {
-	OrderCheck	check = {.utility = parsetree,.columns_only = true,.top_level = top_level};
+	OrderCheck	check = {.utility = parsetree,.columns_only = true};
 
 	OrderStatementOnce(&check);
 }

@@ -16,8 +16,8 @@
 
 extern void SessionOrderInstall(void);
 extern void SessionOrderUtility(Node *parsetree, bool top_level);
-extern void SessionOrderAwaitKeys(Node *parsetree, bool top_level);
-extern void SessionOrderAwaitColumns(Node *parsetree, bool top_level);
+extern void SessionOrderAwaitKeys(Node *parsetree);
+extern void SessionOrderAwaitColumns(Node *parsetree);
 extern List *SessionOrderJobsBefore(Node *parsetree);
 extern void SessionOrderSubmitted(const JobOrder *order);
 extern bool SessionOrderChecks(bool on);

@@ -481,7 +481,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	   ProcessUtilityContext context, ParamListInfo params,
 	   QueryEnvironment *queryEnv, QueryCompletion *qc)
 {
-	const BgddlCatalog *catalog;
+	const BgddlCatalog *catalog = CatalogLookup();
 	KindSubmit	submit;
 	const KindRoutine *built_by;
 	int64		group_id;
@@ -491,15 +491,6 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	ListCell   *leaf_cell;
 	ListCell   *state_cell;
 
-	/*
-	 * First the session's jobs whose keys or columns its checks read (a
-	 * statement sent alone may end its transaction meanwhile)
-	 */
-	if (routine->validates_against_keys != NULL &&
-		routine->validates_against_keys(pstmt->utilityStmt))
-		SessionOrderAwaitKeys(pstmt->utilityStmt, context == PROCESS_UTILITY_TOPLEVEL);
-	SessionOrderAwaitColumns(pstmt->utilityStmt, context == PROCESS_UTILITY_TOPLEVEL);
-	catalog = CatalogLookup();
 	if (catalog == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -519,6 +510,10 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submit.query_env = queryEnv;
 	submit.qc = qc;
 	submit.run_utility = RunDerivedUtility;
+	if (routine->validates_against_keys != NULL &&
+		routine->validates_against_keys(pstmt->utilityStmt))
+		SessionOrderAwaitKeys(pstmt->utilityStmt);
+	SessionOrderAwaitColumns(pstmt->utilityStmt);
 	group_id = GroupToJoin();
 	routine->validate(&submit);
 	if (submit.declined)

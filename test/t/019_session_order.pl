@@ -203,39 +203,6 @@ is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE 
 	'succeeded', 'the index job succeeded');
 is($node->safe_psql('postgres', "SELECT obj_description('gt_gate'::regclass, 'pg_class')"),
 	'unique', 'and the COMMENT is on its index');
-
-# 6. The same with a statement that becomes a job itself, whose checks at
-# submit read the table's keys (ADD UNIQUE): it waits at its submit, and
-# ends its transaction first too.
-$gate->query_safe('SELECT pg_advisory_lock(81)');
-$session->query('CREATE UNIQUE INDEX gt_gate2 ON gt (gate81(id))');
-$session->{stderr} = '';
-$job = $session->query_safe('SELECT last_ddl_job()');
-ok( $node->poll_query_until('postgres',
-		'SELECT count(*) = 1 FROM pg_locks WHERE locktype = \'advisory\' AND objid = 81 AND NOT granted'),
-	'6: the index job builds, held by lock 81');
-$hold = hold_at($node, 'statement: before its wait');
-ok(poll_session_setting($session), '6: the session has the hold point');
-$session->{stderr} = '';
-$session->query_until(qr/sent/, "\\echo sent\nALTER TABLE gt ADD CONSTRAINT gt_id_key UNIQUE (id);\n");
-ok(held_at_hold($node), '6: the ALTER TABLE is held before its wait');
-$gate->query_safe('SELECT pg_advisory_unlock(81)');
-$worker = job_field($node, $job, 'pid');
-ok( $node->poll_query_until('postgres', qq{
-SELECT count(*) = 1 FROM pg_locks w JOIN pg_locks h ON h.virtualxid = w.virtualxid AND h.granted
- WHERE w.locktype = 'virtualxid' AND NOT w.granted AND w.pid = $worker AND h.pid = $pid}),
-	"6: the build waits for the ALTER TABLE's transaction");
-release_hold($node, $hold);
-$session->query_until(qr/done/, "\\echo done\n");
-stderr_until($session, qr/(submitted for public\.gt|ERROR:  .*)\n/);
-unlike($session->{stderr}, qr/ERROR/, '6: the ALTER TABLE waited and was submitted, without error')
-  or diag($session->{stderr});
-my $key_job = $session->query('SELECT last_ddl_job()');
-ok(wait_job_state($node, $key_job, 'succeeded'), '6: its job succeeded');
-is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
-	'succeeded', '6: and the index job');
-is($node->safe_psql('postgres', "SELECT count(*) FROM pg_constraint WHERE conname = 'gt_id_key'"),
-	'1', '6: the table has the key');
 $gate->quit;
 $session->quit;
 
