@@ -252,7 +252,7 @@ INSERT INTO pak SELECT g, g % 5, 'r' FROM generate_series(1, 3000) g;
 CREATE UNIQUE INDEX pak_ab ON pak (a, b);
 CREATE INDEX pak_a ON pak (a);
 CREATE UNIQUE INDEX pak_expr ON pak ((a + 1));
-CREATE UNIQUE INDEX pak_desc ON pak (a DESC);
+CREATE UNIQUE INDEX pak_desc ON pak (a DESC); CALL parity_wait();
 ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_a; CALL parity_wait();
 ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_expr; CALL parity_wait();
 ALTER TABLE pak ADD PRIMARY KEY USING INDEX pak_desc; CALL parity_wait();
