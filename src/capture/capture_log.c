@@ -665,15 +665,6 @@ CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks)
 	CaptureMarksSort(marks->rows, marks->nrows);
 }
 
-/* Is an uncaptured mark of the job visible? */
-bool
-CaptureHasUncaptured(int64 job_id)
-{
-	return DatumGetBool(CatalogValueForJob("SELECT true FROM background_ddl.dirty "
-										   "WHERE job_id = $1 AND uncaptured LIMIT 1",
-										   job_id, BoolGetDatum(false)));
-}
-
 /* How many source rows of the job have visible marks (the backlog) */
 int64
 CaptureBacklog(int64 job_id)

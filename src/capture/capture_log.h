@@ -97,7 +97,6 @@ extern int64 CaptureMarksLogged(void);
 extern int64 CaptureTablesWrites(int64 job_id);
 extern void CaptureMarksScan(int64 job_id, int max_marks, CapturedMarks *marks);
 extern void CaptureMarksSort(DirtyMark *marks, int nmarks);
-extern bool CaptureHasUncaptured(int64 job_id);
 extern int64 CaptureBacklog(int64 job_id);
 extern void CaptureMarksDelete(int64 job_id, const MarkId *marks, int nmarks);
 extern void CaptureMarkWholeTable(int64 job_id, bool uncaptured);

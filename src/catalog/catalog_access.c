@@ -513,24 +513,6 @@ CatalogColumnIsNull(uint64 row, int attno)
 	return isnull;
 }
 
-/* A text column as a C string ("" if NULL), in the current memory context */
-char *
-CatalogTextColumn(uint64 row, int attno)
-{
-	if (CatalogColumnIsNull(row, attno))
-		return pstrdup("");
-	return TextDatumGetCString(CatalogColumn(row, attno, (Datum) 0));
-}
-
-/* An oid[] (or bigint[] of xids) column as a List of Oids; NIL if NULL */
-List *
-CatalogOidListColumn(uint64 row, int attno)
-{
-	if (CatalogColumnIsNull(row, attno))
-		return NIL;
-	return CatalogOidList(CatalogColumn(row, attno, (Datum) 0));
-}
-
 /* An oid[] (or bigint[] of xids, as CatalogXidArray makes) as a List of Oids */
 List *
 CatalogOidList(Datum array_datum)
@@ -553,15 +535,6 @@ CatalogOidList(Datum array_datum)
 	for (int i = 0; i < nelems; i++)
 		oids = lappend_oid(oids, DatumGetObjectId(elems[i]));
 	return oids;
-}
-
-/* A text[] column as a List of C strings; NIL if NULL */
-List *
-CatalogTextListColumn(uint64 row, int attno)
-{
-	if (CatalogColumnIsNull(row, attno))
-		return NIL;
-	return CatalogTextList(CatalogColumn(row, attno, (Datum) 0));
 }
 
 /* A text[] as a List of C strings */

@@ -78,9 +78,6 @@ extern List *CatalogRowOids(const CatalogRow *row, AttrNumber attno);
 /* Reading the current SPI result */
 extern Datum CatalogColumn(uint64 row, int attno, Datum null_value);
 extern bool CatalogColumnIsNull(uint64 row, int attno);
-extern char *CatalogTextColumn(uint64 row, int attno);
-extern List *CatalogOidListColumn(uint64 row, int attno);
-extern List *CatalogTextListColumn(uint64 row, int attno);
 extern List *CatalogOidList(Datum array);
 extern List *CatalogTextList(Datum array);
 
