@@ -14,7 +14,7 @@ our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state table_schema
   check_rewritten_table kill_held_worker start_table_writers mirrored_table_setup
-  mirrored_writes_script stop_table_writers events_write_script);
+  mirrored_writes_script stop_table_writers events_write_script diag_jobs);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -95,6 +95,19 @@ sub job_field
 {
 	my ($node, $job, $field) = @_;
 	return $node->safe_psql('postgres', "SELECT $field FROM pg_stat_background_ddl WHERE id = $job");
+}
+
+# For a failed assertion about jobs: their rows and what the server log
+# says of them
+sub diag_jobs
+{
+	my ($node, @jobs) = @_;
+	my $ids = join(',', @jobs);
+	diag($node->safe_psql('postgres',
+		"SELECT id, state, phase, strategy, attempts, kind_state - 'driving' FROM background_ddl.job WHERE id IN ($ids) ORDER BY id"));
+	my $pattern = join('|', map { "job $_\\b" } @jobs);
+	diag(join('', grep { /$pattern/ } split(/^/, slurp_file($node->logfile))));
+	return;
 }
 
 # Whether a constraint of that name is valid: 'true', 'false', or 'absent'

@@ -110,7 +110,8 @@ check_exact_at_cutover($node, 'mv_filter', $filter,
 check_exact_at_cutover($node, 'mv_join', $join,
 	"SELECT e.id, a.name, e.payload FROM events_at(SNAP) e JOIN accounts_at(SNAP) a USING (account)");
 cmp_ok($node->safe_psql('postgres', "SELECT min((kind_state->>'catchup_passes')::int) FROM background_ddl.job WHERE id IN ($filter, $join)"),
-	'>=', 1, 'round 1 row-by-row jobs ran catch-up passes');
+	'>=', 1, 'round 1 row-by-row jobs ran catch-up passes')
+  or diag_jobs($node, $filter, $join);
 # Partial aggregation under writes spread over the whole table: caught up,
 # or (the usual case here) the cut-over recomputed the whole result
 my $log = slurp_file($node->logfile);
