@@ -69,6 +69,7 @@
 #include "index/index_chunked.h"
 #include "kinds/kind_index.h"
 #include "kinds/kinds.h"
+#include "pg/pg_lock.h"
 #include "pg/pg_relation.h"
 
 /* The job's kind_state: its stage, and what the stages record */
@@ -568,8 +569,8 @@ MarkValidStep(JobRun *run)
 	(void) HoldTableForSession(table_oid);
 	InvalidateCatalogSnapshot();
 	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, "transactions with snapshots older than the index");
-	WaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
-															  STATE_LIMIT_XMIN), false);
+	PgWaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
+																STATE_LIMIT_XMIN));
 	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
 	IndexBuildSetValid(run->job.target_oid, table_oid);
 	IndexBuildAnalyzeExpressions(&run->job, table_oid, run->job.target_oid);
@@ -594,8 +595,8 @@ AwaitOlderSnapshotsStep(JobRun *run)
 	JobStepBegin("background_ddl: waiting for older transactions", STEP_NO_SNAPSHOT);
 	InvalidateCatalogSnapshot();
 	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, "transactions with snapshots older than the index");
-	WaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
-															  STATE_LIMIT_XMIN), false);
+	PgWaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
+																STATE_LIMIT_XMIN));
 	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
 	JobStepEnd();
 	ReleaseTable(0, ObjectIdGetDatum(table_oid));

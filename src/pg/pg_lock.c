@@ -2,7 +2,7 @@
  *
  * pg_lock.c
  *	  Taking a relation lock without queueing for it; who a process waits
- *	  for.
+ *	  for; waiting for older snapshots rather than for their transactions.
  *
  * A request that waits in a lock queue makes every later request that
  * conflicts with it wait too: a job that queued for ACCESS EXCLUSIVE on a
@@ -21,6 +21,14 @@
  * others hold it now (holders that come and go), instead of at the end of
  * its patience.
  *
+ * An index build waits until the transactions whose snapshots are older
+ * than its validation's no longer hold them (PgWaitForOlderSnapshots).
+ * PostgreSQL's WaitForOlderSnapshots waits for such a transaction to end;
+ * a session that waits for the build sets its snapshot aside but, in a
+ * transaction block, cannot end its transaction: a wait for the snapshot
+ * is all the index needs (PostgreSQL drops from its list a transaction
+ * whose snapshot has moved on), and it ends.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -31,6 +39,9 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/sinvaladt.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -119,4 +130,87 @@ PgBlockingPids(int pid)
 		if (!nulls[i])
 			pids = lappend_int(pids, DatumGetInt32(values[i]));
 	return pids;
+}
+
+/* Processes WaitsForMe follows at most */
+#define WAITS_FOR_ME_MAX_PROCESSES	64
+
+/* Does process pid wait for a lock of this process, directly or through others? */
+static bool
+WaitsForMe(int pid)
+{
+	List	   *pids = list_make1_int(pid);
+	ListCell   *lc;
+
+	/* pids grows while it is walked: the processes those wait for */
+	foreach(lc, pids)
+	{
+		ListCell   *blocker;
+
+		foreach(blocker, PgBlockingPids(lfirst_int(lc)))
+		{
+			if (lfirst_int(blocker) == MyProcPid)
+				return true;
+			if (list_length(pids) < WAITS_FOR_ME_MAX_PROCESSES)
+				pids = list_append_unique_int(pids, lfirst_int(blocker));
+		}
+	}
+	return false;
+}
+
+/*
+ * Wait until none of the transactions that hold a snapshot as old as
+ * limit_xmin now (as WaitForOlderSnapshots finds them) holds one any
+ * more: each has ended, or let go of its snapshots or taken newer ones.
+ * Looks again after 1, 2, 4 ... (at most 100) milliseconds.  While one of
+ * them waits for a lock that this process holds (a DETACH PARTITION that
+ * holds its snapshot while it waits for the table), its transaction is
+ * waited for as PostgreSQL does, in the lock manager, so that the deadlock
+ * detector sees the cycle.  Caller holds no snapshot.
+ */
+void
+PgWaitForOlderSnapshots(TransactionId limit_xmin)
+{
+	const int	excluded = PROC_IS_AUTOVACUUM | PROC_IN_VACUUM | PROC_IN_SAFE_IC;
+	int			count;
+	VirtualTransactionId *older = GetCurrentVirtualXIDs(limit_xmin, true, false, excluded,
+													   &count);
+	long		pause_ms = LOCK_RETRY_FIRST_MS;
+
+	while (count > 0)
+	{
+		VirtualTransactionId *now_older;
+		int			now_count;
+		int			kept = 0;
+
+		for (int i = 0; i < count; i++)
+		{
+			PGPROC	   *proc = BackendIdGetProc(older[i].backendId);
+
+			if (proc != NULL && WaitsForMe(proc->pid))
+				(void) VirtualXactLock(older[i], true);
+		}
+		now_older = GetCurrentVirtualXIDs(limit_xmin, true, false, excluded, &now_count);
+		for (int i = 0; i < count; i++)
+		{
+			for (int j = 0; j < now_count; j++)
+			{
+				if (VirtualTransactionIdEquals(older[i], now_older[j]))
+				{
+					older[kept++] = older[i];
+					break;
+				}
+			}
+		}
+		pfree(now_older);
+		count = kept;
+		if (count == 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause_ms,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pause_ms = Min(pause_ms * 2, LOCK_RETRY_LONGEST_MS);
+	}
+	pfree(older);
 }

@@ -2,7 +2,7 @@
  *
  * pg_lock.h
  *	  Taking a relation lock without queueing for it; who a process waits
- *	  for.
+ *	  for; waiting for older snapshots rather than for their transactions.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,5 +15,6 @@
 extern bool PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms,
 								 bool until_holders_change);
 extern List *PgBlockingPids(int pid);
+extern void PgWaitForOlderSnapshots(TransactionId limit_xmin);
 
 #endif							/* BGDDL_PG_LOCK_H */

@@ -4,10 +4,11 @@
 # and the statement goes on; where its transaction holds what the job needs,
 # it fails with a deadlock error instead of waiting for ever.  A statement
 # on a partitioned table waits for a job on one of its partitions, a DROP
-# INDEX for the CLUSTER job that orders by the index.  A statement sent
-# alone ends its transaction before it waits, so that an index build that
-# already waits for its snapshot waits for nothing of its.  Each race is
-# made deterministic with a hold point.
+# INDEX for the CLUSTER job that orders by the index.  An index build that
+# already waits for the snapshot of a statement that then waits for it
+# ends: the statement sent alone ends its transaction before it waits, and
+# in a transaction block sets its snapshot aside, which is all the build
+# waits for.  Each race is made deterministic with a hold point.
 use strict;
 use warnings;
 use FindBin;
@@ -163,46 +164,74 @@ later_statement_waits('CLUSTER ct USING ct_id', 'DROP INDEX ct_id', 'the CLUSTER
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'ct_id'}),
 	'0', 'and the index is gone');
 
-# 5. A unique index job, then a COMMENT on its index, sent alone: the
-# COMMENT is held before its wait, with its snapshot, while the build (held
-# by lock 81 until then) ends and begins to wait for older snapshots, the
-# COMMENT's among them.  Such a build waits for the transaction to end, not
-# for its snapshot: the COMMENT ends its transaction before it waits, as
-# VACUUM does between tables, and both succeed, as with the setting off
-# (in the same transaction the wait would be a deadlock).
+# 5. A unique index job (CREATE INDEX CONCURRENTLY), then a COMMENT on
+# its index, sent alone: the COMMENT is held before its wait, with its
+# snapshot, while the build (held by lock 81 until then) ends and begins to
+# wait for older snapshots, the COMMENT's among them.  Such a build waits
+# for the transaction to end, not for its snapshot: the COMMENT ends its
+# transaction before it waits, as VACUUM does between tables, and both
+# succeed, as with the setting off (in the same transaction the wait would
+# be a deadlock).
 $node->safe_psql('postgres', q{
 CREATE FUNCTION gate81(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(81); END IF; RETURN x; END $$;
 CREATE TABLE gt AS SELECT g AS id FROM generate_series(1, 1000) g;
+CREATE TABLE gt2 AS SELECT g AS id FROM generate_series(1, 1000) g;
 });
 my $gate = $node->background_psql('postgres');
-$gate->query_safe('SELECT pg_advisory_lock(81)');
-$hold = hold_at($node, 'statement: before its wait');
-ok(poll_session_setting($session), 'the session has the hold point');
-$session->query('CREATE UNIQUE INDEX gt_gate ON gt (gate81(id))');
-$session->{stderr} = '';
-$job = $session->query_safe('SELECT last_ddl_job()');
-ok( $node->poll_query_until('postgres',
-		'SELECT count(*) = 1 FROM pg_locks WHERE locktype = \'advisory\' AND objid = 81 AND NOT granted'),
-	'the index job builds, held by lock 81');
-$session->query_until(qr/sent/, "\\echo sent\nCOMMENT ON INDEX gt_gate IS 'unique';\n");
-ok(held_at_hold($node), 'the COMMENT is held before its wait');
-is($node->safe_psql('postgres', "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $pid"),
-	't', 'with its snapshot');
-$gate->query_safe('SELECT pg_advisory_unlock(81)');
-my $worker = job_field($node, $job, 'pid');
-ok( $node->poll_query_until('postgres', qq{
-SELECT count(*) = 1 FROM pg_locks w JOIN pg_locks h ON h.virtualxid = w.virtualxid AND h.granted
- WHERE w.locktype = 'virtualxid' AND NOT w.granted AND w.pid = $worker AND h.pid = $pid}),
-	"the build waits for the COMMENT's transaction");
-release_hold($node, $hold);
-$session->query_until(qr/done/, "\\echo done\n");
-stderr_until($session, qr/waiting for background DDL job $job.*\n.*\n/);
-unlike($session->{stderr}, qr/ERROR/, 'the COMMENT waited, without error') or diag($session->{stderr});
-is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
-	'succeeded', 'the index job succeeded');
+
+# An index job ($index: its CREATE statement), gated by lock 81, then
+# $comment (in a transaction block of its own with $in_block) held before
+# its wait while the build begins to wait for older snapshots, the
+# comment's among them, as waiting_on says ($waiting_on); then the comment
+# waits, the job succeeds, and so does the comment
+sub comment_waits_for_build
+{
+	my ($case, $index, $comment, $waiting_on, $in_block) = @_;
+	$gate->query_safe('SELECT pg_advisory_lock(81)');
+	my $hold = hold_at($node, 'statement: before its wait');
+	ok(poll_session_setting($session), "$case: the session has the hold point");
+	$session->query($index);
+	$session->{stderr} = '';
+	my $job = $session->query_safe('SELECT last_ddl_job()');
+	ok( $node->poll_query_until('postgres',
+			'SELECT count(*) = 1 FROM pg_locks WHERE locktype = \'advisory\' AND objid = 81 AND NOT granted'),
+		"$case: the index job builds, held by lock 81");
+	$session->query_safe('BEGIN') if $in_block;
+	$session->query_until(qr/sent/, "\\echo sent\n$comment\n");
+	ok(held_at_hold($node), "$case: the COMMENT is held before its wait");
+	is($node->safe_psql('postgres', "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $pid"),
+		't', "$case: with its snapshot");
+	$gate->query_safe('SELECT pg_advisory_unlock(81)');
+	ok( $node->poll_query_until('postgres',
+			"SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $job", $waiting_on),
+		"$case: the build waits for older snapshots, the COMMENT's among them");
+	release_hold($node, $hold);
+	$session->query_until(qr/done/, "\\echo done\n");
+	stderr_until($session, qr/waiting for background DDL job $job.*\n.*\n/);
+	unlike($session->{stderr}, qr/ERROR/, "$case: the COMMENT waited, without error")
+	  or diag($session->{stderr});
+	is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
+		'succeeded', "$case: the index job succeeded");
+	$session->{stderr} = '';
+	$session->query_safe('COMMIT') if $in_block;
+	return;
+}
+
+comment_waits_for_build('alone', 'CREATE UNIQUE INDEX gt_gate ON gt (gate81(id))',
+	"COMMENT ON INDEX gt_gate IS 'unique';", "old snapshots: transactions of pid $pid");
 is($node->safe_psql('postgres', "SELECT obj_description('gt_gate'::regclass, 'pg_class')"),
-	'unique', 'and the COMMENT is on its index');
+	'unique', 'alone: the COMMENT is on its index');
+
+# 6. The same in a transaction block, where the COMMENT cannot end its
+# transaction, with the job's own (chunked) build of an index: the COMMENT
+# sets its snapshot aside while it waits, and that build waits for older
+# snapshots, not for their transactions (WaitForOlderSnapshots would wait
+# for the block to end: a deadlock, failed by the COMMENT's wait)
+comment_waits_for_build('in a block', 'CREATE INDEX gt2_gate ON gt2 (gate81(id))',
+	"COMMENT ON INDEX gt2_gate IS 'in a block';", 'transactions with snapshots older than the index', 1);
+is($node->safe_psql('postgres', "SELECT obj_description('gt2_gate'::regclass, 'pg_class')"),
+	'in a block', 'in a block: the COMMENT is on its index');
 $gate->quit;
 $session->quit;
 
