@@ -14,7 +14,7 @@ our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state table_schema
   check_rewritten_table kill_held_worker start_table_writers mirrored_table_setup
-  mirrored_writes_script stop_table_writers events_write_script diag_jobs);
+  mirrored_writes_script restart_table_writers stop_table_writers events_write_script diag_jobs);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
 # runs the crash and exactness tests with 1 worker per job, and with the
@@ -495,15 +495,6 @@ DELETE FROM mirror WHERE id % 3 = 0;
 	return;
 }
 
-# Stop the writers of start_table_writers, and check that none failed
-sub stop_table_writers
-{
-	my ($writers, $err, $what) = @_;
-	my $said = stop_pgbench($writers, $err);
-	unlike($said, qr/ERROR|aborted/, "$what: no writer failed") or diag($said);
-	return;
-}
-
 # A pgbench script for mirrored_table_setup's tables (t with a column n int
 # too): updates of k, a, c and n, deletes and inserts, each made to mirror in
 # the same transaction.  The values of a are upper-case, of c lower-case.
@@ -526,16 +517,38 @@ COMMIT;
 EOS
 }
 
-# start_pgbench of a script as alice, that takes ids from sequence ids; once
-# they have written (50 ids taken), returns its handle and standard error
+# The writers of start_table_writers: the node, the script, pgbench's
+# handle and standard error
+my %table_writers;
+
+# start_pgbench of a script as alice, that takes ids from sequence ids;
+# returns once they have written (50 ids taken)
 sub start_table_writers
 {
 	my ($node, $script) = @_;
 	my $before = $node->safe_psql('postgres', 'SELECT last_value FROM ids');
-	my ($writers, $err) = start_pgbench($node, $script, '-U', 'alice');
+	%table_writers = (node => $node, script => $script);
+	@table_writers{qw(run err)} = start_pgbench($node, $script, '-U', 'alice');
 	ok($node->poll_query_until('postgres', "SELECT last_value > $before + 50 FROM ids"),
 		'the writers write');
-	return ($writers, $err);
+	return;
+}
+
+# After a crash, which ended their connections: start the writers again
+sub restart_table_writers
+{
+	$table_writers{run}->finish;
+	start_table_writers(@table_writers{qw(node script)});
+	return;
+}
+
+# Stop the writers, and check that none failed
+sub stop_table_writers
+{
+	my ($what) = @_;
+	my $said = stop_pgbench(@table_writers{qw(run err)});
+	unlike($said, qr/ERROR|aborted/, "$what: no writer failed") or diag($said);
+	return;
 }
 
 # A pgbench script for history_setup's events: updates, inserts and

@@ -374,5 +374,45 @@ for my $case ([ 'h_desc', '(v DESC NULLS LAST, t) INCLUDE (id)', '', 3 ],
 }
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.max_workers_per_job; SELECT pg_reload_conf();');
 
+# The build waits for older snapshots, not for their transactions; but for
+# one that waits for a lock of the job, in the lock manager, as PostgreSQL
+# does.  An ALTER TABLE that took its snapshot, then queued for the table
+# while the chunks ran (held by lock 81), closes a cycle once the build
+# waits for it: the job's deadlock detector finds it (the worker's
+# deadlock_timeout is 10 ms, the ALTER's a minute here) and the job gives
+# way; the ALTER succeeds, and the index ends valid in one attempt.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION gate81(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(81); END IF; RETURN x; END $$;
+CREATE TABLE g AS SELECT g AS id FROM generate_series(1, 20000) g;
+});
+my $gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(81)');
+my $gate_job = submit_job($node, 'CREATE INDEX g_gate ON g (gate81(id))');
+ok( $node->poll_query_until('postgres',
+		q{SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 81 AND NOT granted}),
+	'g_gate: the index job builds, held by lock 81');
+my $offset = -s $node->logfile;
+my $alter = $node->background_psql('postgres');
+my $alter_pid = $alter->query_safe('SELECT pg_backend_pid()');
+$alter->query_until(qr/sent/,
+	"\\echo sent\nSET deadlock_timeout = '1min';\nALTER TABLE g ADD COLUMN extra int;\n\\echo altered\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Lock' AND backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $alter_pid"),
+	'g_gate: the ALTER TABLE queues for the table, with its snapshot');
+$gate->query_safe('SELECT pg_advisory_unlock(81)');
+ok(wait_job_state($node, $gate_job, 'succeeded'), 'g_gate: the job succeeded');
+$alter->query_until(qr/altered/, '');
+like(slurp_file($node->logfile, $offset),
+	qr/background DDL job $gate_job gave way in a deadlock, and goes on: deadlock detected/,
+	'g_gate: the job gave way in the deadlock');
+is( $node->safe_psql('postgres', q{
+	SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'g_gate'::regclass)
+	   AND EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'g'::regclass AND attname = 'extra')}),
+	't', 'g_gate: the ALTER added its column, and the index is valid');
+is(job_field($node, $gate_job, 'attempts'), '1', 'g_gate: in one attempt');
+$gate->quit;
+$alter->quit;
+
 $node->stop;
 done_testing();

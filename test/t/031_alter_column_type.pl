@@ -66,17 +66,6 @@ my $alter1 = 'ALTER TABLE t ALTER COLUMN id TYPE bigint, ALTER COLUMN k SET DATA
 mirrored_table_setup($node, $setup, $alter1);
 
 my $script = mirrored_writes_script();
-my ($writers, $writers_err);
-
-sub start_writers
-{
-	($writers, $writers_err) = start_table_writers($node, $script);
-}
-
-sub stop_writers
-{
-	stop_table_writers($writers, $writers_err, $_[0]);
-}
 
 sub filenode
 {
@@ -100,7 +89,7 @@ SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER
 }
 
 my $table_oid = $node->safe_psql('postgres', q{SELECT 't'::regclass::oid});
-start_writers();
+start_table_writers($node, $script);
 
 # 1. Killed after its second chunk.
 my $filenode = filenode();
@@ -109,21 +98,20 @@ is( $node->safe_psql('postgres', "SET lock_timeout = '1s'; SELECT count(*) > 0 F
 	't', 'the table is read during the job');
 is(column_types(), 'id integer, k integer, a text, c text, n integer', 'with its old types');
 kill_held_worker($node, $job, $hold);
-$writers->finish;
-start_writers();
+restart_table_writers();
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 is(column_types(), 'id bigint, k bigint, a character varying(40), c text, n integer',
 	'the columns have their new types');
 isnt(filenode(), $filenode, 'the table has new storage');
 is($node->safe_psql('postgres', q{SELECT 't'::regclass::oid}), $table_oid, 'and its OID');
-stop_writers('changed to bigint');
+stop_table_writers('changed to bigint');
 check_table($job, 'changed to bigint', $alter1);
 is(table_schema($node, 'postgres', 't'), table_schema($node, 'blocking', 't'),
 	"the table's schema is the blocking statement's (pg_dump)");
 
 # 2. Killed at its cut-over, an index on the changed column made meanwhile.
 my $alter2 = 'ALTER TABLE t ALTER COLUMN k TYPE numeric';
-start_writers();
+start_table_writers($node, $script);
 ($job, $hold) = submit_held_at($node, 'cutting over', $alter2, user => 'alice');
 my $copies = $node->safe_psql('postgres', q{
 SELECT string_agg(pg_relation_filenode(oid)::text, ',') FROM pg_class
@@ -131,8 +119,7 @@ SELECT string_agg(pg_relation_filenode(oid)::text, ',') FROM pg_class
 is(scalar(split /,/, $copies), 4, 'the copies of the four indexes were built before the cut-over');
 $node->safe_psql('postgres', 'CREATE INDEX t_k_a ON t (k, a)');
 kill_held_worker($node, $job, $hold);
-$writers->finish;
-start_writers();
+restart_table_writers();
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 like(column_types(), qr/^id bigint, k numeric,/, 'k is numeric');
 like( $node->safe_psql('postgres', q{SELECT pg_get_indexdef('t_k_a'::regclass)}),
@@ -142,11 +129,11 @@ SELECT string_agg(relname, ' ' ORDER BY relname) FROM pg_class c JOIN pg_index i
  WHERE i.indrelid = 't'::regclass AND pg_relation_filenode(c.oid) IN ($copies)}),
 	't_k t_lower t_n t_pkey',
 	'the four indexes have the storage of their copies, t_k made again for numeric too');
-stop_writers('killed at the cut-over');
+stop_table_writers('killed at the cut-over');
 check_table($job, 'killed at the cut-over', $alter2);
 
 # 3. Cancelled at its cut-over.
-start_writers();
+start_table_writers($node, $script);
 $filenode = filenode();
 my $types = column_types();
 ($job, $hold) = submit_held_at($node, 'cutting over', 'ALTER TABLE t ALTER COLUMN c TYPE varchar(100000)',
@@ -156,7 +143,7 @@ release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
 is(filenode(), $filenode, 'the table keeps its storage');
 is(column_types(), $types, 'and its types');
-stop_writers('cancelled');
+stop_table_writers('cancelled');
 check_table($job, 'cancelled');
 
 # 4. A null for a NOT NULL column, from a row written during the job.
@@ -301,18 +288,17 @@ my $before = table_schema($node, 'postgres', 't');
 my $alter10 = 'ALTER TABLE t ADD COLUMN g bigint GENERATED ALWAYS AS (k * 2 + n) STORED, '
   . 'ADD COLUMN u uuid NOT NULL DEFAULT gen_random_uuid(), '
   . q{ALTER COLUMN c SET DEFAULT 'none', ALTER COLUMN k SET STATISTICS 300};
-start_writers();
+start_table_writers($node, $script);
 $filenode = filenode();
 $types = column_types();
 ($job, $hold) = submit_held_at($node, 'chunk 2', $alter10, user => 'alice');
 is(column_types(), $types, 'the columns are not there during the job');
 kill_held_worker($node, $job, $hold);
-$writers->finish;
-start_writers();
+restart_table_writers();
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 is(column_types(), "$types, g bigint, u uuid", 'the columns are added');
 isnt(filenode(), $filenode, 'the table has new storage');
-stop_writers('added columns');
+stop_table_writers('added columns');
 is( $node->safe_psql('postgres', q{SELECT count(*) = count(DISTINCT u) AND count(*) = count(u) FROM t}),
 	't', 'each row has a uuid of its own');
 $node->safe_psql('postgres', q{

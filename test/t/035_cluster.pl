@@ -101,7 +101,7 @@ my $table_oid = $node->safe_psql('postgres', q{SELECT 't'::regclass::oid});
 cmp_ok(descents(), '>', 5000, 'the table is not in the order of t_k');
 
 # 1. Killed after its second chunk, under writes.
-my ($writers, $writers_err) = start_table_writers($node, $script);
+start_table_writers($node, $script);
 my $filenode = filenode();
 my $ids_before = last_id();
 my ($job, $hold) = submit_held_at($node, 'chunk 2', 'CLUSTER t USING t_k', user => 'alice');
@@ -111,17 +111,15 @@ like(job_field($node, $job, 'strategy'), qr/in the order of index "t_k"/, "the v
 my $done_before = $node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job");
 cmp_ok($done_before, '>', 0, "held after $done_before blocks' worth of rows copied");
 kill_held_worker($node, $job, $hold);
-$writers->finish;
-($writers, $writers_err) = start_table_writers($node, $script);
+restart_table_writers();
 cmp_ok($node->safe_psql('postgres', "SELECT work_done FROM background_ddl.job WHERE id = $job"),
 	'>=', $done_before, 'the checkpoint survived the crash');
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 my $ids_after = last_id();
-my $writers_said = stop_pgbench($writers, $writers_err);
+stop_table_writers('killed after a chunk');
 isnt(filenode(), $filenode, 'the table has new storage');
 is($node->safe_psql('postgres', q{SELECT 't'::regclass::oid}), $table_oid, 'and its OID');
 check_rewritten_table($node, $job, 'killed after a chunk');
-unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 is(clustered_on(), 't_k', 'the table is clustered on t_k');
 # (each transaction of the writers moves at most three rows and adds one)
 my $bound = 4 * ($ids_after - $ids_before) + 1;
@@ -148,18 +146,17 @@ is(clustered_on(), 't_k', 'the table is still clustered on t_k');
 
 # 3. Cancelled during its backfill.
 $node->safe_psql('postgres', $shuffle);
-($writers, $writers_err) = start_table_writers($node, $script);
+start_table_writers($node, $script);
 $filenode = filenode();
 $node->safe_psql('postgres', 'ALTER TABLE t ALTER a SET NOT NULL');
 ($job, $hold) = submit_held_at($node, 'chunk 2', 'CLUSTER t USING t_a', user => 'alice');
 $node->safe_psql('postgres', "SELECT cancel_ddl($job)", extra_params => [ '-U', 'alice' ]);
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'cancelled'), 'the job is cancelled');
-$writers_said = stop_pgbench($writers, $writers_err);
+stop_table_writers('cancelled');
 is(filenode(), $filenode, 'the table keeps its storage');
 is(clustered_on(), 't_k', 'and its clustered index');
 check_rewritten_table($node, $job, 'cancelled');
-unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 
 # 4. The index dropped during the job.
 $node->safe_psql('postgres', 'SET ROLE alice; CREATE INDEX t_k_id ON t (k, id)');
@@ -301,18 +298,16 @@ INSERT INTO mirror VALUES (:new_id, :v % 60000, CASE WHEN :v % 2 = 0 THEN md5(:v
 COMMIT;
 EOS
 cmp_ok(descents_of_a(0), '>', 5000, 'the table is not in the order of t_a');
-($writers, $writers_err) = start_table_writers($node, $null_script);
+start_table_writers($node, $null_script);
 $ids_before = last_id();
 ($job, $hold) = submit_held_at($node, 'copying the rows of a null key', 'CLUSTER t USING t_a',
 	user => 'alice');
 kill_held_worker($node, $job, $hold);
-$writers->finish;
-($writers, $writers_err) = start_table_writers($node, $null_script);
+restart_table_writers();
 ok(wait_job_state($node, $job, 'succeeded'), 'the job resumed and succeeded');
 $ids_after = last_id();
-$writers_said = stop_pgbench($writers, $writers_err);
+stop_table_writers('an index on a column that may be null');
 check_rewritten_table($node, $job, 'an index on a column that may be null');
-unlike($writers_said, qr/ERROR|aborted/, 'no writer failed') or diag($writers_said);
 is(clustered_on(), 't_a', 'the table is clustered on t_a');
 # (each transaction of the writers moves at most one row and adds one)
 $bound = 4 * ($ids_after - $ids_before) + 1;

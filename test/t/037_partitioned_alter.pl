@@ -64,17 +64,6 @@ mirrored_table_setup($node, $setup, $alter1);
 my @leaves = qw(t_1 t_2 t_3a t_3b);
 
 my $script = mirrored_writes_script();
-my ($writers, $writers_err);
-
-sub start_writers
-{
-	($writers, $writers_err) = start_table_writers($node, $script);
-}
-
-sub stop_writers
-{
-	stop_table_writers($writers, $writers_err, $_[0]);
-}
 
 # The jobs of the statement that submitted job $last (its group's), as "id id ..."
 sub group_jobs
@@ -152,7 +141,7 @@ sub submit_group_held_at
 }
 
 my $oids = leaf_oids();
-start_writers();
+start_table_writers($node, $script);
 
 # 1. One leaf's worker killed after its second chunk.
 my ($last, $hold) = submit_group_held_at('chunk 2', $alter1);
@@ -171,19 +160,18 @@ my $held = $node->safe_psql('postgres',
 	   AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted)
 	 LIMIT 1");
 kill_held_worker($node, $held, $hold);
-$writers->finish;
-start_writers();
+restart_table_writers();
 ok(wait_jobs_state($jobs, 'succeeded'), 'every job resumed and succeeded');
 is(leaf_oids(), $oids, 'each leaf keeps its OID');
 unlike(column_types(), qr/\.k integer|\.a text/, 'every table of the tree has the new types');
-stop_writers('changed types');
+stop_table_writers('changed types');
 check_tree($jobs, 'changed types', $alter1);
 is(table_schema($node, 'postgres', 't*'), table_schema($node, 'blocking', 't*'),
 	"the tree's schema is the blocking statement's (pg_dump)");
 
 # 2. Killed in the group's publication, before its commit.
 my $alter2 = 'ALTER TABLE t ALTER COLUMN k TYPE numeric';
-start_writers();
+start_table_writers($node, $script);
 ($last, $hold) = submit_group_held_at('publishing its group: before its commit', $alter2);
 $jobs = group_jobs($last);
 $held = $node->safe_psql('postgres',
@@ -192,15 +180,14 @@ $held = $node->safe_psql('postgres',
 	 LIMIT 1");
 like(column_types(), qr/t_2\.k bigint/, 'held before its commit: nothing is published yet');
 kill_held_worker($node, $held, $hold);
-$writers->finish;
-start_writers();
+restart_table_writers();
 ok(wait_jobs_state($jobs, 'succeeded'), 'every job resumed and succeeded');
 unlike(column_types(), qr/\.k bigint/, 'k is numeric in every table');
-stop_writers('killed in the publication');
+stop_table_writers('killed in the publication');
 check_tree($jobs, 'killed in the publication', $alter2);
 
 # 3. One leaf's job cancelled.
-start_writers();
+start_table_writers($node, $script);
 my $types = column_types();
 ($last, $hold) = submit_group_held_at('chunk 2', 'ALTER TABLE t ALTER COLUMN c TYPE varchar(100000)');
 $jobs = group_jobs($last);
@@ -210,11 +197,11 @@ release_hold($node, $hold);
 ok(wait_jobs_state($jobs, 'cancelled'), 'every job of the statement is cancelled');
 is(column_types(), $types, 'the tree keeps its types');
 is(leaf_oids(), $oids, 'and its leaves');
-stop_writers('cancelled');
+stop_table_writers('cancelled');
 check_tree($jobs, 'cancelled');
 
 # 4. A partition made during the jobs, with rows.
-start_writers();
+start_table_writers($node, $script);
 # (the writers write lower-case values of c, which lower() keeps: rows written
 # after the publication are as the blocking statement at the end leaves them)
 my $alter4 = 'ALTER TABLE t ALTER COLUMN c TYPE varchar(100000) USING lower(c)';
@@ -230,7 +217,7 @@ ok(wait_jobs_state($jobs, 'succeeded'), 'every job succeeded');
 like(column_types(), qr/t_4\.c character varying\(100000\)/, 'the new partition has the new type');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM t_4 WHERE c = 'made during the jobs'}), '100',
 	"its rows were rewritten with the others' publication");
-stop_writers('a partition made meanwhile');
+stop_table_writers('a partition made meanwhile');
 check_tree($jobs, 'a partition made meanwhile', $alter4);
 $node->safe_psql('postgres', q{DROP TABLE t_4; DELETE FROM mirror WHERE id >= 100000000});
 
