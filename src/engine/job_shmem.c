@@ -21,6 +21,7 @@
 
 #include <signal.h>
 
+#include "access/transam.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -330,12 +331,13 @@ JobSlotFind(Oid database_oid, int64 job_id, bool create)
 
 /*
  * The processes working on a job now, into pids (at most max_pids; returns
- * how many), and the lock its first worker asks for (*lock_relid
- * InvalidOid: none)
+ * how many), the lock its first worker asks for (*lock_relid
+ * InvalidOid: none), and the xmin as old as which it waits for snapshots
+ * to go (*snapshot_limit; JobPublishSnapshotWait)
  */
 int
 JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids, Oid *lock_relid,
-			 int *lock_mode)
+			 int *lock_mode, TransactionId *snapshot_limit)
 {
 	int			count = 0;
 	JobSlot    *slot;
@@ -352,6 +354,7 @@ JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids, Oid *loc
 	slot = JobSlotFind(database_oid, job_id, false);
 	*lock_relid = slot != NULL ? slot->lock_relid : InvalidOid;
 	*lock_mode = slot != NULL ? slot->lock_mode : NoLock;
+	*snapshot_limit = slot != NULL ? slot->snapshot_limit : InvalidTransactionId;
 	LWLockRelease(JobShared->lock);
 	return count;
 }
@@ -517,6 +520,21 @@ JobPublishLockWait(Oid relid, int mode)
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 	MyJobSlot->lock_relid = relid;
 	MyJobSlot->lock_mode = mode;
+	LWLockRelease(JobShared->lock);
+}
+
+/*
+ * The snapshots the job's first worker waits to go, those as old as
+ * limit_xmin (InvalidTransactionId: none), for the sessions that wait for
+ * the job (session_control.c)
+ */
+void
+JobPublishSnapshotWait(TransactionId limit_xmin)
+{
+	if (!JobIsFirstWorker())
+		return;
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	MyJobSlot->snapshot_limit = limit_xmin;
 	LWLockRelease(JobShared->lock);
 }
 

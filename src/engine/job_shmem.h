@@ -108,6 +108,8 @@ typedef struct JobSlot
 	/* the lock the job's first worker is asking for (JobStepLockRelation) */
 	Oid			lock_relid;		/* InvalidOid: none */
 	int			lock_mode;
+	/* it waits until no snapshot as old as this xmin is held (invalid: none) */
+	TransactionId snapshot_limit;
 	/* what else the job's first worker waits for ("": nothing), for every role to see */
 	char		waiting_for[JOB_WAITING_FOR_LEN];
 	/* the standby it waits for, if so: only pg_stat_replication's readers see it */
@@ -143,7 +145,7 @@ extern JobSlot *JobSlotFind(Oid database_oid, int64 job_id, bool create);
 extern void JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt);
 extern void JobInterruptHelpers(void);
 extern int	JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids,
-						 Oid *lock_relid, int *lock_mode);
+						 Oid *lock_relid, int *lock_mode, TransactionId *snapshot_limit);
 
 /* The job slot of this worker's job, and its own slot (NULL outside job workers) */
 extern JobSlot *MyJobSlot;
@@ -155,6 +157,7 @@ extern void JobLiveRowsAborted(void);
 extern void JobPublishPhase(int phase);
 extern void JobPublishParallelWorkers(int parallel_workers);
 extern void JobPublishLockWait(Oid relid, int mode);
+extern void JobPublishSnapshotWait(TransactionId limit_xmin);
 extern void JobPublishWaiting(const char *what, const char *standby);
 extern uint32 JobClaimsOpen(int64 next_block, int64 end_block);
 extern void JobClaimsClose(void);

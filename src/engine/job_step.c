@@ -351,6 +351,8 @@ JobStepAbort(void)
 	JobPublishParallelWorkers(0);
 	/* What it waited for is no longer what it waits for (an ERROR resets the interrupt holdoff) */
 	JobPublishWaiting(NULL, NULL);
+	JobPublishLockWait(InvalidOid, NoLock);
+	JobPublishSnapshotWait(InvalidTransactionId);
 	CatalogJobWaitEnd();
 	step_recording = false;
 	step_in_progress = false;

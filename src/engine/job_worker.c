@@ -131,6 +131,7 @@ WorkerDetach(int code, Datum arg)
 	if (MyJobSlot != NULL && !slot->helper)
 	{
 		MyJobSlot->lock_relid = InvalidOid;
+		MyJobSlot->snapshot_limit = InvalidTransactionId;
 		MyJobSlot->waiting_for[0] = '\0';
 		MyJobSlot->waiting_standby[0] = '\0';
 	}

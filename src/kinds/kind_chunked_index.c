@@ -556,6 +556,25 @@ ValidateStep(JobRun *run)
 }
 
 /*
+ * Wait until no transaction holds a snapshot older than validate_index's
+ * (they could miss rows it did not add), saying so to the view and to the
+ * sessions that wait for the job; caller is in a step without a snapshot
+ */
+static void
+AwaitOlderSnapshots(JobRun *run)
+{
+	TransactionId limit_xmin = (TransactionId) CatalogKindStateInt(run->job.kind_state,
+																   STATE_LIMIT_XMIN);
+
+	InvalidateCatalogSnapshot();
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, "transactions with snapshots older than the index");
+	JobPublishSnapshotWait(limit_xmin);
+	PgWaitForOlderSnapshots(limit_xmin);
+	JobPublishSnapshotWait(InvalidTransactionId);
+	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
+}
+
+/*
  * Once the transactions whose snapshots are older than validate_index's
  * have ended (they could miss rows it did not add), mark the index valid,
  * and collect an expression index's statistics
@@ -567,11 +586,7 @@ MarkValidStep(JobRun *run)
 
 	JobStepBegin("background_ddl: marking the index valid", STEP_NO_SNAPSHOT);
 	(void) HoldTableForSession(table_oid);
-	InvalidateCatalogSnapshot();
-	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, "transactions with snapshots older than the index");
-	PgWaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
-																STATE_LIMIT_XMIN));
-	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
+	AwaitOlderSnapshots(run);
 	IndexBuildSetValid(run->job.target_oid, table_oid);
 	IndexBuildAnalyzeExpressions(&run->job, table_oid, run->job.target_oid);
 	JobStepEnd();
@@ -593,11 +608,7 @@ AwaitOlderSnapshotsStep(JobRun *run)
 	Oid			table_oid = IndexedTable(&run->job);
 
 	JobStepBegin("background_ddl: waiting for older transactions", STEP_NO_SNAPSHOT);
-	InvalidateCatalogSnapshot();
-	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, "transactions with snapshots older than the index");
-	PgWaitForOlderSnapshots((TransactionId) CatalogKindStateInt(run->job.kind_state,
-																STATE_LIMIT_XMIN));
-	JobStepWaitingFor(JOB_WAIT_TRANSACTIONS, NULL);
+	AwaitOlderSnapshots(run);
 	JobStepEnd();
 	ReleaseTable(0, ObjectIdGetDatum(table_oid));
 	return JOB_STEP_DONE;

@@ -132,6 +132,17 @@ PgBlockingPids(int pid)
 	return pids;
 }
 
+/*
+ * The transactions that hold a snapshot as old as limit_xmin, as
+ * WaitForOlderSnapshots finds them (*count of them)
+ */
+VirtualTransactionId *
+PgOlderSnapshotHolders(TransactionId limit_xmin, int *count)
+{
+	return GetCurrentVirtualXIDs(limit_xmin, true, false,
+								 PROC_IS_AUTOVACUUM | PROC_IN_VACUUM | PROC_IN_SAFE_IC, count);
+}
+
 /* Processes WaitsForMe follows at most */
 #define WAITS_FOR_ME_MAX_PROCESSES	64
 
@@ -171,10 +182,8 @@ WaitsForMe(int pid)
 void
 PgWaitForOlderSnapshots(TransactionId limit_xmin)
 {
-	const int	excluded = PROC_IS_AUTOVACUUM | PROC_IN_VACUUM | PROC_IN_SAFE_IC;
 	int			count;
-	VirtualTransactionId *older = GetCurrentVirtualXIDs(limit_xmin, true, false, excluded,
-													   &count);
+	VirtualTransactionId *older = PgOlderSnapshotHolders(limit_xmin, &count);
 	long		pause_ms = LOCK_RETRY_FIRST_MS;
 
 	while (count > 0)
@@ -190,7 +199,7 @@ PgWaitForOlderSnapshots(TransactionId limit_xmin)
 			if (proc != NULL && WaitsForMe(proc->pid))
 				(void) VirtualXactLock(older[i], true);
 		}
-		now_older = GetCurrentVirtualXIDs(limit_xmin, true, false, excluded, &now_count);
+		now_older = PgOlderSnapshotHolders(limit_xmin, &now_count);
 		for (int i = 0; i < count; i++)
 		{
 			for (int j = 0; j < now_count; j++)

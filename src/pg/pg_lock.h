@@ -10,11 +10,12 @@
 #define BGDDL_PG_LOCK_H
 
 #include "nodes/pg_list.h"
-#include "storage/lockdefs.h"
+#include "storage/lock.h"
 
 extern bool PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms,
 								 bool until_holders_change);
 extern List *PgBlockingPids(int pid);
+extern VirtualTransactionId *PgOlderSnapshotHolders(TransactionId limit_xmin, int *count);
 extern void PgWaitForOlderSnapshots(TransactionId limit_xmin);
 
 #endif							/* BGDDL_PG_LOCK_H */

@@ -242,10 +242,31 @@ FollowLockHolders(List **pids, Oid relid, LOCKMODE mode)
 }
 
 /*
+ * Add the processes that hold a snapshot as old as limit_xmin, which a
+ * job's index build waits to go (this one's, in the moment of its look at
+ * the job, is no wait: the caller let go of its own, CheckMayWait)
+ */
+static void
+FollowOlderSnapshotHolders(List **pids, TransactionId limit_xmin)
+{
+	int			count;
+	VirtualTransactionId *holders = PgOlderSnapshotHolders(limit_xmin, &count);
+
+	for (int i = 0; i < count; i++)
+	{
+		PGPROC	   *proc = BackendIdGetProc(holders[i].backendId);
+
+		if (proc != NULL)
+			FollowProcess(pids, proc->pid);
+	}
+}
+
+/*
  * Does a wait for the job wait for this transaction?  The job, the jobs it
  * starts after and the processes that block their workers (the lock
- * queues, pg_blocking_pids; the lock a job asks for without queueing) are
- * followed; true if they lead here, with *why saying how.
+ * queues, pg_blocking_pids; the lock a job asks for without queueing; the
+ * older snapshots an index build waits to go) are followed; true if they
+ * lead here, with *why saying how.
  */
 static bool
 WaitLeadsHere(int64 job_id, char **why)
@@ -259,8 +280,9 @@ WaitLeadsHere(int64 job_id, char **why)
 		pid_t		workers[WAIT_CHECK_MAX_PROCESSES];
 		Oid			lock_relid;
 		int			lock_mode;
+		TransactionId snapshot_limit;
 		int			count = JobWorkersOf(MyDatabaseId, awaited, workers, lengthof(workers),
-										 &lock_relid, &lock_mode);
+										 &lock_relid, &lock_mode, &snapshot_limit);
 
 		if (OidIsValid(lock_relid) && HoldsConflictingLock(lock_relid, lock_mode))
 		{
@@ -272,6 +294,8 @@ WaitLeadsHere(int64 job_id, char **why)
 			FollowProcess(&pids, workers[i]);
 		if (OidIsValid(lock_relid))
 			FollowLockHolders(&pids, lock_relid, lock_mode);
+		if (TransactionIdIsValid(snapshot_limit))
+			FollowOlderSnapshotHolders(&pids, snapshot_limit);
 	}
 	/* pids grows while it is walked: the processes those wait for */
 	foreach(lc, pids)

@@ -8,7 +8,9 @@
 # already waits for the snapshot of a statement that then waits for it
 # ends: the statement sent alone ends its transaction before it waits, and
 # in a transaction block sets its snapshot aside, which is all the build
-# waits for.  Each race is made deterministic with a hold point.
+# waits for; a session whose older snapshot the build waits to go, and
+# which waits for the statement's transaction, is a deadlock error.  Each
+# race is made deterministic with a hold point.
 use strict;
 use warnings;
 use FindBin;
@@ -232,6 +234,49 @@ comment_waits_for_build('in a block', 'CREATE INDEX gt2_gate ON gt2 (gate81(id))
 	"COMMENT ON INDEX gt2_gate IS 'in a block';", 'transactions with snapshots older than the index', 1);
 is($node->safe_psql('postgres', "SELECT obj_description('gt2_gate'::regclass, 'pg_class')"),
 	'in a block', 'in a block: the COMMENT is on its index');
+# 7. The session's own transaction block updated a row that another
+# session, in REPEATABLE READ with its snapshot taken, waits to update;
+# then a COMMENT of the session waits for an index job.  The build waits
+# for that snapshot to go, which waits for the session's transaction: the
+# COMMENT's wait follows the older snapshots the build waits for and fails
+# with the deadlock error, rather than wait for ever.  Rolled back, the
+# other session updates its row and ends, and the job succeeds.
+$node->safe_psql('postgres', q{
+CREATE TABLE gt3 AS SELECT g AS id FROM generate_series(1, 1000) g;
+CREATE TABLE rowlock (id int PRIMARY KEY, v int);
+INSERT INTO rowlock VALUES (1, 0);
+});
+$gate->query_safe('SELECT pg_advisory_lock(81)');
+$session->query('CREATE INDEX gt3_gate ON gt3 (gate81(id))');
+$session->{stderr} = '';
+$job = $session->query_safe('SELECT last_ddl_job()');
+ok( $node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 81 AND NOT granted}),
+	'7: the index job builds, held by lock 81');
+$session->query_safe('BEGIN');
+$session->query_safe('UPDATE rowlock SET v = 1 WHERE id = 1');
+my $older = $node->background_psql('postgres');
+my $older_pid = $older->query_safe('SELECT pg_backend_pid()');
+$older->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$older->query_safe('SELECT count(*) FROM rowlock');
+$older->query_until(qr/sent/, "\\echo sent\nUPDATE rowlock SET v = 2 WHERE id = 1;\n\\echo updated\n");
+ok( $node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $older_pid"),
+	"7: the other session waits for the session's row, with its snapshot");
+$session->query_until(qr/sent/, "\\echo sent\nCOMMENT ON INDEX gt3_gate IS 'never';\n");
+ok(waits($pid), '7: the COMMENT waits for the job');
+$gate->query_safe('SELECT pg_advisory_unlock(81)');
+$session->query_until(qr/done/, "\\echo done\n");
+stderr_until($session, qr/DETAIL:.*\n/);
+like($session->{stderr},
+	qr/ERROR:  this statement cannot wait for background DDL job $job: the job waits for this transaction\n.*DETAIL:  Process $older_pid, which job $job waits for, waits for this transaction/,
+	'7: the COMMENT fails with the deadlock error, naming the other session');
+$session->{stderr} = '';
+$session->query_safe('ROLLBACK');
+$older->query_until(qr/updated/, '');
+$older->query_safe('COMMIT');
+ok(wait_job_state($node, $job, 'succeeded'), '7: the job succeeded');
+$older->quit;
 $gate->quit;
 $session->quit;
 
