@@ -179,17 +179,19 @@ CREATE FUNCTION gate81(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(81); END IF; RETURN x; END $$;
 CREATE TABLE gt AS SELECT g AS id FROM generate_series(1, 1000) g;
 CREATE TABLE gt2 AS SELECT g AS id FROM generate_series(1, 1000) g;
+CREATE TABLE gt4 AS SELECT g AS id FROM generate_series(1, 1000) g;
 });
 my $gate = $node->background_psql('postgres');
 
-# An index job ($index: its CREATE statement), gated by lock 81, then
-# $comment (in a transaction block of its own with $in_block) held before
-# its wait while the build begins to wait for older snapshots, the
-# comment's among them, as waiting_on says ($waiting_on); then the comment
-# waits, the job succeeds, and so does the comment
-sub comment_waits_for_build
+# An index job ($index: its CREATE statement), gated by lock 81, then a
+# statement that waits for it ($statement, in a transaction block of its
+# own with $in_block) held before its wait while the build begins to wait
+# for older snapshots, the statement's among them, as waiting_on says
+# ($waiting_on); then the statement waits, the job succeeds, and so does
+# the statement
+sub statement_waits_for_build
 {
-	my ($case, $index, $comment, $waiting_on, $in_block) = @_;
+	my ($case, $index, $statement, $waiting_on, $in_block) = @_;
 	$gate->query_safe('SELECT pg_advisory_lock(81)');
 	my $hold = hold_at($node, 'statement: before its wait');
 	ok(poll_session_setting($session), "$case: the session has the hold point");
@@ -200,18 +202,18 @@ sub comment_waits_for_build
 			'SELECT count(*) = 1 FROM pg_locks WHERE locktype = \'advisory\' AND objid = 81 AND NOT granted'),
 		"$case: the index job builds, held by lock 81");
 	$session->query_safe('BEGIN') if $in_block;
-	$session->query_until(qr/sent/, "\\echo sent\n$comment\n");
-	ok(held_at_hold($node), "$case: the COMMENT is held before its wait");
+	$session->query_until(qr/sent/, "\\echo sent\n$statement\n");
+	ok(held_at_hold($node), "$case: the statement is held before its wait");
 	is($node->safe_psql('postgres', "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $pid"),
 		't', "$case: with its snapshot");
 	$gate->query_safe('SELECT pg_advisory_unlock(81)');
 	ok( $node->poll_query_until('postgres',
 			"SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $job", $waiting_on),
-		"$case: the build waits for older snapshots, the COMMENT's among them");
+		"$case: the build waits for older snapshots, the statement's among them");
 	release_hold($node, $hold);
 	$session->query_until(qr/done/, "\\echo done\n");
 	stderr_until($session, qr/waiting for background DDL job $job.*\n.*\n/);
-	unlike($session->{stderr}, qr/ERROR/, "$case: the COMMENT waited, without error")
+	unlike($session->{stderr}, qr/ERROR/, "$case: the statement waited, without error")
 	  or diag($session->{stderr});
 	is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
 		'succeeded', "$case: the index job succeeded");
@@ -220,7 +222,7 @@ sub comment_waits_for_build
 	return;
 }
 
-comment_waits_for_build('alone', 'CREATE UNIQUE INDEX gt_gate ON gt (gate81(id))',
+statement_waits_for_build('alone', 'CREATE UNIQUE INDEX gt_gate ON gt (gate81(id))',
 	"COMMENT ON INDEX gt_gate IS 'unique';", "old snapshots: transactions of pid $pid");
 is($node->safe_psql('postgres', "SELECT obj_description('gt_gate'::regclass, 'pg_class')"),
 	'unique', 'alone: the COMMENT is on its index');
@@ -230,10 +232,16 @@ is($node->safe_psql('postgres', "SELECT obj_description('gt_gate'::regclass, 'pg
 # sets its snapshot aside while it waits, and that build waits for older
 # snapshots, not for their transactions (WaitForOlderSnapshots would wait
 # for the block to end: a deadlock, failed by the COMMENT's wait)
-comment_waits_for_build('in a block', 'CREATE INDEX gt2_gate ON gt2 (gate81(id))',
+statement_waits_for_build('in a block', 'CREATE INDEX gt2_gate ON gt2 (gate81(id))',
 	"COMMENT ON INDEX gt2_gate IS 'in a block';", 'transactions with snapshots older than the index', 1);
 is($node->safe_psql('postgres', "SELECT obj_description('gt2_gate'::regclass, 'pg_class')"),
 	'in a block', 'in a block: the COMMENT is on its index');
+# ... and at a subcommand (CREATE TABLE ... INHERITS waits where it adds the
+# parent, after it created its table)
+statement_waits_for_build('at a subcommand', 'CREATE INDEX gt4_gate ON gt4 (gate81(id))',
+	'CREATE TABLE gt4_child () INHERITS (gt4);', 'transactions with snapshots older than the index');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_inherits WHERE inhparent = 'gt4'::regclass"),
+	'1', 'at a subcommand: the table inherits');
 # 7. The session's own transaction block updated a row that another
 # session, in REPEATABLE READ with its snapshot taken, waits to update;
 # then a COMMENT of the session waits for an index job.  The build waits

@@ -12,7 +12,7 @@ CREATE INDEX clu_b ON clu (b);
 CREATE INDEX clu_c ON clu (c);
 CREATE INDEX clu_c_b ON clu (c, b);
 CREATE INDEX clu_b_c ON clu (b, c);
-CREATE INDEX clu_d ON clu (left(d, 20)); CALL parity_wait();
+CREATE INDEX clu_d ON clu (left(d, 20));
 INSERT INTO clu_s (b) SELECT 0 FROM generate_series(1, 32);
 CREATE TABLE clu_inh () INHERITS (clu);
 INSERT INTO clu (b, c) SELECT (g * 7) % 31 + 1, 'word ' || (g * 7) % 31 + 1 FROM generate_series(1, 31) g;
