@@ -196,7 +196,8 @@ PgWaitForOlderSnapshots(TransactionId limit_xmin)
 		{
 			PGPROC	   *proc = BackendIdGetProc(older[i].backendId);
 
-			if (proc != NULL && WaitsForMe(proc->pid))
+			/* (waitLock read without its lock: a look again sees what this one missed) */
+			if (proc != NULL && proc->waitLock != NULL && WaitsForMe(proc->pid))
 				(void) VirtualXactLock(older[i], true);
 		}
 		now_older = PgOlderSnapshotHolders(limit_xmin, &now_count);
