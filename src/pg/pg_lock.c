@@ -44,6 +44,7 @@
 #include "storage/sinvaladt.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "pg/pg_lock.h"
@@ -185,13 +186,19 @@ PgWaitForOlderSnapshots(TransactionId limit_xmin)
 	int			count;
 	VirtualTransactionId *older = PgOlderSnapshotHolders(limit_xmin, &count);
 	long		pause_ms = LOCK_RETRY_FIRST_MS;
+	MemoryContext look_context = AllocSetContextCreate(CurrentMemoryContext,
+													   "background_ddl older snapshots",
+													   ALLOCSET_SMALL_SIZES);
+	MemoryContext caller_context = MemoryContextSwitchTo(look_context);
 
+	/* (each look's lists go with it: a wait may last for hours) */
 	while (count > 0)
 	{
 		VirtualTransactionId *now_older;
 		int			now_count;
 		int			kept = 0;
 
+		MemoryContextReset(look_context);
 		for (int i = 0; i < count; i++)
 		{
 			PGPROC	   *proc = BackendIdGetProc(older[i].backendId);
@@ -212,7 +219,6 @@ PgWaitForOlderSnapshots(TransactionId limit_xmin)
 				}
 			}
 		}
-		pfree(now_older);
 		count = kept;
 		if (count == 0)
 			break;
@@ -222,5 +228,7 @@ PgWaitForOlderSnapshots(TransactionId limit_xmin)
 		CHECK_FOR_INTERRUPTS();
 		pause_ms = Min(pause_ms * 2, LOCK_RETRY_LONGEST_MS);
 	}
+	MemoryContextSwitchTo(caller_context);
+	MemoryContextDelete(look_context);
 	pfree(older);
 }
