@@ -144,31 +144,43 @@ PgOlderSnapshotHolders(TransactionId limit_xmin, int *count)
 								 PROC_IS_AUTOVACUUM | PROC_IN_VACUUM | PROC_IN_SAFE_IC, count);
 }
 
-/* Processes WaitsForMe follows at most */
-#define WAITS_FOR_ME_MAX_PROCESSES	64
-
-/* Does process pid wait for a lock of this process, directly or through others? */
-static bool
-WaitsForMe(int pid)
+/* The process of a transaction, or 0 (none now, or a prepared transaction) */
+int
+PgTransactionPid(VirtualTransactionId transaction)
 {
-	List	   *pids = list_make1_int(pid);
+	PGPROC	   *proc = BackendIdGetProc(transaction.backendId);
+
+	return proc != NULL ? proc->pid : 0;
+}
+
+/*
+ * Of the processes in pids and those they wait for (pg_blocking_pids, and
+ * so on, added to pids up to max_pids in all), the first found waiting for
+ * process target; 0 if none is
+ */
+int
+PgWaitChainReaches(List *pids, int target, int max_pids)
+{
 	ListCell   *lc;
 
-	/* pids grows while it is walked: the processes those wait for */
+	/* pids grows while it is walked */
 	foreach(lc, pids)
 	{
 		ListCell   *blocker;
 
 		foreach(blocker, PgBlockingPids(lfirst_int(lc)))
 		{
-			if (lfirst_int(blocker) == MyProcPid)
-				return true;
-			if (list_length(pids) < WAITS_FOR_ME_MAX_PROCESSES)
+			if (lfirst_int(blocker) == target)
+				return lfirst_int(lc);
+			if (list_length(pids) < max_pids)
 				pids = list_append_unique_int(pids, lfirst_int(blocker));
 		}
 	}
-	return false;
+	return 0;
 }
+
+/* Processes a wait for older snapshots follows at most, to find itself */
+#define SNAPSHOT_WAIT_MAX_PROCESSES	64
 
 /*
  * Wait until none of the transactions that hold a snapshot as old as
@@ -204,7 +216,9 @@ PgWaitForOlderSnapshots(TransactionId limit_xmin)
 			PGPROC	   *proc = BackendIdGetProc(older[i].backendId);
 
 			/* (waitLock read without its lock: a look again sees what this one missed) */
-			if (proc != NULL && proc->waitLock != NULL && WaitsForMe(proc->pid))
+			if (proc != NULL && proc->waitLock != NULL &&
+				PgWaitChainReaches(list_make1_int(proc->pid), MyProcPid,
+								   SNAPSHOT_WAIT_MAX_PROCESSES) != 0)
 				(void) VirtualXactLock(older[i], true);
 		}
 		now_older = PgOlderSnapshotHolders(limit_xmin, &now_count);

@@ -15,6 +15,8 @@
 extern bool PgLockRelationWithin(Oid relid, LOCKMODE mode, long patience_ms,
 								 bool until_holders_change);
 extern List *PgBlockingPids(int pid);
+extern int	PgTransactionPid(VirtualTransactionId transaction);
+extern int	PgWaitChainReaches(List *pids, int target, int max_pids);
 extern VirtualTransactionId *PgOlderSnapshotHolders(TransactionId limit_xmin, int *count);
 extern void PgWaitForOlderSnapshots(TransactionId limit_xmin);
 

@@ -36,8 +36,6 @@
 #include "pgstat.h"
 #include "storage/condition_variable.h"
 #include "storage/lock.h"
-#include "storage/proc.h"
-#include "storage/sinvaladt.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -233,12 +231,7 @@ FollowLockHolders(List **pids, Oid relid, LOCKMODE mode)
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
 	holders = GetLockConflicts(&tag, mode, NULL);
 	for (; VirtualTransactionIdIsValid(*holders); holders++)
-	{
-		PGPROC	   *proc = BackendIdGetProc(holders->backendId);
-
-		if (proc != NULL)
-			FollowProcess(pids, proc->pid);
-	}
+		FollowProcess(pids, PgTransactionPid(*holders));
 }
 
 /*
@@ -253,12 +246,7 @@ FollowOlderSnapshotHolders(List **pids, TransactionId limit_xmin)
 	VirtualTransactionId *holders = PgOlderSnapshotHolders(limit_xmin, &count);
 
 	for (int i = 0; i < count; i++)
-	{
-		PGPROC	   *proc = BackendIdGetProc(holders[i].backendId);
-
-		if (proc != NULL)
-			FollowProcess(pids, proc->pid);
-	}
+		FollowProcess(pids, PgTransactionPid(holders[i]));
 }
 
 /*
@@ -273,6 +261,7 @@ WaitLeadsHere(int64 job_id, char **why)
 {
 	List	   *pids = NIL;
 	ListCell   *lc;
+	int			waiter;
 
 	foreach(lc, CatalogJobsAwaited(job_id))
 	{
@@ -297,21 +286,12 @@ WaitLeadsHere(int64 job_id, char **why)
 		if (TransactionIdIsValid(snapshot_limit))
 			FollowOlderSnapshotHolders(&pids, snapshot_limit);
 	}
-	/* pids grows while it is walked: the processes those wait for */
-	foreach(lc, pids)
+	waiter = PgWaitChainReaches(pids, MyProcPid, WAIT_CHECK_MAX_PROCESSES);
+	if (waiter != 0)
 	{
-		ListCell   *blocker;
-
-		foreach(blocker, PgBlockingPids(lfirst_int(lc)))
-		{
-			if (lfirst_int(blocker) == MyProcPid)
-			{
-				*why = psprintf("Process %d, which job %lld waits for, waits for this transaction.",
-								lfirst_int(lc), (long long) job_id);
-				return true;
-			}
-			FollowProcess(&pids, lfirst_int(blocker));
-		}
+		*why = psprintf("Process %d, which job %lld waits for, waits for this transaction.",
+						waiter, (long long) job_id);
+		return true;
 	}
 	return false;
 }

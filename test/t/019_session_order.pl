@@ -183,6 +183,13 @@ CREATE TABLE gt4 AS SELECT g AS id FROM generate_series(1, 1000) g;
 });
 my $gate = $node->background_psql('postgres');
 
+# Until the index job's build waits for lock 81 (in gate81), a bounded poll
+sub held_by_gate
+{
+	return $node->poll_query_until('postgres',
+		q{SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 81 AND NOT granted});
+}
+
 # An index job ($index: its CREATE statement), gated by lock 81, then a
 # statement that waits for it ($statement, in a transaction block of its
 # own with $in_block) held before its wait while the build begins to wait
@@ -198,9 +205,7 @@ sub statement_waits_for_build
 	$session->query($index);
 	$session->{stderr} = '';
 	my $job = $session->query_safe('SELECT last_ddl_job()');
-	ok( $node->poll_query_until('postgres',
-			'SELECT count(*) = 1 FROM pg_locks WHERE locktype = \'advisory\' AND objid = 81 AND NOT granted'),
-		"$case: the index job builds, held by lock 81");
+	ok(held_by_gate(), "$case: the index job builds, held by lock 81");
 	$session->query_safe('BEGIN') if $in_block;
 	$session->query_until(qr/sent/, "\\echo sent\n$statement\n");
 	ok(held_at_hold($node), "$case: the statement is held before its wait");
@@ -258,9 +263,7 @@ $gate->query_safe('SELECT pg_advisory_lock(81)');
 $session->query('CREATE INDEX gt3_gate ON gt3 (gate81(id))');
 $session->{stderr} = '';
 $job = $session->query_safe('SELECT last_ddl_job()');
-ok( $node->poll_query_until('postgres',
-		q{SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 81 AND NOT granted}),
-	'7: the index job builds, held by lock 81');
+ok(held_by_gate(), '7: the index job builds, held by lock 81');
 $session->query_safe('BEGIN');
 $session->query_safe('UPDATE rowlock SET v = 1 WHERE id = 1');
 my $older = $node->background_psql('postgres');
