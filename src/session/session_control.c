@@ -257,13 +257,13 @@ FollowOlderSnapshotHolders(List **pids, TransactionId limit_xmin)
  * lead here, with *why saying how.
  */
 static bool
-WaitLeadsHere(int64 job_id, char **why)
+WaitLeadsHere(int64 job_id, List *awaited_jobs, char **why)
 {
 	List	   *pids = NIL;
 	ListCell   *lc;
 	int			waiter;
 
-	foreach(lc, CatalogJobsAwaited(job_id))
+	foreach(lc, awaited_jobs)
 	{
 		int64		awaited = *(int64 *) lfirst(lc);
 		pid_t		workers[WAIT_CHECK_MAX_PROCESSES];
@@ -296,6 +296,19 @@ WaitLeadsHere(int64 job_id, char **why)
 	return false;
 }
 
+/* Is a worker running the job now (shared memory only: no snapshot)? */
+static bool
+JobRunsNow(int64 job_id)
+{
+	pid_t		pid;
+	Oid			lock_relid;
+	int			lock_mode;
+	TransactionId snapshot_limit;
+
+	return JobWorkersOf(MyDatabaseId, job_id, &pid, 1, &lock_relid, &lock_mode,
+						&snapshot_limit) > 0;
+}
+
 /*
  * Wait until the job has ended, and read it into *job (in memory of the
  * caller's memory context, which lives until it ends); an error if the
@@ -305,7 +318,11 @@ WaitLeadsHere(int64 job_id, char **why)
  * context, connected to SPI so), each look is a transaction of its own,
  * committed before the sleep: the caller then holds no snapshot while it
  * waits.  Otherwise the caller decides what it holds; a look holds a
- * snapshot only while it reads.  for_what names the caller, for the errors.
+ * snapshot only while it reads, and while a worker runs the job (which has
+ * then not ended) the row is not read: an index build collects the
+ * transactions that hold older snapshots at one moment, and waits for
+ * them to end, which the caller's cannot while it waits.  for_what names
+ * the caller, for the errors.
  */
 void
 SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks, BgddlJob *job,
@@ -314,6 +331,8 @@ SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 	MemoryContext caller_context = CurrentMemoryContext;
 	MemoryContext look_context = AllocSetContextCreate(caller_context, "background_ddl wait",
 													   ALLOCSET_SMALL_SIZES);
+	List	   *awaited_jobs = NIL;
+	bool		ended = false;
 
 	if (JobXactIsSubmitted(job_id))
 		ereport(ERROR,
@@ -324,19 +343,33 @@ SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 				 errhint("Call %s after COMMIT.", for_what)));
 	for (;;)
 	{
-		bool		ended;
 		char	   *why = NULL;
 
 		MemoryContextSwitchTo(look_context);
-		if (commit_between_looks)
-			PushActiveSnapshot(GetTransactionSnapshot());
-		if (!CatalogJobLoad(job_id, job, true))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("background DDL job %lld does not exist", (long long) job_id),
-					 errhint("pg_stat_background_ddl lists the jobs of this database.")));
-		ended = JobStateIsFinal(job->state);
-		if (!ended && !commit_between_looks && WaitLeadsHere(job_id, &why))
+		if (commit_between_looks || awaited_jobs == NIL || !JobRunsNow(job_id))
+		{
+			if (commit_between_looks)
+				PushActiveSnapshot(GetTransactionSnapshot());
+			if (!CatalogJobLoad(job_id, job, true))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("background DDL job %lld does not exist", (long long) job_id),
+						 errhint("pg_stat_background_ddl lists the jobs of this database.")));
+			ended = JobStateIsFinal(job->state);
+			if (commit_between_looks)
+			{
+				PopActiveSnapshot();
+				SPI_commit();
+			}
+			else if (awaited_jobs == NIL)
+			{
+				/* (the job and those it starts after: in the caller's context, read once) */
+				MemoryContextSwitchTo(caller_context);
+				awaited_jobs = CatalogJobsAwaited(job_id);
+				MemoryContextSwitchTo(look_context);
+			}
+		}
+		if (!ended && !commit_between_looks && WaitLeadsHere(job_id, awaited_jobs, &why))
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
 					 errmsg("%s cannot wait for background DDL job %lld: the job waits for this transaction",
@@ -344,12 +377,7 @@ SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 					 errdetail_internal("%s", why),
 					 errhint("End the transaction first, then wait with CALL await_ddl(%lld).",
 							 (long long) job_id)));
-		if (commit_between_looks)
-		{
-			PopActiveSnapshot();
-			SPI_commit();
-		}
-		else
+		if (!commit_between_looks)
 			InvalidateCatalogSnapshot();
 		if (!ended && deadline != 0 && GetCurrentTimestamp() >= deadline)
 			ereport(ERROR,

@@ -44,16 +44,17 @@
  * unless its relations change: the submit invalidates the relcache entries
  * of the job's sources and target (SessionOrderSubmitted), so that it is.
  * Other utility statements are checked before they run, in the
- * ProcessUtility hook, where they hold no lock yet; a top-level portal's
- * snapshot is set aside meanwhile, as VACUUM sets it aside.
+ * ProcessUtility hook, where they hold no lock yet; a top-level one waits
+ * for the jobs of earlier transactions already at the end of its parse
+ * analysis, before its portal takes a snapshot (AwaitBeforeSnapshot), and
+ * elsewhere a top-level portal's snapshot is set aside meanwhile, as VACUUM
+ * sets it aside.
  *
  * A wait never waits for itself: where the statement cannot let go of its
  * snapshot (inside a function, a cursor's, REPEATABLE READ) it refuses at
  * once to wait for a job that waits for older snapshots (an index build,
  * or a job after one), and the wait itself ends in an error if the job
- * turns out to wait for this transaction (session_control.c).  A utility
- * statement sent alone ends its transaction before it waits
- * (MayEndTransaction): an index build may have begun to wait for it.
+ * turns out to wait for this transaction (session_control.c).
  *
  * Costs nothing to a session without unfinished jobs: every check returns
  * at once.
@@ -1033,37 +1034,8 @@ typedef struct OrderCheck
 	Node	   *utility;
 	bool		keys_only;		/* SessionOrderAwaitKeys */
 	bool		columns_only;	/* SessionOrderAwaitColumns */
-	bool		top_level;		/* a utility statement the client sent */
+	bool		waits_only;		/* AwaitBeforeSnapshot: build nothing here */
 } OrderCheck;
-
-/*
- * May a utility statement end its transaction before it waits, and go on
- * in a new one, as VACUUM does between tables?  One that the client sent
- * alone, outside a transaction block (no BEGIN, no other statement of the
- * same query string or pipeline), so that the transaction has done nothing
- * yet, and that holds no snapshot any more.  An index build (CREATE INDEX
- * CONCURRENTLY) that began to wait for the statement's snapshot before the
- * statement set it aside waits for its transaction to end, not for the
- * snapshot: in the same transaction the wait would be a deadlock.
- */
-static bool
-MayEndTransaction(const OrderCheck *check)
-{
-	return check->top_level && !IsTransactionBlock() && !IsSubTransaction() &&
-		(MyXactFlags & XACT_FLAGS_PIPELINING) == 0 && CurrentMemoryContext == PortalContext &&
-		!JobXactHasSubmitted() && !HoldsSnapshot();
-}
-
-/* End the statement's transaction and start another, in its memory context */
-static void
-CommitBeforeWait(void)
-{
-	MemoryContext statement_context = CurrentMemoryContext;
-
-	CommitTransactionCommand();
-	StartTransactionCommand();
-	MemoryContextSwitchTo(statement_context);
-}
 
 /*
  * Analyse the statement again, from its text, for the relations it names
@@ -1181,7 +1153,7 @@ OrderStatement(OrderCheck *check)
 		check->pstate->p_target_relation = NULL;
 	}
 	columns = analysis ? AnalysedColumns(&statement) : NIL;
-	retargets = BuildTouchedHere(&statement);
+	retargets = check->waits_only ? NIL : BuildTouchedHere(&statement);
 	if (waited != NIL)
 	{
 		bool		set_aside;
@@ -1190,8 +1162,6 @@ OrderStatement(OrderCheck *check)
 			ReleaseAnalysisLocks(&statement);
 		JobStepHoldPoint("statement: before its wait");
 		set_aside = SetAsideSnapshot(analysis);
-		if (set_aside && !analysis && MayEndTransaction(check))
-			CommitBeforeWait();
 		retargets = list_concat(retargets, WaitForTouchedJobs(waited, touches, HoldsSnapshot()));
 		if (analysis)
 			RetakeAnalysisLocks(&statement, retargets);
@@ -1230,24 +1200,34 @@ OrderStatementOnce(OrderCheck *check)
 }
 
 /*
- * A statement that becomes a job waits at submit, before its checks, for
- * some of the session's jobs (SessionOrderAwaitKeys, SessionOrderAwaitColumns).
+ * A utility statement waits for the session's jobs before it runs
+ * (SessionOrderUtility), and one that becomes a job at submit, before its
+ * checks, for some of them (SessionOrderAwaitKeys, SessionOrderAwaitColumns).
  * Where nothing holds a snapshot at the end of its parse analysis (a
  * top-level utility statement: its portal takes the statement's snapshot
- * after), it waits for them here already, holding no xmin at any time: a
- * job that waits for the transactions with older snapshots, as CREATE INDEX
- * CONCURRENTLY does, would otherwise find this transaction among them in the
- * moment between its snapshot and the wait, and wait for it to end.  At
- * submit there is then nothing left to wait for.
+ * after), it waits for the jobs of earlier transactions here already,
+ * holding no xmin at any time: a job that waits for the transactions with
+ * older snapshots, as CREATE INDEX CONCURRENTLY does, would otherwise find
+ * this transaction among them in the moment between its snapshot and the
+ * wait, and wait for it to end, which a transaction block cannot do while
+ * it waits.  When it runs there is then nothing left to wait for, only the
+ * jobs of its own transaction to build.
  */
 static void
 AwaitBeforeSnapshot(Node *utility)
 {
 	const KindRoutine *routine;
 
-	if (JobXactSessionOrders() == NIL || ActiveSnapshotSet() ||
-		(routine = SessionStatementWouldSubmit(utility)) == NULL)
+	if (JobXactSessionOrders() == NIL || ActiveSnapshotSet())
 		return;
+	routine = SessionStatementWouldSubmit(utility);
+	if (routine == NULL)
+	{
+		OrderCheck	check = {.utility = utility,.waits_only = true};
+
+		OrderStatementOnce(&check);
+		return;
+	}
 	if (routine->validates_against_keys != NULL && routine->validates_against_keys(utility))
 		SessionOrderAwaitKeys(utility);
 	SessionOrderAwaitColumns(utility);
@@ -1283,11 +1263,10 @@ SessionOrderInstall(void)
  * locks them when it runs.
  */
 void
-SessionOrderUtility(Node *parsetree, bool top_level)
+SessionOrderUtility(Node *parsetree)
 {
 	OrderCheck	check = {NULL, NULL, parsetree};
 
-	check.top_level = top_level;
 	OrderStatementOnce(&check);
 }
 

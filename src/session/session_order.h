@@ -15,7 +15,7 @@
 #include "engine/job_xact.h"
 
 extern void SessionOrderInstall(void);
-extern void SessionOrderUtility(Node *parsetree, bool top_level);
+extern void SessionOrderUtility(Node *parsetree);
 extern void SessionOrderAwaitKeys(Node *parsetree);
 extern void SessionOrderAwaitColumns(Node *parsetree);
 extern List *SessionOrderJobsBefore(Node *parsetree);

@@ -797,7 +797,7 @@ ProcessStatement(PlannedStmt *pstmt, const char *queryString,
 			KindNoticeInSession(in_session_reason);
 	}
 	if (users_own)
-		SessionOrderUtility(parsetree, context == PROCESS_UTILITY_TOPLEVEL);
+		SessionOrderUtility(parsetree);
 
 	switch (nodeTag(parsetree))
 	{

@@ -64,7 +64,7 @@ CALL await_ddl(last_ddl_job(), '60s');
 SELECT state, target, chunks_done FROM pg_stat_background_ddl WHERE id = last_ddl_job();
 DROP TABLE ri_parted;
 -- The index of a job of this session not built yet (its name a
--- placeholder): REINDEX waits for the job, then runs as PostgreSQL runs it.
+-- placeholder): REINDEX waits for the job, then is a job of its own.
 CREATE INDEX ri_w ON ri (w);
 REINDEX INDEX ri_w;
 SELECT indisvalid FROM pg_index WHERE indexrelid = 'ri_w'::regclass;

@@ -6,8 +6,8 @@
 # on a partitioned table waits for a job on one of its partitions, a DROP
 # INDEX for the CLUSTER job that orders by the index.  An index build that
 # already waits for the snapshot of a statement that then waits for it
-# ends: the statement sent alone ends its transaction before it waits, and
-# in a transaction block sets its snapshot aside, which is all the build
+# ends: a utility statement waits before its portal takes a snapshot, and
+# at a subcommand sets its snapshot aside, which is all the job's own build
 # waits for; a session whose older snapshot the build waits to go, and
 # which waits for the statement's transaction, is a deadlock error.  Each
 # race is made deterministic with a hold point.
@@ -167,13 +167,13 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 
 	'0', 'and the index is gone');
 
 # 5. A unique index job (CREATE INDEX CONCURRENTLY), then a COMMENT on
-# its index, sent alone: the COMMENT is held before its wait, with its
-# snapshot, while the build (held by lock 81 until then) ends and begins to
-# wait for older snapshots, the COMMENT's among them.  Such a build waits
-# for the transaction to end, not for its snapshot: the COMMENT ends its
-# transaction before it waits, as VACUUM does between tables, and both
-# succeed, as with the setting off (in the same transaction the wait would
-# be a deadlock).
+# its index, sent alone and in a transaction block: the COMMENT waits at the
+# end of its parse analysis, before its portal takes a snapshot, and is held
+# there, holding none, while the build (held by lock 81 until then) ends:
+# it waits for the transactions with older snapshots to end, and this one
+# has none.  Both succeed, as with the setting off (had the COMMENT held its
+# snapshot, the build would wait for its transaction to end, and in a block
+# the COMMENT's wait would fail with the deadlock error).
 $node->safe_psql('postgres', q{
 CREATE FUNCTION gate81(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   $$ BEGIN IF x = 1 THEN PERFORM pg_advisory_xact_lock_shared(81); END IF; RETURN x; END $$;
@@ -192,13 +192,14 @@ sub held_by_gate
 
 # An index job ($index: its CREATE statement), gated by lock 81, then a
 # statement that waits for it ($statement, in a transaction block of its
-# own with $in_block) held before its wait while the build begins to wait
-# for older snapshots, the statement's among them, as waiting_on says
-# ($waiting_on); then the statement waits, the job succeeds, and so does
-# the statement
+# own with in_block) held before its wait while the build goes on: with
+# waiting_on, the statement holds its snapshot there, and the build begins
+# to wait for older snapshots, the statement's among them, as waiting_on
+# says; without, it holds none, and the job ends meanwhile.  Then the
+# statement waits (or finds the job done), and succeeds.
 sub statement_waits_for_build
 {
-	my ($case, $index, $statement, $waiting_on, $in_block) = @_;
+	my ($case, $index, $statement, %opt) = @_;
 	$gate->query_safe('SELECT pg_advisory_lock(81)');
 	my $hold = hold_at($node, 'statement: before its wait');
 	ok(poll_session_setting($session), "$case: the session has the hold point");
@@ -206,15 +207,23 @@ sub statement_waits_for_build
 	$session->{stderr} = '';
 	my $job = $session->query_safe('SELECT last_ddl_job()');
 	ok(held_by_gate(), "$case: the index job builds, held by lock 81");
-	$session->query_safe('BEGIN') if $in_block;
+	$session->query_safe('BEGIN') if $opt{in_block};
 	$session->query_until(qr/sent/, "\\echo sent\n$statement\n");
 	ok(held_at_hold($node), "$case: the statement is held before its wait");
 	is($node->safe_psql('postgres', "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $pid"),
-		't', "$case: with its snapshot");
+		$opt{waiting_on} ? 't' : 'f',
+		"$case: " . ($opt{waiting_on} ? 'with its snapshot' : 'holding no snapshot'));
 	$gate->query_safe('SELECT pg_advisory_unlock(81)');
-	ok( $node->poll_query_until('postgres',
-			"SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $job", $waiting_on),
-		"$case: the build waits for older snapshots, the statement's among them");
+	if ($opt{waiting_on})
+	{
+		ok( $node->poll_query_until('postgres',
+				"SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $job", $opt{waiting_on}),
+			"$case: the build waits for older snapshots, the statement's among them");
+	}
+	else
+	{
+		ok(wait_job_state($node, $job, 'succeeded'), "$case: the job ends while the statement is held");
+	}
 	release_hold($node, $hold);
 	$session->query_until(qr/done/, "\\echo done\n");
 	stderr_until($session, qr/waiting for background DDL job $job.*\n.*\n/);
@@ -223,28 +232,29 @@ sub statement_waits_for_build
 	is($node->safe_psql('postgres', "SELECT state FROM pg_stat_background_ddl WHERE id = $job"),
 		'succeeded', "$case: the index job succeeded");
 	$session->{stderr} = '';
-	$session->query_safe('COMMIT') if $in_block;
+	$session->query_safe('COMMIT') if $opt{in_block};
 	return;
 }
 
 statement_waits_for_build('alone', 'CREATE UNIQUE INDEX gt_gate ON gt (gate81(id))',
-	"COMMENT ON INDEX gt_gate IS 'unique';", "old snapshots: transactions of pid $pid");
+	"COMMENT ON INDEX gt_gate IS 'unique';");
 is($node->safe_psql('postgres', "SELECT obj_description('gt_gate'::regclass, 'pg_class')"),
 	'unique', 'alone: the COMMENT is on its index');
-
-# 6. The same in a transaction block, where the COMMENT cannot end its
-# transaction, with the job's own (chunked) build of an index: the COMMENT
-# sets its snapshot aside while it waits, and that build waits for older
-# snapshots, not for their transactions (WaitForOlderSnapshots would wait
-# for the block to end: a deadlock, failed by the COMMENT's wait)
-statement_waits_for_build('in a block', 'CREATE INDEX gt2_gate ON gt2 (gate81(id))',
-	"COMMENT ON INDEX gt2_gate IS 'in a block';", 'transactions with snapshots older than the index', 1);
+statement_waits_for_build('in a block', 'CREATE UNIQUE INDEX gt2_gate ON gt2 (gate81(id))',
+	"COMMENT ON INDEX gt2_gate IS 'in a block';", in_block => 1);
 is($node->safe_psql('postgres', "SELECT obj_description('gt2_gate'::regclass, 'pg_class')"),
 	'in a block', 'in a block: the COMMENT is on its index');
-# ... and at a subcommand (CREATE TABLE ... INHERITS waits where it adds the
-# parent, after it created its table)
+
+# 6. At a subcommand (CREATE TABLE ... INHERITS waits where it adds the
+# parent, after it created its table, in its portal's snapshot), with the
+# job's own (chunked) build of an index: the statement sets its snapshot
+# aside while it waits, and that build waits for older snapshots to go, not
+# for their transactions (WaitForOlderSnapshots would wait for the
+# statement's transaction to end: a deadlock, failed by the statement's
+# wait)
 statement_waits_for_build('at a subcommand', 'CREATE INDEX gt4_gate ON gt4 (gate81(id))',
-	'CREATE TABLE gt4_child () INHERITS (gt4);', 'transactions with snapshots older than the index');
+	'CREATE TABLE gt4_child () INHERITS (gt4);',
+	waiting_on => 'transactions with snapshots older than the index');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_inherits WHERE inhparent = 'gt4'::regclass"),
 	'1', 'at a subcommand: the table inherits');
 # 7. The session's own transaction block updated a row that another
