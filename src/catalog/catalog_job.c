@@ -1184,6 +1184,18 @@ CatalogJobRecordTarget(int64 job_id, Oid target_oid)
  */
 #define JOB_ROW_INTERVAL_MS 250
 
+/*
+ * The progress that the work done shows: from where the build last started
+ * (progress_base) to 99.9 once all of work_total is done, never less than
+ * the progress shown before
+ */
+static double
+WorkProgress(const BgddlJob *job)
+{
+	return Max(job->progress, job->progress_base + (99.9 - job->progress_base) *
+			   Min(1.0, (double) job->work_done / Max(job->work_total, 1)));
+}
+
 static int64 unwritten_rows = 0;
 static int64 unwritten_chunks = 0;
 static int64 unwritten_work = 0;
@@ -1224,9 +1236,7 @@ CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 	job_row_written_at = now;
 	job->work_total = Int64Or(&row, Anum_job_work_total, 0);
 	work_left = Max(job->work_total - job->work_done, 0);
-	job->progress = Max(job->progress,
-						job->progress_base + (99.9 - job->progress_base) *
-						Min(1.0, (double) job->work_done / Max(job->work_total, 1)));
+	job->progress = WorkProgress(job);
 	seconds = (now - TimestampOr(&row, Anum_job_attempt_started_at, 0)) /
 		(double) USECS_PER_SEC;
 	CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(job->rows_done), false);
@@ -1261,9 +1271,12 @@ CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
 		job->rows_done = rows;
 		job->chunks_done = chunks;
 		job->work_done = work;
+		job->work_total = Int64Or(&row, Anum_job_work_total, 0);
+		job->progress = WorkProgress(job);
 		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(rows), false);
 		CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(chunks), false);
 		CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(work), false);
+		CatalogRowSet(&row, Anum_job_progress, Float8GetDatum(job->progress), false);
 		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);

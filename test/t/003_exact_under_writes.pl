@@ -109,17 +109,17 @@ check_exact_at_cutover($node, 'mv_filter', $filter,
 	"SELECT id, account, upper(payload) AS p FROM events_at(SNAP) WHERE account < 500");
 check_exact_at_cutover($node, 'mv_join', $join,
 	"SELECT e.id, a.name, e.payload FROM events_at(SNAP) e JOIN accounts_at(SNAP) a USING (account)");
-cmp_ok($node->safe_psql('postgres', "SELECT min((kind_state->>'catchup_passes')::int) FROM background_ddl.job WHERE id IN ($filter, $join)"),
-	'>=', 1, 'round 1 row-by-row jobs ran catch-up passes')
-  or diag_jobs($node, $filter, $join);
-# Partial aggregation under writes spread over the whole table: caught up,
-# or (the usual case here) the cut-over recomputed the whole result
+# Under writes spread over the whole table, each job caught up, or (the
+# usual case here for partial aggregation; for the row-by-row jobs when the
+# machine is slow, their chunks taking long while the writers go on) the
+# cut-over recomputed the whole result
 my $log = slurp_file($node->logfile);
-for my $job ($agg, $distinct, $latest)
+for my $job ($filter, $join, $agg, $distinct, $latest)
 {
 	ok($node->safe_psql('postgres', "SELECT (kind_state->>'catchup_passes')::int FROM background_ddl.job WHERE id = $job") >= 1
 		  || $log =~ /job $job: the changed rows are spread over most of the table/,
-		"partial aggregation job $job caught up, or left the spread changes to its cut-over");
+		"round 1 job $job caught up, or left the spread changes to its cut-over")
+	  or diag_jobs($node, $job);
 }
 # Writers at full speed may outpace the worker: the passes are bounded, and
 # the cut-over takes the rest.

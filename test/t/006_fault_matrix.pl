@@ -6,7 +6,8 @@
 #    fault kept, not computed again;
 #  - a cancel ends in cancelled, leaving nothing (no object, trigger, mark,
 #    map or chunk), and costs no attempt;
-#  - in no case is anything left behind.
+#  - in no case is anything left behind;
+#  - a job whose every attempt crashes the server stops after max_attempts.
 # Writers change the base tables during every job, so that the catch-up has
 # work and exactness is tested too.
 use strict;
@@ -164,6 +165,34 @@ ok( $node->poll_query_until('postgres',
 release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'wait: job succeeded');
 $waiter->quit;
+
+# The crash-loop cut-off: a job whose every attempt crashes the server (its
+# query kills its own worker with SIGKILL, through COPY FROM PROGRAM, only
+# in a background worker) is failed once it has been started
+# background_ddl.max_attempts times, with an error that says so, and leaves
+# nothing behind; the server goes on.
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET background_ddl.max_attempts = 2;
+SELECT pg_reload_conf();
+CREATE TABLE crash_sink (line text);
+CREATE FUNCTION crash_in_worker(int) RETURNS int LANGUAGE plpgsql AS
+  $$ BEGIN
+       IF (SELECT backend_type FROM pg_stat_activity WHERE pid = pg_backend_pid()) <> 'client backend' THEN
+         EXECUTE format('COPY crash_sink FROM PROGRAM %L', 'kill -9 ' || pg_backend_pid());
+       END IF;
+       RETURN $1;
+     END $$;
+});
+my $offset = -s $node->logfile;
+$job = submit_job($node, 'CREATE MATERIALIZED VIEW crash_loop AS SELECT id, crash_in_worker(account) AS a FROM events');
+ok(wait_job_state($node, $job, 'failed'), 'crash loop: the job failed');
+is($node->safe_psql('postgres', "SELECT attempts || ' ' || error FROM pg_stat_background_ddl WHERE id = $job"),
+	'2 the job was started 2 times without finishing', 'crash loop: after max_attempts attempts, saying so');
+my $crashes = () = slurp_file($node->logfile, $offset) =~ /terminated by signal 9/g;
+is($crashes, 2, 'crash loop: each attempt crashed the server');
+is($node->safe_psql('postgres', "SELECT to_regclass('crash_loop') IS NULL"), 't', 'crash loop: no view left');
+check_no_leftovers($node, $job);
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.max_attempts; SELECT pg_reload_conf();');
 
 $node->stop;
 done_testing();

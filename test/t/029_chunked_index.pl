@@ -118,7 +118,12 @@ for my $case ([ 'chunk 2', 'kill' ], [ 'chunk 2', 'immediate' ], [ 'writing the 
 		'f', "$label: the planner cannot use the index yet");
 	my $before = chunks($job);
 	ok($point !~ /^chunk/ || $before >= 2, "$label: chunks checkpointed before the crash ($before)");
+	my $progress = job_field($node, $job, 'progress');
+	cmp_ok($progress, '>=', 99.9, "$label: every block scanned, the progress shows it")
+	  if $point !~ /^chunk/;
 	crash($fault, $job, $hold);
+	cmp_ok(job_field($node, $job, 'progress'), '>=', $progress,
+		"$label: the progress shown before the crash ($progress) does not go back");
 	stop_pgbench(@writers);
 	@writers = start_pgbench($node, $writes);
 	ok(wait_job_state($node, $job, 'succeeded'), "$label: succeeded");

@@ -185,7 +185,7 @@ my $hold;
 	'2: the publisher is held in the publication', 'release-2',
 	'CREATE MATERIALIZED VIEW mv2 AS SELECT a FROM small',
 	'CREATE TABLE doubled AS SELECT a * 2 AS b FROM small');
-my $publisher = $node->safe_psql('postgres',
+$publisher = $node->safe_psql('postgres',
 	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-2' AND pid IS NOT NULL");
 my ($other) = grep { $_ ne $publisher } @jobs;
 is( $node->safe_psql('postgres',
