@@ -10,7 +10,7 @@ use Test::More;
 use IPC::Run;
 
 our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_at
-  held_at_hold submit_held_at submit_paced release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some chunks_kept
+  held_at_hold submit_held_at submit_paced release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some checkpoints chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state table_schema
   check_rewritten_table kill_held_worker start_table_writers mirrored_table_setup
@@ -239,6 +239,16 @@ sub check_no_leftovers
 	return;
 }
 
+# What a job has checkpointed: each chunk's range and the time it was
+# committed (a chunk computed again would have a new one), for chunks_kept
+sub checkpoints
+{
+	my ($node, $job) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(string_agg(format('%s-%s@%s', start_block, end_block, done_at), ' ' ORDER BY start_block), '')
+		   FROM background_ddl.chunk WHERE job_id = $job");
+}
+
 # Whether every checkpoint of $before (space-separated "start-end@committed"
 # tokens) is still in $after: kept, not computed again.  With several
 # workers per job a later checkpoint can fill a gap below earlier ones, so
@@ -434,8 +444,8 @@ sub table_schema
 }
 
 # After a job that rewrote table t: it holds exactly the rows of table
-# mirror, every index passes amcheck (installed) with every row, and
-# nothing of the job is left (no hidden heap or index copy either)
+# mirror, every index and the heap with its TOAST pass amcheck (installed),
+# and nothing of the job is left (no hidden heap or index copy either)
 sub check_rewritten_table
 {
 	my ($node, $job, $what) = @_;
@@ -446,6 +456,9 @@ SELECT count(*) FROM pg_index i,
  WHERE i.indrelid = 't'::regclass}),
 		$node->safe_psql('postgres', q{SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass}),
 		"$what: every index passes amcheck with every row");
+	# (its rows against the relfrozenxid and relminmxid that came with the storage)
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM verify_heapam('t', check_toast => true)}),
+		'0', "$what: the heap and its TOAST pass amcheck");
 	check_no_leftovers($node, $job);
 	is( $node->safe_psql('postgres', q{
 SELECT count(*) FROM pg_class WHERE relnamespace = 'background_ddl'::regnamespace

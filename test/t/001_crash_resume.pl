@@ -49,16 +49,6 @@ sub submit_and_wait_for_chunks
 	return $job;
 }
 
-# What was checkpointed before the crash: chunk number, range and the
-# time it was committed (a chunk computed again would have a new one).
-sub checkpoints
-{
-	my ($job) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT string_agg(format('%s-%s@%s', start_block, end_block, done_at), ' ' ORDER BY start_block)
-		   FROM background_ddl.chunk WHERE job_id = $job AND attempt = 1");
-}
-
 sub check_resumed_job
 {
 	my ($name, $job, $before) = @_;
@@ -70,7 +60,7 @@ sub check_resumed_job
 	# Chunks may have committed between our look and the crash; every one
 	# we saw must still be there, committed at the same time, but the last
 	# of each worker, whose commit may not have reached the disk.
-	ok(chunks_kept($before, checkpoints($job), $node),
+	ok(chunks_kept($before, checkpoints($node, $job), $node),
 		"$name: the chunks checkpointed before the crash were kept, not recomputed");
 	is( $node->safe_psql('postgres',
 			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
@@ -103,7 +93,7 @@ is( $node->safe_psql('postgres',
 		"SELECT count(*) > 0 FROM pg_stat_statements WHERE query LIKE 'CREATE MATERIALIZED VIEW mv_killed%'"),
 	't', 'pg_stat_statements saw the submit');
 
-my $before = checkpoints($job);
+my $before = checkpoints($node, $job);
 my $worker_pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
 ok($worker_pid =~ /^\d+$/, "worker pid $worker_pid is shown while running");
@@ -115,7 +105,7 @@ ok($before ne '', 'some chunks were checkpointed before the kill');
 $job = submit_and_wait_for_chunks('mv_immediate', 5);
 $node->stop('immediate');
 $node->start;
-$before = checkpoints($job);
+$before = checkpoints($node, $job);
 check_resumed_job('mv_immediate', $job, $before);
 
 # 3. An aggregating view: partial aggregation, killed mid-build
@@ -123,7 +113,7 @@ $query = $agg_query;
 $job = submit_and_wait_for_chunks('mv_agg_killed', 5);
 is($node->safe_psql('postgres', "SELECT strategy FROM pg_stat_background_ddl WHERE id = $job"),
 	'partial aggregation', 'mv_agg_killed: partial aggregation');
-$before = checkpoints($job);
+$before = checkpoints($node, $job);
 ok($node->poll_query_until('postgres', "SELECT pid IS NOT NULL FROM pg_stat_background_ddl WHERE id = $job"),
 	'mv_agg_killed: running');
 kill_and_recover($node, $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job"));

@@ -57,14 +57,27 @@ EOS
 close $fh;
 accounts_script($dir);
 
-# Run pgbench scripts in the background for up to $seconds.
+# Run pgbench scripts in the background for up to $seconds; returns its
+# handle and a reference to its standard error (where a client whose write
+# failed says it aborted).
 sub start_writers
 {
 	my ($seconds, @scripts) = @_;
 	my @args = ($pgbench, '-n', '-c', '4', '-j', '2', '-T', $seconds,
 		(map { ('-f', $_) } @scripts),
 		'-h', $node->host, '-p', $node->port, 'postgres');
-	return IPC::Run::start(\@args, '>', \my $out, '2>', \my $err);
+	my $err = '';
+	return (IPC::Run::start(\@args, '>', \my $out, '2>', \$err), \$err);
+}
+
+# Stop the writers; none of their writes may have failed meanwhile (the
+# capture triggers run in their transactions)
+sub stop_writers
+{
+	my ($writers, $err, $round) = @_;
+	my $errors = stop_pgbench($writers, $err);
+	unlike($errors, qr/aborted/, "$round: no writer failed") or diag($errors);
+	return;
 }
 
 sub submit
@@ -76,7 +89,7 @@ sub submit
 
 
 # Round 1: only events changes: row-level catch-up, also for the join.
-my $writers = start_writers(60, "$dir/events.sql");
+my ($writers, $writers_err) = start_writers(60, "$dir/events.sql");
 $node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE at > now() - interval '1 min' AND payload <> 'x'");
 # Each job cuts over only once writes happened while it ran (however slow
 # the writers are on a busy machine)
@@ -104,7 +117,7 @@ ok(cut_over_after_writes($node, $hold, 200, $filter, $join, $agg, $distinct, $vi
 ok( $node->poll_query_until('postgres',
 		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($filter, $join, $agg, $distinct, $via_view, $latest)"),
 	'round 1 jobs finished');
-$writers->kill_kill;
+stop_writers($writers, $writers_err, 'round 1');
 check_exact_at_cutover($node, 'mv_filter', $filter,
 	"SELECT id, account, upper(payload) AS p FROM events_at(SNAP) WHERE account < 500");
 check_exact_at_cutover($node, 'mv_join', $join,
@@ -134,7 +147,7 @@ check_exact_at_cutover($node, 'mv_latest', $latest, sprintf($latest_query, 'even
 check_no_leftovers($node, $_) for ($filter, $join, $agg, $distinct, $via_view, $latest);
 
 # Round 2: the joined table changes too (its join key marks the driving rows).
-$writers = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");
+($writers, $writers_err) = start_writers(60, "$dir/events.sql", "$dir/accounts.sql");
 $node->poll_query_until('postgres', "SELECT count(*) > 200 FROM history WHERE tab = 'accounts' AND at > now() - interval '1 min'");
 $hold = hold_at($node, 'cutting over');
 my $left = submit('mv_left',
@@ -147,7 +160,7 @@ ok(cut_over_after_writes($node, $hold, 200, $left, $dim), 'round 2 jobs cut over
 ok( $node->poll_query_until('postgres',
 		"SELECT bool_and(state = 'succeeded') FROM pg_stat_background_ddl WHERE id IN ($left, $dim)"),
 	'round 2 jobs finished');
-$writers->kill_kill;
+stop_writers($writers, $writers_err, 'round 2');
 check_exact_at_cutover($node, 'mv_left', $left,
 	"SELECT e.id, a.name FROM events_at(SNAP) e LEFT JOIN accounts_at(SNAP) a ON a.account = e.account AND a.account % 2 = 0");
 check_exact_at_cutover($node, 'mv_agg_dim', $dim, sprintf($dim_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), 500);

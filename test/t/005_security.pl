@@ -12,6 +12,8 @@
 #  7. DROP EXTENSION with an unfinished job is refused; after a cancel it
 #     works and leaves nothing.  A refused DROP (of the extension or its
 #     schema) waits for no lock on a user's table.
+#  8. A superuser's REFRESH of another role's view and index on its table
+#     run that role's code as that role, as the blocking statements do.
 # Also: what a job may not do (as in REFRESH), pg_dump during a job, odd
 # identifiers.
 use strict;
@@ -327,6 +329,36 @@ is($node->safe_psql('postgres', "SELECT target, strategy FROM pg_stat_background
 is($node->safe_psql('postgres', q{SELECT count(*) FROM "we""ird sch"."m v ""x"""}), '20000',
 	'odd identifiers: content');
 check_no_leftovers($node, $job);
+
+# 8. A superuser's job on another role's objects runs that role's code as
+# that role, as the blocking statement does: REFRESH of alice's view (its
+# query as its owner) and the job's own (chunked) index build on alice's
+# table (its expressions as the table's owner).
+# only_alice fails anywhere else.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION only_alice(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN
+       IF current_user <> 'alice' THEN RAISE EXCEPTION 'only_alice ran as %', current_user; END IF;
+       RETURN x;
+     END $$;
+SET ROLE alice;
+CREATE TABLE alice_owned AS SELECT g AS id FROM generate_series(1, 200000) g;
+CREATE MATERIALIZED VIEW alice_view AS SELECT only_alice(id) AS id FROM alice_owned;
+RESET ROLE;
+});
+my ($ret, $out, $err) = $node->psql('postgres', 'SELECT only_alice(1)');
+like($err, qr/only_alice ran as postgres/, "only_alice fails as anyone but alice");
+$job = submit_job($node, 'REFRESH MATERIALIZED VIEW alice_view');
+ok(wait_job_state($node, $job, 'succeeded'), "a superuser's REFRESH of alice's view runs its query as alice")
+  or diag(job_field($node, $job, 'error'));
+is($node->safe_psql('postgres', 'SELECT count(*) FROM alice_view'), '200000', "REFRESH as alice: every row");
+$job = submit_job($node, 'CREATE INDEX alice_expr ON alice_owned (only_alice(id))');
+is(job_field($node, $job, 'strategy'), 'index built chunk by chunk', 'the index job is our own build');
+ok(wait_job_state($node, $job, 'succeeded'),
+	"a superuser's index on alice's table runs its expression as alice")
+  or diag(job_field($node, $job, 'error'));
+is($node->safe_psql('postgres', q{SELECT indisvalid FROM pg_index WHERE indexrelid = 'alice_expr'::regclass}),
+	't', 'the index is valid');
 
 is(is_superuser('mallory') . is_superuser('alice') . is_superuser('bob'), 'fff',
 	'nobody became a superuser');

@@ -38,15 +38,6 @@ my %queries = (
 	one_batch => 'SELECT e.id, slow_volatile(e.account) AS account FROM events e',
 );
 
-# The chunks checkpointed so far, with the time each was committed.
-sub checkpoints
-{
-	my ($job) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT coalesce(string_agg(format('%s-%s@%s', start_block, end_block, done_at), ' ' ORDER BY start_block), '')
-		   FROM background_ddl.chunk WHERE job_id = $job");
-}
-
 my $scenario = 0;
 for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching up',
 	'cutting over', 'cleaning up')
@@ -63,7 +54,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 		ok(held_at_hold($node), "$label: job $job held at the point");
 		my $already_succeeded = $point eq 'cleaning up';
 		write_some($node, $scenario, 300000) unless $already_succeeded;
-		my $before = checkpoints($job);
+		my $before = checkpoints($node, $job);
 		my $attempts_before = $node->safe_psql('postgres',
 			"SELECT attempts FROM pg_stat_background_ddl WHERE id = $job");
 
@@ -112,7 +103,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 		my $crash_restarts = ($fault ne 'cancel' && !$already_succeeded) ? 1 : 0;
 		is($attempts, $attempts_before + $crash_restarts,
 			"$label: attempts count the crash restarts only");
-		ok(chunks_kept($before, checkpoints($job), $fault eq 'cancel' ? undef : $node),
+		ok(chunks_kept($before, checkpoints($node, $job), $fault eq 'cancel' ? undef : $node),
 			"$label: the chunks checkpointed before the fault were kept, not recomputed")
 		  if $before ne '';
 		$node->safe_psql('postgres', "DROP MATERIALIZED VIEW $name");
@@ -138,7 +129,7 @@ $job = submit_job($node, "CREATE MATERIALIZED VIEW paused_mv AS $queries{chunked
 ok(held_at_hold($node), 'pause: held');
 is($node->safe_psql('postgres', "SELECT pause_ddl($job)"), 't', 'pause: paused');
 release_hold($node, $hold);
-my $before = checkpoints($job);
+my $before = checkpoints($node, $job);
 $node->stop('immediate');
 $node->start;
 ok( $node->poll_query_until('postgres',
@@ -148,7 +139,7 @@ is($node->safe_psql('postgres', "SELECT state || ' ' || attempts FROM pg_stat_ba
 	'paused 1', 'pause: still paused after the restart, no attempt used');
 is($node->safe_psql('postgres', "SELECT resume_ddl($job)"), 't', 'pause: resumed');
 ok(wait_job_state($node, $job, 'succeeded'), 'pause: succeeded after resume');
-ok(chunks_kept($before, checkpoints($job)), 'pause: chunks before the pause were kept');
+ok(chunks_kept($before, checkpoints($node, $job)), 'pause: chunks before the pause were kept');
 is(differences($node, 'paused_mv', $queries{chunked}), '0', 'pause: content equals the query');
 
 # Waiting holds no snapshot: a session in CALL await_ddl() advertises no xmin

@@ -98,6 +98,7 @@ for my $case ([ 'chunk 2', 'kill', '' ], [ 'cutting over', 'immediate', '' ],
 	}
 	else
 	{
+		my $before = checkpoints($node, $job);
 		crash($fault, $job, $hold);
 		$node->safe_psql('postgres',
 			'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
@@ -105,6 +106,9 @@ for my $case ([ 'chunk 2', 'kill', '' ], [ 'cutting over', 'immediate', '' ],
 		is($node->safe_psql('postgres', "SELECT relkind FROM pg_class WHERE relname = '$name'"),
 			'r', "$label: it is a table");
 		is(differences($node, $name, $query), '0', "$label: content equals the query");
+		ok(chunks_kept($before, checkpoints($node, $job), $node),
+			"$label: the chunks checkpointed before the crash were kept, not recomputed ($before)")
+		  if $point eq 'chunk 2' && $persistence eq '';
 		like(slurp_file($node->logfile),
 			qr/background DDL job $job: crash recovery emptied the unlogged "ctas_\d+", restarting the backfill/,
 			"$label: the emptied table was noticed")
@@ -137,11 +141,15 @@ for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'catchin
 	}
 	else
 	{
+		my $before = checkpoints($node, $job);
 		crash($fault, $job, $hold);
 		$node->safe_psql('postgres',
 			'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
 		ok(wait_job_state($node, $job, 'succeeded'), "$label: job succeeded");
 		is(differences($node, 'mv', $query), '0', "$label: content equals the query");
+		ok(chunks_kept($before, checkpoints($node, $job), $node),
+			"$label: the chunks checkpointed before the crash were kept, not recomputed ($before)")
+		  if $point eq 'chunk 2';
 	}
 	is($node->safe_psql('postgres',
 			"SELECT count(*) FROM (SELECT bt_index_parent_check(indexrelid, true) FROM pg_index

@@ -194,23 +194,16 @@ is( $node->safe_psql('postgres',
 	'0', 'the detached partition keeps no capture trigger');
 
 # 3. Killed (kill -9) in the middle: the job resumes from its checkpoints.
-sub checkpoints
-{
-	my ($job) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT string_agg(format('%s-%s@%s', start_block, end_block, done_at), ' ' ORDER BY start_block)
-		   FROM background_ddl.chunk WHERE job_id = $job AND attempt = 1");
-}
 $hold = hold_at($node, 'chunk 4');
 $job = submit_job($node, "CREATE MATERIALIZED VIEW mv_crash AS $q2");
 ok(held_at_hold($node), 'the job waits after four chunks');
-my $before = checkpoints($job);
+my $before = checkpoints($node, $job);
 my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point');
 kill_and_recover($node, $pid);
 eval { $hold->quit };
 ok(wait_job_state($node, $job, 'succeeded'), 'the job succeeded after the crash');
-ok(chunks_kept($before, checkpoints($job), $node), "the chunks checkpointed before the crash were kept ($before)");
+ok(chunks_kept($before, checkpoints($node, $job), $node), "the chunks checkpointed before the crash were kept ($before)");
 is($node->safe_psql('postgres', "SELECT attempts FROM pg_stat_background_ddl WHERE id = $job"),
 	'2', 'one resume');
 is(differences($node, 'mv_crash', $q2), '0', 'its content equals the query');
