@@ -145,6 +145,17 @@ SET ROLE est_other;
 SELECT rows FROM estimate_ddl('CREATE INDEX ON est_t (est_record(id))');
 RESET ROLE;
 SELECT count(*) AS left_behind FROM pg_class WHERE relname LIKE 'background_ddl_estimate%';
+-- So does estimate_ddl of a table's rewrite (a column's new type), its
+-- USING expression: as the owner for a superuser, refused for another role.
+SELECT setval('est_who_expr', 100);
+SELECT rows > 0 AS estimated
+  FROM estimate_ddl('ALTER TABLE est_t ALTER COLUMN id TYPE bigint USING est_record(id)');
+SELECT last_value AS using_ran_as FROM est_who_expr;
+SET ROLE est_other;
+SELECT rows FROM estimate_ddl('ALTER TABLE est_t ALTER COLUMN id TYPE bigint USING est_record(id)');
+RESET ROLE;
+SELECT format_type(atttypid, atttypmod) AS id_type FROM pg_attribute
+ WHERE attrelid = 'est_t'::regclass AND attname = 'id';
 DROP TABLE est_t;
 DROP TYPE est_range;
 DROP FUNCTION est_record(int), est_diff(int4, int4), est_as_whom();
