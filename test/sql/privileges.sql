@@ -24,6 +24,18 @@ INSERT INTO background_ddl.job (database_oid, owner_oid, kind, target_oid, targe
   VALUES (0, 0, '', 0, '', '', '{}');
 UPDATE background_ddl.job SET state = 'succeeded';
 DELETE FROM background_ddl.chunk;
+-- Nor with USAGE on its schema, granted by mistake: the tables refuse him.
+RESET ROLE;
+GRANT USAGE ON SCHEMA background_ddl TO bgddl_bob;
+SET ROLE bgddl_bob;
+SELECT count(*) FROM background_ddl.job;
+INSERT INTO background_ddl.job (database_oid, owner_oid, kind, target_oid, target_name, command, settings)
+  VALUES (0, 0, '', 0, '', '', '{}');
+UPDATE background_ddl.job SET state = 'succeeded';
+DELETE FROM background_ddl.chunk;
+INSERT INTO background_ddl.dirty SELECT * FROM background_ddl.dirty;
+RESET ROLE;
+REVOKE USAGE ON SCHEMA background_ddl FROM bgddl_bob;
 
 -- Granted, bob's job runs and the result belongs to bob.
 SET ROLE bgddl_alice;
