@@ -1,8 +1,9 @@
 # The other kinds of job under faults and concurrency:
 #  - CREATE TABLE AS and REFRESH MATERIALIZED VIEW, with writers on the base
 #    table, survive a killed worker and an immediate shutdown with exactly
-#    the query's content, and a cancel leaves nothing (for REFRESH: the old
-#    content, untouched);
+#    the query's content (the chunks checkpointed before a crash kept), and
+#    a cancel in the backfill or at the cut-over leaves nothing (for
+#    REFRESH: the old content, untouched);
 #  - readers of a view being refreshed read the old content, and are not
 #    queued behind the swap while it waits for its lock;
 #  - CREATE UNIQUE INDEX, interrupted in the middle of its build (killed, crashed,
@@ -76,10 +77,10 @@ sub hidden_left
 
 my $round = 0;
 
-# CREATE TABLE AS, under writes: a crash mid-backfill, and at the cut-over.
-# Crash recovery empties an UNLOGGED table: its build starts over.
+# CREATE TABLE AS, under writes: a crash mid-backfill, and at the cut-over;
+# a cancel at both.  Crash recovery empties an UNLOGGED table: its build starts over.
 for my $case ([ 'chunk 2', 'kill', '' ], [ 'cutting over', 'immediate', '' ],
-	[ 'chunk 2', 'immediate', 'UNLOGGED' ], [ 'chunk 2', 'cancel', '' ])
+	[ 'chunk 2', 'immediate', 'UNLOGGED' ], [ 'chunk 2', 'cancel', '' ], [ 'cutting over', 'cancel', '' ])
 {
 	my ($point, $fault, $persistence) = @$case;
 	my $label = "CREATE $persistence TABLE AS, $point / $fault";
@@ -119,7 +120,8 @@ for my $case ([ 'chunk 2', 'kill', '' ], [ 'cutting over', 'immediate', '' ],
 }
 
 # REFRESH, under writes: crashes, and a cancel that leaves the old content.
-for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'catching up', 'cancel' ])
+for my $case ([ 'chunk 2', 'kill' ], [ 'cutting over', 'immediate' ], [ 'catching up', 'cancel' ],
+	[ 'cutting over', 'cancel' ])
 {
 	my ($point, $fault) = @$case;
 	my $label = "REFRESH, $point / $fault";
