@@ -725,6 +725,8 @@ RunJob(JobRun *run)
 	ereport(LOG,
 			(errmsg("background DDL job %lld for %s succeeded",
 					(long long) run->job.id, run->job.target_name)));
+	/* Sessions waiting for it look again now, not after its clean-up (which may wait for a writer) */
+	ConditionVariableBroadcast(&JobShared->job_finished);
 	if (run->job.cleanup_pending)
 		CleanUp(run);
 	return;

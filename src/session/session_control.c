@@ -318,11 +318,11 @@ JobRunsNow(int64 job_id)
  * context, connected to SPI so), each look is a transaction of its own,
  * committed before the sleep: the caller then holds no snapshot while it
  * waits.  Otherwise the caller decides what it holds; a look holds a
- * snapshot only while it reads, and while a worker runs the job (which has
- * then not ended) the row is not read: an index build collects the
- * transactions that hold older snapshots at one moment, and waits for
- * them to end, which the caller's cannot while it waits.  for_what names
- * the caller, for the errors.
+ * snapshot only while it reads, and while a worker runs the job the row is
+ * read only when a job has ended (the workers broadcast it): an index build
+ * collects the transactions that hold older snapshots at one moment, and
+ * waits for them to end, which the caller's cannot while it waits.
+ * for_what names the caller, for the errors.
  */
 void
 SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks, BgddlJob *job,
@@ -333,6 +333,7 @@ SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 													   ALLOCSET_SMALL_SIZES);
 	List	   *awaited_jobs = NIL;
 	bool		ended = false;
+	bool		woken = true;
 
 	if (JobXactIsSubmitted(job_id))
 		ereport(ERROR,
@@ -346,7 +347,7 @@ SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 		char	   *why = NULL;
 
 		MemoryContextSwitchTo(look_context);
-		if (commit_between_looks || awaited_jobs == NIL || !JobRunsNow(job_id))
+		if (commit_between_looks || woken || !JobRunsNow(job_id))
 		{
 			if (commit_between_looks)
 				PushActiveSnapshot(GetTransactionSnapshot());
@@ -401,8 +402,8 @@ SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 			break;
 		}
 		MemoryContextReset(look_context);
-		/* Workers broadcast when they exit; the timeout bounds any miss */
-		(void) ConditionVariableTimedSleep(&JobShared->job_finished, 100, PG_WAIT_EXTENSION);
+		/* Workers broadcast when a job ends and when they exit; the timeout bounds any miss */
+		woken = !ConditionVariableTimedSleep(&JobShared->job_finished, 100, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();

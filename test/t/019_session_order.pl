@@ -9,8 +9,9 @@
 # ends: a utility statement waits before its portal takes a snapshot, and
 # at a subcommand sets its snapshot aside, which is all the job's own build
 # waits for; a session whose older snapshot the build waits to go, and
-# which waits for the statement's transaction, is a deadlock error.  Each
-# race is made deterministic with a hold point.
+# which waits for the statement's transaction, is a deadlock error.  A
+# statement goes on as soon as its job has succeeded, while the job's worker
+# may still clean up.  Each race is made deterministic with a hold point.
 use strict;
 use warnings;
 use FindBin;
@@ -298,6 +299,30 @@ $older->query_until(qr/updated/, '');
 $older->query_safe('COMMIT');
 ok(wait_job_state($node, $job, 'succeeded'), '7: the job succeeded');
 $older->quit;
+
+# 8. A statement that waits for a view job goes on once the job has
+# succeeded, while its worker still cleans up (held there: its capture
+# triggers to drop, which a writer of the table could delay for as long as
+# it runs).  The job's query waits on lock 81 until the statement waits.
+$node->safe_psql('postgres', 'CREATE TABLE gt5 AS SELECT g AS id FROM generate_series(1, 1000) g');
+$gate->query_safe('SELECT pg_advisory_lock(81)');
+my $cleaning = hold_at($node, 'cleaning up');
+ok(poll_session_setting($session), '8: the session has the hold point');
+$session->query('CREATE MATERIALIZED VIEW gt5_mv AS SELECT gate81(id) AS id FROM gt5');
+$session->{stderr} = '';
+$job = $session->query_safe('SELECT last_ddl_job()');
+ok(held_by_gate(), '8: the job computes its view, held by lock 81');
+$session->query_until(qr/sent/, "\\echo sent\nSELECT count(*) AS n FROM gt5_mv;\n\\echo counted\n");
+ok(waits($pid), '8: the SELECT waits for the job');
+$gate->query_safe('SELECT pg_advisory_unlock(81)');
+ok(held_at_hold($node), '8: the job succeeded, its worker held before its clean-up');
+is(job_field($node, $job, 'state'), 'succeeded', '8: the job is succeeded');
+$session->query_until(qr/counted/, '');
+ok(held_at_hold($node), '8: the SELECT went on while the worker still waits to clean up');
+release_hold($node, $cleaning);
+check_no_leftovers($node, $job);
+$session->{stderr} = '';
+is($session->query_safe('SELECT count(*) FROM gt5_mv'), '1000', '8: the view has every row');
 $gate->quit;
 $session->quit;
 
