@@ -383,8 +383,6 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 					 false, -1, NULL);
 	JobXactNotify(run->job.id, final_state);
 	JobStepEnd();
-	/* Sessions waiting for it (await_ddl) look again now, not when this worker exits */
-	ConditionVariableBroadcast(&JobShared->job_finished);
 	ereport(LOG,
 			(errmsg("background DDL job %lld for %s %s%s%s",
 					(long long) run->job.id, run->job.target_name,
@@ -725,8 +723,6 @@ RunJob(JobRun *run)
 	ereport(LOG,
 			(errmsg("background DDL job %lld for %s succeeded",
 					(long long) run->job.id, run->job.target_name)));
-	/* Sessions waiting for it look again now, not after its clean-up (which may wait for a writer) */
-	ConditionVariableBroadcast(&JobShared->job_finished);
 	if (run->job.cleanup_pending)
 		CleanUp(run);
 	return;

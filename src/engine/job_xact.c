@@ -356,6 +356,13 @@ SessionJobsXactCallback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
+			/*
+			 * Sessions waiting for a job look again now that its new state
+			 * is committed: not when its worker exits, which may first clean
+			 * up (waiting for a writer of a table) or not notice a cancel yet
+			 */
+			if (notifications != NIL)
+				ConditionVariableBroadcast(&JobShared->job_finished);
 			PostNotifications();
 			if (wake_at_commit)
 				JobWakeScheduler(MyDatabaseId);
