@@ -1304,6 +1304,21 @@ CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows, double eta_second
 	CatalogRowClose(&row);
 }
 
+/*
+ * Raise a running job's progress to this, if it is less; a row that a
+ * worker holds locked is left as it is (the caller tries again later)
+ */
+void
+CatalogJobRaiseProgress(int64 job_id, double progress)
+{
+	CatalogRun("UPDATE background_ddl.job SET progress = $2"
+			   " WHERE id = (SELECT id FROM background_ddl.job"
+			   "              WHERE id = $1 AND state = 'running' AND progress < $2"
+			   "              FOR UPDATE SKIP LOCKED)",
+			   2, (Oid[]) {INT8OID, FLOAT8OID},
+			   (Datum[]) {Int64GetDatum(job_id), Float8GetDatum(progress)}, NULL, SPI_OK_UPDATE);
+}
+
 /* The changed rows waiting (0: its capture stopped counting them) */
 void
 CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows)

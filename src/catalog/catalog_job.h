@@ -239,6 +239,7 @@ extern void CatalogJobRecordKindState(const BgddlJob *job);
 extern void CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 								  double seconds_per_unit);
 extern void CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows, double eta_seconds);
+extern void CatalogJobRaiseProgress(int64 job_id, double progress);
 extern void CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows);
 extern void CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work);
 extern void CatalogJobRestartBuild(BgddlJob *job);

@@ -430,6 +430,7 @@ ScheduleJobs(void)
 	{
 		CatalogJobsPurge(background_ddl_history_retention_s);
 		KindsHousekeeping();
+		KindsRecordLiveProgress();
 		entries = CatalogJobsSchedulable();
 	}
 	/*

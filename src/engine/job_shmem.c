@@ -330,6 +330,32 @@ JobSlotFind(Oid database_oid, int64 job_id, bool create)
 }
 
 /*
+ * The jobs of a database that a first worker (not a helper) runs now, with
+ * that worker's pid, into job_ids and pids (at most max_jobs; returns how
+ * many)
+ */
+int
+JobsRunning(Oid database_oid, int64 *job_ids, pid_t *pids, int max_jobs)
+{
+	int			count = 0;
+
+	LWLockAcquire(JobShared->lock, LW_SHARED);
+	for (int i = 0; i < background_ddl_max_workers && count < max_jobs; i++)
+	{
+		JobWorkerSlot *worker = &JobShared->workers[i];
+
+		if (worker->in_use && worker->pid != 0 && !worker->helper &&
+			worker->database_oid == database_oid && worker->job_id != 0)
+		{
+			job_ids[count] = worker->job_id;
+			pids[count++] = worker->pid;
+		}
+	}
+	LWLockRelease(JobShared->lock);
+	return count;
+}
+
+/*
  * The processes working on a job now, into pids (at most max_pids; returns
  * how many), the lock its first worker asks for (*lock_relid
  * InvalidOid: none), and the xmin as old as which it waits for snapshots

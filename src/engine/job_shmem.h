@@ -144,6 +144,7 @@ extern int	JobNoticesTake(Oid database_oid, JobNotice *notices);
 extern JobSlot *JobSlotFind(Oid database_oid, int64 job_id, bool create);
 extern void JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt);
 extern void JobInterruptHelpers(void);
+extern int	JobsRunning(Oid database_oid, int64 *job_ids, pid_t *pids, int max_jobs);
 extern int	JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids,
 						 Oid *lock_relid, int *lock_mode, TransactionId *snapshot_limit);
 

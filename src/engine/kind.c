@@ -11,10 +11,12 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/memutils.h"
 
 #include "catalog/catalog_job.h"
+#include "engine/job_shmem.h"
 #include "engine/kind.h"
 
 /* The kinds, in the order they were registered (a variant before its kind) */
@@ -91,6 +93,34 @@ KindJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
 	progress->catchup_passes = progress->rows_recomputed = -1;
 	if (routine != NULL && routine->progress != NULL)
 		routine->progress(job, pid, progress);
+}
+
+/*
+ * Record in the row of each job that a worker runs in this database the
+ * progress its kind shows live (KindJobProgress: an index build's, as
+ * pg_stat_progress_create_index has it), where it is more than the row's:
+ * the view shows the greater, and what it showed is then not lost with a
+ * crash (its progress never goes down).  In the scheduler, each pass, in a
+ * transaction.
+ */
+void
+KindsRecordLiveProgress(void)
+{
+	int64		job_ids[64];
+	pid_t		pids[64];
+	int			count = JobsRunning(MyDatabaseId, job_ids, pids, lengthof(job_ids));
+
+	for (int i = 0; i < count; i++)
+	{
+		BgddlJob	job;
+		KindProgress progress;
+
+		if (!CatalogJobLoad(job_ids[i], &job, true) || job.state != JOB_STATE_RUNNING)
+			continue;
+		KindJobProgress(&job, pids[i], &progress);
+		if (progress.percent > job.progress)
+			CatalogJobRaiseProgress(job.id, progress.percent);
+	}
 }
 
 /*

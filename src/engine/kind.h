@@ -298,6 +298,7 @@ typedef struct KindRoutine
 
 extern void KindRegister(const KindRoutine *routine);
 extern void KindsHousekeeping(void);
+extern void KindsRecordLiveProgress(void);
 extern const KindRoutine *KindRoutineForJob(const BgddlJob *job);
 extern const KindRoutine *KindForStatement(Node *parsetree, const char **in_session_reason);
 extern List *KindPartitionStatements(Node *parsetree, bool top_level);

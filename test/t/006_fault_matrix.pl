@@ -66,6 +66,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 		}
 		else
 		{
+			my $progress = job_field($node, $job, 'progress');
 			if ($fault eq 'kill')
 			{
 				my $pid = $node->safe_psql('postgres',
@@ -80,6 +81,8 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'chunk 2', 'catching
 			}
 			eval { $hold->quit };    # its session died with the crash
 			$node->poll_query_until('postgres', 'SELECT true');    # recovery done
+			cmp_ok(job_field($node, $job, 'progress'), '>=', $progress,
+				"$label: the progress shown before the crash ($progress) does not go back");
 			$node->safe_psql('postgres',
 				'ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();');
 		}

@@ -235,8 +235,16 @@ for my $fault ('kill', 'immediate', 'cancel')
 	else
 	{
 		# Either way the server restarts, and the session holding the gate
-		# ends with it.
+		# ends with it.  The progress shown before (the build's, which the
+		# scheduler records in the job row) does not go back, while the
+		# build starts over.
+		my $progress = job_field($node, $job, 'progress');
+		ok( $node->poll_query_until('postgres',
+				"SELECT progress >= $progress FROM background_ddl.job WHERE id = $job"),
+			"$label: the progress shown is recorded");
 		crash($fault, $job, $gate);
+		cmp_ok(job_field($node, $job, 'progress'), '>=', $progress,
+			"$label: the progress shown before the crash ($progress) does not go back");
 		ok(wait_job_state($node, $job, 'succeeded'), "$label: job succeeded");
 		like(slurp_file($node->logfile),
 			qr/background DDL job $job: dropped the invalid index "$name" left by an interrupted build/,
