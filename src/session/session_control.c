@@ -319,7 +319,8 @@ JobRunsNow(int64 job_id)
  * committed before the sleep: the caller then holds no snapshot while it
  * waits.  Otherwise the caller decides what it holds; a look holds a
  * snapshot only while it reads, and while a worker runs the job the row is
- * read only when a job has ended (the workers broadcast it): an index build
+ * read only when a job's new state has committed (job_xact.c wakes the
+ * waiting sessions then): an index build
  * collects the transactions that hold older snapshots at one moment, and
  * waits for them to end, which the caller's cannot while it waits.
  * for_what names the caller, for the errors.
@@ -402,7 +403,7 @@ SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks,
 			break;
 		}
 		MemoryContextReset(look_context);
-		/* Workers broadcast when a job ends and when they exit; the timeout bounds any miss */
+		/* A job's committed state change and a worker's exit wake us; the timeout bounds any miss */
 		woken = !ConditionVariableTimedSleep(&JobShared->job_finished, 100, PG_WAIT_EXTENSION);
 		CHECK_FOR_INTERRUPTS();
 	}
