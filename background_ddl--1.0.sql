@@ -396,10 +396,13 @@ LANGUAGE C STABLE;
  * job's object.  The phase of a running job is its worker's (live_jobs), not
  * the catalog's, which a long step commits only at its end.  The job's kind
  * adds what it knows (kind_progress): a worker that builds an index (CREATE
- * INDEX CONCURRENTLY) shows the phase, tuples and progress of its
+ * INDEX CONCURRENTLY) shows the phase and tuples of its
  * pg_stat_progress_create_index row; for the index of a partitioned table,
  * built partition by partition, that row's partition is named, and the
- * job's progress counts the partitions done.
+ * job's progress counts the partitions done.  The progress is the job row's:
+ * the workers record theirs at least every quarter of a second, and the
+ * scheduler what it sees live (an index build's percentage) every second,
+ * so that a crash never takes back what the view showed.
  */
 CREATE VIEW pg_stat_background_ddl AS
 	SELECT j.id,
@@ -418,7 +421,8 @@ CREATE VIEW pg_stat_background_ddl AS
 					CASE WHEN j.state IN ('succeeded', 'failed', 'cancelled') AND
 							  j.phase = 'waiting for lock' THEN 'cleaning up' END,
 					j.phase) AS phase,
-		   greatest(j.progress, l.progress, kp.progress) AS progress,
+		   /* (as recorded: what the workers and the scheduler saw live, KindsRecordLiveProgress) */
+		   j.progress AS progress,
 		   coalesce(kp.rows_done, greatest(j.rows_done, l.rows_done)) AS rows_done,
 		   coalesce(kp.rows_total, j.rows_total) AS rows_total,
 		   greatest(j.chunks_done, l.chunks_done) AS chunks_done,

@@ -1257,10 +1257,11 @@ CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 /*
  * The backfill's totals, from its chunk rows (CaptureChunkTotals), into the
  * job row and *job: every worker's chunks, also those whose counts a worker
- * that stopped never wrote.
+ * that stopped never wrote; or, with raise_only, only where they are more
+ * than the row's (a catch-up's rows count too)
  */
-void
-CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
+static void
+BackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work, bool raise_only)
 {
 	CatalogRow	row;
 
@@ -1268,18 +1269,36 @@ CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
 	if (JobRowLock(&row, job->id))
 	{
 		ProgressFromRow(&row, job);
-		job->rows_done = rows;
-		job->chunks_done = chunks;
-		job->work_done = work;
+		job->rows_done = raise_only ? Max(job->rows_done, rows) : rows;
+		job->chunks_done = raise_only ? Max(job->chunks_done, chunks) : chunks;
+		job->work_done = raise_only ? Max(job->work_done, work) : work;
 		job->work_total = Int64Or(&row, Anum_job_work_total, 0);
 		job->progress = WorkProgress(job);
-		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(rows), false);
-		CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(chunks), false);
-		CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(work), false);
+		CatalogRowSet(&row, Anum_job_rows_done, Int64GetDatum(job->rows_done), false);
+		CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(job->chunks_done), false);
+		CatalogRowSet(&row, Anum_job_work_done, Int64GetDatum(job->work_done), false);
 		CatalogRowSet(&row, Anum_job_progress, Float8GetDatum(job->progress), false);
 		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);
+}
+
+/* Once the backfill has settled (or a build resumes its scan): its totals */
+void
+CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
+{
+	BackfillTotals(job, chunks, rows, work, false);
+}
+
+/*
+ * A first worker's start, in any phase: the totals of the chunks committed
+ * before it, where the row has less (a worker that crashed kept some to
+ * itself), so that the progress it showed is not lost
+ */
+void
+CatalogJobRaiseBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work)
+{
+	BackfillTotals(job, chunks, rows, work, true);
 }
 
 /*

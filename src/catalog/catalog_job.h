@@ -242,6 +242,7 @@ extern void CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows, doubl
 extern void CatalogJobRaiseProgress(int64 job_id, double progress);
 extern void CatalogJobSetDirtyRows(int64 job_id, int64 dirty_rows);
 extern void CatalogJobSetBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work);
+extern void CatalogJobRaiseBackfillTotals(BgddlJob *job, int64 chunks, int64 rows, int64 work);
 extern void CatalogJobRestartBuild(BgddlJob *job);
 extern void CatalogJobAppendMessages(int64 job_id, List *messages, int64 uncaught);
 extern void CatalogJobCountCosts(int64 job_id);

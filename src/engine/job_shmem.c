@@ -330,12 +330,27 @@ JobSlotFind(Oid database_oid, int64 job_id, bool create)
 }
 
 /*
+ * A job's live progress in its slot: its workers', or, for a job in one
+ * batch, its rows so far over the plan's estimate.  Caller holds the lock.
+ */
+double
+JobSlotProgress(JobSlot *slot)
+{
+	double		progress = slot->progress;
+
+	if (slot->one_batch && slot->rows_total > 0)
+		progress = Max(progress, Min(99.0, 100.0 * (int64) pg_atomic_read_u64(&slot->rows_done) /
+									 slot->rows_total));
+	return progress;
+}
+
+/*
  * The jobs of a database that a first worker (not a helper) runs now, with
- * that worker's pid, into job_ids and pids (at most max_jobs; returns how
- * many)
+ * that worker's pid and the job's live progress (JobSlotProgress), into
+ * job_ids, pids and progress (at most max_jobs; returns how many)
  */
 int
-JobsRunning(Oid database_oid, int64 *job_ids, pid_t *pids, int max_jobs)
+JobsRunning(Oid database_oid, int64 *job_ids, pid_t *pids, double *progress, int max_jobs)
 {
 	int			count = 0;
 
@@ -343,13 +358,15 @@ JobsRunning(Oid database_oid, int64 *job_ids, pid_t *pids, int max_jobs)
 	for (int i = 0; i < background_ddl_max_workers && count < max_jobs; i++)
 	{
 		JobWorkerSlot *worker = &JobShared->workers[i];
+		JobSlot    *slot;
 
-		if (worker->in_use && worker->pid != 0 && !worker->helper &&
-			worker->database_oid == database_oid && worker->job_id != 0)
-		{
-			job_ids[count] = worker->job_id;
-			pids[count++] = worker->pid;
-		}
+		if (!worker->in_use || worker->pid == 0 || worker->helper ||
+			worker->database_oid != database_oid || worker->job_id == 0)
+			continue;
+		slot = JobSlotFind(database_oid, worker->job_id, false);
+		job_ids[count] = worker->job_id;
+		pids[count] = worker->pid;
+		progress[count++] = slot != NULL ? JobSlotProgress(slot) : 0;
 	}
 	LWLockRelease(JobShared->lock);
 	return count;

@@ -96,19 +96,21 @@ KindJobProgress(const BgddlJob *job, pid_t pid, KindProgress *progress)
 }
 
 /*
- * Record in the row of each job that a worker runs in this database the
- * progress its kind shows live (KindJobProgress: an index build's, as
- * pg_stat_progress_create_index has it), where it is more than the row's:
- * the view shows the greater, and what it showed is then not lost with a
- * crash (its progress never goes down).  In the scheduler, each pass, in a
- * transaction.
+ * Record in the row of each job that a worker runs in this database its
+ * live progress (its slot's, JobSlotProgress, and its kind's,
+ * KindJobProgress: an index build's, as pg_stat_progress_create_index has
+ * it), where it is more than the row's.  The view shows the row's progress
+ * alone: what it showed is then never lost with a crash (it never goes
+ * down).  In the scheduler, each pass (at least every second while jobs
+ * run), in a transaction.
  */
 void
 KindsRecordLiveProgress(void)
 {
 	int64		job_ids[64];
 	pid_t		pids[64];
-	int			count = JobsRunning(MyDatabaseId, job_ids, pids, lengthof(job_ids));
+	double		live[64];
+	int			count = JobsRunning(MyDatabaseId, job_ids, pids, live, lengthof(job_ids));
 
 	for (int i = 0; i < count; i++)
 	{
@@ -118,8 +120,8 @@ KindsRecordLiveProgress(void)
 		if (!CatalogJobLoad(job_ids[i], &job, true) || job.state != JOB_STATE_RUNNING)
 			continue;
 		KindJobProgress(&job, pids[i], &progress);
-		if (progress.percent > job.progress)
-			CatalogJobRaiseProgress(job.id, progress.percent);
+		if (Max(progress.percent, live[i]) > job.progress)
+			CatalogJobRaiseProgress(job.id, Max(progress.percent, live[i]));
 	}
 }
 

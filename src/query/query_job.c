@@ -279,7 +279,9 @@ JobSetStrategy(JobRun *run, const QueryDecomposition *decomposition)
  * Set up a run of a query job: the query is the view rule of rule_relid,
  * its rows go to content_oid, and it runs as query_role.  A resumed job's
  * backfill goes on after its last checkpointed chunk, with the gaps below
- * it to fill first.  Caller is between steps.
+ * it to fill first, and its row counts every chunk committed before (a
+ * worker that crashed may have kept some counts to itself).  Caller is
+ * between steps.
  */
 void
 QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
@@ -287,6 +289,9 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 	QueryRun   *q = MemoryContextAllocZero(JobContext(), sizeof(QueryRun));
 	BgddlJob	latest;
 	MemoryContext old_context;
+	int64		chunks;
+	int64		rows;
+	int64		blocks;
 
 	run->kind_run = q;
 	q->rule_relid = rule_relid;
@@ -319,6 +324,8 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 	JobChunksClose(&q->chunks, false);
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
 	JobChunksResume(&q->chunks, CaptureChunkRanges(run->job.id));
+	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
+	CatalogJobRaiseBackfillTotals(&run->job, chunks, rows, blocks);
 	JobStepEnd();
 	JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
 					   run->job.rows_total, false);

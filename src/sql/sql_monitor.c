@@ -155,10 +155,7 @@ live_jobs(PG_FUNCTION_ARGS)
 		job->job_id = slot->job_id;
 		job->rows_done = (int64) pg_atomic_read_u64(&slot->rows_done);
 		job->chunks_done = slot->chunks_done;
-		job->progress = slot->progress;
-		if (slot->one_batch && slot->rows_total > 0)
-			job->progress = Max(job->progress,
-								Min(99.0, 100.0 * job->rows_done / slot->rows_total));
+		job->progress = JobSlotProgress(slot);
 		job->phase = slot->phase;
 		job->lock_relid = slot->lock_relid;
 		job->lock_mode = slot->lock_mode;
