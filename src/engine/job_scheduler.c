@@ -430,7 +430,6 @@ ScheduleJobs(void)
 	{
 		CatalogJobsPurge(background_ddl_history_retention_s);
 		KindsHousekeeping();
-		KindsRecordLiveProgress();
 		entries = CatalogJobsSchedulable();
 	}
 	/*
@@ -467,6 +466,14 @@ ScheduleJobs(void)
 			(void) LaunchWorker(entry, true);
 	}
 
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	/* In a transaction of its own: a job row it raises stays locked no longer */
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (CatalogLookup() != NULL)
+		KindsRecordLiveProgress();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);

@@ -194,9 +194,9 @@ is( $node->safe_psql('postgres',
 	'0', 'the detached partition keeps no capture trigger');
 
 # 3. Killed (kill -9) in the middle: the job resumes from its checkpoints.
-$hold = hold_at($node, 'chunk 4');
+$hold = hold_at($node, 'chunk 2');
 $job = submit_job($node, "CREATE MATERIALIZED VIEW mv_crash AS $q2");
-ok(held_at_hold($node), 'the job waits after four chunks');
+ok(held_at_hold($node), 'the job waits after two chunks');
 my $before = checkpoints($node, $job);
 my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_background_ddl WHERE id = $job");
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point');
