@@ -223,7 +223,7 @@ ok( $node->poll_query_until('postgres',
 SET synchronous_commit = local;
 SET lock_timeout = '10s';
 SET background_ddl = on;
-CREATE MATERIALIZED VIEW sync_local AS SELECT 1 AS x;
+CREATE MATERIALIZED VIEW sync_local AS SELECT pg_sleep(3) IS NULL AS x;
 SELECT cancel_ddl(last_ddl_job());
 });
 is($ret, 0, 'sync: a local session submits and cancels meanwhile') or diag($err);
