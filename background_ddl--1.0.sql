@@ -261,7 +261,7 @@ REVOKE ALL ON FUNCTION background_ddl.capture_changes() FROM PUBLIC;
 /* What the job workers hold in shared memory right now (for the view) */
 CREATE FUNCTION background_ddl.live_jobs(
 	OUT job_id bigint, OUT pid integer, OUT workers integer,
-	OUT rows_done bigint, OUT chunks_done bigint, OUT progress float8, OUT phase text,
+	OUT rows_done bigint, OUT chunks_done bigint, OUT phase text,
 	OUT lock_relid oid, OUT lock_mode text, OUT lock_holders text, OUT waiting_for text,
 	OUT wait_event text)
 RETURNS SETOF record

@@ -115,13 +115,15 @@ KindsRecordLiveProgress(void)
 	for (int i = 0; i < count; i++)
 	{
 		BgddlJob	job;
-		KindProgress progress;
+		KindProgress kind_progress;
+		double		progress;
 
 		if (!CatalogJobLoad(job_ids[i], &job, true) || job.state != JOB_STATE_RUNNING)
 			continue;
-		KindJobProgress(&job, pids[i], &progress);
-		if (Max(progress.percent, live[i]) > job.progress)
-			CatalogJobRaiseProgress(job.id, Max(progress.percent, live[i]));
+		KindJobProgress(&job, pids[i], &kind_progress);
+		progress = Max(kind_progress.percent, live[i]);
+		if (progress > job.progress)
+			CatalogJobRaiseProgress(job.id, progress);
 	}
 }
 

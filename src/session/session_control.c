@@ -320,10 +320,10 @@ JobRunsNow(int64 job_id)
  * waits.  Otherwise the caller decides what it holds; a look holds a
  * snapshot only while it reads, and while a worker runs the job the row is
  * read only when a job's new state has committed (job_xact.c wakes the
- * waiting sessions then): an index build
- * collects the transactions that hold older snapshots at one moment, and
- * waits for them to end, which the caller's cannot while it waits.
- * for_what names the caller, for the errors.
+ * waiting sessions then): an index build collects the transactions that
+ * hold older snapshots at one moment, and waits for them to end, which the
+ * caller's cannot while it waits.  for_what names the caller, for the
+ * errors.
  */
 void
 SessionWaitForJob(int64 job_id, TimestampTz deadline, bool commit_between_looks, BgddlJob *job,

@@ -2,7 +2,7 @@
  *
  * sql_monitor.c
  *	  SQL functions behind what pg_stat_background_ddl shows: live_jobs
- *	  (the workers' live progress, from shared memory), kind_progress (what
+ *	  (the workers' live state, from shared memory), kind_progress (what
  *	  a job's kind adds to it) and ddl_messages (the messages a job's
  *	  statements raised).
  *
@@ -45,7 +45,6 @@ typedef struct LiveJob
 	int			workers;
 	int64		rows_done;
 	int64		chunks_done;
-	double		progress;
 	int			phase;
 	Oid			lock_relid;
 	int			lock_mode;
@@ -115,8 +114,8 @@ WaitingFor(const LiveJob *job)
 
 /*
  * The jobs of this database that have workers now: one worker's pid, the
- * number of workers, their live progress (rows of batches not yet committed
- * included) and phase, the lock its first worker asks for, with the pids
+ * number of workers, their rows and chunks so far (rows of batches not yet
+ * committed included) and phase, the lock its first worker asks for, with the pids
  * of the sessions that hold it, what else that worker waits for, and its
  * wait event (every role reads these here; pg_stat_activity shows another
  * role's only to privileged roles).
@@ -155,7 +154,6 @@ live_jobs(PG_FUNCTION_ARGS)
 		job->job_id = slot->job_id;
 		job->rows_done = (int64) pg_atomic_read_u64(&slot->rows_done);
 		job->chunks_done = slot->chunks_done;
-		job->progress = JobSlotProgress(slot);
 		job->phase = slot->phase;
 		job->lock_relid = slot->lock_relid;
 		job->lock_mode = slot->lock_mode;
@@ -168,8 +166,8 @@ live_jobs(PG_FUNCTION_ARGS)
 	for (int i = 0; i < njobs; i++)
 	{
 		LiveJob    *job = &jobs[i];
-		Datum		values[12];
-		bool		nulls[12] = {0};
+		Datum		values[11];
+		bool		nulls[11] = {0};
 		const char *phase = CatalogPhaseName((JobPhase) job->phase);
 		char	   *holders;
 		PGPROC	   *proc = BackendPidGetProc(job->pid);
@@ -185,24 +183,23 @@ live_jobs(PG_FUNCTION_ARGS)
 		values[2] = Int32GetDatum(job->workers);
 		values[3] = Int64GetDatum(job->rows_done);
 		values[4] = Int64GetDatum(job->chunks_done);
-		values[5] = Float8GetDatum(job->progress);
-		values[6] = phase != NULL ? CStringGetTextDatum(phase) : (Datum) 0;
-		nulls[6] = phase == NULL;
-		nulls[7] = nulls[8] = nulls[9] = true;
+		values[5] = phase != NULL ? CStringGetTextDatum(phase) : (Datum) 0;
+		nulls[5] = phase == NULL;
+		nulls[6] = nulls[7] = nulls[8] = true;
 		if (OidIsValid(job->lock_relid))
 		{
-			values[7] = ObjectIdGetDatum(job->lock_relid);
-			values[8] = CStringGetTextDatum(GetLockmodeName(DEFAULT_LOCKMETHOD, job->lock_mode));
-			nulls[7] = nulls[8] = false;
+			values[6] = ObjectIdGetDatum(job->lock_relid);
+			values[7] = CStringGetTextDatum(GetLockmodeName(DEFAULT_LOCKMETHOD, job->lock_mode));
+			nulls[6] = nulls[7] = false;
 			holders = LockHolders(job->lock_relid, job->lock_mode, job->pid);
-			values[9] = holders != NULL ? CStringGetTextDatum(holders) : (Datum) 0;
-			nulls[9] = holders == NULL;
+			values[8] = holders != NULL ? CStringGetTextDatum(holders) : (Datum) 0;
+			nulls[8] = holders == NULL;
 		}
-		values[10] = job->waiting_for[0] != '\0' ?
+		values[9] = job->waiting_for[0] != '\0' ?
 			CStringGetTextDatum(WaitingFor(job)) : (Datum) 0;
-		nulls[10] = job->waiting_for[0] == '\0';
-		values[11] = wait_event != NULL ? CStringGetTextDatum(wait_event) : (Datum) 0;
-		nulls[11] = wait_event == NULL;
+		nulls[9] = job->waiting_for[0] == '\0';
+		values[10] = wait_event != NULL ? CStringGetTextDatum(wait_event) : (Datum) 0;
+		nulls[10] = wait_event == NULL;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
