@@ -305,6 +305,7 @@ Discard(JobRun *run)
 	bool		keep_target = false;
 
 	run->discard_error = NULL;
+	JobStepHoldPoint("removing what the job created");
 	PG_TRY();
 	{
 		JobRunLockingStep(run, DiscardStep, &keep_target, JOB_PHASE_CLEANING_UP,

@@ -1190,8 +1190,10 @@ ChangesSpread(JobRun *run)
 }
 
 /*
- * Every BACKLOG_COUNT_INTERVAL_MS of the backfill, record how many changed
- * rows wait (dirty_rows): the view shows the backlog as it builds up.
+ * At a worker's first chunk, then every BACKLOG_COUNT_INTERVAL_MS of the
+ * backfill, record how many changed rows wait (dirty_rows): the view shows
+ * the backlog as it builds up.  (At the first chunk too: a worker given back
+ * for its rate limit lives a batch, and the backlog would never be counted.)
  */
 static void
 CountBacklog(JobRun *run)
@@ -1199,9 +1201,8 @@ CountBacklog(JobRun *run)
 	QueryRun   *q = QueryRunOf(run);
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (q->backlog_counted_at == 0)
-		q->backlog_counted_at = now;
-	if (!TimestampDifferenceExceeds(q->backlog_counted_at, now, BACKLOG_COUNT_INTERVAL_MS))
+	if (q->backlog_counted_at != 0 &&
+		!TimestampDifferenceExceeds(q->backlog_counted_at, now, BACKLOG_COUNT_INTERVAL_MS))
 		return;
 	q->backlog_counted_at = now;
 	JobStepBegin("background_ddl: counting changed rows", STEP_READ_COMMITTED);

@@ -13,7 +13,7 @@ our @EXPORT = qw(bgddl_node workers_per_job_conf submit_job wait_job_state hold_
   held_at_hold submit_held_at submit_paced release_hold start_pgbench stop_pgbench check_no_leftovers differences write_some checkpoints chunks_kept
   history_setup accounts_script check_exact_at_cutover create_slow_function
   kill_and_recover cut_over_after_writes job_field constraint_state table_schema
-  check_rewritten_table kill_held_worker start_table_writers mirrored_table_setup
+  check_rewritten_table kill_held_worker crash_held_worker start_table_writers mirrored_table_setup
   mirrored_writes_script restart_table_writers stop_table_writers events_write_script diag_jobs);
 
 # The postgresql.conf line for BGDDL_WORKERS_PER_JOB, if set: scripts/test
@@ -476,6 +476,25 @@ sub kill_held_worker
 		"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
 	kill_and_recover($node, job_field($node, $job, 'pid'));
 	eval { $hold->quit };
+	return;
+}
+
+# The worker of a held job crashes: killed ($fault 'kill', as
+# kill_held_worker) or the server stopped in immediate mode and started
+# again ('immediate')
+sub crash_held_worker
+{
+	my ($node, $job, $hold, $fault) = @_;
+	if ($fault eq 'kill')
+	{
+		kill_held_worker($node, $job, $hold);
+		return;
+	}
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
+	$node->stop('immediate');
+	eval { $hold->quit };
+	$node->start;
 	return;
 }
 

@@ -160,6 +160,62 @@ release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'wait: job succeeded');
 $waiter->quit;
 
+# A crash while a job is being cancelled.  The job is cancelled in the middle
+# of its build, and its worker is held before it has removed what the job
+# made: an index job is then cancelling (its invalid index needs its table
+# locked, so its worker drops it); a view job is cancelled, its capture
+# triggers left to its worker.  The worker is killed, or the server stopped
+# in immediate mode.  After the restart a new worker finishes the removal:
+# the job ends cancelled, costs no attempt, and leaves nothing.
+for my $case (
+	[ 'index', 'removing what the job created', 'kill' ],
+	[ 'index', 'removing what the job created', 'immediate' ],
+	[ 'view', 'cleaning up', 'kill' ],
+	[ 'view', 'cleaning up', 'immediate' ])
+{
+	my ($kind, $point, $fault) = @$case;
+	my $label = "crash while cancelling: $kind held at '$point', $fault";
+	my $target = "cancelled_$kind";
+	my $statement = $kind eq 'index'
+	  ? "CREATE INDEX $target ON events (payload)"
+	  : "CREATE MATERIALIZED VIEW $target AS $queries{chunked}";
+	my ($job, $paced) = submit_held_at($node, $kind eq 'index' ? 'chunk 0' : 'planning', $statement);
+	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 2000)");
+	release_hold($node, $paced);
+	ok( $node->poll_query_until('postgres',
+			$kind eq 'index'
+			? "SELECT count(*) = 1 FROM pg_index WHERE indexrelid = to_regclass('$target') AND NOT indisvalid"
+			: "SELECT count(*) > 0 FROM pg_trigger WHERE tgname LIKE 'background\\_ddl\\_capture\\_${job}\\_%'"),
+		"$label: the build is under way");
+	if ($kind eq 'view')
+	{
+		# The backlog of changed rows shows while the backfill goes on (rows
+		# of the last pages, not backfilled yet: changes among the few rows
+		# backfilled would look spread over the table, and leave the whole
+		# query to the cut-over, which ends the backfill)
+		$node->safe_psql('postgres', "UPDATE events SET payload = 'cancelled $job' WHERE id > 299900");
+		ok( $node->poll_query_until('postgres',
+				"SELECT dirty_rows > 0 FROM pg_stat_background_ddl WHERE id = $job"),
+			"$label: the view shows the changed rows waiting");
+	}
+	my $attempts_before = job_field($node, $job, 'attempts');
+	my $hold = hold_at($node, $point);
+	is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', "$label: cancelled");
+	ok(held_at_hold($node), "$label: the worker is held before its removal");
+	is($node->safe_psql('postgres',
+			"SELECT state || ' ' || cleanup_pending FROM background_ddl.job WHERE id = $job"),
+		$kind eq 'index' ? 'cancelling false' : 'cancelled true',
+		"$label: the removal is left to the worker");
+	crash_held_worker($node, $job, $hold, $fault);
+	ok(wait_job_state($node, $job, 'cancelled'), "$label: the job ended cancelled");
+	check_no_leftovers($node, $job);
+	is($node->safe_psql('postgres',
+			"SELECT (SELECT count(*) FROM pg_class WHERE relname = '$target')
+			      + (SELECT count(*) FROM pg_index WHERE indrelid = 'events'::regclass AND NOT indisvalid)"),
+		'0', "$label: no object left");
+	is(job_field($node, $job, 'attempts'), $attempts_before, "$label: the crash cost no attempt");
+}
+
 # The crash-loop cut-off: a job whose every attempt crashes the server (its
 # query kills its own worker with SIGKILL, through COPY FROM PROGRAM, only
 # in a background worker) is failed once it has been started

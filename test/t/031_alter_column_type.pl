@@ -256,18 +256,7 @@ for my $point ('planning', 'installing capture', 'chunk 0', 'catching up',
 	{
 		my $alter = "ALTER TABLE t ALTER COLUMN n TYPE $to";
 		($job, $hold) = submit_held_at($node, $point, $alter, user => 'alice');
-		if ($fault eq 'kill')
-		{
-			kill_held_worker($node, $job, $hold);
-		}
-		else
-		{
-			$node->safe_psql('postgres',
-				"ALTER SYSTEM RESET background_ddl.test_hold_point; SELECT pg_reload_conf();");
-			$node->stop('immediate');
-			eval { $hold->quit };
-			$node->start;
-		}
+		crash_held_worker($node, $job, $hold, $fault);
 		ok(wait_job_state($node, $job, 'succeeded'), "$point / $fault: the job succeeded");
 		like(column_types(), qr/, n $to$/, "$point / $fault: n is $to");
 		check_table($job, "$point / $fault", $alter);
