@@ -98,7 +98,7 @@ ISOLATION_OPTS = --inputdir=$(srcdir)/test --temp-config=$(srcdir)/test/regress.
 
 # The parity suite (test/parity): the same scripts run with background_ddl off
 # and on, against one expected output (make parity-check).
-PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order parity_alter_table parity_rewrite parity_alter_type parity_cluster
+PARITY = parity_setup parity_constraints parity_ctas parity_matview parity_index parity_session_order parity_alter_table parity_rewrite parity_alter_type parity_cluster parity_jobs
 PARITY_OPTS = --inputdir=$(srcdir)/test/parity --temp-config=$(srcdir)/test/regress.conf \
 	--dbname=parity $(PARITY)
 
