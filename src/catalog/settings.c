@@ -25,6 +25,7 @@ int			background_ddl_max_attempts = 10;
 int			background_ddl_lock_timeout_ms = 100;
 int			background_ddl_history_retention_s = 7 * 24 * 3600;
 char	   *background_ddl_test_hold_point = NULL;
+char	   *background_ddl_test_fault = NULL;
 char	   *background_ddl_after = NULL;
 int			background_ddl_max_replica_lag_ms = 0;
 int			background_ddl_citus_jobs_per_node = 2;
@@ -306,6 +307,15 @@ SettingsDefine(void)
 							   "For tests only: a point where job workers wait for an advisory lock.",
 							   "A worker that reaches the named point waits while another session holds pg_advisory_lock(4242).",
 							   &background_ddl_test_hold_point,
+							   NULL,
+							   PGC_SIGHUP,
+							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("background_ddl.test_fault",
+							   "For tests only: a fault that job workers simulate.",
+							   "\"cut-over without work\": a worker takes its cut-over for one that did nothing and asked for another step.",
+							   &background_ddl_test_fault,
 							   NULL,
 							   PGC_SIGHUP,
 							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,

@@ -21,6 +21,7 @@ extern int	background_ddl_max_attempts;
 extern int	background_ddl_lock_timeout_ms;
 extern int	background_ddl_history_retention_s;
 extern char *background_ddl_test_hold_point;
+extern char *background_ddl_test_fault;
 extern char *background_ddl_after;
 extern int	background_ddl_max_replica_lag_ms;
 extern int	background_ddl_citus_jobs_per_node;

@@ -151,7 +151,9 @@ JobChunksClose(JobChunks *chunks, bool discard)
  * Once no block is left to claim and the claims are closed: is every block
  * of [0, end_block) covered by a committed chunk (ordered by start_block)?
  * If not, the blocks left are the first worker's holes (kept in
- * JobContext()).
+ * JobContext()).  Either way no claim is opened below end_block again: a
+ * backfill step after the backfill's end (its cut-over asked for one more
+ * round) finds nothing left, rather than take the first chunk again.
  */
 bool
 JobChunksSettle(JobChunks *chunks, List *committed, int64 end_block)
@@ -160,8 +162,6 @@ JobChunksSettle(JobChunks *chunks, List *committed, int64 end_block)
 
 	chunks->holes = JobChunkHoles(committed, end_block);
 	MemoryContextSwitchTo(old_context);
-	if (chunks->holes == NIL)
-		return true;
-	chunks->next_block = end_block;		/* the rest is covered */
-	return false;
+	chunks->next_block = end_block;
+	return chunks->holes == NIL;
 }

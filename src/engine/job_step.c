@@ -553,6 +553,13 @@ JobStepHoldPoint(const char *point)
 	HoldHere(point);
 }
 
+/* Does background_ddl.test_fault ask this worker to simulate this fault? */
+bool
+JobStepTestFault(const char *fault)
+{
+	return background_ddl_test_fault != NULL && strcmp(background_ddl_test_fault, fault) == 0;
+}
+
 /*
  * The hold point "chunk N": before the first chunk this worker takes once N
  * chunks are done (helpers add theirs, so the count can pass N between two

@@ -63,6 +63,7 @@ extern void JobStepWaitingFor(JobWaitReason reason, const char *what);
 extern void JobStepWaitingForStandby(const char *what, const char *standby);
 extern bool JobStepIsWaiting(void);
 extern void JobStepHoldPoint(const char *point);
+extern bool JobStepTestFault(const char *fault);
 extern void JobStepHoldAtChunk(int64 chunks_done);
 
 /* Set by the worker's SIGTERM handler: stop cleanly at the next chance */

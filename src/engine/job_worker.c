@@ -699,7 +699,9 @@ RunJob(JobRun *run)
 			return;
 		}
 		JobRunWaitForStandbys(run);
-		if (run->job.published_by == run->job.id)
+		if (JobStepTestFault("cut-over without work"))
+			result = JOB_STEP_MORE; /* (a test of the guard below) */
+		else if (run->job.published_by == run->job.id)
 			result = JobGroupPublish(run);
 		else
 			result = run->routine->cut_over(run);

@@ -7,7 +7,8 @@
 #  - a cancel ends in cancelled, leaving nothing (no object, trigger, mark,
 #    map or chunk), and costs no attempt;
 #  - in no case is anything left behind;
-#  - a job whose every attempt crashes the server stops after max_attempts.
+#  - a job whose every attempt crashes the server stops after max_attempts;
+#  - a job whose steps loop without doing work fails, saying so.
 # Writers change the base tables during every job, so that the catch-up has
 # work and exactness is tested too.
 use strict;
@@ -215,6 +216,24 @@ for my $case (
 		'0', "$label: no object left");
 	is(job_field($node, $job, 'attempts'), $attempts_before, "$label: the crash cost no attempt");
 }
+
+# The guard against a loop of steps that does no work: a worker whose
+# cut-over does nothing and asks for another step (a bug, simulated here by
+# background_ddl.test_fault) fails its job after a few such rounds, saying
+# so, rather than spin for ever; nothing is left behind.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET background_ddl.test_fault = 'cut-over without work'; SELECT pg_reload_conf();");
+ok( $node->poll_query_until('postgres',
+		"SELECT current_setting('background_ddl.test_fault') = 'cut-over without work'"),
+	'idle loop: the fault is set');
+$job = submit_job($node, "CREATE MATERIALIZED VIEW idle_loop AS $queries{chunked}");
+ok(wait_job_state($node, $job, 'failed'), 'idle loop: the job failed');
+like(job_field($node, $job, "error || ' / ' || error_detail"),
+	qr/^background DDL job $job makes no progress \/ Its cut-over was tried \d+ times in a row without a batch of work in between; the last one asked for one more step\.$/,
+	'idle loop: saying why');
+is($node->safe_psql('postgres', "SELECT to_regclass('idle_loop') IS NULL"), 't', 'idle loop: no view left');
+check_no_leftovers($node, $job);
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_fault; SELECT pg_reload_conf();');
 
 # The crash-loop cut-off: a job whose every attempt crashes the server (its
 # query kills its own worker with SIGKILL, through COPY FROM PROGRAM, only
