@@ -399,6 +399,7 @@ JobGroupPublish(JobRun *run)
 		run->gone_reason = psprintf("its group \"%s\" is cancelled", run->job.cutover_group);
 		return JOB_STEP_TARGET_GONE;
 	}
+	JobStepHoldPoint("publishing its group: before its locks");
 	LockOthers(run, members, true);
 	PG_TRY();
 	{

@@ -667,5 +667,33 @@ is( $node->safe_psql('postgres', q{SELECT after_jobs = ARRAY[(SELECT id FROM pg_
 	  FROM pg_stat_background_ddl WHERE command LIKE '%c16_pos2%'}),
 	't', '16: without a group, the constraint still starts after the view (were the view to fail, it would not be added)');
 
+# 17. A control function between the publisher's look at its group and its
+#     locks: another member is paused after the publisher found every member
+#     handed over, before it holds them.  The publisher finds out under its
+#     locks and goes round again without computing anything twice (its
+#     backfill is over: it used to take its first chunk again, and fail on
+#     that chunk's checkpoint), waits for the paused job, and publishes once
+#     it is resumed.
+$node->safe_psql('postgres', q{CREATE TABLE c17 (x int); INSERT INTO c17 SELECT generate_series(1, 20000);});
+my $log_before_17 = -s $node->logfile;
+($hold, @jobs) = submit_group_held('publishing its group: before its locks',
+	'17: the publisher is held after its look at the group', 'release-18',
+	'CREATE MATERIALIZED VIEW mv22 AS SELECT x FROM c17',
+	'CREATE MATERIALIZED VIEW mv23 AS SELECT x * 2 AS y FROM c17');
+$publisher = $node->safe_psql('postgres',
+	"SELECT DISTINCT published_by FROM background_ddl.job WHERE id IN ($jobs[0], $jobs[1])");
+my ($member) = grep { $_ != $publisher } @jobs;
+is($node->safe_psql('postgres', "SELECT pause_ddl($member)"), 't', '17: the other member is paused meanwhile');
+release_hold($node, $hold);
+ok( $node->poll_query_until('postgres',
+		"SELECT waiting_on LIKE '%paused: $member %' FROM pg_stat_background_ddl WHERE id = $publisher"),
+	'17: the publisher waits for the paused job');
+$node->safe_psql('postgres', "SELECT resume_ddl($member)");
+ok(wait_job_state($node, $_, 'succeeded'), "17: job $_ succeeded") for @jobs;
+unlike(slurp_file($node->logfile, $log_before_17), qr/duplicate key/, '17: no chunk was computed twice');
+is(differences($node, 'mv22', 'SELECT x FROM c17'), '0', '17: the first view is exact');
+is(differences($node, 'mv23', 'SELECT x * 2 AS y FROM c17'), '0', '17: the second view is exact');
+check_no_leftovers($node, $_) for @jobs;
+
 $node->stop;
 done_testing();
