@@ -82,6 +82,14 @@ sub submit_group_held
 	return ($hold, @ids);
 }
 
+# The job of group $group whose worker publishes the group
+sub group_publisher
+{
+	my ($group) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT DISTINCT published_by FROM background_ddl.job WHERE cutover_group = '$group'");
+}
+
 my $write_script = events_write_script() . "UPDATE w SET n = n + 1 WHERE id = :id;\n";
 my ($writers, $err) = start_pgbench($node, $write_script, '-R', '100');
 
@@ -185,8 +193,7 @@ my $hold;
 	'2: the publisher is held in the publication', 'release-2',
 	'CREATE MATERIALIZED VIEW mv2 AS SELECT a FROM small',
 	'CREATE TABLE doubled AS SELECT a * 2 AS b FROM small');
-$publisher = $node->safe_psql('postgres',
-	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-2' AND pid IS NOT NULL");
+$publisher = group_publisher('release-2');
 my ($other) = grep { $_ ne $publisher } @jobs;
 is( $node->safe_psql('postgres',
 		"SELECT waiting_on FROM pg_stat_background_ddl WHERE id = $other"),
@@ -372,8 +379,7 @@ $node->safe_psql('postgres', q{CREATE TABLE c8 (x int); INSERT INTO c8 SELECT ge
 	'8: the publisher is held in the publication', 'release-8',
 	'CREATE MATERIALIZED VIEW mv8 AS SELECT a FROM small',
 	'ALTER TABLE c8 ADD CONSTRAINT c8_pos CHECK (x > 0)');
-$publisher = $node->safe_psql('postgres',
-	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-8' AND pid IS NOT NULL");
+$publisher = group_publisher('release-8');
 $node->safe_psql('postgres', 'ALTER TABLE c8 DROP CONSTRAINT c8_pos');
 release_hold($node, $hold);
 ok(wait_job_state($node, $_, 'cancelled'), "8: job $_ is cancelled") for @jobs;
@@ -530,8 +536,7 @@ my $unpublished = q{SELECT (SELECT relispopulated FROM pg_class WHERE relname = 
 	|| (SELECT indisvalid FROM pg_index WHERE indexrelid = 'c12_x'::regclass)};
 is($node->safe_psql('postgres', $unpublished), 'false false false',
 	'12: others see none of the group published');
-$publisher = $node->safe_psql('postgres',
-	"SELECT id FROM pg_stat_background_ddl WHERE cutover_group = 'release-12' AND pid IS NOT NULL");
+$publisher = group_publisher('release-12');
 my $log_at_crash = -s $node->logfile;
 kill_and_recover($node, job_field($node, $publisher, 'pid'));
 eval { $hold->quit };
@@ -680,8 +685,7 @@ my $log_before_17 = -s $node->logfile;
 	'17: the publisher is held after its look at the group', 'release-18',
 	'CREATE MATERIALIZED VIEW mv22 AS SELECT x FROM c17',
 	'CREATE MATERIALIZED VIEW mv23 AS SELECT x * 2 AS y FROM c17');
-$publisher = $node->safe_psql('postgres',
-	"SELECT DISTINCT published_by FROM background_ddl.job WHERE id IN ($jobs[0], $jobs[1])");
+$publisher = group_publisher('release-18');
 my ($member) = grep { $_ != $publisher } @jobs;
 is($node->safe_psql('postgres', "SELECT pause_ddl($member)"), 't', '17: the other member is paused meanwhile');
 release_hold($node, $hold);
