@@ -220,19 +220,45 @@ for my $case (
 # The guard against a loop of steps that does no work: a worker whose
 # cut-over does nothing and asks for another step (a bug, simulated here by
 # background_ddl.test_fault) fails its job after a few such rounds, saying
-# so, rather than spin for ever; nothing is left behind.
-$node->safe_psql('postgres',
-	"ALTER SYSTEM SET background_ddl.test_fault = 'cut-over without work'; SELECT pg_reload_conf();");
+# so, rather than spin for ever; nothing is left behind.  Every kind's steps
+# must do nothing more once their work is done (a view's backfill took its
+# first chunk again, and failed on its checkpoint): one job of each kind.
+$node->safe_psql('postgres', q{
+CREATE TABLE idle (id int PRIMARY KEY, k int NOT NULL, p text);
+INSERT INTO idle SELECT g, g % 100, md5(g::text) FROM generate_series(1, 20000) g;
+CREATE MATERIALIZED VIEW idle_refreshed AS SELECT k, count(*) FROM idle GROUP BY k;
+ALTER SYSTEM SET background_ddl.test_fault = 'cut-over without work';
+SELECT pg_reload_conf();
+});
 ok( $node->poll_query_until('postgres',
 		"SELECT current_setting('background_ddl.test_fault') = 'cut-over without work'"),
 	'idle loop: the fault is set');
-$job = submit_job($node, "CREATE MATERIALIZED VIEW idle_loop AS $queries{chunked}");
-ok(wait_job_state($node, $job, 'failed'), 'idle loop: the job failed');
-like(job_field($node, $job, "error || ' / ' || error_detail"),
-	qr/^background DDL job $job makes no progress \/ Its cut-over was tried \d+ times in a row without a batch of work in between; the last one asked for one more step\.$/,
-	'idle loop: saying why');
-is($node->safe_psql('postgres', "SELECT to_regclass('idle_loop') IS NULL"), 't', 'idle loop: no view left');
-check_no_leftovers($node, $job);
+my $idle_columns = "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
+	FROM pg_attribute WHERE attrelid = 'idle'::regclass AND attnum > 0 AND NOT attisdropped";
+my $columns_before = $node->safe_psql('postgres', $idle_columns);
+for my $statement (
+	'CREATE MATERIALIZED VIEW idle_view AS SELECT id, upper(p) AS p FROM idle',
+	'CREATE MATERIALIZED VIEW idle_agg AS SELECT k, count(*) FROM idle GROUP BY k',
+	'CREATE TABLE idle_copy AS SELECT id, k FROM idle',
+	'REFRESH MATERIALIZED VIEW idle_refreshed',
+	'CREATE INDEX idle_k ON idle (k)',
+	'ALTER TABLE idle ADD CONSTRAINT idle_k_positive CHECK (k >= 0)',
+	'ALTER TABLE idle ALTER COLUMN id TYPE bigint',
+	'VACUUM FULL idle')
+{
+	$job = submit_job($node, $statement);
+	ok(wait_job_state($node, $job, 'failed'), "idle loop: $statement: the job failed");
+	like(job_field($node, $job, "error || ' / ' || error_detail"),
+		qr/^background DDL job $job makes no progress \/ Its cut-over was tried \d+ times in a row without a batch of work in between; the last one asked for one more step\.$/,
+		"idle loop: $statement: saying why");
+	check_no_leftovers($node, $job);
+}
+is( $node->safe_psql('postgres',
+		q{SELECT (SELECT count(*) FROM pg_class WHERE relname IN ('idle_view', 'idle_agg', 'idle_copy', 'idle_k'))
+		       + (SELECT count(*) FROM pg_constraint WHERE conname = 'idle_k_positive')
+		       + (SELECT count(*) FROM pg_index WHERE NOT indisvalid)}),
+	'0', 'idle loop: no view, table, index or constraint left');
+is($node->safe_psql('postgres', $idle_columns), $columns_before, 'idle loop: the table\'s columns unchanged');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_fault; SELECT pg_reload_conf();');
 
 # The crash-loop cut-off: a job whose every attempt crashes the server (its
