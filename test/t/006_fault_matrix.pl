@@ -161,33 +161,52 @@ release_hold($node, $hold);
 ok(wait_job_state($node, $job, 'succeeded'), 'wait: job succeeded');
 $waiter->quit;
 
-# A crash while a job is being cancelled.  The job is cancelled in the middle
-# of its build, and its worker is held before it has removed what the job
-# made: an index job is then cancelling (its invalid index needs its table
-# locked, so its worker drops it); a view job is cancelled, its capture
+# A crash while a job is being cancelled.  The job is paced (max_rate) so
+# that it is cancelled in the middle of its build, and its worker is held
+# before it has removed what the job made: an index or a constraint job is
+# then cancelling (its index or constraint needs its table locked, so its
+# worker drops it); a view or a table rewrite is cancelled, its capture
 # triggers left to its worker.  The worker is killed, or the server stopped
 # in immediate mode.  After the restart a new worker finishes the removal:
 # the job ends cancelled, costs no attempt, and leaves nothing.
-for my $case (
-	[ 'index', 'removing what the job created', 'kill' ],
-	[ 'index', 'removing what the job created', 'immediate' ],
-	[ 'view', 'cleaning up', 'kill' ],
-	[ 'view', 'cleaning up', 'immediate' ])
+# (JOB: the job's id)
+my $capture_installed = "SELECT count(*) > 0 FROM pg_trigger WHERE tgname LIKE 'background\\_ddl\\_capture\\_JOB\\_%'";
+my %cancelled = (
+	index => {
+		statement => 'CREATE INDEX cancelled_index ON events (payload)',
+		paced_from => 'chunk 0',
+		under_way => "SELECT count(*) = 1 FROM pg_index WHERE indexrelid = to_regclass('cancelled_index') AND NOT indisvalid",
+		held_at => 'removing what the job created',
+		left => 'cancelling false' },
+	check => {
+		statement => 'ALTER TABLE events ADD CONSTRAINT cancelled_check CHECK (account >= 0)',
+		paced_from => 'chunk 0',
+		under_way => "SELECT count(*) = 1 FROM pg_constraint WHERE conname = 'cancelled_check' AND NOT convalidated",
+		held_at => 'removing what the job created',
+		left => 'cancelling false' },
+	view => {
+		statement => "CREATE MATERIALIZED VIEW cancelled_view AS $queries{chunked}",
+		paced_from => 'planning',
+		under_way => $capture_installed,
+		held_at => 'cleaning up',
+		left => 'cancelled true' },
+	rewrite => {
+		statement => 'VACUUM FULL events',
+		paced_from => 'planning',
+		under_way => $capture_installed,
+		held_at => 'cleaning up',
+		left => 'cancelled true' });
+my $events_storage = $node->safe_psql('postgres', "SELECT pg_relation_filenode('events')");
+for my $case ([ 'index', 'kill' ], [ 'index', 'immediate' ], [ 'check', 'kill' ],
+	[ 'view', 'kill' ], [ 'view', 'immediate' ], [ 'rewrite', 'kill' ])
 {
-	my ($kind, $point, $fault) = @$case;
-	my $label = "crash while cancelling: $kind held at '$point', $fault";
-	my $target = "cancelled_$kind";
-	my $statement = $kind eq 'index'
-	  ? "CREATE INDEX $target ON events (payload)"
-	  : "CREATE MATERIALIZED VIEW $target AS $queries{chunked}";
-	my ($job, $paced) = submit_held_at($node, $kind eq 'index' ? 'chunk 0' : 'planning', $statement);
+	my ($kind, $fault) = @$case;
+	my %c = %{ $cancelled{$kind} };
+	my $label = "crash while cancelling: $kind held at '$c{held_at}', $fault";
+	my ($job, $paced) = submit_held_at($node, $c{paced_from}, $c{statement});
 	$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 2000)");
 	release_hold($node, $paced);
-	ok( $node->poll_query_until('postgres',
-			$kind eq 'index'
-			? "SELECT count(*) = 1 FROM pg_index WHERE indexrelid = to_regclass('$target') AND NOT indisvalid"
-			: "SELECT count(*) > 0 FROM pg_trigger WHERE tgname LIKE 'background\\_ddl\\_capture\\_${job}\\_%'"),
-		"$label: the build is under way");
+	ok($node->poll_query_until('postgres', $c{under_way} =~ s/JOB/$job/gr), "$label: the build is under way");
 	if ($kind eq 'view')
 	{
 		# The backlog of changed rows shows while the backfill goes on (rows
@@ -200,20 +219,22 @@ for my $case (
 			"$label: the view shows the changed rows waiting");
 	}
 	my $attempts_before = job_field($node, $job, 'attempts');
-	my $hold = hold_at($node, $point);
+	my $hold = hold_at($node, $c{held_at});
 	is($node->safe_psql('postgres', "SELECT cancel_ddl($job)"), 't', "$label: cancelled");
 	ok(held_at_hold($node), "$label: the worker is held before its removal");
 	is($node->safe_psql('postgres',
 			"SELECT state || ' ' || cleanup_pending FROM background_ddl.job WHERE id = $job"),
-		$kind eq 'index' ? 'cancelling false' : 'cancelled true',
-		"$label: the removal is left to the worker");
+		$c{left}, "$label: the removal is left to the worker");
 	crash_held_worker($node, $job, $hold, $fault);
 	ok(wait_job_state($node, $job, 'cancelled'), "$label: the job ended cancelled");
 	check_no_leftovers($node, $job);
 	is($node->safe_psql('postgres',
-			"SELECT (SELECT count(*) FROM pg_class WHERE relname = '$target')
+			"SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE 'cancelled\\_%')
+			      + (SELECT count(*) FROM pg_constraint WHERE conname LIKE 'cancelled\\_%')
 			      + (SELECT count(*) FROM pg_index WHERE indrelid = 'events'::regclass AND NOT indisvalid)"),
 		'0', "$label: no object left");
+	is($node->safe_psql('postgres', "SELECT pg_relation_filenode('events')"), $events_storage,
+		"$label: the table's storage is the same");
 	is(job_field($node, $job, 'attempts'), $attempts_before, "$label: the crash cost no attempt");
 }
 
