@@ -1235,6 +1235,8 @@ QueryJobBackfillStep(JobRun *run)
 	}
 	if (q->recompute_at_cutover)
 		return JOB_STEP_DONE;
+	/* (before the claims open: nothing delays this worker's first chunk after it) */
+	CountBacklog(run);
 	/* (in an index's order, one worker: the order is one sequence) */
 	if (!OidIsValid(q->order_index))
 		JobChunksOpen(&q->chunks, run->job.work_total);
@@ -1244,7 +1246,6 @@ QueryJobBackfillStep(JobRun *run)
 		JobStepHoldPoint("copying the rows of a null key");
 	if (q->order_stage == ORDER_REGROUPING)
 		JobStepHoldPoint("regrouping");
-	CountBacklog(run);
 	if (!q->rewrites_table && ChangesSpread(run))
 		return LeaveAllToCutOver(run);
 	result = ChunkStep(run, "background_ddl: backfilling a chunk");
