@@ -333,7 +333,7 @@ JobSlotFind(Oid database_oid, int64 job_id, bool create)
  * A job's live progress in its slot: its workers', or, for a job in one
  * batch, its rows so far over the plan's estimate.  Caller holds the lock.
  */
-double
+static double
 JobSlotProgress(JobSlot *slot)
 {
 	double		progress = slot->progress;

@@ -144,7 +144,6 @@ extern int	JobNoticesTake(Oid database_oid, JobNotice *notices);
 extern JobSlot *JobSlotFind(Oid database_oid, int64 job_id, bool create);
 extern void JobSignalWorkers(Oid database_oid, int64 job_id, bool interrupt);
 extern void JobInterruptHelpers(void);
-extern double JobSlotProgress(JobSlot *slot);
 extern int	JobsRunning(Oid database_oid, int64 *job_ids, pid_t *pids, double *progress,
 						int max_jobs);
 extern int	JobWorkersOf(Oid database_oid, int64 job_id, pid_t *pids, int max_pids,
