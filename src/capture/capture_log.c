@@ -275,6 +275,25 @@ CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks)
 }
 
 /*
+ * The totals of the job's committed chunks into its row and *job
+ * (CatalogJobSetBackfillTotals), or, with raise_only, where they are more
+ * than the row's (CatalogJobRaiseBackfillTotals)
+ */
+void
+CaptureRecordBackfillTotals(BgddlJob *job, bool raise_only)
+{
+	int64		chunks;
+	int64		rows;
+	int64		blocks;
+
+	CaptureChunkTotals(job->id, &chunks, &rows, &blocks);
+	if (raise_only)
+		CatalogJobRaiseBackfillTotals(job, chunks, rows, blocks);
+	else
+		CatalogJobSetBackfillTotals(job, chunks, rows, blocks);
+}
+
+/*
  * A bytea column of a chunk, in the caller's context, or NULL: detoasted,
  * or as stored (a TOAST pointer, if it was moved out of line)
  */

@@ -15,6 +15,7 @@
 
 #include "capture/block_space.h"
 #include "capture/capture_tid_map.h"
+#include "catalog/catalog_job.h"
 
 /* The capture of one job (background_ddl.capture) */
 typedef struct Capture
@@ -60,6 +61,7 @@ extern void CaptureChunkRecordEntries(int64 job_id, const ChunkRange *range, int
 									  double seconds, bytea *index_entries);
 extern List *CaptureChunkRanges(int64 job_id);
 extern void CaptureChunkTotals(int64 job_id, int64 *chunks, int64 *rows, int64 *blocks);
+extern void CaptureRecordBackfillTotals(BgddlJob *job, bool raise_only);
 extern bytea *CaptureChunkTidMap(int64 job_id, int64 start_block);
 extern struct varlena *CaptureChunkEntries(int64 job_id, int64 start_block);
 extern void CaptureChunkReplaceTidMap(int64 job_id, int64 start_block, bytea *tid_map);

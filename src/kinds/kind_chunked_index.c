@@ -397,17 +397,13 @@ static JobStepResult
 SettleScan(JobRun *run)
 {
 	ChunkedRun *c = run->kind_run;
-	int64		chunks;
-	int64		rows;
-	int64		blocks;
 
 	JobChunksClose(&c->chunks, false);
 	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
 	c->scanned = JobChunksSettle(&c->chunks, CaptureChunkRanges(run->job.id),
 								 CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS));
 	/* The job row's counts lag behind the chunks' (CatalogJobRecordChunk) */
-	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
-	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
+	CaptureRecordBackfillTotals(&run->job, false);
 	JobStepEnd();
 	return JOB_STEP_MORE;
 }
@@ -680,17 +676,13 @@ static void
 ChunkedIndexStart(JobRun *run)
 {
 	ChunkedRun *c = MemoryContextAllocZero(JobContext(), sizeof(ChunkedRun));
-	int64		chunks;
-	int64		rows;
-	int64		blocks;
 
 	c->chunk_blocks = CHUNK_BLOCKS_FIRST;
 	run->kind_run = c;
 	if (Stage(&run->job) != STAGE_SCANNING || run->helper)
 		return;
 	JobStepBegin("background_ddl: reading the checkpoint", STEP_READ_COMMITTED);
-	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
-	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
+	CaptureRecordBackfillTotals(&run->job, false);
 	JobStepEnd();
 }
 

@@ -289,9 +289,6 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 	QueryRun   *q = MemoryContextAllocZero(JobContext(), sizeof(QueryRun));
 	BgddlJob	latest;
 	MemoryContext old_context;
-	int64		chunks;
-	int64		rows;
-	int64		blocks;
 
 	run->kind_run = q;
 	q->rule_relid = rule_relid;
@@ -324,8 +321,7 @@ QueryJobStart(JobRun *run, Oid rule_relid, Oid content_oid, Oid query_role)
 	JobChunksClose(&q->chunks, false);
 	JobStepBegin("background_ddl: resuming", STEP_READ_COMMITTED);
 	JobChunksResume(&q->chunks, CaptureChunkRanges(run->job.id));
-	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
-	CatalogJobRaiseBackfillTotals(&run->job, chunks, rows, blocks);
+	CaptureRecordBackfillTotals(&run->job, true);
 	JobStepEnd();
 	JobPublishProgress(run->job.rows_done, run->job.chunks_done, run->job.progress,
 					   run->job.rows_total, false);
@@ -1138,15 +1134,11 @@ SettleBackfill(JobRun *run)
 {
 	QueryRun   *q = QueryRunOf(run);
 	bool		covered;
-	int64		chunks;
-	int64		rows;
-	int64		blocks;
 
 	JobChunksClose(&q->chunks, false);
 	JobStepBegin("background_ddl: checking the chunks", STEP_READ_COMMITTED);
 	covered = JobChunksSettle(&q->chunks, CaptureChunkRanges(run->job.id), run->job.work_total);
-	CaptureChunkTotals(run->job.id, &chunks, &rows, &blocks);
-	CatalogJobSetBackfillTotals(&run->job, chunks, rows, blocks);
+	CaptureRecordBackfillTotals(&run->job, false);
 	JobStepEnd();
 	return covered ? JOB_STEP_DONE : JOB_STEP_MORE;
 }
