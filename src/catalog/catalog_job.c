@@ -1180,7 +1180,9 @@ CatalogJobRecordTarget(int64 job_id, Oid target_oid)
  * between, a worker reads the row (without a lock) for the limits that
  * alter_ddl changes.  Counts that a worker kept to itself and never wrote
  * (it stopped) are recovered from the chunk rows when the backfill settles
- * (CatalogJobSetBackfillTotals).
+ * (CatalogJobSetBackfillTotals).  Returns whether it wrote the job row: what
+ * the view shows changed, and the step's commit must not be lost to a crash
+ * (JobStepEndPipelined).
  */
 #define JOB_ROW_INTERVAL_MS 250
 
@@ -1201,7 +1203,7 @@ static int64 unwritten_chunks = 0;
 static int64 unwritten_work = 0;
 static TimestampTz job_row_written_at = 0;
 
-void
+bool
 CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 					  double seconds_per_unit)
 {
@@ -1221,12 +1223,12 @@ CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 		if (JobRowRead(&row, job->id, false))
 			LimitsFromRow(&row, job);
 		CatalogRowClose(&row);
-		return;
+		return false;
 	}
 	if (!JobRowLock(&row, job->id))
 	{
 		CatalogRowClose(&row);
-		return;
+		return false;
 	}
 	ProgressFromRow(&row, job);
 	job->rows_done += unwritten_rows;
@@ -1252,6 +1254,7 @@ CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 	LimitsFromRow(&row, job);
 	JobRowWrite(&row);
 	CatalogRowClose(&row);
+	return true;
 }
 
 /*

@@ -236,7 +236,7 @@ extern void CatalogJobRecordPlan(const BgddlJob *job);
 extern void CatalogJobRecordBuiltHere(int64 job_id, const char *strategy);
 extern void CatalogJobRecordTarget(int64 job_id, Oid target_oid);
 extern void CatalogJobRecordKindState(const BgddlJob *job);
-extern void CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
+extern bool CatalogJobRecordChunk(BgddlJob *job, int64 rows, int64 work, int64 next_work,
 								  double seconds_per_unit);
 extern void CatalogJobRecordBacklog(const BgddlJob *job, int64 dirty_rows, double eta_seconds);
 extern void CatalogJobRaiseProgress(int64 job_id, double progress);

@@ -243,6 +243,23 @@ JobRunRowsPerBatch(const BgddlJob *job)
 }
 
 /*
+ * The size in blocks of a worker's next chunk, chunk_blocks, within the
+ * rows that the job's rate limit allows in a batch, at the plan's rows per
+ * block: a worker's first chunk keeps to the limit too (JobRunChunkDone
+ * sizes the next ones from the rows found), rather than come as a burst
+ * followed by a long pause
+ */
+double
+JobRunChunkBlocks(const BgddlJob *job, double chunk_blocks)
+{
+	double		allowed_rows = JobRunRowsPerBatch(job);
+
+	if (allowed_rows <= 0 || job->rows_total <= 0 || job->work_total <= 0)
+		return chunk_blocks;
+	return Max(1.0, Min(chunk_blocks, allowed_rows * job->work_total / job->rows_total));
+}
+
+/*
  * A chunk of blocks blocks and rows rows, that took seconds, is done (in the
  * current step): the next chunk's size grows or shrinks toward the batch
  * time, and the rows a rate limit allows, within max_blocks (*chunk_blocks);

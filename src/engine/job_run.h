@@ -51,6 +51,7 @@ extern void JobRunSetStateInt(JobRun *run, const char *key, int64 value);
 extern int	JobRunBatchTimeMs(const BgddlJob *job);
 extern double JobRunBatchScale(const BgddlJob *job, double seconds);
 extern double JobRunRowsPerBatch(const BgddlJob *job);
+extern double JobRunChunkBlocks(const BgddlJob *job, double chunk_blocks);
 extern void JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows,
 							int64 blocks, double seconds);
 extern void JobRunReadLimits(JobRun *run, const char *activity);

@@ -304,16 +304,19 @@ JobStepEnd(void)
  * its commit does not wait for the WAL to be flushed (synchronous_commit =
  * off), but the commit of the step before it that ended so is flushed
  * first (the WAL writer has mostly done it meanwhile), so that a crash
- * loses this step at most, as with a flush at every commit.  Where commits
- * wait for a synchronous standby, or already do not wait for the flush, a
- * plain JobStepEnd.
+ * loses this step at most, as with a flush at every commit.  A step that
+ * changed what pg_stat_background_ddl shows (shown: it wrote the job row)
+ * ends with a flush, as other sessions see its commit before any flush:
+ * what the view showed is never lost with a crash.  Where commits wait for
+ * a synchronous standby, or already do not wait for the flush, a plain
+ * JobStepEnd.
  */
 void
-JobStepEndPipelined(void)
+JobStepEndPipelined(bool shown)
 {
 	static XLogRecPtr last_commit = InvalidXLogRecPtr;
 
-	if (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH ||
+	if (shown || synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH ||
 		(SyncRepRequested() && SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
 	{
 		JobStepEnd();

@@ -45,7 +45,7 @@ extern void JobStepBegin(const char *activity, JobStepIsolation isolation);
 extern void JobStepBeginRecording(const char *activity);
 extern void JobStepTakeSnapshot(void);
 extern void JobStepEnd(void);
-extern void JobStepEndPipelined(void);
+extern void JobStepEndPipelined(bool shown);
 extern void JobStepAbort(void);
 extern bool JobStepInProgress(void);
 extern void JobStepLookBegin(const char *activity);

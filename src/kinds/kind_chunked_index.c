@@ -421,7 +421,8 @@ ScanStep(JobRun *run)
 	JobChunksOpen(&c->chunks, CatalogKindStateInt(run->job.kind_state, STATE_BLOCKS));
 	JobStepHoldAtChunk(run->job.chunks_done);
 	JobStepBegin("background_ddl: scanning a chunk of the table", STEP_READ_COMMITTED);
-	if (!JobChunksTake(&c->chunks, (int32) c->chunk_blocks, &range))
+	if (!JobChunksTake(&c->chunks, (int32) JobRunChunkBlocks(&run->job, c->chunk_blocks),
+					   &range))
 	{
 		JobStepEnd();
 		return SettleScan(run);
@@ -451,7 +452,8 @@ ChunkedIndexHelpStep(JobRun *run)
 	JobStepBegin("background_ddl: scanning a chunk of the table (helping)", STEP_READ_COMMITTED);
 	if (!ConditionalLockRelationOid(table_oid, AccessShareLock) ||
 		!ConditionalLockRelationOid(run->job.target_oid, AccessShareLock) ||
-		!JobChunksTake(&c->chunks, (int32) c->chunk_blocks, &range))
+		!JobChunksTake(&c->chunks, (int32) JobRunChunkBlocks(&run->job, c->chunk_blocks),
+					   &range))
 	{
 		JobStepEnd();
 		return JOB_STEP_DONE;

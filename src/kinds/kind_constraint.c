@@ -1750,7 +1750,8 @@ ConstraintBackfillStep(JobRun *run)
 	}
 
 	start = (BlockNumber) (run->job.work_done - offset);
-	end = (BlockNumber) Min((double) parts[part].blocks, start + c->chunk_blocks);
+	end = (BlockNumber) Min((double) parts[part].blocks,
+							 start + JobRunChunkBlocks(&run->job, c->chunk_blocks));
 	INSTR_TIME_SET_CURRENT(start_time);
 	PartRowCheck(&run->job, rel, part_constraint, &check);
 	JobQueryBegin(run->job.identity.owner_oid, true);

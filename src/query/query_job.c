@@ -982,10 +982,11 @@ BackfillOrderedChunk(JobRun *run, Relation content, Query *query, Index rtindex,
  * blocks (range), or, without one, the next rows in the order of the index
  * (with its bound: the order's checkpoint), as many as the chunk's blocks
  * hold; fewer than that, and every row is copied.  Returns the chunk's
- * rows, and in *seconds the time it took.
+ * rows, in *seconds the time it took, and in *shown whether the job row
+ * (what the view shows) changed.
  */
 static uint64
-BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
+BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds, bool *shown)
 {
 	QueryRun   *q = QueryRunOf(run);
 	bool		partial = OidIsValid(q->staging_oid);
@@ -1054,8 +1055,8 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds)
 	if (allowed_rows > 0 && rows > 0)
 		q->chunk_blocks = (int32) Max(1.0, Min(q->chunk_blocks,
 											   allowed_rows / ((double) rows / Max(blocks, 1))));
-	CatalogJobRecordChunk(job, rows, blocks, q->chunk_blocks,
-						  *seconds / Max(blocks, 1) / Max(JobWorkerCount(), 1));
+	*shown = CatalogJobRecordChunk(job, rows, blocks, q->chunk_blocks,
+								   *seconds / Max(blocks, 1) / Max(JobWorkerCount(), 1));
 	table_close(rule_relation, NoLock);
 	table_close(content, NoLock);
 	JobPublishChunkDone(job->chunks_done, job->progress);
@@ -1094,6 +1095,7 @@ ChunkStep(JobRun *run, const char *activity)
 	ChunkRange	range;
 	uint64		rows = 0;
 	double		seconds = 0;
+	bool		shown = false;
 
 	result = GuardedStepBegin(run, activity, false);
 	/* Back before the rate limit lets it: it only looked (CheckSources), and paces again */
@@ -1110,15 +1112,17 @@ ChunkStep(JobRun *run, const char *activity)
 
 		if (OidIsValid(q->order_index) &&
 			(q->order_stage == ORDER_READING || q->order_stage == ORDER_READING_NULLS))
-			rows = BackfillChunk(run, NULL, &seconds);
+			rows = BackfillChunk(run, NULL, &seconds, &shown);
 		else if (OidIsValid(q->order_index) && q->order_stage == ORDER_REGROUPING)
 			RegroupChunks(run);
-		else if (!OidIsValid(q->order_index) && JobChunksTake(&q->chunks, q->chunk_blocks, &range))
-			rows = BackfillChunk(run, &range, &seconds);
+		else if (!OidIsValid(q->order_index) &&
+				 JobChunksTake(&q->chunks, (int32) JobRunChunkBlocks(&run->job, q->chunk_blocks),
+							   &range))
+			rows = BackfillChunk(run, &range, &seconds, &shown);
 		else
 			result = JOB_STEP_DONE;
 	}
-	JobStepEndPipelined();
+	JobStepEndPipelined(shown);
 	if (result == JOB_STEP_MORE)
 		JobRunPace(run, rows, seconds);
 	return result;
@@ -1223,6 +1227,8 @@ QueryJobBackfillStep(JobRun *run)
 						  "background_ddl: installing capture");
 		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
 		JobChunksRestart(&q->chunks);
+		/* a rate limit set while it planned and installed (alter_ddl) paces the first chunk */
+		JobRunReadLimits(run, "background_ddl: reading the limits");
 		return JOB_STEP_MORE;
 	}
 	if (q->recompute_at_cutover)

@@ -146,6 +146,65 @@ ok(wait_job_state($node, $job, 'succeeded'), 'pause: succeeded after resume');
 ok(chunks_kept($before, checkpoints($node, $job)), 'pause: chunks before the pause were kept');
 is(differences($node, 'paused_mv', $queries{chunked}), '0', 'pause: content equals the query');
 
+# A rate limit set while a job plans paces its first chunks too (one block
+# each at 200 rows/s: 50 rows a batch), rather than 64 blocks at once
+# followed by a long pause.
+($job, $hold) = submit_held_at($node, 'planning', "CREATE MATERIALIZED VIEW paced_mv AS $queries{chunked}");
+$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 200)");
+release_hold($node, $hold);
+ok($node->poll_query_until('postgres', "SELECT count(*) >= 3 FROM background_ddl.chunk WHERE job_id = $job"),
+	'paced from its start: three chunks done');
+is($node->safe_psql('postgres',
+		"SELECT max(end_block - start_block) FROM background_ddl.chunk WHERE job_id = $job"),
+	'1', 'paced from its start: each chunk is one block');
+$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 'infinity')");
+ok(wait_job_state($node, $job, 'succeeded'), 'paced from its start: job succeeded');
+is(differences($node, 'paced_mv', $queries{chunked}), '0', 'paced from its start: content equals the query');
+
+# What the view showed is not lost with a crash, though a view job's chunks
+# commit without waiting for the flush (pipelined): the commit of a chunk
+# that wrote the job row is flushed, as other sessions see it at once.
+# Nothing else flushes it here: the WAL writer sleeps 10 s, one worker runs
+# the job, and the job is paced to a chunk of one block every half second,
+# so that each chunk writes the job row (at most every 250 ms).  The worker
+# is held before its fourth chunk.  The server comes back with no room for
+# background_ddl's processes (max_worker_processes = 1, taken by the
+# logical replication launcher), so that no worker computes a lost chunk
+# again before the progress is read.
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET wal_writer_delay = '10s';
+ALTER SYSTEM SET background_ddl.max_workers_per_job = 1;
+SELECT pg_reload_conf();
+});
+($job, $hold) = submit_held_at($node, 'planning', "CREATE MATERIALIZED VIEW shown_mv AS $queries{chunked}");
+$node->safe_psql('postgres', qq{
+SELECT alter_ddl($job, max_rate => 200);
+ALTER SYSTEM SET background_ddl.test_hold_point = 'chunk 3';
+SELECT pg_reload_conf();
+});
+$hold->query_safe('SELECT pg_advisory_unlock(4242)');
+$hold->query_safe('SELECT pg_advisory_lock(4242)');
+ok(held_at_hold($node), 'shown progress: held before its fourth chunk');
+my $shown = job_field($node, $job, 'progress');
+$node->stop('immediate');
+eval { $hold->quit };
+$node->append_conf('postgresql.conf', "max_worker_processes = 1\n");
+$node->start;
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'background_ddl%'"),
+	'0', 'shown progress: the server is back without background_ddl\'s processes');
+cmp_ok(job_field($node, $job, 'progress'), '>=', $shown,
+	"shown progress: the progress shown ($shown) is there after an immediate restart");
+$node->adjust_conf('postgresql.conf', 'max_worker_processes', '8');
+$node->safe_psql('postgres', qq{
+ALTER SYSTEM RESET wal_writer_delay;
+ALTER SYSTEM RESET background_ddl.max_workers_per_job;
+ALTER SYSTEM RESET background_ddl.test_hold_point;
+SELECT alter_ddl($job, max_rate => 'infinity');
+});
+$node->restart;
+ok(wait_job_state($node, $job, 'succeeded'), 'shown progress: job succeeded');
+is(differences($node, 'shown_mv', $queries{chunked}), '0', 'shown progress: content equals the query');
+
 # Waiting holds no snapshot: a session in CALL await_ddl() advertises no xmin
 # (it commits between its looks at the job).
 $hold = hold_at($node, 'chunk 1');
