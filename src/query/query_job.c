@@ -1244,7 +1244,8 @@ QueryJobBackfillStep(JobRun *run)
 		JobStepHoldPoint("copying the rows of a null key");
 	if (q->order_stage == ORDER_REGROUPING)
 		JobStepHoldPoint("regrouping");
-	if (!q->rewrites_table && ChangesSpread(run))
+	/* (not under a rate limit, which cannot pace the cut-over's one transaction) */
+	if (!q->rewrites_table && run->job.max_rate <= 0 && ChangesSpread(run))
 		return LeaveAllToCutOver(run);
 	result = ChunkStep(run, "background_ddl: backfilling a chunk");
 	if (result == JOB_STEP_RESTART && RestartBuildStep(run) == JOB_STEP_RESTART)
