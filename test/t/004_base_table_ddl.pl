@@ -141,12 +141,20 @@ for my $rewrite ('VACUUM FULL', 'CLUSTER', 'ALTER TYPE')
 	check_no_leftovers($node, $job);
 }
 
-# 5. A rewrite of another base table: the cut-over recomputes.
+# 5. A rewrite of another base table: the cut-over recomputes.  One worker:
+#    the UPDATE's changes spread over the table, and a first worker not
+#    held (a helper took the gated chunk) would leave the whole query to
+#    the cut-over at once, stopping the held chunk that VACUUM FULL is to
+#    wait for.
+$node->safe_psql('postgres',
+	'ALTER SYSTEM SET background_ddl.max_workers_per_job = 1; SELECT pg_reload_conf();');
 ($t, $u) = make_tables('other');
 $job = submit_held('mv_other', "SELECT t.id, gate(t.v) AS v, u.label FROM $t t JOIN $u u USING (v)");
 my $ddl = start_sql("UPDATE $u SET label = 'changed' WHERE v % 5 = 0", "VACUUM FULL $u");
 release_gate();
 $ddl->finish;
+$node->safe_psql('postgres',
+	'ALTER SYSTEM RESET background_ddl.max_workers_per_job; SELECT pg_reload_conf();');
 ok(wait_state($job, 'succeeded'), 'mv_other: succeeded');
 check_exact('mv_other', "SELECT t.id, t.v, u.label FROM $t t JOIN $u u USING (v)");
 check_no_leftovers($node, $job);
