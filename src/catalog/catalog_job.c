@@ -887,14 +887,20 @@ CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted
 	return true;
 }
 
+/*
+ * Set the job's phase, and read back its limits into *job: a limit that
+ * alter_ddl set during a phase holds from the next one's start (a rate
+ * limit set while a job plans paces its first chunk)
+ */
 void
-CatalogJobSetPhase(int64 job_id, JobPhase phase)
+CatalogJobSetPhase(BgddlJob *job, JobPhase phase)
 {
 	CatalogRow	row;
 
-	if (JobRowLock(&row, job_id))
+	if (JobRowLock(&row, job->id))
 	{
 		SetPhase(&row, phase);
+		LimitsFromRow(&row, job);
 		JobRowWrite(&row);
 	}
 	CatalogRowClose(&row);

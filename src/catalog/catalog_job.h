@@ -219,7 +219,7 @@ extern void CatalogJobsPurge(int retention_seconds);
 /* The life of a job */
 extern bool CatalogJobClaim(int64 job_id, int32 max_attempts, BgddlJob *job, bool *exhausted,
 							bool *state_changed);
-extern void CatalogJobSetPhase(int64 job_id, JobPhase phase);
+extern void CatalogJobSetPhase(BgddlJob *job, JobPhase phase);
 extern void CatalogJobSetState(int64 job_id, JobState state);
 extern void CatalogJobRecordError(int64 job_id, const JobError *error, bool in_flight);
 extern void CatalogJobRecordRetry(int64 job_id, const JobError *error);

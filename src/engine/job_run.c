@@ -135,11 +135,14 @@ JobRunSetPhase(JobRun *run, JobPhase phase)
 	JobStepEnd();
 }
 
-/* Set the job's phase in the current step, and show it at once (shared memory) */
+/*
+ * Set the job's phase in the current step, and show it at once (shared
+ * memory); the job's limits are read again (CatalogJobSetPhase)
+ */
 void
-JobRunRecordPhase(const JobRun *run, JobPhase phase)
+JobRunRecordPhase(JobRun *run, JobPhase phase)
 {
-	CatalogJobSetPhase(run->job.id, phase);
+	CatalogJobSetPhase(&run->job, phase);
 	JobPublishPhase(phase);
 }
 

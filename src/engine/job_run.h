@@ -41,7 +41,7 @@ extern void JobRunLockingStep(JobRun *run, LockingStep step, void *arg, JobPhase
 							  const char *activity);
 extern void JobRunGaveWay(int64 job_id, const ErrorData *error);
 extern void JobRunSetPhase(JobRun *run, JobPhase phase);
-extern void JobRunRecordPhase(const JobRun *run, JobPhase phase);
+extern void JobRunRecordPhase(JobRun *run, JobPhase phase);
 extern bool JobRunTargetExists(const JobRun *run);
 extern bool JobRunPublishesLater(const BgddlJob *job);
 extern void JobRunSucceeded(const JobRun *run, Oid object_oid, bool record_cutover_snapshot,

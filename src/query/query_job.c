@@ -1227,8 +1227,6 @@ QueryJobBackfillStep(JobRun *run)
 						  "background_ddl: installing capture");
 		JobRunSetPhase(run, JOB_PHASE_BACKFILLING);
 		JobChunksRestart(&q->chunks);
-		/* a rate limit set while it planned and installed (alter_ddl) paces the first chunk */
-		JobRunReadLimits(run, "background_ddl: reading the limits");
 		return JOB_STEP_MORE;
 	}
 	if (q->recompute_at_cutover)
