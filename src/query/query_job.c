@@ -1110,14 +1110,14 @@ ChunkStep(JobRun *run, const char *activity)
 	{
 		QueryRun   *q = QueryRunOf(run);
 
+		/* (in blocks or in the index's order: no more than the rate limit allows) */
+		q->chunk_blocks = (int32) JobRunChunkBlocks(&run->job, q->chunk_blocks);
 		if (OidIsValid(q->order_index) &&
 			(q->order_stage == ORDER_READING || q->order_stage == ORDER_READING_NULLS))
 			rows = BackfillChunk(run, NULL, &seconds, &shown);
 		else if (OidIsValid(q->order_index) && q->order_stage == ORDER_REGROUPING)
 			RegroupChunks(run);
-		else if (!OidIsValid(q->order_index) &&
-				 JobChunksTake(&q->chunks, (int32) JobRunChunkBlocks(&run->job, q->chunk_blocks),
-							   &range))
+		else if (!OidIsValid(q->order_index) && JobChunksTake(&q->chunks, q->chunk_blocks, &range))
 			rows = BackfillChunk(run, &range, &seconds, &shown);
 		else
 			result = JOB_STEP_DONE;
