@@ -149,9 +149,7 @@ is(differences($node, 'paused_mv', $queries{chunked}), '0', 'pause: content equa
 # A rate limit set while a job plans paces its first chunks too (one block
 # each at 200 rows/s: 50 rows a batch), rather than 64 blocks at once
 # followed by a long pause.
-($job, $hold) = submit_held_at($node, 'planning', "CREATE MATERIALIZED VIEW paced_mv AS $queries{chunked}");
-$node->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 200)");
-release_hold($node, $hold);
+$job = submit_paced($node, "CREATE MATERIALIZED VIEW paced_mv AS $queries{chunked}", 200);
 ok($node->poll_query_until('postgres', "SELECT count(*) >= 3 FROM background_ddl.chunk WHERE job_id = $job"),
 	'paced from its start: three chunks done');
 is($node->safe_psql('postgres',
