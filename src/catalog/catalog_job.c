@@ -1628,7 +1628,9 @@ CatalogGroupRelease(int64 job_id)
 
 /*
  * A job of the group failed or is being cancelled: the group's other
- * unfinished jobs are being cancelled too, with reason as their error.
+ * unfinished jobs are being cancelled too, with reason as their error, but
+ * those whose workers already end them (in phase "cleaning up": EndJob),
+ * which keep their own.
  * Returns their ids (int64 *); whoever calls this announces them and wakes
  * their workers.
  */
@@ -1645,7 +1647,8 @@ CatalogGroupCancel(int64 job_id, const char *reason)
 				   "  in_flight = false, published_by = NULL, not_before = NULL, "
 				   "  given_back_for = NULL, queued_at = NULL, eta = NULL, error = $2, "
 				   "  error_sqlstate = NULL, error_detail = NULL, error_hint = NULL WHERE " IN_GROUP
-				   "AND m.id <> $1 AND m.state IN ('queued', 'running', 'paused') RETURNING m.id",
+				   "AND m.id <> $1 AND m.state IN ('queued', 'running', 'paused') "
+				   "AND m.phase IS DISTINCT FROM 'cleaning up' RETURNING m.id",
 				   2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
 	cancelled = JobIdsOfResult(&access);
 	CatalogAccessEnd(&access);

@@ -356,14 +356,16 @@ EndJob(JobRun *run, JobState final_state, const JobError *error)
 {
 	JobError	final_error;
 
-	CancelGroup(run, final_state);
+	/*
+	 * Why it ends, and its phase, before its group is cancelled: the group's
+	 * other jobs, ending in turn, leave its reason alone (CatalogGroupCancel)
+	 */
+	JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 	if (error != NULL)
-	{
-		JobStepBegin("background_ddl: ending the job", STEP_READ_COMMITTED);
 		CatalogJobRecordError(run->job.id, error, true);
-		JobStepEnd();
-	}
-	JobRunSetPhase(run, JOB_PHASE_CLEANING_UP);
+	JobRunRecordPhase(run, JOB_PHASE_CLEANING_UP);
+	JobStepEnd();
+	CancelGroup(run, final_state);
 
 	if (run->job.cleanup_pending)
 		CleanUp(run);

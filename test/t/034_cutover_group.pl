@@ -21,7 +21,8 @@
 #     NULL) published with a view, not valid until then; a partition
 #     created in the middle of the publication restarts a check;
 #  8. a constraint dropped in the middle of the publication cancels the
-#     group;
+#     group; dropped before its job starts, both jobs end at once, each
+#     with its own reason;
 #  9. another role's transaction under the same group name makes a group
 #     of its own;
 # 10. ATTACH PARTITION, ADD PRIMARY KEY [USING INDEX], UNIQUE in a group;
@@ -391,6 +392,27 @@ is(job_field($node, $jobs[0], 'error'),
 	'8: the view\'s job says why');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'mv8'}),
 	'0', '8: the view is not left');
+check_no_leftovers($node, $_) for @jobs;
+
+# 8b. A job whose constraint is dropped before it starts (after a gate job,
+#     its group's view ready): both end at once, held while they remove
+#     what they made; each says why, neither takes the other's reason
+$gate = gate('gate8');
+@jobs = submit_group('release-8b',
+	'CREATE MATERIALIZED VIEW mv8 AS SELECT a FROM small',
+	"SET LOCAL background_ddl.after = '$gate'",
+	'ALTER TABLE c8 ADD CONSTRAINT c8_neg CHECK (x > -1)');
+ok( $node->poll_query_until('postgres', "SELECT phase FROM pg_stat_background_ddl WHERE id = $jobs[0]", 'ready'),
+	'8b: the view is ready');
+$node->safe_psql('postgres', 'ALTER TABLE c8 DROP CONSTRAINT c8_neg');
+$hold = hold_at($node, 'removing what the job created');
+$node->safe_psql('postgres', "CALL complete_ddl($gate)");
+ok(held_at_hold($node, 2), '8b: both jobs are held while they remove what they made');
+release_hold($node, $hold);
+ok(wait_job_state($node, $_, 'cancelled'), "8b: job $_ is cancelled") for @jobs;
+is(job_field($node, $jobs[1], 'error'), 'the constraint was dropped', '8b: the constraint\'s job says why');
+is(job_field($node, $jobs[0], 'error'), "job $jobs[1] of its group \"release-8b\" was cancelled",
+	'8b: the view\'s job says why');
 check_no_leftovers($node, $_) for @jobs;
 
 # 9. A group is one transaction's jobs: another role's transaction under the
