@@ -39,10 +39,12 @@
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "jit/jit.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "commands/defrem.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_oper.h"
 #include "parser/parse_relation.h"
@@ -705,7 +707,9 @@ QueryBackfillAll(Relation content, Query *query)
 
 /*
  * Plan what follows without a sequential scan (and, with bitmap_too, a
- * bitmap scan), until AtEOXact_GUC(true, the level returned)
+ * bitmap scan), until AtEOXact_GUC(true, the level returned); and without
+ * JIT: a batch's plan runs once, on a batch's rows (compiling them took 9 %
+ * of the worker's time in the catch-up of an 8-million-row join)
  */
 static int
 PlanWithoutScans(bool bitmap_too)
@@ -713,6 +717,8 @@ PlanWithoutScans(bool bitmap_too)
 	int			nest_level = NewGUCNestLevel();
 
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (bitmap_too)
 		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
@@ -975,6 +981,28 @@ QueryBackfillNullKeys(Relation content, Query *query, const QueryDriving *drivin
 }
 
 /*
+ * The most tuple ids of one TID scan of a segment's table: fewer than cost
+ * the planner as much as reading its pages in sequence, counting a random
+ * page each.  With more, it prefers another plan (with sequential scans off,
+ * a whole index in its order, fetching every row of the table at random,
+ * estimated lower than that: at 300,000 tuple ids of an 8-million-row table,
+ * several times as long as TID scans of the same rows).  At least
+ * TID_SCAN_MIN_TIDS: the whole of a small table is read fast.
+ */
+#define TID_SCAN_MIN_TIDS		1000
+
+static int
+TidScanMaxTids(Oid relid)
+{
+	Relation	table = table_open(relid, AccessShareLock);
+	double		pages = RelationGetNumberOfBlocks(table);
+
+	table_close(table, NoLock);
+	return (int) Min(Max(pages * seq_page_cost / (random_page_cost + cpu_tuple_cost),
+						 TID_SCAN_MIN_TIDS), INT_MAX);
+}
+
+/*
  * Compute the output rows of the given driving rows (sorted job tuple ids,
  * see query_driving.c) as of the current snapshot, insert them and return
  * their (source, output) pairs, sorted: a TID scan of each partition that
@@ -994,14 +1022,16 @@ QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Inde
 		BlockNumber block;
 		int			segment = QueryDrivingSegmentOf(driving, ItemPointerGetBlockNumber(&sources[i]),
 													&block);
+		int			max_tids = segment >= 0 ?
+			TidScanMaxTids(driving->segments[segment].relid) : INT_MAX;
 		int			ntids = 0;
 		Query	   *piece;
 		TidPair    *piece_pairs;
 		int			piece_npairs;
 		int			nest_level;
 
-		/* The sources in this segment, as tuple ids of its table */
-		for (; i < nsources; i++)
+		/* The sources in this segment, as tuple ids of its table, up to max_tids */
+		for (; i < nsources && ntids < max_tids; i++)
 		{
 			BlockNumber next_block;
 
@@ -1018,11 +1048,12 @@ QueryRecompute(Relation content, Query *query, const QueryDriving *driving, Inde
 		AppendSourceColumn(piece, rtindex, NULL);
 
 		/*
-		 * A TID scan, however many the sources: counting a random page per
-		 * tuple id, the planner reads the whole table for a few thousand of
-		 * them, once per batch (the rows are in a batch's few blocks, or
-		 * cached: a catch-up follows the writers).  Not counted live: the
-		 * rows it replaces go at the same time.
+		 * A TID scan: counting a random page per tuple id, the planner
+		 * would read the whole table for a few thousand of them, once per
+		 * batch (the rows are in a batch's few blocks, or cached: a catch-up
+		 * follows the writers), so sequential scans are off; and a piece is
+		 * at most TidScanMaxTids.  Not counted live: the rows it replaces go
+		 * at the same time.
 		 */
 		nest_level = PlanWithoutScans(false);
 		(void) RunIntoContent(content, piece, 0, false, &driving->segments[segment], &piece_pairs,
@@ -1087,10 +1118,12 @@ QueryTids(Query *query, const QueryDriving *driving, Index rtindex, int *ntids)
 												  copyObject(query) : query, rtindex,
 												  driving->segments[segment].relid);
 		PlannedStmt *plan = pg_plan_query(piece, "background_ddl catch-up", 0, NULL);
-		QueryDesc  *query_desc = CreateQueryDesc(plan, "background_ddl catch-up",
-												 GetActiveSnapshot(), InvalidSnapshot,
-												 &collector.pub, NULL, NULL, 0);
+		QueryDesc  *query_desc;
 		int			first = collector.ntids;
+
+		plan->jitFlags = PGJIT_NONE;	/* (run once, as a batch's: PlanWithoutScans) */
+		query_desc = CreateQueryDesc(plan, "background_ddl catch-up", GetActiveSnapshot(),
+									 InvalidSnapshot, &collector.pub, NULL, NULL, 0);
 
 		ExecutorStart(query_desc, 0);
 		ExecutorRun(query_desc, ForwardScanDirection, 0L, true);
