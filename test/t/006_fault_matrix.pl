@@ -357,8 +357,14 @@ CREATE FUNCTION crash_in_worker(int) RETURNS int LANGUAGE plpgsql AS
      END $$;
 });
 my $offset = -s $node->logfile;
-$job = submit_job($node, 'CREATE MATERIALIZED VIEW crash_loop AS SELECT id, crash_in_worker(account) AS a FROM events');
-ok(wait_job_state($node, $job, 'failed'), 'crash loop: the job failed');
+# (the first attempt may end the submitting session, once the job is
+# committed, before it has read the job's id: found by its target instead)
+$node->psql('postgres',
+	'SET background_ddl = on; CREATE MATERIALIZED VIEW crash_loop AS SELECT id, crash_in_worker(account) AS a FROM events');
+ok( $node->poll_query_until('postgres',
+		"SELECT state FROM pg_stat_background_ddl WHERE target = 'public.crash_loop'", 'failed'),
+	'crash loop: the job failed');
+$job = $node->safe_psql('postgres', "SELECT id FROM pg_stat_background_ddl WHERE target = 'public.crash_loop'");
 is($node->safe_psql('postgres', "SELECT attempts || ' ' || error FROM pg_stat_background_ddl WHERE id = $job"),
 	'2 the job was started 2 times without finishing', 'crash loop: after max_attempts attempts, saying so');
 my $crashes = () = slurp_file($node->logfile, $offset) =~ /terminated by signal 9/g;
