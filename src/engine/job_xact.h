@@ -63,6 +63,7 @@ typedef struct JobOrder
 	Oid			key_table;
 	Oid			key_placeholder;
 	bool		changes_columns;	/* it changes its target's columns */
+	Oid			held_table;		/* a table it holds locked while it runs */
 } JobOrder;
 
 extern void JobXactInstall(void);

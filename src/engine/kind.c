@@ -341,12 +341,14 @@ KindQuerySources(PlannedStmt *plan, Query *query)
  * the table's definition waits for it, and for a unique index also one that
  * adds rows (a duplicate fails as the blocking statement would make it
  * fail).  A write can change no index otherwise: an index reflects it.
+ * The build holds the table locked while it runs.
  */
 void
 KindIndexSources(KindSubmit *submit, Oid table_oid, bool unique)
 {
 	submit->sources = list_append_unique_oid(submit->sources, table_oid);
 	submit->source_effects = REL_REDEFINES | (unique ? REL_ADDS_ROWS : 0);
+	submit->held_table = table_oid;
 	if (unique)
 		submit->key_table = table_oid;	/* a foreign key may reference it */
 }

@@ -76,10 +76,16 @@ typedef struct KindSubmit
 	Oid			key_table;
 	Oid			key_placeholder;
 	/*
+	 * filled in by validate, for a job that builds an index: its table,
+	 * which the build holds locked (SHARE UPDATE EXCLUSIVE, as CREATE INDEX
+	 * CONCURRENTLY holds it) while it runs
+	 */
+	Oid			held_table;
+	/*
 	 * set by validate, for a job that changes its target's columns (ALTER
 	 * COLUMN ... TYPE): the session's later statements that become jobs and
 	 * name the target wait for it before their checks
-	 * (SessionOrderAwaitColumns)
+	 * (SessionOrderAwaitChecks)
 	 */
 	bool		changes_columns;
 	/*
@@ -151,6 +157,9 @@ typedef struct KindRoutine
 	bool		cut_over_publishes; /* nothing of its result is in use before
 									 * its cut-over, which may wait for
 									 * complete_ddl (a manual cut-over) */
+	bool		checks_lock_tables; /* validate locks the tables the statement
+									 * names in a mode an index build's lock
+									 * conflicts with (SessionOrderAwaitChecks) */
 
 	/* optional: at library load, in the postmaster (hooks it needs) */
 	void		(*load) (void);

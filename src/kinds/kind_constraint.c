@@ -1007,6 +1007,7 @@ ConstraintValidate(KindSubmit *submit)
 			REL_REDEFINES | REL_REFERENCES;
 		submit->key_table = relid;
 		submit->key_placeholder = JobKeyIndexOf(submit->kind_state);
+		submit->held_table = relid;
 		return;
 	}
 	else if (cmd->subtype == AT_AddConstraint)
@@ -2659,6 +2660,7 @@ const KindRoutine kind_constraint_routine = {
 	.name = "ALTER TABLE",
 	.stands_for = OBJECT_TABLE,
 	.cut_over_publishes = true,
+	.checks_lock_tables = true,
 	.accepts = ConstraintAccepts,
 	.validates_against_keys = ConstraintValidatesAgainstKeys,
 	.validate = ConstraintValidate,

@@ -1687,6 +1687,7 @@ const KindRoutine kind_set_tablespace_routine = {
 const KindRoutine kind_alter_type_routine = {
 	.name = "ALTER TABLE",
 	.variant_key = STATE_COLUMN_CHANGES,
+	.checks_lock_tables = true,
 	.accepts = AlterColumnsAccepts,
 	.validate = AlterColumnsValidate,
 	REWRITE_ROUTINES

@@ -129,14 +129,23 @@ typedef struct StatementEffects
 	int			query_effects;	/* what its query does to what it reads */
 	bool		reads_only;		/* EXPLAIN without ANALYZE: the writes do not run */
 	const char *target_use;		/* how it uses a job's target, for the job's strategy */
-	bool		keys_only;		/* only the jobs that define keys on its tables */
-	bool		columns_only;	/* only the jobs that change its tables' columns */
+	int			awaits;			/* AWAIT_*: only those jobs (0: all it touches) */
 	bool		only_constrains;	/* an ALTER TABLE that only adds or validates
 									 * constraints (AlterTableEffects) */
 } StatementEffects;
 
 /* StatementTouches: the statement uses the job's target */
 #define TOUCHES_TARGET	0x100
+/* StatementTouches: the job holds a table the statement's checks lock */
+#define TOUCHES_HELD	0x200
+
+/*
+ * The session's jobs that a statement becoming a job waits for before its
+ * checks (SessionOrderAwaitChecks): those that
+ */
+#define AWAIT_KEYS		0x01	/* define keys on its tables */
+#define AWAIT_COLUMNS	0x02	/* change its tables' columns */
+#define AWAIT_HOLDERS	0x04	/* hold its tables locked (an index build) */
 
 /* A relation that now stands for another one the statement was analysed against */
 typedef struct Retarget
@@ -652,17 +661,23 @@ StatementTouches(StatementEffects *statement, const JobOrder *order)
 {
 	ListCell   *lc;
 
-	if (statement->keys_only || statement->columns_only)
+	if (statement->awaits != 0)
 	{
 		foreach(lc, statement->relations)
 		{
 			Oid			relid = ((RelationEffect *) lfirst(lc))->relid;
 
-			if ((statement->keys_only && OidIsValid(order->key_table) &&
+			if (((statement->awaits & AWAIT_KEYS) && OidIsValid(order->key_table) &&
 				 relid == order->key_table) ||
-				(statement->columns_only && order->changes_columns &&
+				((statement->awaits & AWAIT_COLUMNS) && order->changes_columns &&
 				 (relid == order->target_oid || IsPartitionOf(order->target_oid, relid))))
 				return TOUCHES_TARGET;
+			/* (a build of this transaction has not begun: it holds nothing) */
+			if ((statement->awaits & AWAIT_HOLDERS) && OidIsValid(order->held_table) &&
+				(relid == order->held_table || IsPartitionOf(order->held_table, relid) ||
+				 IsPartitionOf(relid, order->held_table)) &&
+				!JobXactIsSubmitted(order->job_id))
+				return TOUCHES_HELD;
 		}
 		return 0;
 	}
@@ -855,6 +870,15 @@ WaitForTouchedJobs(List *orders, List *touches, bool holds_snapshot)
 			JobXactForget(job_id);
 			continue;
 		}
+		/*
+		 * A paused build holds nothing, and one that waits for others to be
+		 * published (the operator, its window, its group) lets go of its
+		 * table before it waits: the statement starts after the job instead
+		 */
+		if (lfirst_int(touch_cell) == TOUCHES_HELD && !JobStateIsFinal(job.state) &&
+			(job.state == JOB_STATE_PAUSED || job.manual_cutover || job.group_id != 0 ||
+			 !SettingsWindowOpen(job.cutover_window)))
+			continue;
 		if (!JobStateIsFinal(job.state))
 		{
 			if (job.state == JOB_STATE_PAUSED)
@@ -1032,8 +1056,7 @@ typedef struct OrderCheck
 	ParseState *pstate;
 	Query	   *query;
 	Node	   *utility;
-	bool		keys_only;		/* SessionOrderAwaitKeys */
-	bool		columns_only;	/* SessionOrderAwaitColumns */
+	int			awaits;			/* SessionOrderAwaitChecks */
 	bool		waits_only;		/* AwaitBeforeSnapshot: build nothing here */
 } OrderCheck;
 
@@ -1114,7 +1137,7 @@ OrderStatement(OrderCheck *check)
 {
 	bool		analysis = check->query != NULL;
 	StatementEffects statement = {.query_effects = REL_READS, .target_use = "read it",
-	.keys_only = check->keys_only,.columns_only = check->columns_only};
+	.awaits = check->awaits};
 	List	   *waited;
 	List	   *touches;
 	List	   *retargets;
@@ -1202,7 +1225,7 @@ OrderStatementOnce(OrderCheck *check)
 /*
  * A utility statement waits for the session's jobs before it runs
  * (SessionOrderUtility), and one that becomes a job at submit, before its
- * checks, for some of them (SessionOrderAwaitKeys, SessionOrderAwaitColumns).
+ * checks, for some of them (SessionOrderAwaitChecks).
  * Where nothing holds a snapshot at the end of its parse analysis (a
  * top-level utility statement: its portal takes the statement's snapshot
  * after), it waits for the jobs of earlier transactions here already,
@@ -1228,9 +1251,7 @@ AwaitBeforeSnapshot(Node *utility)
 		OrderStatementOnce(&check);
 		return;
 	}
-	if (routine->validates_against_keys != NULL && routine->validates_against_keys(utility))
-		SessionOrderAwaitKeys(utility);
-	SessionOrderAwaitColumns(utility);
+	SessionOrderAwaitChecks(routine, utility);
 }
 
 /*
@@ -1271,29 +1292,29 @@ SessionOrderUtility(Node *parsetree)
 }
 
 /*
- * Before a statement that becomes a job and whose checks at submit read
- * the keys of the tables it names (validates_against_keys): wait for the
- * session's jobs that define keys on those tables, or build them here
+ * Before the checks of a statement that becomes a job (routine's), which
+ * analyse it against the tables it names as the blocking statement would
+ * find them: wait for the session's jobs that it would otherwise find
+ * unfinished there, or build those of this transaction here, as the
+ * blocking statements would have run in order:
+ *
+ *	- those that change the columns of its tables (ALTER COLUMN ... TYPE);
+ *	- if its checks read the keys of its tables (validates_against_keys: a
+ *	  foreign key, those of the table it references; a key, its table's),
+ *	  those that define keys on them;
+ *	- if its checks lock its tables (checks_lock_tables: they run the
+ *	  statement itself, rolled back), the index builds that hold them
+ *	  locked while they run: the checks would not get their locks.
  */
 void
-SessionOrderAwaitKeys(Node *parsetree)
+SessionOrderAwaitChecks(const KindRoutine *routine, Node *parsetree)
 {
-	OrderCheck	check = {NULL, NULL, parsetree, true};
+	OrderCheck	check = {.utility = parsetree,.awaits = AWAIT_COLUMNS};
 
-	OrderStatementOnce(&check);
-}
-
-/*
- * Before a statement that becomes a job (any kind's), which its checks at
- * submit analyse against the columns of the tables it names: wait for the
- * session's jobs that change those tables' columns (ALTER COLUMN ... TYPE),
- * or build them here, as the blocking statements would have run in order
- */
-void
-SessionOrderAwaitColumns(Node *parsetree)
-{
-	OrderCheck	check = {.utility = parsetree,.columns_only = true};
-
+	if (routine->validates_against_keys != NULL && routine->validates_against_keys(parsetree))
+		check.awaits |= AWAIT_KEYS;
+	if (routine->checks_lock_tables)
+		check.awaits |= AWAIT_HOLDERS;
 	OrderStatementOnce(&check);
 }
 

@@ -16,8 +16,7 @@
 
 extern void SessionOrderInstall(void);
 extern void SessionOrderUtility(Node *parsetree);
-extern void SessionOrderAwaitKeys(Node *parsetree);
-extern void SessionOrderAwaitColumns(Node *parsetree);
+extern void SessionOrderAwaitChecks(const struct KindRoutine *routine, Node *parsetree);
 extern List *SessionOrderJobsBefore(Node *parsetree);
 extern void SessionOrderSubmitted(const JobOrder *order);
 extern bool SessionOrderChecks(bool on);

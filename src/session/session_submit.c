@@ -423,6 +423,7 @@ SubmitJob(const KindRoutine *routine, const KindRoutine *built_by, KindSubmit *s
 	order.key_table = submit->key_table;
 	order.key_placeholder = submit->key_placeholder;
 	order.changes_columns = submit->changes_columns;
+	order.held_table = submit->held_table;
 	SessionOrderSubmitted(&order);
 
 	initStringInfo(&ids);
@@ -510,10 +511,7 @@ Submit(const KindRoutine *routine, PlannedStmt *pstmt, const char *queryString,
 	submit.query_env = queryEnv;
 	submit.qc = qc;
 	submit.run_utility = RunDerivedUtility;
-	if (routine->validates_against_keys != NULL &&
-		routine->validates_against_keys(pstmt->utilityStmt))
-		SessionOrderAwaitKeys(pstmt->utilityStmt);
-	SessionOrderAwaitColumns(pstmt->utilityStmt);
+	SessionOrderAwaitChecks(routine, pstmt->utilityStmt);
 	group_id = GroupToJoin();
 	routine->validate(&submit);
 	if (submit.declined)

@@ -11,7 +11,9 @@
 # waits for; a session whose older snapshot the build waits to go, and
 # which waits for the statement's transaction, is a deadlock error.  A
 # statement goes on as soon as its job has succeeded, while the job's worker
-# may still clean up.  Each race is made deterministic with a hold point.
+# may still clean up.  A statement whose checks at submit lock a table that
+# an index build of the session holds waits for the build before them.
+# Each race is made deterministic with a hold point.
 use strict;
 use warnings;
 use FindBin;
@@ -323,6 +325,64 @@ release_hold($node, $cleaning);
 check_no_leftovers($node, $job);
 $session->{stderr} = '';
 is($session->query_safe('SELECT count(*) FROM gt5_mv'), '1000', '8: the view has every row');
+
+# 9. An index job (its build held by lock 81, holding its table's lock as
+# CREATE INDEX CONCURRENTLY holds it), then a statement whose checks at
+# submit run it on the table, under a lock that the build's conflicts with
+# (ADD CONSTRAINT, ALTER COLUMN ... TYPE): the statement waits for the build
+# before its checks, as with the setting off it would have run after it,
+# and then is a job of its own, or fails with PostgreSQL's error.  (Without
+# the wait, its checks would give up on the build's lock, with a lock
+# timeout error.)
+sub checks_wait_for_build
+{
+	my ($case, $table, $statement, $outcome) = @_;
+	$gate->query_safe('SELECT pg_advisory_lock(81)');
+	$session->query("CREATE INDEX ${table}_gate ON $table (gate81(id))");
+	$session->{stderr} = '';
+	my $job = $session->query_safe('SELECT last_ddl_job()');
+	ok(held_by_gate(), "$case: the index job builds, held by lock 81");
+	$session->query_until(qr/sent/, "\\echo sent\n$statement;\n");
+	like(stderr_until($session, qr/waiting for background DDL job $job.*\n/),
+		qr/waiting for background DDL job $job, which this statement would change/,
+		"$case: the statement waits for the build before its checks");
+	ok(waits($pid), "$case: and goes on waiting");
+	$gate->query_safe('SELECT pg_advisory_unlock(81)');
+	$session->query_until(qr/done/, "\\echo done\n");
+	stderr_until($session, $outcome);
+	is(job_field($node, $job, 'state'), 'succeeded', "$case: the index job succeeded");
+	my $stderr = $session->{stderr};
+	$session->{stderr} = '';
+	return $stderr;
+}
+
+$node->safe_psql('postgres', q{
+CREATE TABLE gt6 AS SELECT g AS id, g AS v FROM generate_series(1, 1000) g;
+CREATE TABLE gt7 AS SELECT g AS id, g AS v FROM generate_series(1, 1000) g;
+CREATE TABLE gp (id int, v int) PARTITION BY RANGE (id);
+CREATE TABLE gp1 PARTITION OF gp FOR VALUES FROM (0) TO (100000);
+INSERT INTO gp SELECT g, g FROM generate_series(1, 1000) g;
+});
+foreach my $statement ('ALTER TABLE gt6 ADD CONSTRAINT gt6_v CHECK (v > 0)',
+	'ALTER TABLE gt7 ALTER COLUMN v TYPE bigint')
+{
+	my ($table) = $statement =~ /ALTER TABLE (\w+)/;
+	my $stderr = checks_wait_for_build("9, $table", $table, $statement,
+		qr/(submitted for public\.$table|ERROR:.*)\n/);
+	unlike($stderr, qr/ERROR/, "9, $table: the statement is a job, without error");
+	my $later = $session->query_safe('SELECT last_ddl_job()');
+	ok(wait_job_state($node, $later, 'succeeded'), "9, $table: its job succeeded");
+}
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_constraint WHERE conname = 'gt6_v' AND convalidated}),
+	'1', '9: the constraint is there, validated');
+is($node->safe_psql('postgres', q{SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'gt7'::regclass AND attname = 'v'}),
+	'bigint', '9: the column has its new type');
+# A partitioned table's partition key: PostgreSQL's error, after the wait
+like(checks_wait_for_build('9, gp', 'gp', 'ALTER TABLE gp ALTER COLUMN id TYPE bigint',
+		qr/ERROR:.*\n/),
+	qr/ERROR:  cannot alter column "id" because it is part of the partition key of relation "gp"/,
+	"9, gp: the partition key's error, as with the setting off");
+
 $gate->quit;
 $session->quit;
 
