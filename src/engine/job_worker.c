@@ -497,9 +497,12 @@ LoadJob(JobRun *run)
 
 /*
  * The rows written to the tables a job captures, counted at its last looks
- * (WRITE_LOOKS of them, one a second while it waits to cut over): their
- * rate is taken over those seconds, as writers report their statistics
- * about once a second
+ * (WRITE_LOOKS of them, at least a second apart, one a second while it
+ * waits to cut over): their rate is taken over those seconds, as writers
+ * report their statistics about once a second.  (The wait between looks
+ * can end early, when the job's workers are woken: a look less than a
+ * second after the last one is not counted, or a rate over a fraction of a
+ * second could miss every writer's report.)
  */
 #define WRITE_LOOKS	5
 
@@ -514,26 +517,29 @@ typedef struct WriteLooks
 static double
 CapturedWritesPerSecond(const JobRun *run, WriteLooks *looks)
 {
-	int			last = Min(looks->nlooks, WRITE_LOOKS - 1);
-	int64		writes;
+	TimestampTz now = GetCurrentTimestamp();
+	int			last;
 	double		seconds;
 
-	JobStepBegin("background_ddl: counting the writes to its tables", STEP_READ_COMMITTED);
-	writes = run->routine->writes_to_sources(&run->job);
-	JobStepEnd();
-	if (looks->nlooks == WRITE_LOOKS)
+	if (looks->nlooks == 0 ||
+		TimestampDifferenceExceeds(looks->at[looks->nlooks - 1], now, JOB_READY_LOOK_MS))
 	{
-		memmove(&looks->writes[0], &looks->writes[1], sizeof(int64) * (WRITE_LOOKS - 1));
-		memmove(&looks->at[0], &looks->at[1], sizeof(TimestampTz) * (WRITE_LOOKS - 1));
+		if (looks->nlooks == WRITE_LOOKS)
+		{
+			memmove(&looks->writes[0], &looks->writes[1], sizeof(int64) * (WRITE_LOOKS - 1));
+			memmove(&looks->at[0], &looks->at[1], sizeof(TimestampTz) * (WRITE_LOOKS - 1));
+			looks->nlooks--;
+		}
+		JobStepBegin("background_ddl: counting the writes to its tables", STEP_READ_COMMITTED);
+		looks->writes[looks->nlooks] = run->routine->writes_to_sources(&run->job);
+		JobStepEnd();
+		looks->at[looks->nlooks++] = now;
 	}
-	else
-		looks->nlooks++;
-	looks->writes[last] = writes;
-	looks->at[last] = GetCurrentTimestamp();
 	if (looks->nlooks < 3)
 		return -1;
+	last = looks->nlooks - 1;
 	seconds = (looks->at[last] - looks->at[0]) / 1000000.0;
-	return seconds > 0 ? (looks->writes[last] - looks->writes[0]) / seconds : -1;
+	return (looks->writes[last] - looks->writes[0]) / seconds;
 }
 
 /*
