@@ -796,12 +796,12 @@ RecomputedPairs(MemoryContext context, int *npairs)
 	"WHERE job_id = $1 AND source_tid = s.source_tid OFFSET 0) AS r"
 
 /*
- * The recomputed outputs of those of the given sources (sorted, distinct)
- * that have been recomputed; a pair with an invalid output means
- * "recomputed, produced nothing".  Allocated in the caller's context.
+ * The pairs that sql (a job's $1, sources $2, returning source_tid and
+ * output_tid) returns, allocated in the caller's context
  */
-TidPair *
-CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npairs)
+static TidPair *
+RecomputedOfSources(const char *sql, int expected, int64 job_id, ItemPointer sources,
+					int nsources, int *npairs)
 {
 	CatalogAccess access;
 	Oid			argtypes[] = {INT8OID, TIDARRAYOID};
@@ -809,12 +809,23 @@ CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npai
 	TidPair    *pairs;
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("SELECT r.source_tid, r.output_tid FROM unnest($2) AS s(source_tid), "
-				   RECOMPUTED_OF_SOURCE("source_tid, output_tid") " ORDER BY r.source_tid",
-				   2, argtypes, values, NULL, SPI_OK_SELECT);
+	CatalogExecute(sql, 2, argtypes, values, NULL, expected);
 	pairs = RecomputedPairs(access.caller_context, npairs);
 	CatalogAccessEnd(&access);
 	return pairs;
+}
+
+/*
+ * The recomputed outputs of those of the given sources (sorted, distinct)
+ * that have been recomputed; a pair with an invalid output means
+ * "recomputed, produced nothing".  Allocated in the caller's context.
+ */
+TidPair *
+CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nsources, int *npairs)
+{
+	return RecomputedOfSources("SELECT r.source_tid, r.output_tid FROM unnest($2) AS s(source_tid), "
+							   RECOMPUTED_OF_SOURCE("source_tid, output_tid") " ORDER BY r.source_tid",
+							   SPI_OK_SELECT, job_id, sources, nsources, npairs);
 }
 
 /*
@@ -847,17 +858,57 @@ CaptureRecomputedTakeRange(int64 job_id, int64 start_block, int64 end_block, int
 	return pairs;
 }
 
+/* Delete the recomputed rows of a job ($1) for the sources $2 */
+#define DELETE_RECOMPUTED_OF_SOURCES \
+	"DELETE FROM background_ddl.recomputed WHERE ctid = ANY (ARRAY(" \
+	"SELECT r.ctid FROM unnest($2) AS s(source_tid), " RECOMPUTED_OF_SOURCE("ctid") "))"
+
+/*
+ * Forget the recomputed outputs of the given sources (sorted, distinct),
+ * and return them, sorted by source, as CaptureRecomputedRead does: for a
+ * batch that recomputes them (CaptureRecomputedRecord then records what it
+ * made), one look-up of each source's rows instead of a read and a delete.
+ */
+TidPair *
+CaptureRecomputedTake(int64 job_id, ItemPointer sources, int nsources, int *npairs)
+{
+	TidPair    *pairs = RecomputedOfSources(DELETE_RECOMPUTED_OF_SOURCES " RETURNING source_tid, output_tid",
+											SPI_OK_DELETE_RETURNING, job_id, sources, nsources,
+											npairs);
+
+	qsort(pairs, *npairs, sizeof(TidPair), TidPairSourceCompare);
+	return pairs;
+}
+
 /*
  * Replace the recomputed outputs of the given sources (sorted) with pairs
- * (sorted by source); a source without a pair gets a "produced nothing" row.
+ * (sorted by source): CaptureRecomputedRecord, after the sources' rows are
+ * forgotten.
  */
 void
 CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
 				  TidPair *pairs, int npairs)
 {
 	CatalogAccess access;
-	Oid			delete_types[] = {INT8OID, TIDARRAYOID};
-	Datum		delete_values[] = {Int64GetDatum(job_id), CatalogTidArray(sources, nsources)};
+	Oid			argtypes[] = {INT8OID, TIDARRAYOID};
+	Datum		values[] = {Int64GetDatum(job_id), CatalogTidArray(sources, nsources)};
+
+	CatalogAccessBegin(&access);
+	CatalogExecute(DELETE_RECOMPUTED_OF_SOURCES, 2, argtypes, values, NULL, SPI_OK_DELETE);
+	CatalogAccessEnd(&access);
+	CaptureRecomputedRecord(job_id, sources, nsources, pairs, npairs);
+}
+
+/*
+ * Record the recomputed outputs of the given sources (sorted), which have
+ * none recorded now: pairs (sorted by source); a source without a pair gets
+ * a "produced nothing" row.
+ */
+void
+CaptureRecomputedRecord(int64 job_id, ItemPointer sources, int nsources,
+						TidPair *pairs, int npairs)
+{
+	CatalogAccess access;
 	int			capacity = nsources + npairs;
 	ItemPointerData *row_sources = palloc(sizeof(ItemPointerData) * Max(capacity, 1));
 	Datum	   *row_outputs = palloc(sizeof(Datum) * Max(capacity, 1));
@@ -897,9 +948,6 @@ CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
 														  false, TYPALIGN_SHORT));
 
 	CatalogAccessBegin(&access);
-	CatalogExecute("DELETE FROM background_ddl.recomputed WHERE ctid = ANY (ARRAY("
-				   "SELECT r.ctid FROM unnest($2) AS s(source_tid), " RECOMPUTED_OF_SOURCE("ctid") "))",
-				   2, delete_types, delete_values, NULL, SPI_OK_DELETE);
 	CatalogExecute("INSERT INTO background_ddl.recomputed (job_id, source_tid, output_tid) "
 				   "SELECT $1, s, o FROM unnest($2::tid[], $3::tid[]) AS u(s, o)",
 				   3, insert_types, insert_values, NULL, SPI_OK_INSERT);

@@ -107,7 +107,11 @@ extern TidPair *CaptureRecomputedRead(int64 job_id, ItemPointer sources, int nso
 							   int *npairs);
 extern TidPair *CaptureRecomputedTakeRange(int64 job_id, int64 start_block, int64 end_block,
 										   int *npairs);
+extern TidPair *CaptureRecomputedTake(int64 job_id, ItemPointer sources, int nsources,
+									  int *npairs);
 extern void CaptureRecomputedReplace(int64 job_id, ItemPointer sources, int nsources,
 							  TidPair *pairs, int npairs);
+extern void CaptureRecomputedRecord(int64 job_id, ItemPointer sources, int nsources,
+									TidPair *pairs, int npairs);
 
 #endif							/* BGDDL_CHANGE_LOG_H */

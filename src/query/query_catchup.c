@@ -185,13 +185,15 @@ ChunkMapOutputs(const QueryCatchUpPass *pass, ItemPointer source, ItemPointer *o
 /*
  * The output rows currently stored for the given sources (sorted, unique):
  * recomputed rows where a source was recomputed, the chunk map otherwise.
+ * The recomputed rows' record is forgotten (CaptureRecomputedTake): the
+ * caller records the sources' new outputs.
  */
 static ItemPointer
-CurrentOutputs(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemPointer sources,
-			   int nsources, int *noutputs)
+TakeCurrentOutputs(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemPointer sources,
+				   int nsources, int *noutputs)
 {
 	int			nrecomputed;
-	TidPair    *recomputed = CaptureRecomputedRead(target->job_id, sources, nsources, &nrecomputed);
+	TidPair    *recomputed = CaptureRecomputedTake(target->job_id, sources, nsources, &nrecomputed);
 	int			capacity = nrecomputed + nsources + 16;
 	ItemPointer outputs = palloc(sizeof(ItemPointerData) * capacity);
 	int			count = 0;
@@ -230,7 +232,7 @@ RecomputeSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemP
 				 int nsources, int64 *recomputed)
 {
 	int			noutputs;
-	ItemPointer outputs = CurrentOutputs(target, pass, sources, nsources, &noutputs);
+	ItemPointer outputs = TakeCurrentOutputs(target, pass, sources, nsources, &noutputs);
 	TidPair    *pairs;
 	int			npairs;
 	Query	   *query;
@@ -246,7 +248,7 @@ RecomputeSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemP
 						   sources, nsources, &npairs);
 	JobQueryEnd();
 
-	CaptureRecomputedReplace(target->job_id, sources, nsources, pairs, npairs);
+	CaptureRecomputedRecord(target->job_id, sources, nsources, pairs, npairs);
 	*recomputed += npairs;
 	return (int64) npairs - noutputs;
 }
