@@ -1526,6 +1526,34 @@ EmptyContent(Relation content)
 }
 
 /*
+ * The cut-over's last pass, its batches in this transaction, each in a
+ * memory context of its own (a batch's plan and rows, freed once it is
+ * done, rather than each one's kept until the cut-over commits); returns
+ * how many rows the result gained.
+ */
+static int64
+LastPass(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 *recomputed)
+{
+	MemoryContext batch_context = AllocSetContextCreate(CurrentMemoryContext,
+														"background_ddl cut-over batch",
+														ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old_context = MemoryContextSwitchTo(batch_context);
+	int64		gained_all = 0;
+	int64		gained;
+	bool		more;
+
+	do
+	{
+		more = QueryCatchUpBatch(target, pass, PG_INT64_MAX, &gained, recomputed);
+		gained_all += gained;
+		MemoryContextReset(batch_context);
+	} while (more);
+	MemoryContextSwitchTo(old_context);
+	MemoryContextDelete(batch_context);
+	return gained_all;
+}
+
+/*
  * The computing part of the cut-over, inside its step (REPEATABLE READ):
  * afterwards the content relation holds exactly the query's result at this
  * transaction's snapshot.  A chunked job processes its last marks; a
@@ -1566,12 +1594,7 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 				(!q->rewrites_table && QueryCatchUpPassCostsMore(&target, &pass));
 			if (!recompute_all)
 			{
-				int64		gained;
-
-				while (QueryCatchUpBatch(&target, &pass, PG_INT64_MAX, &gained,
-										 &q->rows_recomputed))
-					run->job.rows_done += gained;
-				run->job.rows_done += gained;
+				run->job.rows_done += LastPass(&target, &pass, &q->rows_recomputed);
 				*rows = run->job.rows_done;
 			}
 			QueryCatchUpPassEnd(&pass);
