@@ -186,14 +186,17 @@ ChunkMapOutputs(const QueryCatchUpPass *pass, ItemPointer source, ItemPointer *o
  * The output rows currently stored for the given sources (sorted, unique):
  * recomputed rows where a source was recomputed, the chunk map otherwise.
  * The recomputed rows' record is forgotten (CaptureRecomputedTake): the
- * caller records the sources' new outputs.
+ * caller records the sources' new outputs; but in the last pass, which
+ * records nothing, it is only read.
  */
 static ItemPointer
 TakeCurrentOutputs(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemPointer sources,
 				   int nsources, int *noutputs)
 {
 	int			nrecomputed;
-	TidPair    *recomputed = CaptureRecomputedTake(target->job_id, sources, nsources, &nrecomputed);
+	TidPair    *recomputed = pass->last ?
+		CaptureRecomputedRead(target->job_id, sources, nsources, &nrecomputed) :
+		CaptureRecomputedTake(target->job_id, sources, nsources, &nrecomputed);
 	int			capacity = nrecomputed + nsources + 16;
 	ItemPointer outputs = palloc(sizeof(ItemPointerData) * capacity);
 	int			count = 0;
@@ -225,7 +228,10 @@ TakeCurrentOutputs(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, Ite
 /*
  * Steps 1 to 3 for a batch of sources (sorted, unique), in the current
  * transaction, at its snapshot.  Returns how many rows the result gained
- * (negative: lost); *recomputed gets the rows computed.
+ * (negative: lost); *recomputed gets the rows computed.  The last pass
+ * does not record the sources' new outputs: no later pass looks them up,
+ * nor a later batch of its own (its batch row by row takes every mark
+ * left, see BatchSources), and the job forgets them when it ends.
  */
 static int64
 RecomputeSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemPointer sources,
@@ -248,7 +254,8 @@ RecomputeSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, ItemP
 						   sources, nsources, &npairs);
 	JobQueryEnd();
 
-	CaptureRecomputedRecord(target->job_id, sources, nsources, pairs, npairs);
+	if (!pass->last)
+		CaptureRecomputedRecord(target->job_id, sources, nsources, pairs, npairs);
 	*recomputed += npairs;
 	return (int64) npairs - noutputs;
 }
@@ -1033,6 +1040,8 @@ BatchSources(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 bud
 		AddMark(done, &marks->rows[pass->next].mark);
 		pass->next++;
 	}
+	/* (the last pass's budget has no bound: RecomputeSources records nothing) */
+	Assert(!pass->last || pass->next >= marks->nrows);
 	pass->sources_done += nsources;
 	if (nsources > 0)
 		*rows_gained = RecomputeSources(target, pass, sources, nsources, recomputed);

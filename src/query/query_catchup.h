@@ -36,6 +36,7 @@ typedef struct QueryCatchUpPass
 {
 	MemoryContext context;		/* everything below; deleted at its end */
 	bool		keeps_order;	/* its target's: no chunk is recomputed whole */
+	bool		last;			/* the cut-over's: no pass comes after it */
 	CapturedMarks marks;		/* its marks; join marks' driving rows among the rows */
 	int			next;			/* the first row mark not yet processed */
 	ChunkRange *chunks;			/* the job's chunks, ordered */

@@ -1529,7 +1529,8 @@ EmptyContent(Relation content)
  * The cut-over's last pass, its batches in this transaction, each in a
  * memory context of its own (a batch's plan and rows, freed once it is
  * done, rather than each one's kept until the cut-over commits); returns
- * how many rows the result gained.
+ * how many rows the result gained.  What it recomputes is not recorded
+ * (QueryCatchUpPass.last): the job forgets it once the cut-over commits.
  */
 static int64
 LastPass(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 *recomputed)
@@ -1542,6 +1543,7 @@ LastPass(const QueryCatchUpTarget *target, QueryCatchUpPass *pass, int64 *recomp
 	int64		gained;
 	bool		more;
 
+	pass->last = true;
 	do
 	{
 		more = QueryCatchUpBatch(target, pass, PG_INT64_MAX, &gained, recomputed);
