@@ -1598,6 +1598,9 @@ Finalize(JobRun *run, Relation content, int64 *rows)
 			{
 				run->job.rows_done += LastPass(&target, &pass, &q->rows_recomputed);
 				*rows = run->job.rows_done;
+				/* (its rows_recomputed counts the cut-over's too) */
+				WriteQueryState(run);
+				CatalogJobRecordKindState(&run->job);
 			}
 			QueryCatchUpPassEnd(&pass);
 			CloseCatchUpTarget(&target);

@@ -246,6 +246,24 @@ release_hold($node, $hold);
 check_exact_at_cutover($node, 'bounded', $bounded, 'SELECT id, payload FROM events_at(SNAP)', 900);
 check_no_leftovers($node, $bounded);
 
+# The cut-over's last pass, row by row, counts in rows_recomputed: a join
+# job held before its cut-over, then 200 of its driving rows changed (half
+# of them join an account)
+$hold = hold_at($node, 'cutting over');
+my $last = submit_job($node,
+	'CREATE MATERIALIZED VIEW join_last AS ' . sprintf($join_query, 'events', 'accounts'));
+ok(held_at_hold($node), 'a join job waits before its cut-over');
+my $before = job_field($node, $last, 'rows_recomputed');
+$node->safe_psql('postgres', "UPDATE events SET payload = 'last pass' WHERE id % 1000 = 11");
+release_hold($node, $hold);
+check_exact_at_cutover($node, 'join_last', $last,
+	sprintf($join_query, 'events_at(SNAP)', 'accounts_at(SNAP)'), $rows / 4);
+cmp_ok(job_field($node, $last, 'rows_recomputed'), '>', $before,
+	"its rows_recomputed counts the cut-over's rows (from $before)");
+unlike(slurp_file($node->logfile), qr/job $last: .*recomputed at cut-over/,
+	'which recomputed them, not the whole result');
+check_no_leftovers($node, $last);
+
 is($node->safe_psql('postgres', 'SELECT count(*) FROM background_ddl.dirty'), '0',
 	'no mark is left in the dirty log');
 $node->stop;
