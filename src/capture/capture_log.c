@@ -358,8 +358,6 @@ CaptureChunkReplaceTidMap(int64 job_id, int64 start_block, bytea *tid_map)
 			   lengthof(values), argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
-static int	TidPairSourceCompare(const void *a, const void *b);
-
 /*
  * The chunks of a backfill in an index's order (query_job.c, for CLUSTER)
  * are recorded under negative numbers, -1, -2, ...: each holds rows from
@@ -415,7 +413,7 @@ CaptureChunksRegroup(int64 job_id, int64 group_blocks, int64 chunk_blocks, int64
 		if (pairs != NULL)
 			pfree(pairs);
 	}
-	qsort(kept, nkept, sizeof(TidPair), TidPairSourceCompare);
+	TidPairsSort(kept, nkept);
 	to_block = Min(to_block, covered_to);
 	for (int64 start = from_block; start < to_block; start += chunk_blocks)
 	{
@@ -599,12 +597,6 @@ TransactionIdCompare(const void *a, const void *b)
 	TransactionId y = *(const TransactionId *) b;
 
 	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-static int
-TidPairSourceCompare(const void *a, const void *b)
-{
-	return ItemPointerCompare(&((TidPair *) a)->source, &((TidPair *) b)->source);
 }
 
 /* The columns of background_ddl.dirty, in the order of its CREATE TABLE */
@@ -854,7 +846,7 @@ CaptureRecomputedTakeRange(int64 job_id, int64 start_block, int64 end_block, int
 				   lengthof(values), argtypes, values, NULL, SPI_OK_DELETE_RETURNING);
 	pairs = RecomputedPairs(access.caller_context, npairs);
 	CatalogAccessEnd(&access);
-	qsort(pairs, *npairs, sizeof(TidPair), TidPairSourceCompare);
+	TidPairsSort(pairs, *npairs);
 	return pairs;
 }
 
@@ -876,7 +868,7 @@ CaptureRecomputedTake(int64 job_id, ItemPointer sources, int nsources, int *npai
 											SPI_OK_DELETE_RETURNING, job_id, sources, nsources,
 											npairs);
 
-	qsort(pairs, *npairs, sizeof(TidPair), TidPairSourceCompare);
+	TidPairsSort(pairs, *npairs);
 	return pairs;
 }
 

@@ -13,11 +13,51 @@
  * as a delta from the previous one, its offset, the output block as a
  * (zigzag-signed) delta, its offset.  A typical pair takes 4 bytes.
  *
+ * Sorting a chunk's pairs took a third of a CLUSTER chunk's time through
+ * qsort's comparison function (the rows come in an index's order, their
+ * sources scattered); TidPairsSort inlines it (sort_template.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "capture/capture_tid_map.h"
+
+/* A tuple id as one integer, in ItemPointerCompare's order */
+static inline uint64
+TidKey(const ItemPointerData *tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+static inline int
+TidPairOrder(const TidPair *a, const TidPair *b)
+{
+	uint64		a_key = TidKey(&a->source);
+	uint64		b_key = TidKey(&b->source);
+
+	if (a_key == b_key)
+	{
+		a_key = TidKey(&a->output);
+		b_key = TidKey(&b->output);
+	}
+	return a_key < b_key ? -1 : a_key > b_key ? 1 : 0;
+}
+
+#define ST_SORT TidPairsSortInline
+#define ST_ELEMENT_TYPE TidPair
+#define ST_COMPARE(a, b) TidPairOrder(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* Sort pairs by source, then output */
+void
+TidPairsSort(TidPair *pairs, size_t npairs)
+{
+	TidPairsSortInline(pairs, npairs);
+}
 
 static char *
 PutVarint(char *out, uint64 value)

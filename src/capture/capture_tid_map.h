@@ -17,6 +17,7 @@ typedef struct TidPair
 	ItemPointerData output;
 } TidPair;
 
+extern void TidPairsSort(TidPair *pairs, size_t npairs);
 extern bytea *CaptureTidMapEncode(const TidPair *pairs, int npairs);
 extern TidPair *CaptureTidMapDecode(const bytea *map, int *npairs);
 

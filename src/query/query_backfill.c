@@ -515,15 +515,6 @@ ItemPointerCompareQsort(const void *a, const void *b)
 	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
 
-static int
-TidPairCompare(const void *a, const void *b)
-{
-	int			by_source = ItemPointerCompare(&((TidPair *) a)->source, &((TidPair *) b)->source);
-
-	return by_source != 0 ? by_source :
-		ItemPointerCompare(&((TidPair *) a)->output, &((TidPair *) b)->output);
-}
-
 /*
  * Run a (restricted) query and insert its rows into the content relation.
  * Caller is in a transaction with an active snapshot, as the job's role, and
@@ -560,7 +551,7 @@ RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bo
 	FreeQueryDesc(query_desc);
 	if (pairs != NULL)
 	{
-		qsort(receiver->pairs, receiver->npairs, sizeof(TidPair), TidPairCompare);
+		TidPairsSort(receiver->pairs, receiver->npairs);
 		*pairs = receiver->pairs;
 		*npairs = receiver->npairs;
 	}
