@@ -111,6 +111,13 @@ typedef struct ContentInsertReceiver
 	int			npairs;
 	int			pairs_capacity;
 	ItemPointerData last_source;	/* the last row's, as a tuple id of its table */
+
+	/*
+	 * Past this many rows (0: never), stop before the first row of another
+	 * block than the last one's (stopped)
+	 */
+	uint64		stop_after;
+	bool		stopped;
 } ContentInsertReceiver;
 
 static void
@@ -233,6 +240,12 @@ ContentInsertReceive(TupleTableSlot *slot, DestReceiver *self)
 		source_datum = slot_getattr(slot, desc->natts + 1, &isnull);
 		Assert(!isnull);
 		ItemPointerCopy((ItemPointer) DatumGetPointer(source_datum), &source);
+		if (receiver->stop_after > 0 && receiver->rows >= receiver->stop_after &&
+			ItemPointerGetBlockNumber(&source) != ItemPointerGetBlockNumber(&receiver->last_source))
+		{
+			receiver->stopped = true;
+			return false;
+		}
 		receiver->last_source = source;
 		if (receiver->segment != NULL)
 		{
@@ -524,12 +537,14 @@ ItemPointerCompareQsort(const void *a, const void *b)
  * the sources are rows of its table, and become the job's tuple ids; with
  * last_source non-NULL, it gets the last row's source, as a tuple id of its
  * table (invalid if none).  With count_live, the rows count in the job's
- * live progress as they come.  Returns the number of rows inserted.
+ * live progress as they come.  With stop_after, the query stops past that
+ * many rows, before the first row of another block than the last one's;
+ * *stopped says whether it did.  Returns the number of rows inserted.
  */
 static uint64
 RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bool count_live,
 				   const CaptureSegment *segment, TidPair **pairs, int *npairs,
-				   ItemPointer last_source)
+				   ItemPointer last_source, uint64 stop_after, bool *stopped)
 {
 	QueryDesc  *query_desc;
 	ContentInsertReceiver *receiver;
@@ -538,6 +553,7 @@ RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bo
 	receiver = ContentInsertReceiverCreate(content, pairs != NULL);
 	receiver->count_live = count_live;
 	receiver->segment = segment;
+	receiver->stop_after = stop_after;
 	query_desc = CreateQueryDesc(plan, "background_ddl backfill", GetActiveSnapshot(),
 								 InvalidSnapshot, (DestReceiver *) receiver, params, NULL, 0);
 	ExecutorStart(query_desc, 0);
@@ -557,6 +573,8 @@ RunPlanIntoContent(Relation content, PlannedStmt *plan, ParamListInfo params, bo
 	}
 	if (last_source != NULL)
 		*last_source = receiver->last_source;
+	if (stopped != NULL)
+		*stopped = receiver->stopped;
 	receiver->pub.rDestroy((DestReceiver *) receiver);
 	return rows;
 }
@@ -570,7 +588,7 @@ RunIntoContent(Relation content, Query *query, int cursor_options, bool count_li
 	(void) GetCurrentTransactionId();
 	return RunPlanIntoContent(content, pg_plan_query(query, "background_ddl backfill",
 													 cursor_options, NULL),
-							  NULL, count_live, segment, pairs, npairs, last_source);
+							  NULL, count_live, segment, pairs, npairs, last_source, 0, NULL);
 }
 
 /* Append pairs to *all (both sorted, the new ones after the others) */
@@ -680,7 +698,7 @@ QueryBackfillRanges(Relation content, Query *query, const QueryDriving *driving,
 			ItemPointerSet(&values[1], pieces[p].start, 0);
 			ItemPointerSet(&values[2], pieces[p].end, 0);
 			rows += RunPlanIntoContent(content, plans[segment], params, false, NULL, NULL, NULL,
-									   NULL);
+									   NULL, 0, NULL);
 		}
 	}
 	return rows;
@@ -861,31 +879,76 @@ AfterBound(List *columns, List *bound, bool descending)
 }
 
 /*
+ * Does a btree index return the rows of equal keys in the order of their
+ * blocks (a forward scan of an ascending index that sorts them by tuple id,
+ * PostgreSQL 12's format; a HOT chain's rows are all in its root's block)?
+ */
+static bool
+IndexSortsEqualKeysByBlock(Relation index)
+{
+	bool		heapkeyspace;
+	bool		allequalimage;
+
+	if (IndexDescends(index))
+		return false;
+	_bt_metaversion(index, &heapkeyspace, &allequalimage);
+	return heapkeyspace;
+}
+
+/* Is the plan a scan of the index, forward, under a limit at most? */
+static bool
+PlanScansIndexForward(PlannedStmt *plan, Relation index)
+{
+	Plan	   *node = plan->planTree;
+
+	if (IsA(node, Limit))
+		node = outerPlan(node);
+	return IsA(node, IndexScan) &&
+		((IndexScan *) node)->indexid == RelationGetRelid(index) &&
+		((IndexScan *) node)->indexorderdir == ForwardScanDirection;
+}
+
+/*
  * The next rows of a table's rewrite in the order of one of its indexes
- * (QueryIndexGivesOrder), its chunk of CLUSTER: at most limit rows of keys
+ * (QueryIndexGivesOrder), its chunk of CLUSTER: about limit rows of keys
  * that are not null that sort after bound, inserted into the content
  * relation in that order.  The order is the index's key columns, then the
  * row's tuple id (unless the index is unique; descending with them), so
  * that rows of equal keys are not split between chunks any other way;
- * bound is that many Consts, the last row's values of a chunk before (NIL:
+ * bound is that many Consts, after the last row of a chunk before (NIL:
  * from the first row).  The rows are read through the index
  * (no sequential scan, which would read the whole table for each chunk):
  * rows of unchanged keys and place are each in exactly one chunk, a row
  * changed meanwhile in one or none, as with chunks of blocks, which the
- * catch-up then replaces.  *pairs gets their (source, output) pairs, sorted
- * by source; *next_bound the bound after the last row (NIL if there was
- * none).  Caller as for RunIntoContent; query is a copy it gives away.
- * Returns the number of rows.
+ * catch-up then replaces.
+ *
+ * Where the index returns the rows of equal keys in the order of their
+ * blocks (IndexSortsEqualKeysByBlock) and the plan is its scan, the rows
+ * are not sorted again: past limit rows the chunk ends at the next change
+ * of block, and its bound is the last row's keys and the end of its block
+ * (within a block, the rows come in the order of their HOT chains' roots,
+ * not of their own tuple ids, as PostgreSQL's CLUSTER through the index
+ * copies them).  Otherwise the rows are sorted by tuple id within equal
+ * keys (an incremental sort: half of a chunk's time), and the chunk is
+ * limit rows.
+ *
+ * *pairs gets their (source, output) pairs, sorted by source; *next_bound
+ * the bound after the last row (NIL if there was none); *last whether no
+ * row is left after them.  Caller as for RunIntoContent; query is a copy
+ * it gives away.  Returns the number of rows.
  */
 uint64
 QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving, Index rtindex,
 					 Relation table, Relation index, List *bound, int64 limit,
-					 TidPair **pairs, int *npairs, List **next_bound)
+					 TidPair **pairs, int *npairs, List **next_bound, bool *last)
 {
 	List	   *columns = NIL;
 	List	   *attnums = NIL;
-	TargetEntry *source;
 	ItemPointerData last_source;
+	Query	   *sorted_query = NULL;
+	PlannedStmt *plan = NULL;
+	bool		by_block = false;
+	bool		stopped = false;
 	uint64		rows;
 	int			nest_level;
 	TupleTableSlot *slot;
@@ -902,21 +965,39 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 			AddQual(query, (Expr *) MakeNullTest(copyObject(list_nth(columns, i)), IS_NOT_NULL));
 	}
 	AppendSourceColumn(query, rtindex, NULL);
-	source = llast_node(TargetEntry, query->targetList);
 	if (!index->rd_index->indisunique)
-	{
-		AddSortColumn(query, source, IndexDescends(index), false);
 		columns = lappend(columns, MakeCtidVar(rtindex));
-	}
 	if (bound != NIL)
 		AddQual(query, AfterBound(columns, bound, IndexDescends(index)));
-	query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
-										   Int64GetDatum(limit), false, FLOAT8PASSBYVAL);
 
 	nest_level = PlanWithoutScans(true);
-	rows = RunIntoContent(content, query, 0, true, &driving->segments[0], pairs, npairs,
-						  &last_source);
+	/* An xid before the plan starts, as RunIntoContent */
+	(void) GetCurrentTransactionId();
+	if (!index->rd_index->indisunique && IndexSortsEqualKeysByBlock(index))
+	{
+		/* (the last block's rows fit under the limit: the scan stops before it) */
+		sorted_query = copyObject(query);
+		query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+											   Int64GetDatum(limit + MaxHeapTuplesPerPage + 1),
+											   false, FLOAT8PASSBYVAL);
+		plan = pg_plan_query(query, "background_ddl backfill", 0, NULL);
+		by_block = PlanScansIndexForward(plan, index);
+		query = sorted_query;
+	}
+	if (!by_block)
+	{
+		if (!index->rd_index->indisunique)
+			AddSortColumn(query, llast_node(TargetEntry, query->targetList),
+						  IndexDescends(index), false);
+		query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+											   Int64GetDatum(limit), false, FLOAT8PASSBYVAL);
+		plan = pg_plan_query(query, "background_ddl backfill", 0, NULL);
+	}
+	rows = RunPlanIntoContent(content, plan, NULL, true, &driving->segments[0], pairs, npairs,
+							  &last_source, by_block ? (uint64) limit : 0, &stopped);
 	AtEOXact_GUC(true, nest_level);
+	*last = by_block ? !stopped : (int64) rows < limit;
+	Assert(!by_block || stopped || (int64) rows <= limit + MaxHeapTuplesPerPage);
 
 	/* The last row's keys, as this snapshot sees them (it has not changed for it) */
 	*next_bound = NIL;
@@ -944,6 +1025,8 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 		ItemPointer tid = palloc(sizeof(ItemPointerData));
 
 		*tid = last_source;
+		if (by_block)
+			ItemPointerSetOffsetNumber(tid, MaxOffsetNumber);
 		*next_bound = lappend(*next_bound, makeConst(TIDOID, -1, InvalidOid,
 													 sizeof(ItemPointerData),
 													 PointerGetDatum(tid), false, false));

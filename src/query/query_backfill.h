@@ -30,7 +30,8 @@ extern bool QueryIndexKeyNullable(Relation table, Relation index, bool *first);
 extern List *QuerySortByIndex(Query *query, Relation index);
 extern uint64 QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving,
 								   Index rtindex, Relation table, Relation index, List *bound,
-								   int64 limit, TidPair **pairs, int *npairs, List **next_bound);
+								   int64 limit, TidPair **pairs, int *npairs, List **next_bound,
+								   bool *last);
 extern uint64 QueryBackfillNullKeys(Relation content, Query *query, const QueryDriving *driving,
 									Index rtindex, Relation index, int64 start_block,
 									int64 end_block, TidPair **pairs, int *npairs);

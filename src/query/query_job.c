@@ -950,8 +950,7 @@ BackfillOrderedChunk(JobRun *run, Relation content, Query *query, Index rtindex,
 		int64		limit = (int64) Max(1.0, q->chunk_blocks * RowsPerBlock(&run->job));
 
 		rows = QueryBackfillInOrder(content, query, q->driving, rtindex, table, index,
-									q->order_bound, limit, pairs, npairs, &bound);
-		last = (int64) rows < limit;
+									q->order_bound, limit, pairs, npairs, &bound, &last);
 	}
 	index_close(index, NoLock);
 	q->order_chunks++;

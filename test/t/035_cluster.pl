@@ -23,6 +23,10 @@
 #     rows of a null key last), under writes that make it null and not,
 #     killed while it copies the rows of a null key; descending (nulls
 #     first) with no writer: every row in the index's order;
+#  9. an index of three keys, its rows updated in place first (HOT: a
+#     row's tuple id moves within its block, its index entry does not),
+#     copied in chunks of about 100 rows, which end inside a key's rows
+#     (and not inside its rows of a block): every row once, in order;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, and no writer fails.
 use strict;
@@ -318,6 +322,31 @@ ok(wait_job_state($node, $job, 'succeeded'), 'descending: the job succeeded');
 check_rewritten_table($node, $job, 'descending');
 is(descents_of_a(1), '0', "with no writer, every row is in t_a_desc's order, nulls first");
 is(clustered_on(), 't_a_desc', 'the table is clustered on t_a_desc');
+
+# 9. Few keys, HOT chains, chunks that end inside a key's rows.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+CREATE TABLE h (id int PRIMARY KEY, k int NOT NULL, v text) WITH (fillfactor = 50);
+INSERT INTO h SELECT g, g % 3, md5(g::text) FROM generate_series(1, 1500) g;
+CREATE INDEX h_k ON h (k);
+CREATE TABLE h_mirror AS TABLE h;
+});
+my $blocks_of_h = q{SELECT count(DISTINCT (ctid::text::point)[0]) FROM h};
+my $blocks = $node->safe_psql('postgres', $blocks_of_h);
+$node->safe_psql('postgres', q{
+UPDATE h SET v = v || 'x' WHERE id % 4 = 1;
+UPDATE h_mirror SET v = v || 'x' WHERE id % 4 = 1;
+});
+is($node->safe_psql('postgres', $blocks_of_h), $blocks, 'the updates stayed in their blocks (HOT)');
+# (400 rows a second: 100 a batch)
+$job = submit_paced($node, 'CLUSTER h USING h_k', 400, user => 'alice');
+ok(wait_job_state($node, $job, 'succeeded'), 'few keys: the job succeeded');
+cmp_ok($node->safe_psql('postgres', "SELECT kind_state->>'order_chunks' FROM background_ddl.job WHERE id = $job"),
+	'>=', 10, 'in chunks of some 100 rows');
+is(differences($node, 'h', 'TABLE h_mirror'), '0', "few keys: the table holds the mirror's rows");
+is( $node->safe_psql('postgres',
+		q{SELECT count(*) FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS before FROM h) s WHERE k < before}),
+	'0', "few keys: every row in h_k's order");
 
 $node->stop;
 done_testing();
