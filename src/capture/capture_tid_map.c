@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * capture_tid_map.c
- *	  The compact stored form of a chunk's (source, output) tuple id pairs.
+ *	  The compact stored form of a chunk's (source, output) tuple id pairs,
+ *	  and their sort.
  *
  * Every chunk records, in the transaction that writes its rows, which
  * source row produced each output row: 12 bytes a row as raw tuple ids,

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * capture_tid_map.h
- *	  The compact stored form of a chunk's (source, output) tuple id pairs.
+ *	  The compact stored form of a chunk's (source, output) tuple id pairs,
+ *	  and their sort.
  *
  *-------------------------------------------------------------------------
  */
