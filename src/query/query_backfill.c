@@ -945,7 +945,6 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 	List	   *columns = NIL;
 	List	   *attnums = NIL;
 	ItemPointerData last_source;
-	Query	   *sorted_query = NULL;
 	PlannedStmt *plan = NULL;
 	bool		by_block = false;
 	bool		stopped = false;
@@ -971,18 +970,16 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 		AddQual(query, AfterBound(columns, bound, IndexDescends(index)));
 
 	nest_level = PlanWithoutScans(true);
-	/* An xid before the plan starts, as RunIntoContent */
-	(void) GetCurrentTransactionId();
 	if (!index->rd_index->indisunique && IndexSortsEqualKeysByBlock(index))
 	{
+		Query	   *unsorted = copyObject(query);
+
 		/* (the last block's rows fit under the limit: the scan stops before it) */
-		sorted_query = copyObject(query);
-		query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
-											   Int64GetDatum(limit + MaxHeapTuplesPerPage + 1),
-											   false, FLOAT8PASSBYVAL);
-		plan = pg_plan_query(query, "background_ddl backfill", 0, NULL);
+		unsorted->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+												  Int64GetDatum(limit + MaxHeapTuplesPerPage + 1),
+												  false, FLOAT8PASSBYVAL);
+		plan = pg_plan_query(unsorted, "background_ddl backfill", 0, NULL);
 		by_block = PlanScansIndexForward(plan, index);
-		query = sorted_query;
 	}
 	if (!by_block)
 	{
