@@ -17,7 +17,8 @@
 #   bench_background_ms SQL   the same; prints the job's build time (submitted to finished) in ms
 #   bench_fill_events ROWS    (re)create events(id, account, payload) with ROWS rows, analyzed
 #   bench_writes_setup ROWS [PARTITIONS]  the extension, events(id bigserial, account, payload)
-#                             of ROWS rows (fillfactor 90; with PARTITIONS, that many hash
+#                             of ROWS rows, account of ACCOUNTS values (default 1,000) in turn
+#                             (fillfactor 90; with PARTITIONS, that many hash
 #                             partitions of it), and $B/writes.sql: pgbench's script that updates
 #                             a random row and inserts one
 #   bench_col MODE FIELD      the median of field FIELD of the lines of $B/results that start with MODE
@@ -119,11 +120,12 @@ bench_writes_setup() {
             -c "CREATE TABLE events (id bigserial PRIMARY KEY, account int NOT NULL, payload text NOT NULL)
                 WITH (fillfactor = 90)"
     fi
-    sql -q -c "INSERT INTO events (account, payload) SELECT g % 1000, md5(g::text) FROM generate_series(1, $1) g" \
+    sql -q -c "INSERT INTO events (account, payload)
+                 SELECT g % ${ACCOUNTS:-1000}, md5(g::text) FROM generate_series(1, $1) g" \
         -c "VACUUM ANALYZE events"
     cat >"$B/writes.sql" <<EOS
 \\set id random(1, $1)
-\\set acc random(0, 999)
+\\set acc random(0, $((${ACCOUNTS:-1000} - 1)))
 UPDATE events SET payload = md5(random()::text) WHERE id = :id;
 INSERT INTO events (account, payload) VALUES (:acc, 'new');
 EOS

@@ -26,8 +26,11 @@
 # the statement on the partitioned table, blocking, or as a job for each partition published
 # together.
 #
+# With ACCOUNTS=N, account has N values rather than 1,000 (ACCOUNTS=4 with STATEMENT=cluster: keys
+# of many rows, whose chunks end inside a key).
+#
 # Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4;
-#        STATEMENT, vacuum, alter, add or cluster; PARTITIONS, default none)
+#        STATEMENT, vacuum, alter, add or cluster; PARTITIONS, default none; ACCOUNTS, 1000)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"

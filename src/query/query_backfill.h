@@ -27,11 +27,26 @@ extern uint64 QueryBackfillRanges(Relation content, Query *query, const QueryDri
 								  int nranges);
 extern bool QueryIndexGivesOrder(Relation table, Relation index);
 extern bool QueryIndexKeyNullable(Relation table, Relation index, bool *first);
-extern List *QuerySortByIndex(Query *query, Relation index);
+extern void QuerySortByIndex(Query *query, Relation index);
+
+/*
+ * Where a backfill in an index's order stands (QueryBackfillInOrder), from
+ * one chunk to the next
+ */
+typedef struct OrderPosition
+{
+	List	   *bound;			/* after the last row copied: its keys, and its
+								 * tuple id unless the index is unique (NIL:
+								 * none yet) */
+	int64		key_rows;		/* rows of the bound's key copied, as far as
+								 * known */
+	bool		done;			/* no row is left after the bound */
+} OrderPosition;
+
 extern uint64 QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving,
-								   Index rtindex, Relation table, Relation index, List *bound,
-								   int64 limit, TidPair **pairs, int *npairs, List **next_bound,
-								   bool *last);
+								   Index rtindex, Relation table, Relation index,
+								   OrderPosition *position, int64 limit, double rows_per_block,
+								   TidPair **pairs, int *npairs);
 extern uint64 QueryBackfillNullKeys(Relation content, Query *query, const QueryDriving *driving,
 									Index rtindex, Relation index, int64 start_block,
 									int64 end_block, TidPair **pairs, int *npairs);

@@ -127,6 +127,7 @@
 #define STATE_ORDER_STAGE		"order_stage"
 #define STATE_ORDER_CHUNKS		"order_chunks"
 #define STATE_ORDER_BOUND		"order_bound"
+#define STATE_ORDER_KEY_ROWS	"order_key_rows"
 
 /*
  * A backfill in an index's order regroups its pairs into chunks of this
@@ -150,6 +151,7 @@ ReadQueryState(JobRun *run)
 	q->order_index = (Oid) CatalogKindStateInt(state, QUERY_STATE_ORDER_INDEX);
 	q->order_stage = (QueryOrderStage) CatalogKindStateInt(state, STATE_ORDER_STAGE);
 	q->order_chunks = (int32) CatalogKindStateInt(state, STATE_ORDER_CHUNKS);
+	q->order_key_rows = CatalogKindStateInt(state, STATE_ORDER_KEY_ROWS);
 	if (CatalogKindStateHas(state, STATE_ORDER_BOUND))
 	{
 		MemoryContext old_context = MemoryContextSwitchTo(JobContext());
@@ -199,6 +201,7 @@ WriteQueryState(JobRun *run)
 	{
 		CatalogKindStateSetInt(&run->job.kind_state, STATE_ORDER_STAGE, q->order_stage);
 		CatalogKindStateSetInt(&run->job.kind_state, STATE_ORDER_CHUNKS, q->order_chunks);
+		CatalogKindStateSetInt(&run->job.kind_state, STATE_ORDER_KEY_ROWS, q->order_key_rows);
 		CatalogKindStateSetText(&run->job.kind_state, STATE_ORDER_BOUND,
 								nodeToString(q->order_bound));
 	}
@@ -798,6 +801,7 @@ RestartBuild(JobRun *run)
 	q->order_stage = ORDER_READING;
 	q->order_chunks = 0;
 	q->order_bound = NIL;
+	q->order_key_rows = 0;
 	/* a new build: it may catch up in batches again */
 	q->recompute_at_cutover = false;
 	WriteQueryState(run);
@@ -891,7 +895,7 @@ SortInOrder(Query *query, Oid order_index)
 	if (!OidIsValid(order_index))
 		return;
 	index = index_open(order_index, AccessShareLock);
-	(void) QuerySortByIndex(query, index);
+	QuerySortByIndex(query, index);
 	index_close(index, NoLock);
 }
 
@@ -947,10 +951,15 @@ BackfillOrderedChunk(JobRun *run, Relation content, Query *query, Index rtindex,
 	}
 	else
 	{
-		int64		limit = (int64) Max(1.0, q->chunk_blocks * RowsPerBlock(&run->job));
+		double		rows_per_block = RowsPerBlock(&run->job);
+		OrderPosition position = {.bound = q->order_bound, .key_rows = q->order_key_rows};
 
-		rows = QueryBackfillInOrder(content, query, q->driving, rtindex, table, index,
-									q->order_bound, limit, pairs, npairs, &bound, &last);
+		rows = QueryBackfillInOrder(content, query, q->driving, rtindex, table, index, &position,
+									(int64) Max(1.0, q->chunk_blocks * rows_per_block),
+									rows_per_block, pairs, npairs);
+		bound = position.bound;
+		last = position.done;
+		q->order_key_rows = position.key_rows;
 	}
 	index_close(index, NoLock);
 	q->order_chunks++;

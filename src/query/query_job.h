@@ -74,6 +74,8 @@ typedef struct QueryRun
 	int32		order_chunks;	/* chunks copied */
 	List	   *order_bound;	/* the last row's keys (QueryBackfillInOrder);
 								 * of a null key, the next block (an int8) */
+	int64		order_key_rows; /* rows of the bound's key copied, as far as
+								 * known */
 } QueryRun;
 
 #define QueryRunOf(run)	((QueryRun *) (run)->kind_run)

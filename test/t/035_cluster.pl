@@ -27,6 +27,11 @@
 #     row's tuple id moves within its block, its index entry does not),
 #     copied in chunks of about 100 rows, which end inside a key's rows
 #     (and not inside its rows of a block): every row once, in order;
+# 10. two keys of 30,000 rows each, in chunks of about 1,500 rows, under
+#     writes: a chunk reads the rest of its last key from where the chunk
+#     before stopped, not from the key's first row again (the table's and
+#     the index's rows read, counted by the statistics, stay under 4 a row
+#     copied: over 10 read again key by key), and the table is exact;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, and no writer fails.
 use strict;
@@ -347,6 +352,40 @@ is(differences($node, 'h', 'TABLE h_mirror'), '0', "few keys: the table holds th
 is( $node->safe_psql('postgres',
 		q{SELECT count(*) FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS before FROM h) s WHERE k < before}),
 	'0', "few keys: every row in h_k's order");
+
+# 10. Two keys, chunks that end inside a key's rows, under writes.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+UPDATE t SET k = id % 2;
+UPDATE mirror SET k = id % 2;
+VACUUM ANALYZE t;
+});
+# (writers at 100 transactions a second: too many changes would leave the
+# whole table to the cut-over, whose reads would count too)
+my ($writers, $writers_err) = start_pgbench($node, $script, '-U', 'alice', '-R', '100');
+($job, $hold) = submit_held_at($node, 'planning', 'CLUSTER t USING t_k', user => 'alice');
+# (6,000 rows a second: about 1,500 a chunk)
+$node->safe_psql('postgres', qq{
+SELECT alter_ddl($job, max_rate => 6000);
+SELECT pg_stat_reset_single_table_counters('t'::regclass);
+SELECT pg_stat_reset_single_table_counters('t_k'::regclass);
+});
+release_hold($node, $hold);
+ok(wait_job_state($node, $job, 'succeeded'), 'two keys: the job succeeded');
+unlike(stop_pgbench($writers, $writers_err), qr/ERROR|aborted/, 'two keys: no writer failed');
+# (a worker's statistics are written at its exit at the latest)
+ok( $node->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'background_ddl worker'}),
+	'two keys: the workers are gone');
+my $chunks = $node->safe_psql('postgres',
+	"SELECT kind_state->>'order_chunks' FROM background_ddl.job WHERE id = $job");
+cmp_ok($chunks, '>=', 20, "two keys: in $chunks chunks");
+my ($read, $copied) = split /\|/, $node->safe_psql('postgres', q{
+SELECT (SELECT seq_tup_read FROM pg_stat_user_tables WHERE relid = 't'::regclass)
+     + (SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = 't_k'::regclass),
+       (SELECT count(*) FROM t)});
+cmp_ok($read, '<', 4 * $copied, "two keys: $read rows read for $copied copied");
+check_rewritten_table($node, $job, 'two keys');
 
 $node->stop;
 done_testing();
