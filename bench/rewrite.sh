@@ -27,10 +27,12 @@
 # together.
 #
 # With ACCOUNTS=N, account has N values rather than 1,000 (ACCOUNTS=4 with STATEMENT=cluster: keys
-# of many rows, whose chunks end inside a key).
+# of many rows, whose chunks end inside a key); with BATCH_TIME, the jobs' background_ddl.batch_time
+# (smaller batches: more chunks).
 #
 # Usage: bench/rewrite.sh [ROWS]   (env ROWS, default 10000000; ROUNDS, default 3; CLIENTS, 4;
-#        STATEMENT, vacuum, alter, add or cluster; PARTITIONS, default none; ACCOUNTS, 1000)
+#        STATEMENT, vacuum, alter, add or cluster; PARTITIONS, default none; ACCOUNTS, 1000;
+#        BATCH_TIME, the server's)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 source "$(dirname "$0")/lib.sh"
@@ -58,7 +60,7 @@ REPACK_ORDER=(--no-order)
 if ! dpkg -s postgresql-$PG_MAJOR-repack >/dev/null 2>&1; then
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-$PG_MAJOR-repack
 fi
-bench_server "${BENCH_CONF[@]}"
+bench_server "${BENCH_CONF[@]}" ${BATCH_TIME:+"background_ddl.batch_time = '$BATCH_TIME'"}
 bench_writes_setup "$ROWS" "$PARTITIONS"
 sql -q -c "CREATE EXTENSION pg_repack" -c "CREATE INDEX events_account ON events (account)"
 bench_stoppable_writes
