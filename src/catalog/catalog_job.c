@@ -1058,6 +1058,9 @@ CatalogJobFinish(int64 job_id, JobState state, const JobError *error,
 				CatalogRowSet(&row, Anum_job_chunks_done, Int64GetDatum(1), false);
 				CatalogRowSet(&row, Anum_job_chunks_total, Int64GetDatum(1), false);
 			}
+			else				/* (the chunks counted, not as estimated) */
+				CatalogRowSet(&row, Anum_job_chunks_total,
+							  Int64GetDatum(Int64Or(&row, Anum_job_chunks_done, 0)), false);
 			CatalogRowSet(&row, Anum_job_rate,
 						  Float8GetDatum(rows_done / Max((now - started) / (double) USECS_PER_SEC,
 														 0.001)),
