@@ -802,6 +802,17 @@ DefaultBtreeFamily(Oid type)
 	return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
 }
 
+/* "column <op> value", op the strategy of the column type's default btree family */
+static Expr *
+CompareToValue(Var *column, int16 strategy, Expr *value)
+{
+	Oid			opno = get_opfamily_member(DefaultBtreeFamily(column->vartype), column->vartype,
+										   column->vartype, strategy);
+
+	return make_opclause(opno, BOOLOID, false, (Expr *) column, value, InvalidOid,
+						 column->varcollid);
+}
+
 /*
  * Sort the query's rows by a column of its output (a Var), after those it
  * is sorted by already
@@ -847,19 +858,18 @@ static Expr *
 AfterBound(List *columns, List *bound, bool descending)
 {
 	RowCompareExpr *compare = makeNode(RowCompareExpr);
+	int16		strategy = descending ? BTLessStrategyNumber : BTGreaterStrategyNumber;
 	ListCell   *column_cell;
 	ListCell   *bound_cell;
 
+	if (list_length(columns) == 1)
+		return CompareToValue(linitial_node(Var, columns), strategy, linitial(bound));
 	forboth(column_cell, columns, bound_cell, bound)
 	{
 		Var		   *column = lfirst_node(Var, column_cell);
 		Oid			family = DefaultBtreeFamily(column->vartype);
-		Oid			opno = get_opfamily_member(family, column->vartype, column->vartype,
-											   descending ? BTLessStrategyNumber : BTGreaterStrategyNumber);
+		Oid			opno = get_opfamily_member(family, column->vartype, column->vartype, strategy);
 
-		if (list_length(columns) == 1)
-			return make_opclause(opno, BOOLOID, false, (Expr *) column, lfirst(bound_cell),
-								 InvalidOid, column->varcollid);
 		compare->opnos = lappend_oid(compare->opnos, opno);
 		compare->opfamilies = lappend_oid(compare->opfamilies, family);
 		compare->inputcollids = lappend_oid(compare->inputcollids, column->varcollid);
@@ -967,16 +977,9 @@ EqualToBound(List *columns, List *bound)
 	ListCell   *bound_cell;
 
 	forboth(column_cell, columns, bound_cell, bound)
-	{
-		Var		   *column = lfirst_node(Var, column_cell);
-		Oid			opno = get_opfamily_member(DefaultBtreeFamily(column->vartype),
-											   column->vartype, column->vartype,
-											   BTEqualStrategyNumber);
-
 		equalities = lappend(equalities,
-							 make_opclause(opno, BOOLOID, false, (Expr *) copyObject(column),
-										   lfirst(bound_cell), InvalidOid, column->varcollid));
-	}
+							 CompareToValue(copyObject(lfirst_node(Var, column_cell)),
+											BTEqualStrategyNumber, lfirst(bound_cell)));
 	return make_andclause(equalities);
 }
 
@@ -1044,6 +1047,7 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 	bool		unique = index->rd_index->indisunique;
 	List	   *bound = position->bound;
+	List	   *key_bound = list_truncate(list_copy(bound), nkeys); /* (no tuple id) */
 	List	   *columns = NIL;
 	ItemPointerData last_source;
 	bool		by_block = false;
@@ -1066,7 +1070,7 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 		Oid			after_tid = IndexDescends(index) ? TIDLessOperator : TIDGreaterOperator;
 		int			rest_level = NewGUCNestLevel();
 
-		AddQual(rest, EqualToBound(columns, list_truncate(list_copy(bound), nkeys)));
+		AddQual(rest, EqualToBound(columns, key_bound));
 		AddQual(rest, MakeCtidBound(rtindex, after_tid, (Expr *) llast(bound)));
 		/* (a TID range scan gives the order of a forward scan of the index only) */
 		(void) set_config_option(IndexSortsEqualKeysByBlock(index) &&
@@ -1094,8 +1098,7 @@ QueryBackfillInOrder(Relation content, Query *query, const QueryDriving *driving
 				AddQual(query, (Expr *) MakeNullTest(copyObject(list_nth(columns, i)),
 													 IS_NOT_NULL));
 		if (bound != NIL)
-			AddQual(query, AfterBound(columns, list_truncate(list_copy(bound), nkeys),
-									  IndexDescends(index)));
+			AddQual(query, AfterBound(columns, key_bound, IndexDescends(index)));
 		more = RunInOrder(content, query, driving, index, true, Max(limit - (int64) rows, 1),
 						  &more_pairs, &more_npairs, &more_last_source, &more_by_block,
 						  &position->done);
