@@ -18,14 +18,28 @@ BEGIN
   RETURN s;
 END $$;
 
+-- Wait until no worker holds a job (a cancelled job's worker may still be
+-- leaving it when cancel_ddl returns), polling with a bound.
+CREATE FUNCTION wait_until_left(job bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..600 LOOP
+    IF (SELECT pid IS NULL FROM pg_stat_background_ddl WHERE id = job) THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+  RETURN false;
+END $$;
+
 -- Cancel a running job: it stops mid-batch and leaves nothing.
 CREATE MATERIALIZED VIEW mv_slow AS SELECT slow_identity(g) AS x FROM generate_series(1, 600) g;
 SELECT last_ddl_job() AS job \gset
 SELECT wait_until_running(:job);
 SELECT wait_ddl(:job, '200ms');
 SELECT cancel_ddl(:job);
-SELECT state, phase, pid, error, finished_at IS NOT NULL AS finished
+SELECT state, phase, error, finished_at IS NOT NULL AS finished
   FROM pg_stat_background_ddl WHERE id = :job;
+SELECT wait_until_left(:job) AS worker_left;
 SELECT count(*) AS leftover_relations FROM pg_class WHERE relname = 'mv_slow';
 SELECT count(*) AS leftover_chunks FROM background_ddl.chunk WHERE job_id = :job;
 SELECT wait_ddl(:job);

@@ -79,15 +79,22 @@ SELECT indexrelid::regclass, indisvalid FROM pg_index
 
 -- A statement that becomes a job starts after the jobs it would change: a
 -- REFRESH of a view that a table job reads, a view over a view refreshed.
-CREATE MATERIALIZED VIEW so_mv AS SELECT g FROM so WHERE g < 500;
+-- (The view's job is held until the DELETE, its reader's until the REFRESH
+-- is submitted: neither has ended before the statement that follows it.)
+CREATE FUNCTION so_gate82(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  $$ BEGIN PERFORM pg_advisory_xact_lock_shared(82); RETURN x; END $$;
+SELECT pg_advisory_lock(81), pg_advisory_lock(82);
+CREATE MATERIALIZED VIEW so_mv AS SELECT so_gate(g) AS g FROM so WHERE g < 500;
 SELECT last_ddl_job() AS mv \gset
-CREATE TABLE so_from_mv AS SELECT count(*) AS n FROM so_mv;
+CREATE TABLE so_from_mv AS SELECT count(*) AS n FROM so_mv WHERE so_gate82(g) > 0;
 SELECT last_ddl_job() AS from_mv \gset
+SELECT pg_advisory_unlock(81);
 DELETE FROM so WHERE g < 300;
 REFRESH MATERIALIZED VIEW so_mv;
 SELECT last_ddl_job() AS refresh \gset
 SELECT id - :mv AS job, after_jobs = ARRAY[:from_mv]::bigint[] AS after_its_reader
   FROM pg_stat_background_ddl WHERE id = :refresh;
+SELECT pg_advisory_unlock(82);
 CALL await_ddl(:refresh, '60s');
 SELECT (SELECT n FROM so_from_mv) AS before_refresh, (SELECT count(*) FROM so_mv) AS after_refresh;
 
@@ -177,4 +184,4 @@ DEALLOCATE so_purge;
 RESET background_ddl;
 DROP TABLE so, so_arch, so_arch2, so_other, so_parted, so_rollup, so_t, so_customers, so_idx,
   so_from_mv, so_rr, so_fn_arch, so_arch3, so_held CASCADE;
-DROP FUNCTION so_gate(int);
+DROP FUNCTION so_gate(int), so_gate82(int);
