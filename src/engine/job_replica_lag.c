@@ -11,11 +11,13 @@
  *
  * How far behind, in time: PostgreSQL's replay_lag says it only for WAL the
  * standby has replayed, so it stays put while replay is stuck (paused, or a
- * standby that cannot keep up).  The worker therefore keeps samples of its
- * own of the WAL insert position and when it was there (one at each look,
- * if the WAL moved): WAL past a standby's replay position was written no
- * later than the first sample beyond it, so the standby is at least that
- * long behind.  The larger of that and replay_lag counts.
+ * standby that cannot keep up).  The workers therefore keep samples of the
+ * WAL insert position and when it was there, in shared memory (one at each
+ * look of any worker, if the WAL moved): WAL past a standby's replay
+ * position was written no later than the first sample beyond it, so the
+ * standby is at least that long behind.  The larger of that and replay_lag
+ * counts.  The samples are shared so that a job's helper, which starts
+ * late, sees the lag as the worker that has waited for the standby does.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,42 +33,43 @@
 #include "catalog/catalog_job.h"
 #include "catalog/settings.h"
 #include "engine/job_replica_lag.h"
+#include "engine/job_shmem.h"
 #include "engine/job_step.h"
 
-/* WAL positions a worker remembers */
-#define WAL_SAMPLES		64
-
-/* Where the WAL insert position was, and when */
-typedef struct WalSample
+/*
+ * Add a sample of the WAL insert position (if the WAL moved since the last
+ * one) to the workers' shared samples, and copy them all into samples;
+ * returns how many there are
+ */
+static int
+TakeWalSamples(TimestampTz now, XLogRecPtr lsn, JobWalSample *samples)
 {
-	TimestampTz at;
-	XLogRecPtr	lsn;
-} WalSample;
+	int			count;
 
-/* This worker's samples, oldest first (a job's worker runs one job) */
-static WalSample samples[WAL_SAMPLES];
-static int	nsamples = 0;
-
-static void
-AddSample(TimestampTz now, XLogRecPtr lsn)
-{
-	if (nsamples > 0 && samples[nsamples - 1].lsn == lsn)
-		return;
-	if (nsamples == WAL_SAMPLES)
+	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
+	count = JobShared->wal_sample_count;
+	if (count == 0 || JobShared->wal_samples[count - 1].lsn < lsn)
 	{
-		memmove(&samples[0], &samples[1], sizeof(WalSample) * (WAL_SAMPLES - 1));
-		nsamples--;
+		if (count == JOB_WAL_SAMPLES)
+		{
+			memmove(&JobShared->wal_samples[0], &JobShared->wal_samples[1],
+					sizeof(JobWalSample) * (JOB_WAL_SAMPLES - 1));
+			count--;
+		}
+		JobShared->wal_samples[count].at = now;
+		JobShared->wal_samples[count].lsn = lsn;
+		JobShared->wal_sample_count = ++count;
 	}
-	samples[nsamples].at = now;
-	samples[nsamples].lsn = lsn;
-	nsamples++;
+	memcpy(samples, JobShared->wal_samples, sizeof(JobWalSample) * count);
+	LWLockRelease(JobShared->lock);
+	return count;
 }
 
 /* How long WAL past replay_lsn has been waiting to be replayed, at least */
 static double
-SecondsBehind(TimestampTz now, XLogRecPtr replay_lsn)
+SecondsBehind(const JobWalSample *samples, int count, TimestampTz now, XLogRecPtr replay_lsn)
 {
-	for (int i = 0; i < nsamples; i++)
+	for (int i = 0; i < count; i++)
 	{
 		if (samples[i].lsn > replay_lsn)
 			return (now - samples[i].at) / 1000000.0;
@@ -93,8 +96,9 @@ FurthestBehind(StandbyLag *worst)
 	XLogRecPtr	insert_lsn = GetXLogInsertRecPtr();
 	bool		behind = false;
 	CatalogAccess access;
+	JobWalSample samples[JOB_WAL_SAMPLES];
+	int			count = TakeWalSamples(now, insert_lsn, samples);
 
-	AddSample(now, insert_lsn);
 	/*
 	 * As the catalog's role: pg_stat_replication shows the replay positions
 	 * only to pg_read_all_stats, and the limit holds for every job
@@ -115,7 +119,7 @@ FurthestBehind(StandbyLag *worst)
 
 		if (replay_lsn >= insert_lsn)
 			continue;
-		seconds = Max(SecondsBehind(now, replay_lsn), replay_lag);
+		seconds = Max(SecondsBehind(samples, count, now, replay_lsn), replay_lag);
 		if (!behind || seconds > worst->seconds)
 		{
 			char	   *name = SPI_getvalue(tuple, desc, 1);

@@ -9,6 +9,7 @@
 #ifndef BGDDL_SHARED_STATE_H
 #define BGDDL_SHARED_STATE_H
 
+#include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
@@ -119,6 +120,18 @@ typedef struct JobSlot
 	pg_atomic_uint64 capture_nanoseconds;
 } JobSlot;
 
+/*
+ * Where the WAL insert position was, and when, as the job workers saw it
+ * (job_replica_lag.c): the WAL is the server's, so every worker, a helper
+ * that has just started too, judges a standby's lag from all of them
+ */
+#define JOB_WAL_SAMPLES		64
+typedef struct JobWalSample
+{
+	TimestampTz at;
+	XLogRecPtr	lsn;
+} JobWalSample;
+
 typedef struct JobSharedState
 {
 	LWLock	   *lock;			/* protects everything below */
@@ -126,6 +139,8 @@ typedef struct JobSharedState
 	Latch	   *launcher_latch;
 	ConditionVariable job_finished; /* broadcast whenever a job's worker exits */
 	JobDatabaseSlot databases[BGDDL_MAX_DATABASES];
+	int			wal_sample_count;	/* the oldest are dropped when it is full */
+	JobWalSample wal_samples[JOB_WAL_SAMPLES];	/* oldest first */
 	JobSlot *jobs;			/* max_workers of them */
 	JobWorkerSlot workers[FLEXIBLE_ARRAY_MEMBER];	/* max_workers of them */
 } JobSharedState;

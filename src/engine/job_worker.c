@@ -789,8 +789,10 @@ RunHelper(JobRun *run)
 		return;
 	if (run->routine->start != NULL)
 		run->routine->start(run);
-	while (run->routine->help_step(run) == JOB_STEP_MORE)
+	/* before every chunk, its first too: it may join a job that waits */
+	do
 		JobRunWaitForStandbys(run);
+	while (run->routine->help_step(run) == JOB_STEP_MORE);
 }
 
 static void

@@ -91,6 +91,40 @@ is( $primary->safe_psql('postgres', "SELECT max_replica_lag FROM pg_stat_backgro
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
 $primary->wait_for_catchup($standby);
 
+# A helper that joins a job while it waits for the standby waits too, from
+# its first chunk on: the samples of the WAL position are the workers'
+# together, so a helper started after replay stopped sees how far behind the
+# standby is (with samples of its own it judged the standby no further
+# behind than its own age, and took chunks for a second).  The job runs
+# alone until it waits, then may have a helper.
+{
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+	my ($job, $hold) = submit_held_at($primary, 'planning',
+		"CREATE MATERIALIZED VIEW mv_helper AS $query", before => 'SET bgddl_test.slow = on;');
+	$primary->safe_psql('postgres', "SELECT alter_ddl($job, workers => 1)");
+	release_hold($primary, $hold);
+	my $lag = "substring(waiting_on from ': ([0-9.]+) s behind')::float8";
+	ok($primary->poll_query_until('postgres', "SELECT $lag >= 1.5 FROM pg_stat_background_ddl WHERE id = $job"),
+		'mv_helper: alone, the job waits for the standby');
+	# (its chunks as committed: the job row counts a helper's only later)
+	my $chunk_rows = "SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job";
+	my $chunks = $primary->safe_psql('postgres', $chunk_rows);
+	$primary->safe_psql('postgres', "SELECT alter_ddl($job, workers => 2)");
+	ok($primary->poll_query_until('postgres', "SELECT workers = 2 FROM pg_stat_background_ddl WHERE id = $job"),
+		'mv_helper: a helper joins it');
+	ok( $primary->poll_query_until('postgres',
+			"SELECT count(*) = 2 FROM pg_stat_activity
+			  WHERE backend_type = 'background_ddl worker' AND query LIKE 'background_ddl: waiting for %'"),
+		'mv_helper: the helper waits as the first worker does');
+	is( $primary->safe_psql('postgres',
+			"SELECT ($chunk_rows) = $chunks AND workers = 2 FROM pg_stat_background_ddl WHERE id = $job"),
+		't', 'mv_helper: no chunk while it waits, by the helper either');
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	ok(wait_job_state($primary, $job, 'succeeded'), 'mv_helper: once the standby replays again, the job succeeds');
+	is(differences($primary, 'mv_helper', $query), '0', 'mv_helper: its content equals the query');
+	$primary->wait_for_catchup($standby);
+}
+
 # An index built chunk by chunk waits for the standby in its write too,
 # which is one transaction and waits in place: held before the write, with
 # replay paused and the write paced to last a few seconds (max_rate), it
