@@ -231,6 +231,21 @@ JobRunBatchScale(const BgddlJob *job, double seconds)
 }
 
 /*
+ * The size in blocks of a worker's next chunk, after it asked for asked
+ * blocks and got a chunk of blocks blocks that took seconds: the blocks
+ * that fit in the batch time at that chunk's pace, within a quarter and four
+ * times what it asked for (JobRunBatchScale).  The chunk may be smaller
+ * than asked for (JobClaimChunk): its pace, not its size, counts.
+ */
+double
+JobRunNextChunkBlocks(const BgddlJob *job, double asked, int64 blocks, double seconds)
+{
+	double		fit = blocks * (JobRunBatchTimeMs(job) / 1000.0) / Max(seconds, 1e-6);
+
+	return Max(1.0, Min(asked * 4.0, Max(asked / 4.0, fit)));
+}
+
+/*
  * The rows this worker may make in one batch under the job's rate limit
  * (0: none): its share of max_rate for the batch time, at least a quarter
  * of a second's (a throttled batch is quick to compute, and the fixed costs
@@ -265,8 +280,8 @@ JobRunChunkBlocks(const BgddlJob *job, double chunk_blocks)
 /*
  * A chunk of blocks blocks and rows rows, that took seconds, is done (in the
  * current step): the next chunk's size grows or shrinks toward the batch
- * time, and the rows a rate limit allows, within max_blocks (*chunk_blocks);
- * the job row and the shared progress follow.
+ * time (JobRunNextChunkBlocks), and the rows a rate limit allows, within
+ * max_blocks (*chunk_blocks); the job row and the shared progress follow.
  */
 void
 JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows,
@@ -274,7 +289,8 @@ JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows
 {
 	double		allowed_rows = JobRunRowsPerBatch(&run->job);
 
-	*chunk_blocks = Min(max_blocks, Max(1.0, *chunk_blocks * JobRunBatchScale(&run->job, seconds)));
+	*chunk_blocks = Min(max_blocks, JobRunNextChunkBlocks(&run->job, *chunk_blocks, blocks,
+														  seconds));
 	if (allowed_rows > 0 && rows > 0)
 		*chunk_blocks = Max(1.0, Min(*chunk_blocks, allowed_rows / ((double) rows / blocks)));
 	CatalogJobRecordChunk(&run->job, rows, blocks, (int64) *chunk_blocks, seconds / blocks);

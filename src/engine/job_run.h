@@ -50,6 +50,8 @@ extern void JobRunSetStateText(JobRun *run, const char *key, const char *value);
 extern void JobRunSetStateInt(JobRun *run, const char *key, int64 value);
 extern int	JobRunBatchTimeMs(const BgddlJob *job);
 extern double JobRunBatchScale(const BgddlJob *job, double seconds);
+extern double JobRunNextChunkBlocks(const BgddlJob *job, double asked, int64 blocks,
+									double seconds);
 extern double JobRunRowsPerBatch(const BgddlJob *job);
 extern double JobRunChunkBlocks(const BgddlJob *job, double chunk_blocks);
 extern void JobRunChunkDone(JobRun *run, double *chunk_blocks, double max_blocks, int64 rows,

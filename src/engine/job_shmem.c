@@ -651,6 +651,13 @@ JobBuildGeneration(void)
  * Take the next chunk of at most this many blocks, if claims are open for
  * that generation of the build and blocks are left.  The claim is in flight
  * until JobClaimSettled (the end of the step, either way).
+ *
+ * With several workers, a chunk is at most half of this worker's share of
+ * the blocks left, and at least an eighth of what it asks for: the chunks
+ * shrink toward the end, so that no worker computes a long last chunk while
+ * the others have none (a 2,000,000-row aggregate's backfill took 250 ms,
+ * the last 150 of them one worker's chunk of half the table, its chunks
+ * grown four times at each).
  */
 bool
 JobClaimChunk(uint32 generation, int32 blocks, int64 *start_block, int64 *end_block)
@@ -662,8 +669,13 @@ JobClaimChunk(uint32 generation, int32 blocks, int64 *start_block, int64 *end_bl
 	if (MyJobSlot->claims_open && MyJobSlot->build_generation == generation &&
 		MyJobSlot->claim_next_block < MyJobSlot->claim_end_block)
 	{
+		int64		left = MyJobSlot->claim_end_block - MyJobSlot->claim_next_block;
+		int64		size = blocks;
+
+		if (MyJobSlot->workers > 1)
+			size = Max(Min(size, left / (2 * MyJobSlot->workers)), Max(blocks / 8, 1));
 		*start_block = MyJobSlot->claim_next_block;
-		*end_block = Min(*start_block + blocks, MyJobSlot->claim_end_block);
+		*end_block = Min(*start_block + size, MyJobSlot->claim_end_block);
 		MyJobSlot->claim_next_block = *end_block;
 		MyJobSlot->chunks_in_flight++;
 		my_claim_in_flight = true;

@@ -1058,7 +1058,8 @@ BackfillChunk(JobRun *run, const ChunkRange *range, double *seconds, bool *shown
 	 * rate limit toward the rows the limit allows in that time
 	 */
 	q->chunk_blocks = (int32) Min((double) CHUNK_BLOCKS_MAX,
-								  Max(1.0, q->chunk_blocks * JobRunBatchScale(job, *seconds)));
+								  JobRunNextChunkBlocks(job, q->chunk_blocks, Max(blocks, 1),
+														*seconds));
 	allowed_rows = JobRunRowsPerBatch(job);
 	if (allowed_rows > 0 && rows > 0)
 		q->chunk_blocks = (int32) Max(1.0, Min(q->chunk_blocks,
