@@ -44,13 +44,15 @@ build() {
         PGAPPNAME=bench_build sql -q -c "CREATE MATERIALIZED VIEW $name AS $query"
     else
         job=$(bench_background "CREATE MATERIALIZED VIEW $name AS $query") || exit 1
+    fi
+    t1=$(date +%s%N)
+    if [ "$mode" = background ]; then
         out=$(sql -F' ' -c "SELECT coalesce(rows_recomputed, 0), coalesce(catchup_passes, 0),
                                    round(extract(epoch FROM started_at - submitted_at) * 1000),
                                    round(extract(epoch FROM cutover_at - started_at) * 1000),
                                    round(extract(epoch FROM finished_at - cutover_at) * 1000)
                               FROM pg_stat_background_ddl WHERE id = $job" 2>/dev/null || echo "- - - - -")
     fi
-    t1=$(date +%s%N)
     bench_snapshot_stop "$B/xmin_$mode"
     echo "$(( (t1 - t0) / 1000000 )) $BENCH_SNAPSHOT_HELD ${out:-- - - - -}"
 }

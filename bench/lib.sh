@@ -76,12 +76,18 @@ bench_end() {
     fi
 }
 
+# Submit a statement as a job and wait for its end, in one session (as the blocking statement
+# runs in one: a caller that times this call times one connection, not three); prints the job
 bench_background() {
-    local job state
-    job=$(sql -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" | tail -n1)
+    local out job state
+    out=$(sql -q -c "SET background_ddl = on" -c "$1" -c "SELECT last_ddl_job()" \
+              -c "CALL await_ddl(last_ddl_job(), '2 hours')" \
+              -c "SELECT state FROM pg_stat_background_ddl WHERE id = last_ddl_job()")
+    job=$(sed -n 1p <<<"$out")
+    state=$(sed -n 2p <<<"$out")
     [[ "$job" =~ ^[0-9]+$ ]] || { echo "submit failed: $1" >&2; exit 1; }
-    sql -q -c "CALL await_ddl($job, '2 hours')" 2>/dev/null || true
-    state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
+    # (a job that did not succeed ends the session at the await)
+    [ -n "$state" ] || state=$(sql -c "SELECT state FROM pg_stat_background_ddl WHERE id = $job")
     if [ "$state" != succeeded ]; then
         sql -c "SELECT 'job $job $state: ' || coalesce(error, '') FROM pg_stat_background_ddl WHERE id = $job" >&2
         exit 1
