@@ -549,18 +549,19 @@ COMMIT;
 EOS
 }
 
-# The writers of start_table_writers: the node, the script, pgbench's
-# handle and standard error
+# The writers of start_table_writers: the node, the script, pgbench's more
+# arguments, its handle and standard error
 my %table_writers;
 
-# start_pgbench of a script as alice, that takes ids from sequence ids;
-# returns once they have written (50 ids taken)
+# start_pgbench of a script as alice (with more arguments @args: -R 100,
+# say), that takes ids from sequence ids; returns once they have written
+# (50 ids taken)
 sub start_table_writers
 {
-	my ($node, $script) = @_;
+	my ($node, $script, @args) = @_;
 	my $before = $node->safe_psql('postgres', 'SELECT last_value FROM ids');
-	%table_writers = (node => $node, script => $script);
-	@table_writers{qw(run err)} = start_pgbench($node, $script, '-U', 'alice');
+	%table_writers = (node => $node, script => $script, args => [@args]);
+	@table_writers{qw(run err)} = start_pgbench($node, $script, '-U', 'alice', @args);
 	ok($node->poll_query_until('postgres', "SELECT last_value > $before + 50 FROM ids"),
 		'the writers write');
 	return;
@@ -570,7 +571,7 @@ sub start_table_writers
 sub restart_table_writers
 {
 	$table_writers{run}->finish;
-	start_table_writers(@table_writers{qw(node script)});
+	start_table_writers(@table_writers{qw(node script)}, @{ $table_writers{args} });
 	return;
 }
 

@@ -33,6 +33,9 @@
 #     the index's rows read, counted by the statistics, stay under 4 a row
 #     copied: 2.0 by hand, 12.7 read again from each key's first row), and
 #     the table is exact;
+# 11. the same, killed (kill -9 of its worker) once a chunk has ended inside
+#     the first key's rows: it resumes inside the key (reading the rest of
+#     it from the checkpoint's bound), under writes, and the table is exact;
 # each time the table holds exactly the mirror's rows, its indexes pass
 # amcheck with every row, it keeps its OID, and no writer fails.
 use strict;
@@ -390,6 +393,24 @@ SELECT (SELECT seq_tup_read FROM pg_stat_user_tables WHERE relid = 't'::regclass
        (SELECT count(*) FROM t)});
 cmp_ok($read, '<', 4 * $copied, "two keys: $read rows read for $copied copied");
 check_rewritten_table($node, $job, 'two keys');
+
+# 11. Two keys, killed inside a key's rows, under writes.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+UPDATE t SET k = id % 2;
+UPDATE mirror SET k = id % 2;
+VACUUM ANALYZE t;
+});
+start_table_writers($node, $script, '-R', '100');
+$job = submit_paced($node, 'CLUSTER t USING t_k', 6000, user => 'alice');
+ok( $node->poll_query_until('postgres',
+		"SELECT (kind_state->>'order_key_rows')::int >= 6000 FROM background_ddl.job WHERE id = $job"),
+	'inside a key: a checkpoint after 6,000 rows of the first key');
+kill_and_recover($node, job_field($node, $job, 'pid'));
+restart_table_writers();
+ok(wait_job_state($node, $job, 'succeeded'), 'inside a key: the job resumed and succeeded');
+stop_table_writers('killed inside a key');
+check_rewritten_table($node, $job, 'killed inside a key');
 
 $node->stop;
 done_testing();
