@@ -682,12 +682,18 @@ QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target, const QueryCatchUpPa
  * units backfilled evenly over the backfill's time T are then dirty at its
  * end in a share 1 - (1 - exp(-l T)) / (l T), above a half once l T >
  * SPREAD_LAMBDA_T.  With the backfill at the same pace since the capture
- * began, l T is -ln(1 - share dirty now) * table / backfilled.  The dirty units counted
- * are a sample of the writers' pace: the projection takes two standard
- * deviations fewer (of a Poisson count), so that a few early marks do not
- * decide it.
+ * began, l T is l t * table / backfilled.  l t, the changes a unit has had
+ * so far, is counted from the changed rows, a sample of the writers' pace:
+ * two standard deviations fewer (of a Poisson count), so that a few early
+ * marks do not decide it; and where the dirty units say fewer (the changes
+ * are clustered: a few hot rows), from them, -ln(1 - share dirty now).
+ * (From the dirty units alone, with the same margin, a backfill whose units
+ * had grown to a sixteenth of the table never found them spread, every unit
+ * dirty, and recomputed the whole query at its cut-over after it.)
  */
 #define SPREAD_LAMBDA_T			1.594
+/* The chunks done before the changes' spread is judged (QueryCatchUpChangesSpread) */
+#define SPREAD_MIN_CHUNKS		4
 
 static bool
 UnitsSpread(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int64 backfilled)
@@ -697,8 +703,9 @@ UnitsSpread(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int6
 													 target->chunk_blocks));
 	int64		units = Max(pass->end_block, backfilled) / unit_blocks + 1;
 	int64		dirty = 0;
+	int64		changed = 0;
 	int64		last_unit = -1;
-	double		share;
+	double		per_unit;
 
 	for (int i = 0; i < pass->marks.nrows; i++)
 	{
@@ -707,11 +714,13 @@ UnitsSpread(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int6
 		if (unit != last_unit)
 			dirty++;
 		last_unit = unit;
+		if (NewSource(pass->marks.rows, i, 0))
+			changed++;
 	}
-	share = Min(dirty - 2.0 * sqrt(dirty), units - 1.0) / units;
-	if (share <= 0)
-		return false;
-	return -log(1.0 - share) * Max(pass->end_block, backfilled) / backfilled > SPREAD_LAMBDA_T;
+	per_unit = Max(changed - 2.0 * sqrt(changed), 0.0) / units;
+	if (dirty < units)
+		per_unit = Min(per_unit, -log(1.0 - (double) dirty / units));
+	return per_unit * Max(pass->end_block, backfilled) / backfilled > SPREAD_LAMBDA_T;
 }
 
 /*
@@ -725,11 +734,11 @@ UnitsSpread(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int6
  *	  f * table / backfilled of the table's will have: above the share that
  *	  makes a chunk cheaper to recompute whole (CHUNK_RECOMPUTE_SHARE).
  *
- * At least four chunks must be done.  Caller is in a step, not as the job's
- * role.
+ * At least SPREAD_MIN_CHUNKS chunks must be done: before, *too_early is
+ * set.  Caller is in a step, not as the job's role.
  */
 bool
-QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
+QueryCatchUpChangesSpread(const QueryCatchUpTarget *target, bool *too_early)
 {
 	QueryCatchUpPass pass;
 	int64		backfilled = 0;
@@ -739,7 +748,8 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target)
 	QueryCatchUpPassBegin(target, &pass, CurrentMemoryContext);
 	for (int i = 0; i < pass.nchunks; i++)
 		backfilled += pass.chunks[i].end_block - pass.chunks[i].start_block;
-	if (!pass.marks.uncaptured && pass.nchunks >= 4 && backfilled > 0)
+	*too_early = pass.nchunks < SPREAD_MIN_CHUNKS || backfilled == 0;
+	if (!pass.marks.uncaptured && !*too_early)
 	{
 		if (target->partial)
 			spread = UnitsSpread(target, &pass, backfilled);

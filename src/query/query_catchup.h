@@ -63,7 +63,7 @@ extern bool QueryCatchUpBatch(const QueryCatchUpTarget *target, QueryCatchUpPass
 extern int64 QueryCatchUpBacklog(const QueryCatchUpPass *pass);
 extern bool QueryCatchUpPassCostsMore(const QueryCatchUpTarget *target,
 									  const QueryCatchUpPass *pass);
-extern bool QueryCatchUpChangesSpread(const QueryCatchUpTarget *target);
+extern bool QueryCatchUpChangesSpread(const QueryCatchUpTarget *target, bool *too_early);
 extern void QueryCatchUpPassEnd(QueryCatchUpPass *pass);
 
 #endif							/* BGDDL_CATCHUP_H */

@@ -1163,7 +1163,8 @@ static void CloseCatchUpTarget(QueryCatchUpTarget *target);
 
 /*
  * Between the first worker's chunks (the looks cost at most a twentieth of
- * the backfill's time): will the writers' changes have spread over most of
+ * the backfill's time, but for those too early to judge, which look again
+ * at the next chunk): will the writers' changes have spread over most of
  * the table by its end (QueryCatchUpChangesSpread)?  Then the rest of the
  * backfill and the catch-up would cost more than the whole query, which
  * the cut-over runs instead; the helpers stop in their chunks.
@@ -1176,6 +1177,7 @@ ChangesSpread(JobRun *run)
 	QueryCatchUpTarget target;
 	JobStepResult result;
 	bool		spread = false;
+	bool		too_early = true;
 
 	if (q->spread_checked_at != 0 &&
 		!TimestampDifferenceExceeds(q->spread_checked_at, now, q->spread_check_interval_ms))
@@ -1185,10 +1187,12 @@ ChangesSpread(JobRun *run)
 	{
 		OpenCatchUpTarget(run, &target);
 		target.chunk_blocks = q->chunk_blocks;
-		spread = QueryCatchUpChangesSpread(&target);
+		spread = QueryCatchUpChangesSpread(&target, &too_early);
 		CloseCatchUpTarget(&target);
 	}
 	JobStepEnd();
+	if (too_early)
+		return false;
 	q->spread_checked_at = GetCurrentTimestamp();
 	q->spread_check_interval_ms = 20 * (q->spread_checked_at - now) / 1000;
 	return spread;
