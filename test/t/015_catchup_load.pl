@@ -205,6 +205,26 @@ $node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.test_hold_point;
 check_exact_at_cutover($node, 'agg_spread', $spread, sprintf($agg_query, 'events_at(SNAP)'), 900);
 check_no_leftovers($node, $spread);
 
+# Changes all over the table seen at the end of a backfill, whose chunks
+# (one worker's, growing four times at each) have made its units of
+# partial aggregation a large part of the table: the job leaves the whole
+# query to its cut-over from its backfill, without a catch-up pass (judged
+# from the dirty units alone, a few large units all dirty did not count as
+# spread: the job made a catch-up pass, which found the whole table dirty)
+$node->safe_psql('postgres',
+	'ALTER SYSTEM SET background_ddl.max_workers_per_job = 1; SELECT pg_reload_conf();');
+my ($late, $late_hold) = submit_held_at($node, 'chunk 4',
+	'CREATE MATERIALIZED VIEW agg_late AS ' . sprintf($agg_query, 'events'));
+$node->safe_psql('postgres', "UPDATE events SET payload = md5(payload) WHERE id % 100 = 0");
+release_hold($node, $late_hold);
+ok(wait_job_state($node, $late, 'succeeded'), 'late spread: the job succeeded');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET background_ddl.max_workers_per_job; SELECT pg_reload_conf();');
+like(slurp_file($node->logfile), qr/job $late: the changed rows are spread over most of the table/,
+	'late spread: it left the whole query to its cut-over');
+is(job_field($node, $late, 'catchup_passes'), '0', 'late spread: from its backfill, with no catch-up pass');
+is(differences($node, 'agg_late', sprintf($agg_query, 'events')), '0', 'late spread: its content equals the query');
+check_no_leftovers($node, $late);
+
 # A role under row security: the driving rows that a changed join key
 # stands for are looked up as that role, under its policy
 $node->safe_psql('postgres', q{
