@@ -37,6 +37,35 @@
 #include "engine/job_step.h"
 
 /*
+ * The sample to drop from a full ring: the one whose removal loses least
+ * relative to its age (the gap it leaves, over the age of the sample after
+ * it).  Old samples thin out and recent ones stay dense, so that a lag
+ * measured from them is understated by at most a small share of itself,
+ * however long the ring spans.  (Dropping the oldest, the samples of a few
+ * workers under writers spanned seconds, and a standby stuck for longer
+ * was seen no further behind than that.)  The newest is kept.
+ */
+static int
+SampleToDrop(const JobWalSample *samples, int count, TimestampTz now)
+{
+	int			drop = 1;
+	double		least = 0;
+
+	for (int i = 1; i < count - 1; i++)
+	{
+		double		loss = (double) (samples[i + 1].at - samples[i - 1].at) /
+			Max(now - samples[i + 1].at, 1000);
+
+		if (i == 1 || loss < least)
+		{
+			drop = i;
+			least = loss;
+		}
+	}
+	return drop;
+}
+
+/*
  * Add a sample of the WAL insert position (if the WAL moved since the last
  * one) to the workers' shared samples, and copy them all into samples;
  * returns how many there are
@@ -52,8 +81,10 @@ TakeWalSamples(TimestampTz now, XLogRecPtr lsn, JobWalSample *samples)
 	{
 		if (count == JOB_WAL_SAMPLES)
 		{
-			memmove(&JobShared->wal_samples[0], &JobShared->wal_samples[1],
-					sizeof(JobWalSample) * (JOB_WAL_SAMPLES - 1));
+			int			drop = SampleToDrop(JobShared->wal_samples, count, now);
+
+			memmove(&JobShared->wal_samples[drop], &JobShared->wal_samples[drop + 1],
+					sizeof(JobWalSample) * (count - drop - 1));
 			count--;
 		}
 		JobShared->wal_samples[count].at = now;

@@ -125,7 +125,7 @@ typedef struct JobSlot
  * (job_replica_lag.c): the WAL is the server's, so every worker, a helper
  * that has just started too, judges a standby's lag from all of them
  */
-#define JOB_WAL_SAMPLES		64
+#define JOB_WAL_SAMPLES		256
 typedef struct JobWalSample
 {
 	TimestampTz at;
@@ -139,7 +139,7 @@ typedef struct JobSharedState
 	Latch	   *launcher_latch;
 	ConditionVariable job_finished; /* broadcast whenever a job's worker exits */
 	JobDatabaseSlot databases[BGDDL_MAX_DATABASES];
-	int			wal_sample_count;	/* the oldest are dropped when it is full */
+	int			wal_sample_count;	/* thinned out when it is full */
 	JobWalSample wal_samples[JOB_WAL_SAMPLES];	/* oldest first */
 	JobSlot *jobs;			/* max_workers of them */
 	JobWorkerSlot workers[FLEXIBLE_ARRAY_MEMBER];	/* max_workers of them */

@@ -125,6 +125,26 @@ $primary->wait_for_catchup($standby);
 	$primary->wait_for_catchup($standby);
 }
 
+# A job paced to last some 10 s (a look before each of its small chunks,
+# each of which moves the WAL) with a limit of its own, 3 s: once the
+# standby has stopped for longer, the job waits for it.
+{
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+	my ($job, $hold) = submit_held_at($primary, 'planning',
+		'CREATE MATERIALIZED VIEW mv_long AS SELECT id, account FROM events');
+	$primary->safe_psql('postgres', "SELECT alter_ddl($job, max_rate => 4000, max_replica_lag => '3s')");
+	release_hold($primary, $hold);
+	ok( $primary->poll_query_until('postgres',
+			"SELECT state = 'succeeded' OR waiting_on LIKE 'standby \"standby\": % s behind%'
+			   FROM pg_stat_background_ddl WHERE id = $job"),
+		'mv_long: the job waits for the standby, or ends');
+	like(job_field($primary, $job, 'waiting_on'), qr/s behind .* more than max_replica_lag 3000 ms/,
+		'mv_long: it waits, the standby more than 3 s behind');
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	ok(wait_job_state($primary, $job, 'succeeded'), 'mv_long: once the standby replays again, the job succeeds');
+	$primary->wait_for_catchup($standby);
+}
+
 # An index built chunk by chunk waits for the standby in its write too,
 # which is one transaction and waits in place: held before the write, with
 # replay paused and the write paced to last a few seconds (max_rate), it
