@@ -68,19 +68,25 @@ sub job_waiting_for_the_standby
 	return $job;
 }
 
+# Resume the standby's replay: the job succeeds, and the standby catches up
+sub replay_resumed
+{
+	my ($job, $name) = @_;
+	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+	ok(wait_job_state($primary, $job, 'succeeded'), "$name: once the standby replays again, the job succeeds");
+	$primary->wait_for_catchup($standby);
+	return;
+}
+
 my $job = job_waiting_for_the_standby('mv_lag');
-$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
-ok(wait_job_state($primary, $job, 'succeeded'), 'once the standby replays again, the job succeeds');
+replay_resumed($job, 'mv_lag');
 is(differences($primary, 'mv_lag', $query), '0', 'its content equals the query');
-$primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM mv_lag'), '40000', 'the standby has the view');
 
 # An ordinary role's job waits as a superuser's does (it reads the standbys'
 # positions as the extension's catalog role, not as its own)
 $job = job_waiting_for_the_standby('mv_builder', 'builder');
-$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
-ok(wait_job_state($primary, $job, 'succeeded'), "an ordinary role's job succeeds once the standby replays");
-$primary->wait_for_catchup($standby);
+replay_resumed($job, "mv_builder (an ordinary role's)");
 
 # alter_ddl lifts the limit for one job
 $job = job_waiting_for_the_standby('mv_lifted');
@@ -119,10 +125,8 @@ $primary->wait_for_catchup($standby);
 	is( $primary->safe_psql('postgres',
 			"SELECT ($chunk_rows) = $chunks AND workers = 2 FROM pg_stat_background_ddl WHERE id = $job"),
 		't', 'mv_helper: no chunk while it waits, by the helper either');
-	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
-	ok(wait_job_state($primary, $job, 'succeeded'), 'mv_helper: once the standby replays again, the job succeeds');
+	replay_resumed($job, 'mv_helper');
 	is(differences($primary, 'mv_helper', $query), '0', 'mv_helper: its content equals the query');
-	$primary->wait_for_catchup($standby);
 }
 
 # A job paced to last some 10 s (a look before each of its small chunks,
@@ -140,9 +144,7 @@ $primary->wait_for_catchup($standby);
 		'mv_long: the job waits for the standby, or ends');
 	like(job_field($primary, $job, 'waiting_on'), qr/s behind .* more than max_replica_lag 3000 ms/,
 		'mv_long: it waits, the standby more than 3 s behind');
-	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
-	ok(wait_job_state($primary, $job, 'succeeded'), 'mv_long: once the standby replays again, the job succeeds');
-	$primary->wait_for_catchup($standby);
+	replay_resumed($job, 'mv_long');
 }
 
 # An index built chunk by chunk waits for the standby in its write too,
@@ -162,9 +164,7 @@ $primary->wait_for_catchup($standby);
 	is( $primary->safe_psql('postgres',
 			"SELECT indisready FROM pg_index WHERE indexrelid = 'events_account'::regclass"),
 		'f', 'in the middle of the write: the index is not ready yet');
-	$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
-	ok(wait_job_state($primary, $job, 'succeeded'), 'once the standby replays again, the index job succeeds');
-	$primary->wait_for_catchup($standby);
+	replay_resumed($job, 'the index job');
 	is( $standby->safe_psql('postgres',
 			'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM events WHERE account >= 0'),
 		'40000', 'the standby finds every row through the index');
