@@ -731,8 +731,17 @@ UnitsSpread(const QueryCatchUpTarget *target, const QueryCatchUpPass *pass, int6
  *
  *	- partial aggregation: see UnitsSpread;
  *	- row by row: if a share f of their driving rows changed, about
- *	  f * table / backfilled of the table's will have: above the share that
- *	  makes a chunk cheaper to recompute whole (CHUNK_RECOMPUTE_SHARE).
+ *	  f * table / backfilled of the table's will have by its end.  Its
+ *	  catch-up recomputes them in one worker, a row costing about as much as
+ *	  CHUNK_RECOMPUTE_SHARE rows of the backfill (which is why a chunk with a
+ *	  changed row in that many is recomputed whole): in a share c = f * table
+ *	  / backfilled * CHUNK_RECOMPUTE_SHARE * w of the backfill's time T, w its
+ *	  workers, were the writers to stop.  They go on, changing rows at c
+ *	  times the pace the catch-up recomputes them, so that it ends after
+ *	  c / (1 - c) of T (never, from c = 1 on): longer than the whole query,
+ *	  which reads the table about as fast as the backfill, once c > 1/2.
+ *	  (The changed rows of a joined table's changed row count too: a join
+ *	  whose joined table changes keeps a catch-up busy most.)
  *
  * At least SPREAD_MIN_CHUNKS chunks must be done: before, *too_early is
  * set.  Caller is in a step, not as the job's role.
@@ -765,7 +774,8 @@ QueryCatchUpChangesSpread(const QueryCatchUpTarget *target, bool *too_early)
 					dirty++;
 			}
 			spread = (double) dirty / (backfilled * pass.rows_per_block) *
-				Max(pass.end_block, backfilled) / backfilled * CHUNK_RECOMPUTE_SHARE > 1.0;
+				Max(pass.end_block, backfilled) / backfilled * CHUNK_RECOMPUTE_SHARE *
+				Max(target->workers, 1) > 0.5;
 		}
 	}
 	QueryCatchUpPassEnd(&pass);

@@ -28,6 +28,7 @@ typedef struct QueryCatchUpTarget
 	bool		partial;		/* content is partial aggregation's staging relation */
 	TimestampTz job_start;		/* now() in the job's query */
 	int64		chunk_blocks;	/* the backfill's next chunks' size (0: none) */
+	int			workers;		/* ... and its workers */
 	bool		keeps_order;	/* a rewrite in an index's order (CLUSTER) */
 } QueryCatchUpTarget;
 

@@ -1187,6 +1187,7 @@ ChangesSpread(JobRun *run)
 	{
 		OpenCatchUpTarget(run, &target);
 		target.chunk_blocks = q->chunk_blocks;
+		target.workers = JobWorkerCount();
 		spread = QueryCatchUpChangesSpread(&target, &too_early);
 		CloseCatchUpTarget(&target);
 	}
@@ -1350,6 +1351,7 @@ OpenCatchUpTarget(JobRun *run, QueryCatchUpTarget *target)
 	target->partial = OidIsValid(q->staging_oid);
 	target->job_start = run->job.started_at;
 	target->chunk_blocks = 0;
+	target->workers = 1;
 	target->keeps_order = OidIsValid(q->order_index);
 }
 
