@@ -127,8 +127,9 @@ JobChunksTake(JobChunks *chunks, int32 blocks, ChunkRange *range)
 
 /*
  * No more claims; wait until every claimed chunk's step has ended (the
- * other workers' chunks commit, or are given up).  With discard, the
- * chunks that helpers compute now are not wanted: they stop at once.
+ * other workers' chunks commit, or are given up; the last to end wakes us,
+ * JobClaimSettled).  With discard, the chunks that helpers compute now are
+ * not wanted: they stop at once.
  */
 void
 JobChunksClose(JobChunks *chunks, bool discard)

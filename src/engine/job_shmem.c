@@ -689,12 +689,18 @@ JobClaimChunk(uint32 generation, int32 blocks, int64 *start_block, int64 *end_bl
 void
 JobClaimSettled(void)
 {
+	bool		last;
+
 	if (!my_claim_in_flight || MyJobSlot == NULL)
 		return;
 	LWLockAcquire(JobShared->lock, LW_EXCLUSIVE);
 	MyJobSlot->chunks_in_flight--;
+	last = MyJobSlot->chunks_in_flight == 0 && !MyJobSlot->claims_open;
 	LWLockRelease(JobShared->lock);
 	my_claim_in_flight = false;
+	/* (the job's first worker may wait for it: JobChunksClose) */
+	if (last)
+		SignalJobWorkers(MyDatabaseId, MyJobSlot->job_id, false, false);
 }
 
 /* How many claimed chunks are still being computed */
