@@ -54,16 +54,23 @@ sub job_waiting_for_the_standby
 			"SELECT waiting_on LIKE 'a standby: % s behind%' FROM pg_stat_background_ddl WHERE id = $job",
 			extra_params => [ '-U', 'watcher' ]),
 		't', "$name: a role without privileges reads it too, without the standby's name");
-	my $chunks = $primary->safe_psql('postgres',
-		"SELECT chunks_done FROM pg_stat_background_ddl WHERE id = $job");
-	# It stays put while the standby does not replay: the lag it reports
-	# grows, and no chunk is done meanwhile
+	# Once each of its workers waits (a helper may finish the chunk it had
+	# when the first began to wait), it stays put while the standby does not
+	# replay: the lag it reports grows, and no chunk is committed meanwhile
+	# (counted in the chunk table: the job row counts a helper's only later)
+	ok( $primary->poll_query_until('postgres',
+			"SELECT count(*) = (SELECT workers FROM pg_stat_background_ddl WHERE id = $job)
+			   FROM pg_stat_activity
+			  WHERE backend_type = 'background_ddl worker' AND query LIKE 'background_ddl: waiting for % s behind %'"),
+		"$name: each of its workers waits");
+	my $chunk_rows = "SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job";
+	my $chunks = $primary->safe_psql('postgres', $chunk_rows);
 	ok( $primary->poll_query_until('postgres',
 			"SELECT substring(waiting_on from ': ([0-9.]+) s behind')::float8 >= 2.5
 			   FROM pg_stat_background_ddl WHERE id = $job"),
 		"$name: the lag it reports grows while replay is paused");
 	is( $primary->safe_psql('postgres',
-			"SELECT chunks_done = $chunks AND state = 'running' FROM pg_stat_background_ddl WHERE id = $job"),
+			"SELECT ($chunk_rows) = $chunks AND state = 'running' FROM pg_stat_background_ddl WHERE id = $job"),
 		't', "$name: no chunk while it waits");
 	return $job;
 }
