@@ -38,6 +38,26 @@ $primary->wait_for_catchup($standby);
 
 my $query = 'SELECT id, slowk(id) AS k, account FROM events';
 
+# The query of a job's chunks as committed (the job row counts a helper's
+# only later)
+sub committed_chunks_query
+{
+	my ($job) = @_;
+	return "SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job";
+}
+
+# Wait until each of a job's workers (as many as the view counts) waits for
+# the standby (a helper finishes the chunk it had when the first began to
+# wait)
+sub each_worker_waits
+{
+	my ($job) = @_;
+	return $primary->poll_query_until('postgres',
+		"SELECT count(*) = (SELECT workers FROM pg_stat_background_ddl WHERE id = $job)
+		   FROM pg_stat_activity
+		  WHERE backend_type = 'background_ddl worker' AND query LIKE 'background_ddl: waiting for % s behind %'");
+}
+
 # Start a slow job with the standby's replay paused; wait until the job
 # waits for the standby, and check what the view says.
 sub job_waiting_for_the_standby
@@ -54,16 +74,10 @@ sub job_waiting_for_the_standby
 			"SELECT waiting_on LIKE 'a standby: % s behind%' FROM pg_stat_background_ddl WHERE id = $job",
 			extra_params => [ '-U', 'watcher' ]),
 		't', "$name: a role without privileges reads it too, without the standby's name");
-	# Once each of its workers waits (a helper may finish the chunk it had
-	# when the first began to wait), it stays put while the standby does not
+	# Once each of its workers waits, it stays put while the standby does not
 	# replay: the lag it reports grows, and no chunk is committed meanwhile
-	# (counted in the chunk table: the job row counts a helper's only later)
-	ok( $primary->poll_query_until('postgres',
-			"SELECT count(*) = (SELECT workers FROM pg_stat_background_ddl WHERE id = $job)
-			   FROM pg_stat_activity
-			  WHERE backend_type = 'background_ddl worker' AND query LIKE 'background_ddl: waiting for % s behind %'"),
-		"$name: each of its workers waits");
-	my $chunk_rows = "SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job";
+	ok(each_worker_waits($job), "$name: each of its workers waits");
+	my $chunk_rows = committed_chunks_query($job);
 	my $chunks = $primary->safe_psql('postgres', $chunk_rows);
 	ok( $primary->poll_query_until('postgres',
 			"SELECT substring(waiting_on from ': ([0-9.]+) s behind')::float8 >= 2.5
@@ -119,16 +133,12 @@ $primary->wait_for_catchup($standby);
 	my $lag = "substring(waiting_on from ': ([0-9.]+) s behind')::float8";
 	ok($primary->poll_query_until('postgres', "SELECT $lag >= 1.5 FROM pg_stat_background_ddl WHERE id = $job"),
 		'mv_helper: alone, the job waits for the standby');
-	# (its chunks as committed: the job row counts a helper's only later)
-	my $chunk_rows = "SELECT count(*) FROM background_ddl.chunk WHERE job_id = $job";
+	my $chunk_rows = committed_chunks_query($job);
 	my $chunks = $primary->safe_psql('postgres', $chunk_rows);
 	$primary->safe_psql('postgres', "SELECT alter_ddl($job, workers => 2)");
 	ok($primary->poll_query_until('postgres', "SELECT workers = 2 FROM pg_stat_background_ddl WHERE id = $job"),
 		'mv_helper: a helper joins it');
-	ok( $primary->poll_query_until('postgres',
-			"SELECT count(*) = 2 FROM pg_stat_activity
-			  WHERE backend_type = 'background_ddl worker' AND query LIKE 'background_ddl: waiting for %'"),
-		'mv_helper: the helper waits as the first worker does');
+	ok(each_worker_waits($job), 'mv_helper: the helper waits as the first worker does');
 	is( $primary->safe_psql('postgres',
 			"SELECT ($chunk_rows) = $chunks AND workers = 2 FROM pg_stat_background_ddl WHERE id = $job"),
 		't', 'mv_helper: no chunk while it waits, by the helper either');
